@@ -1,0 +1,46 @@
+# weft — build, test, benchmark. `make test` is what CI runs (.ci/run).
+GO       ?= go
+FUZZTIME ?= 15s
+CRASH_KILLS ?= 1000
+
+.PHONY: all build test lint fuzz bench crash rewrite clean
+
+all: build
+
+build:
+	$(GO) build -o bin/weft ./cmd/weft
+
+# test: formatting, vet, then every test with the race detector. Fuzz
+# targets' seed corpora run here as ordinary tests.
+test: lint
+	$(GO) test -race -timeout 30m ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# fuzz: every Fuzz target in the tree for FUZZTIME each.
+fuzz:
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
+		dir=$$(dirname $$f); \
+		for t in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$f | sed 's/^func //'); do \
+			echo "== $$dir $$t"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$dir; \
+		done; \
+	done
+
+# bench: in-process benchmarks of the protocol core and the store.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./protocol/... ./store/...
+
+# crash: the store's SIGKILL crash test at full length.
+crash:
+	WEFT_CRASH_KILLS=$(CRASH_KILLS) $(GO) test -run 'Crash' -timeout 60m -v ./store/...
+
+# rewrite: regenerate golden files after an intended format change.
+rewrite:
+	$(GO) test ./... -run 'Golden' -update
+
+clean:
+	rm -rf bin

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// client talks to the running agent's local API.
+type client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+func (g *globals) client() (*client, error) {
+	h, err := g.openHome()
+	if err != nil {
+		return nil, err
+	}
+	info, err := h.ReadAPIInfo()
+	if err != nil {
+		return nil, err
+	}
+	return &client{base: "http://" + info.Addr, token: info.Token, http: &http.Client{Timeout: 5 * time.Minute}}, nil
+}
+
+func (c *client) get(path string, out any) error { return c.do(http.MethodGet, path, nil, out) }
+
+func (c *client) post(path string, in, out any) error { return c.do(http.MethodPost, path, in, out) }
+
+func (c *client) do(method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("reaching the agent (is `weft up` running?): %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("agent: %s", strings.TrimSpace(string(msg)))
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/skip2/go-qrcode"
+	"github.com/spf13/cobra"
+
+	"github.com/weftsync/weft/node"
+)
+
+func initCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "init FOLDER",
+		Short: "Create a vault that syncs FOLDER and show its recovery phrase once",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := g.openHome()
+			if err != nil {
+				return err
+			}
+			root, hv, err := node.InitVault(h, args[0], time.Now())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Created a vault for %s\n\n", hv.Folder)
+			fmt.Fprintf(out, "Recovery phrase (write it down now; it is shown only once):\n\n")
+			words := strings.Fields(root.Phrase())
+			for i := 0; i < len(words); i += 6 {
+				fmt.Fprintf(out, "  %s\n", strings.Join(words[i:min(i+6, len(words))], " "))
+			}
+			fmt.Fprintf(out, "\nStart syncing with `weft up`; add a device with `weft invite`.\n")
+			return nil
+		},
+	}
+}
+
+func upCmd(g *globals) *cobra.Command {
+	var listen []string
+	var mdns bool
+	var settle time.Duration
+	c := &cobra.Command{
+		Use:   "up",
+		Short: "Run the agent in the foreground, syncing every folder in the home",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := g.openHome()
+			if err != nil {
+				return err
+			}
+			n, err := node.New(node.Config{Home: h, ListenAddrs: listen, MDNS: mdns, Settle: settle, Logger: g.logger()})
+			if err != nil {
+				return err
+			}
+			errc := make(chan error, 1)
+			go func() { errc <- n.Run(cmd.Context()) }()
+			select {
+			case err := <-errc:
+				return err
+			case <-n.Ready():
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "ready device=%s api=%s listen=%s\n", n.ID(), n.APIAddr(), strings.Join(n.Addrs(), ","))
+			return <-errc
+		},
+	}
+	c.Flags().StringArrayVar(&listen, "listen", nil, "listen multiaddr (repeatable; default all interfaces, TCP and QUIC, random ports)")
+	c.Flags().BoolVar(&mdns, "mdns", true, "discover devices on the LAN with mDNS")
+	c.Flags().DurationVar(&settle, "settle", 100*time.Millisecond, "quiet time before a changed file is taken")
+	return c
+}
+
+func inviteCmd(g *globals) *cobra.Command {
+	var ttl time.Duration
+	var qr bool
+	c := &cobra.Command{
+		Use:   "invite",
+		Short: "Print a one-time code that lets another device join (needs `weft up` running)",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			var resp node.InviteResponse
+			if err := cl.post("/v1/invite", map[string]any{"ttl_seconds": int(ttl.Seconds())}, &resp); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if qr {
+				if err := printQR(out, resp.Code); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(out, "On the other device run: weft join CODE FOLDER\nThe code works once, until %s.\n", resp.Expires.Local().Format(time.DateTime))
+			fmt.Fprintln(out, resp.Code)
+			return nil
+		},
+	}
+	c.Flags().DurationVar(&ttl, "ttl", node.DefaultInviteTTL, "how long the code stays valid")
+	c.Flags().BoolVar(&qr, "qr", false, "also print the code as a QR code")
+	return c
+}
+
+func joinCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "join CODE FOLDER",
+		Short: "Join a vault with an invite code and sync it into FOLDER",
+		Args:  usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := g.openHome()
+			if err != nil {
+				return err
+			}
+			hv, err := node.JoinVault(cmd.Context(), h, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Joined vault %s; it syncs into %s with the next `weft up` (restart a running one).\n", hv.IDHex[:16], hv.Folder)
+			return nil
+		},
+	}
+}
+
+func statusCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show this device, its folders and its peers",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			var st node.Status
+			if err := cl.get("/v1/status", &st); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, st)
+			}
+			fmt.Fprintf(out, "device %s\n\n", st.Device)
+			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "FOLDER\tSTATE\tFILES\tBYTES\tPENDING\tUNSAFE\tCONFLICTS")
+			for _, f := range st.Folders {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%d\n", f.Path, f.State, f.Files, humanBytes(f.Bytes), f.Pending, f.Unsafe, f.Conflicts)
+			}
+			tw.Flush()
+			fmt.Fprintln(out)
+			tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PEER\tCONNECTION\tIN SYNC\tSENT\tRECEIVED")
+			for _, p := range st.Peers {
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", p.ID, p.Connection, p.InSync, humanBytes(p.BytesSent), humanBytes(p.BytesReceived))
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the documented JSON shape (docs/api.md)")
+	return c
+}
+
+func conflictsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "conflicts",
+		Short: "List conflict copies",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			var cs []node.Conflict
+			if err := cl.get("/v1/conflicts", &cs); err != nil {
+				return err
+			}
+			for _, c := range cs {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\n", c.Folder, c.Path)
+			}
+			return nil
+		},
+	}
+}
+
+func devicesCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "devices",
+		Short: "List the devices of each vault",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			var ds []node.Device
+			if err := cl.get("/v1/devices", &ds); err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "FOLDER\tDEVICE\tROLE\t")
+			for _, d := range ds {
+				self := ""
+				if d.Self {
+					self = "(this device)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Folder, d.ID, d.Role, self)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func scanCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "scan",
+		Short: "Rescan every folder now and wait until the changes are recorded",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			var res []map[string]any
+			if err := cl.post("/v1/scan", nil, &res); err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			for _, r := range res {
+				fmt.Fprintf(cmd.OutOrStdout(), "%v: %v files, %v changes, %v ms\n", r["folder"], r["files"], r["changes"], r["millis"])
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func versionCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, commit and Go version",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v := map[string]string{"version": version, "commit": commit, "go": runtime.Version()}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), v)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "weft %s (commit %s, %s)\n", version, commit, runtime.Version())
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func usageArgs(f cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := f(cmd, args); err != nil {
+			return exitUsage{fmt.Errorf("%w\nusage: %s", err, cmd.UseLine())}
+		}
+		return nil
+	}
+}
+
+func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// printQR prints code as a QR code made of terminal characters.
+func printQR(w io.Writer, code string) error {
+	q, err := qrcode.New(strings.ToUpper(code), qrcode.Medium)
+	if err != nil {
+		return fmt.Errorf("making QR code: %w", err)
+	}
+	_, err = io.WriteString(w, q.ToSmallString(false))
+	return err
+}

@@ -1,0 +1,129 @@
+package weft
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// goPackage is the part of `go list -json` these tests read.
+type goPackage struct {
+	ImportPath string
+	Dir        string
+	Name       string
+	Deps       []string
+	Imports    []string
+	GoFiles    []string
+}
+
+func listPackages(t *testing.T) []goPackage {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []goPackage
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p goPackage
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+const module = "github.com/weftsync/weft"
+
+// TestLayering enforces ARCHITECTURE.md's layers: protocol/ imports no
+// networking and no disk, store/ knows no libp2p, and no layer imports one
+// above it. Bans apply to every transitive dependency, except "os", which the
+// standard library itself pulls in (fmt does): it is banned as a direct
+// import only.
+func TestLayering(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if !strings.HasPrefix(p.ImportPath, module+"/protocol") {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if imp == "os" || imp == "os/exec" || imp == "syscall" || imp == "io/fs" {
+				t.Errorf("%s imports %s: protocol/ does no disk IO", p.ImportPath, imp)
+			}
+		}
+	}
+	forbidden := map[string][]string{
+		module + "/protocol":   {"net", "github.com/libp2p/", "github.com/syndtr/goleveldb", module + "/store", module + "/node", module + "/relay", module + "/simulation", module + "/bench", module + "/cmd"},
+		module + "/store":      {"net", "github.com/libp2p/", module + "/node", module + "/relay", module + "/simulation", module + "/bench", module + "/cmd"},
+		module + "/node":       {module + "/relay", module + "/simulation", module + "/bench", module + "/cmd"},
+		module + "/relay":      {module + "/simulation", module + "/bench", module + "/cmd"},
+		module + "/simulation": {module + "/bench", module + "/cmd"},
+	}
+	for _, p := range listPackages(t) {
+		for layer, bans := range forbidden {
+			if p.ImportPath != layer && !strings.HasPrefix(p.ImportPath, layer+"/") {
+				continue
+			}
+			for _, dep := range p.Deps {
+				for _, ban := range bans {
+					if dep == ban || strings.HasPrefix(dep, strings.TrimSuffix(ban, "/")+"/") {
+						t.Errorf("%s imports %s (directly or not): %s must not", p.ImportPath, dep, layer)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestProtocolIsPure keeps clocks and global randomness out of protocol/:
+// time and randomness come in through arguments so that the simulation is
+// deterministic.
+func TestProtocolIsPure(t *testing.T) {
+	banned := regexp.MustCompile(`time\.Now\(|time\.Since\(|time\.Until\(|rand\.(Int|Intn|Int63|Uint32|Uint64|Float64|Perm|Shuffle|Read|N)\(`)
+	for _, p := range listPackages(t) {
+		if p.ImportPath != module+"/protocol" && !strings.HasPrefix(p.ImportPath, module+"/protocol/") {
+			continue
+		}
+		for _, f := range p.GoFiles {
+			path := filepath.Join(p.Dir, f)
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range strings.Split(string(src), "\n") {
+				if strings.HasPrefix(strings.TrimSpace(line), "//") {
+					continue
+				}
+				if banned.MatchString(line) {
+					t.Errorf("%s:%d: clock or global randomness in protocol/: %s", path, i+1, strings.TrimSpace(line))
+				}
+			}
+		}
+	}
+}
+
+// TestEveryPackageHasDoc checks that each package has a doc.go with a
+// package comment.
+func TestEveryPackageHasDoc(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if p.Name == "main" {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(p.Dir, "doc.go"))
+		if err != nil {
+			t.Errorf("%s has no doc.go", p.ImportPath)
+			continue
+		}
+		if !strings.Contains(string(src), "// Package "+p.Name+" ") {
+			t.Errorf("%s/doc.go has no \"// Package %s ...\" comment", p.ImportPath, p.Name)
+		}
+	}
+}

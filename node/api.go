@@ -1,0 +1,354 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/store/home"
+)
+
+// The local HTTP API: on 127.0.0.1, a random port by default, guarded by a
+// random bearer token. Both are written to the home (api.json, 0600) for
+// the CLI. docs/api.md documents every endpoint and the status contract.
+
+type apiServer struct {
+	n     *Node
+	ln    net.Listener
+	addr  string
+	token string
+	srv   *http.Server
+}
+
+func (n *Node) startAPI(ctx context.Context, addr string) (*apiServer, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("API address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("API address %q: only loopback addresses are allowed", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("starting the local API: %w", err)
+	}
+	var tok [24]byte
+	if _, err := rand.Read(tok[:]); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	a := &apiServer{n: n, ln: ln, addr: ln.Addr().String(), token: hex.EncodeToString(tok[:])}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", a.status)
+	mux.HandleFunc("POST /v1/invite", a.invite)
+	mux.HandleFunc("GET /v1/conflicts", a.conflicts)
+	mux.HandleFunc("GET /v1/devices", a.devices)
+	mux.HandleFunc("GET /v1/events", a.eventStream)
+	mux.HandleFunc("POST /v1/scan", a.scan)
+	a.srv = &http.Server{Handler: a.auth(mux), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	if err := n.cfg.Home.WriteAPIInfo(home.APIInfo{Addr: a.addr, Token: a.token, PID: os.Getpid()}); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *apiServer) serve(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = a.srv.Shutdown(sctx)
+	}()
+	if err := a.srv.Serve(a.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		a.n.log.Error("local API stopped", "err", err)
+	}
+	if err := a.n.cfg.Home.RemoveAPIInfo(); err != nil {
+		a.n.log.Warn("removing API info", "err", err)
+	}
+}
+
+func (a *apiServer) auth(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1 {
+			http.Error(w, "missing or wrong API token", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// Status is the shape of `weft status --json` and GET /v1/status.
+type Status struct {
+	Device  string         `json:"device"`
+	Addrs   []string       `json:"addrs"`
+	Folders []FolderStatus `json:"folders"`
+	Peers   []PeerStatus   `json:"peers"`
+}
+
+// FolderStatus is one folder's state.
+type FolderStatus struct {
+	Path            string        `json:"path"`
+	Vault           string        `json:"vault"`
+	State           string        `json:"state"` // in-sync, syncing, scanning, offline
+	InitialScanDone bool          `json:"initial_scan_done"`
+	Files           int           `json:"files"`
+	Bytes           int64         `json:"bytes"`
+	Pending         int           `json:"pending"`
+	PendingApply    int           `json:"pending_apply"`
+	PendingFetch    int           `json:"pending_fetch"`
+	Unsafe          uint64        `json:"unsafe"`
+	Conflicts       int           `json:"conflicts"`
+	Errors          []PathMessage `json:"errors"`
+}
+
+// PathMessage is a problem with one path.
+type PathMessage struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// PeerStatus is one peer's state.
+type PeerStatus struct {
+	ID            string     `json:"id"`
+	Connection    string     `json:"connection"` // lan, direct, relayed, offline
+	BytesSent     int64      `json:"bytes_sent"`
+	BytesReceived int64      `json:"bytes_received"`
+	MsgsSent      int64      `json:"messages_sent"`
+	MsgsReceived  int64      `json:"messages_received"`
+	InSync        bool       `json:"in_sync"`
+	LastSeen      *time.Time `json:"last_seen,omitempty"`
+}
+
+// Status reports the node's state.
+func (n *Node) Status() Status {
+	st := Status{Device: n.id.ID().String(), Addrs: n.Addrs(), Folders: []FolderStatus{}, Peers: []PeerStatus{}}
+	members := map[keys.DeviceID]bool{}
+	for _, v := range n.vaultList {
+		fs := v.status()
+		if len(n.connectedMembers(v)) == 0 && len(v.memberList()) > 1 && fs.State == "in-sync" {
+			fs.State = "offline"
+		}
+		st.Folders = append(st.Folders, fs)
+		for _, d := range v.memberList() {
+			if d != n.id.ID() {
+				members[d] = true
+			}
+		}
+	}
+	for d := range members {
+		ps := n.peerState(d)
+		n.mu.Lock()
+		p := PeerStatus{
+			ID: d.String(), Connection: "offline", InSync: n.peerInSync(d),
+			BytesSent: ps.counters.bytesSent.Load(), BytesReceived: ps.counters.bytesReceived.Load(),
+			MsgsSent: ps.counters.msgsSent.Load(), MsgsReceived: ps.counters.msgsReceived.Load(),
+		}
+		if ps.connected {
+			p.Connection = ps.conn
+		}
+		if !ps.lastSeen.IsZero() {
+			t := ps.lastSeen
+			p.LastSeen = &t
+		}
+		n.mu.Unlock()
+		st.Peers = append(st.Peers, p)
+	}
+	slices.SortFunc(st.Peers, func(a, b PeerStatus) int { return strings.Compare(a.ID, b.ID) })
+	return st
+}
+
+// peerInSync reports whether d holds everything this device holds in every
+// shared vault, as far as its last LogStatus said.
+func (n *Node) peerInSync(d keys.DeviceID) bool {
+	for _, v := range n.vaultList {
+		if !v.isMember(d) {
+			continue
+		}
+		mine := v.vector()
+		v.mu.Lock()
+		theirs := v.peerVec[d]
+		v.mu.Unlock()
+		for a, s := range mine {
+			if theirs[a] < s {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (v *vault) status() FolderStatus {
+	unsafe := v.unsafeCount()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	fs := FolderStatus{
+		Path: v.cfg.Folder, Vault: v.id.String(), InitialScanDone: v.scanned,
+		PendingApply: len(v.dirty) + v.pending.toApply, PendingFetch: v.pending.toFetch, Unsafe: unsafe,
+		Errors: []PathMessage{},
+	}
+	fs.Pending = fs.PendingApply + fs.PendingFetch
+	for p, r := range v.index {
+		if r.Kind == entry.KindFile {
+			fs.Files++
+			fs.Bytes += int64(r.Size)
+			if isConflictCopy(p) {
+				fs.Conflicts++
+			}
+		}
+	}
+	for p, e := range v.errs {
+		fs.Errors = append(fs.Errors, PathMessage{Path: p, Reason: e})
+	}
+	slices.SortFunc(fs.Errors, func(a, b PathMessage) int { return strings.Compare(a.Path, b.Path) })
+	switch {
+	case v.scanning || !v.scanned:
+		fs.State = "scanning"
+	case fs.Pending > 0:
+		fs.State = "syncing"
+	default:
+		fs.State = "in-sync"
+	}
+	return fs
+}
+
+// isConflictCopy reports whether a path is named like a conflict copy
+// (protocol.ConflictName).
+func isConflictCopy(p string) bool { return strings.Contains(path.Base(p), ".conflict-") }
+
+func (a *apiServer) status(w http.ResponseWriter, r *http.Request) { writeJSON(w, a.n.Status()) }
+
+// InviteResponse is the answer of POST /v1/invite.
+type InviteResponse struct {
+	Code    string    `json:"code"`
+	Expires time.Time `json:"expires"`
+}
+
+func (a *apiServer) invite(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Vault      string `json:"vault"`
+		TTLSeconds int    `json:"ttl_seconds"`
+	}
+	_ = json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req)
+	var vid keys.VaultID
+	if req.Vault != "" {
+		var err error
+		if vid, err = keys.ParseVaultID(req.Vault); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
+	inv, err := a.n.Invite(vid, time.Duration(req.TTLSeconds)*time.Second)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	writeJSON(w, InviteResponse{Code: inv.String(), Expires: time.Unix(inv.Expires, 0).UTC()})
+}
+
+// Conflict is one conflict copy in a folder.
+type Conflict struct {
+	Folder string `json:"folder"`
+	Path   string `json:"path"`
+}
+
+func (a *apiServer) conflicts(w http.ResponseWriter, r *http.Request) {
+	out := []Conflict{}
+	for _, v := range a.n.vaultList {
+		v.mu.Lock()
+		for p, r := range v.index {
+			if r.Kind == entry.KindFile && isConflictCopy(p) {
+				out = append(out, Conflict{Folder: v.cfg.Folder, Path: p})
+			}
+		}
+		v.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b Conflict) int { return strings.Compare(a.Folder+"\x00"+a.Path, b.Folder+"\x00"+b.Path) })
+	writeJSON(w, out)
+}
+
+// Device is one member of a vault.
+type Device struct {
+	Folder string `json:"folder"`
+	ID     string `json:"id"`
+	Role   string `json:"role"`
+	Self   bool   `json:"self"`
+}
+
+func (a *apiServer) devices(w http.ResponseWriter, r *http.Request) {
+	out := []Device{}
+	for _, v := range a.n.vaultList {
+		for _, d := range v.memberList() {
+			role, _ := v.role(d)
+			out = append(out, Device{Folder: v.cfg.Folder, ID: d.String(), Role: role.String(), Self: d == a.n.id.ID()})
+		}
+	}
+	writeJSON(w, out)
+}
+
+func (a *apiServer) scan(w http.ResponseWriter, r *http.Request) {
+	type result struct {
+		Folder  string `json:"folder"`
+		Files   int    `json:"files"`
+		Changes int    `json:"changes"`
+		Millis  int64  `json:"millis"`
+	}
+	var out []result
+	for _, v := range a.n.vaultList {
+		start := time.Now()
+		res, err := v.scan(r.Context(), nil)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		out = append(out, result{Folder: v.cfg.Folder, Files: res.Files, Changes: len(res.Changes), Millis: time.Since(start).Milliseconds()})
+	}
+	writeJSON(w, out)
+}
+
+func (a *apiServer) eventStream(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	c, cancel := a.n.events.subscribe()
+	defer cancel()
+	fl.Flush()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case ev := <-c:
+			b, _ := json.Marshal(ev)
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, b)
+			fl.Flush()
+		}
+	}
+}

@@ -1,0 +1,508 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"strings"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// reconcile brings every dirty path of the vault to what the sync core
+// decides. Paths whose apply fails stay dirty and are retried on the next
+// kick or tick.
+func (v *vault) reconcile(ctx context.Context) {
+	v.mu.Lock()
+	paths := make([]string, 0, len(v.dirty))
+	for p := range v.dirty {
+		paths = append(paths, p)
+	}
+	v.dirty = map[string]struct{}{}
+	v.pending.toApply = len(paths)
+	v.mu.Unlock()
+	// Deletions run children first, everything else parents first: sort
+	// by path, handle deletions in reverse.
+	slices.Sort(paths)
+	var later []string
+	for i := len(paths) - 1; i >= 0; i-- {
+		if ctx.Err() != nil {
+			break
+		}
+		if !v.winnerIsDeletion(paths[i]) {
+			later = append(later, paths[i])
+			continue
+		}
+		v.reconcileOne(ctx, paths[i])
+	}
+	slices.Reverse(later)
+	for _, p := range later {
+		if ctx.Err() != nil {
+			break
+		}
+		v.reconcileOne(ctx, p)
+	}
+	v.mu.Lock()
+	v.pending.toApply = len(v.dirty)
+	v.mu.Unlock()
+	v.n.events.publish(Event{Type: EventReconciled, Folder: v.cfg.Folder})
+}
+
+func (v *vault) winnerIsDeletion(path string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	hs := v.graph.Heads(path)
+	for _, h := range hs {
+		if h.Kind != protocol.KindDeletion {
+			return false
+		}
+	}
+	return len(hs) > 0
+}
+
+func (v *vault) reconcileOne(ctx context.Context, path string) {
+	err := v.reconcilePath(ctx, path)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err == nil {
+		delete(v.errs, path)
+		v.pending.toApply = max(0, v.pending.toApply-1)
+		return
+	}
+	v.errs[path] = err.Error()
+	v.dirty[path] = struct{}{}
+	if !errors.Is(err, folder.ErrLocalChange) && ctx.Err() == nil {
+		v.log.Warn("applying", "path", path, "err", err)
+		v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Path: path, Error: err.Error()})
+	}
+}
+
+// takenLocked answers the core's "is this path in use?" from the
+// replicated state (a live non-deletion head), so every device names
+// conflict copies alike. v.mu must be held.
+func (v *vault) takenLocked(p string) bool {
+	for _, h := range v.graph.Heads(p) {
+		if h.Kind != protocol.KindDeletion {
+			return true
+		}
+	}
+	return false
+}
+
+// reconcilePath decides one path and carries the decision out.
+func (v *vault) reconcilePath(ctx context.Context, path string) error {
+	v.mu.Lock()
+	if len(v.graph.Heads(path)) == 0 {
+		v.mu.Unlock()
+		return nil
+	}
+	dec, err := v.graph.Resolve(path, v.takenLocked)
+	if err != nil {
+		v.mu.Unlock()
+		return fmt.Errorf("resolving: %w", err)
+	}
+	winner := v.bodies[dec.Winner.ID]
+	cur, had := v.index[path]
+	copies := make([]entry.Version, len(dec.Copies))
+	for i, c := range dec.Copies {
+		copies[i] = v.bodies[c.Version.ID]
+		copies[i].Path = c.Path
+	}
+	v.mu.Unlock()
+
+	winnerID := toEntryID(dec.Winner.ID)
+	var merged []byte
+	if dec.Outcome == protocol.OutcomeMerge {
+		m, clean, err := v.merge(ctx, dec.Merge)
+		if err != nil && !errors.Is(err, protocol.ErrNotText) && !errors.Is(err, protocol.ErrMergeTooLarge) {
+			return fmt.Errorf("merging: %w", err)
+		}
+		if err == nil && clean {
+			merged = m
+			copies = nil
+		}
+	}
+
+	// 1. The winner (or the merged text) at the path.
+	var rec vaultdb.Record
+	switch {
+	case merged != nil:
+		rec, err = v.writeBytes(ctx, path, winner, merged, cur, had)
+	case had && cur.Version == winnerID:
+		rec = cur
+	default:
+		rec, err = v.applyVersion(ctx, winnerID, winner, cur, had)
+	}
+	if err != nil {
+		if errors.Is(err, folder.ErrLocalChange) {
+			// The local file changed since it was scanned: record that
+			// edit first; it becomes a head and the path is decided again.
+			if _, serr := v.scan(ctx, []string{path}); serr != nil {
+				return serr
+			}
+		}
+		return err
+	}
+
+	// 2. Conflict copies beside it.
+	var copyRecs []vaultdb.Record
+	for _, c := range copies {
+		r, err := v.applyVersion(ctx, entry.VersionID{}, c, vaultdb.Record{}, false)
+		if err != nil {
+			return fmt.Errorf("writing conflict copy %s: %w", c.Path, err)
+		}
+		copyRecs = append(copyRecs, r)
+		v.n.events.publish(Event{Type: EventConflict, Folder: v.cfg.Folder, Path: c.Path})
+	}
+
+	// 3. Record the outcome when there was more than one head (except
+	// identical contents, which need no record and would loop): one entry
+	// with a version that supersedes every head and one per copy.
+	if len(dec.Superseded) <= 1 || dec.Outcome == protocol.OutcomeIdentical {
+		return v.commitIndex(path, rec)
+	}
+	res := winner
+	res.Supersedes = make([]entry.VersionID, len(dec.Superseded))
+	for i, id := range dec.Superseded {
+		res.Supersedes[i] = toEntryID(id)
+	}
+	if merged != nil {
+		res.Size, res.Hash, res.Inline, res.Chunks = rec.Size, rec.Hash, nil, rec.Chunks
+		if len(rec.Chunks) == 0 {
+			res.Inline = merged
+		}
+		res.MTime = rec.MTime
+	}
+	versions := []entry.Version{res}
+	paths := []string{path}
+	records := []vaultdb.Record{rec}
+	v.mu.Lock()
+	for i, c := range copies {
+		c.Supersedes = v.headIDsLocked(c.Path)
+		versions = append(versions, c)
+		paths = append(paths, c.Path)
+		records = append(records, copyRecs[i])
+	}
+	v.mu.Unlock()
+	v.authorMu.Lock()
+	defer v.authorMu.Unlock()
+	return v.author(versions, paths, records)
+}
+
+// commitIndex records that path now holds rec.
+func (v *vault) commitIndex(path string, rec vaultdb.Record) error {
+	v.mu.Lock()
+	old, had := v.index[path]
+	v.mu.Unlock()
+	if had == (rec.Kind != 0) && (!had || sameRecord(old, rec)) {
+		return nil
+	}
+	u := &vaultdb.Update{}
+	if rec.Kind == 0 {
+		u.DeleteIndex(path)
+	} else {
+		u.PutIndex(path, rec)
+	}
+	if err := v.db.Commit(u); err != nil {
+		return fmt.Errorf("recording %s in the index: %w", path, err)
+	}
+	v.mu.Lock()
+	v.setIndexLocked(path, rec)
+	v.mu.Unlock()
+	return nil
+}
+
+func sameRecord(a, b vaultdb.Record) bool {
+	return a.Version == b.Version && a.Kind == b.Kind && a.Size == b.Size && a.MTime == b.MTime &&
+		a.Inode == b.Inode && a.Ctime == b.Ctime && a.Mode == b.Mode && a.Hash == b.Hash && a.Target == b.Target
+}
+
+// applyVersion makes the disk at ver.Path hold ver and returns the index
+// record for it (Kind 0 for a deletion). cur is the index record at the
+// path, if had. When the disk already holds the same content, nothing is
+// written and only the record's version changes.
+func (v *vault) applyVersion(ctx context.Context, id entry.VersionID, ver entry.Version, cur vaultdb.Record, had bool) (vaultdb.Record, error) {
+	a := v.applier
+	switch ver.Kind {
+	case entry.KindDeletion:
+		if !had {
+			return vaultdb.Record{}, nil
+		}
+		if err := a.Delete(ctx, ver.Path); err != nil {
+			return vaultdb.Record{}, err
+		}
+		v.n.events.publish(Event{Type: EventApplied, Folder: v.cfg.Folder, Path: ver.Path, Kind: "deletion"})
+		return vaultdb.Record{}, nil
+	case entry.KindDir:
+		if had && cur.Kind == entry.KindDir {
+			cur.Version = id
+			return cur, nil
+		}
+		out, err := a.MakeDir(ctx, ver.Path, fs.FileMode(ver.Mode).Perm()|0o700)
+		if err != nil {
+			return vaultdb.Record{}, err
+		}
+		return recordFromInfo(id, ver, out.Info), nil
+	case entry.KindSymlink:
+		if had && cur.Kind == entry.KindSymlink && cur.Target == ver.Target {
+			cur.Version = id
+			return cur, nil
+		}
+		out, err := a.WriteSymlink(ctx, ver.Path, ver.Target)
+		if err != nil {
+			return vaultdb.Record{}, err
+		}
+		return recordFromInfo(id, ver, out.Info), nil
+	case entry.KindFile:
+		if had && cur.Kind == entry.KindFile && cur.Hash == ver.Hash && cur.Mode&0o111 == ver.Mode&0o111 {
+			cur.Version = id
+			cur.Chunks = ver.Chunks
+			return cur, nil
+		}
+		content, stop := v.contentReader(ctx, ver)
+		defer stop()
+		out, err := a.WriteFile(ctx, folder.FileVersion{
+			Path: ver.Path, Size: int64(ver.Size), MTime: ver.MTime, Executable: ver.Mode&0o111 != 0,
+		}, content)
+		if err != nil {
+			return vaultdb.Record{}, err
+		}
+		v.n.events.publish(Event{Type: EventApplied, Folder: v.cfg.Folder, Path: ver.Path, Kind: "file", Bytes: int64(ver.Size)})
+		return recordFromInfo(id, ver, out.Info), nil
+	}
+	return vaultdb.Record{}, fmt.Errorf("version of unknown kind %s", ver.Kind)
+}
+
+// writeBytes writes merged text at path; the returned record carries the
+// merged content's hash and chunk list.
+func (v *vault) writeBytes(ctx context.Context, path string, like entry.Version, b []byte, cur vaultdb.Record, had bool) (vaultdb.Record, error) {
+	h, err := chunkHasher{keys: v.ck}.Hash(ctx, path, bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return vaultdb.Record{}, err
+	}
+	ver := like
+	ver.Path, ver.Size, ver.Hash = path, uint64(len(b)), h.Hash
+	x := h.Extra.(hashExtra)
+	ver.Inline, ver.Chunks = x.inline, x.chunks
+	if had && cur.Kind == entry.KindFile && cur.Hash == ver.Hash {
+		return cur, nil
+	}
+	out, err := v.applier.WriteFile(ctx, folder.FileVersion{Path: path, Size: int64(len(b)), MTime: v.n.now().UnixNano(), Executable: ver.Mode&0o111 != 0}, bytes.NewReader(b))
+	if err != nil {
+		return vaultdb.Record{}, err
+	}
+	return recordFromInfo(entry.VersionID{}, ver, out.Info), nil
+}
+
+// merge fetches the contents of a merge plan and merges them.
+func (v *vault) merge(ctx context.Context, plan *protocol.MergePlan) ([]byte, bool, error) {
+	read := func(id protocol.VersionID) ([]byte, error) {
+		v.mu.Lock()
+		ver := v.bodies[id]
+		v.mu.Unlock()
+		if ver.Size > protocol.MaxMergeBytes {
+			return nil, protocol.ErrMergeTooLarge
+		}
+		r, stop := v.contentReader(ctx, ver)
+		defer stop()
+		return io.ReadAll(r)
+	}
+	base, err := read(plan.Base.ID)
+	if err != nil {
+		return nil, false, err
+	}
+	sides := make([][]byte, len(plan.Sides))
+	for i, s := range plan.Sides {
+		if sides[i], err = read(s.ID); err != nil {
+			return nil, false, err
+		}
+	}
+	return protocol.MergeAll(base, sides)
+}
+
+// contentReader yields a file version's plaintext in order: inline bytes,
+// or its chunks, each re-created from a local file when one holds it and
+// fetched from peers otherwise. stop releases the producer.
+func (v *vault) contentReader(ctx context.Context, ver entry.Version) (io.Reader, func()) {
+	if len(ver.Chunks) == 0 {
+		return bytes.NewReader(ver.Inline), func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pw.CloseWithError(v.produce(ctx, ver.Chunks, pw))
+	}()
+	return pr, func() {
+		cancel()
+		_ = pr.Close()
+		<-done
+	}
+}
+
+// window is how many chunks are fetched ahead of the writer.
+const window = 64
+
+// produce writes the plaintext of refs to w, window by window.
+func (v *vault) produce(ctx context.Context, refs []entry.ChunkRef, w io.Writer) error {
+	for start := 0; start < len(refs); start += window {
+		win := refs[start:min(start+window, len(refs))]
+		plain := make(map[cid.Cid][]byte, len(win))
+		var need []cid.Cid
+		for _, r := range win {
+			if _, ok := plain[r.CID]; ok || slices.Contains(need, r.CID) {
+				continue
+			}
+			if b, err := v.localPlaintext(r.CID); err == nil {
+				plain[r.CID] = b
+				continue
+			}
+			need = append(need, r.CID)
+		}
+		if len(need) > 0 {
+			v.addPendingFetch(len(need))
+			err := v.fetchFromPeers(ctx, need, func(c cid.Cid, env []byte) error {
+				b, err := chunk.Open(v.ck, c, env)
+				if err != nil {
+					return fmt.Errorf("chunk %s: %w", c, err)
+				}
+				plain[c] = b
+				v.addPendingFetch(-1)
+				return nil
+			})
+			if err != nil {
+				v.addPendingFetch(-(len(need) - countIn(plain, need)))
+				return err
+			}
+		}
+		for _, r := range win {
+			b := plain[r.CID]
+			if len(b) != int(r.Size) {
+				return fmt.Errorf("chunk %s: %d bytes, want %d", r.CID, len(b), r.Size)
+			}
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func countIn(m map[cid.Cid][]byte, cs []cid.Cid) int {
+	n := 0
+	for _, c := range cs {
+		if _, ok := m[c]; ok {
+			n++
+		}
+	}
+	return n
+}
+
+func (v *vault) addPendingFetch(d int) {
+	v.mu.Lock()
+	v.pending.toFetch = max(0, v.pending.toFetch+d)
+	v.mu.Unlock()
+}
+
+// fetchFromPeers asks connected members for cids, one after another,
+// until every chunk has arrived or no peer is left.
+func (v *vault) fetchFromPeers(ctx context.Context, cids []cid.Cid, got func(cid.Cid, []byte) error) error {
+	need := cids
+	var errs []string
+	for _, p := range v.n.connectedMembers(v) {
+		if len(need) == 0 {
+			break
+		}
+		missing, err := v.fetchChunks(ctx, p.id, p.dev, need, got)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", p.dev.Short(), err))
+		}
+		need = missing
+	}
+	if len(need) > 0 {
+		if len(errs) > 0 {
+			return fmt.Errorf("%w (%d chunks): %s", errChunkMissing, len(need), strings.Join(errs, "; "))
+		}
+		return fmt.Errorf("%w (%d chunks)", errChunkMissing, len(need))
+	}
+	return nil
+}
+
+// localPlaintext re-creates a chunk's plaintext from the local folder: it
+// reads the bytes where the index says the chunk lies, after checking the
+// file has not changed since it was scanned, and checks them by sealing.
+func (v *vault) localPlaintext(c cid.Cid) ([]byte, error) {
+	b, _, err := v.localChunk(c)
+	return b, err
+}
+
+// localEnvelope re-creates a chunk's envelope for a peer.
+func (v *vault) localEnvelope(c cid.Cid) ([]byte, error) {
+	_, env, err := v.localChunk(c)
+	return env, err
+}
+
+var errNotLocal = errors.New("chunk not held locally")
+
+func (v *vault) localChunk(c cid.Cid) (plain, env []byte, err error) {
+	v.mu.Lock()
+	loc, ok := v.chunkLoc[c]
+	rec := v.index[loc.path]
+	v.mu.Unlock()
+	if !ok {
+		return nil, nil, errNotLocal
+	}
+	info, err := v.fs.Lstat(loc.path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if info.Kind != folder.KindFile || info.Size != int64(rec.Size) || info.MTime != rec.MTime || info.Inode != rec.Inode {
+		return nil, nil, fmt.Errorf("%s changed since it was scanned: %w", loc.path, errNotLocal)
+	}
+	f, err := v.fs.Open(loc.path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, loc.size)
+	if err := readAt(f, buf, loc.offset); err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", loc.path, err)
+	}
+	s, err := chunk.Seal(v.ck, buf)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !s.CID.Equals(c) {
+		return nil, nil, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
+	}
+	return buf, s.Envelope, nil
+}
+
+// readAt fills buf from offset off of f, using ReadAt when the file offers
+// it and skipping forward otherwise.
+func readAt(f folder.File, buf []byte, off int64) error {
+	if ra, ok := f.(io.ReaderAt); ok {
+		_, err := ra.ReadAt(buf, off)
+		return err
+	}
+	if s, ok := f.(io.Seeker); ok {
+		if _, err := s.Seek(off, io.SeekStart); err != nil {
+			return err
+		}
+	} else if _, err := io.CopyN(io.Discard, f, off); err != nil {
+		return err
+	}
+	_, err := io.ReadFull(f, buf)
+	return err
+}

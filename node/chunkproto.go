@@ -1,0 +1,155 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/wire"
+)
+
+// The chunk protocol (/weft/chunk/1): the opener sends batches of wanted
+// CIDs (pipelined: it need not wait for answers before the next batch); the
+// answerer streams one Chunk or ChunkMissing per wanted CID, in order.
+// A device serves chunks by re-creating them from its own files: it reads
+// the plaintext where its index says the chunk lies, checks the file has
+// not changed since it was scanned, seals it, and sends it only if the
+// result has the wanted CID.
+
+// handleChunk answers a chunk stream.
+func (n *Node) handleChunk(s network.Stream) {
+	defer s.Close()
+	dev, err := DeviceIDOf(s.Conn().RemotePeer())
+	if err != nil {
+		_ = s.Reset()
+		return
+	}
+	f := newFrameConn(s, n.counters(dev))
+	v, err := n.acceptHello(f, dev)
+	if err != nil {
+		return
+	}
+	for {
+		p, err := f.expect(wire.MsgWantChunks)
+		if err != nil {
+			return
+		}
+		want, err := wire.ParseWantChunks(p)
+		if err != nil {
+			f.sendError(wire.CodeProtocol, err.Error())
+			return
+		}
+		for _, c := range want.CIDs {
+			env, err := v.localEnvelope(c)
+			if err != nil {
+				if err := f.send(wire.MsgChunkMissing, wire.ChunkMissing{CID: c}); err != nil {
+					return
+				}
+				continue
+			}
+			if err := f.send(wire.MsgChunk, wire.Chunk{CID: c, Envelope: env}); err != nil {
+				return
+			}
+			v.n.stats.chunksServed.Add(1)
+		}
+		if err := f.flush(); err != nil {
+			return
+		}
+	}
+}
+
+// errChunkMissing means no peer asked had the chunk.
+var errChunkMissing = errors.New("chunk not available from any peer")
+
+// fetchBatch is the number of CIDs per WantChunks message.
+const fetchBatch = 64
+
+// fetchChunks asks p for cids and calls got for each envelope that arrives
+// and verifies against its CID. It returns the CIDs p did not have. got is
+// called from this goroutine, in arrival order.
+func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, cids []cid.Cid, got func(cid.Cid, []byte) error) (missing []cid.Cid, err error) {
+	s, err := v.n.host.NewStream(ctx, p, ProtoChunk)
+	if err != nil {
+		return cids, fmt.Errorf("opening chunk stream: %w", err)
+	}
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
+	f := newFrameConn(s, v.n.counters(dev))
+	if err := f.openHello(v.id); err != nil {
+		return cids, err
+	}
+	// Writer: all want batches up front (the answerer reads them as it
+	// goes; a stream's flow control bounds what is in flight).
+	werr := make(chan error, 1)
+	go func() {
+		for i := 0; i < len(cids); i += fetchBatch {
+			end := min(i+fetchBatch, len(cids))
+			if err := f.send(wire.MsgWantChunks, wire.WantChunks{CIDs: cids[i:end]}); err != nil {
+				werr <- err
+				return
+			}
+		}
+		werr <- f.flush()
+	}()
+	pending := make(map[cid.Cid]bool, len(cids))
+	for _, c := range cids {
+		pending[c] = true
+	}
+	for answered := 0; answered < len(cids); answered++ {
+		t, payload, err := f.read()
+		if err != nil {
+			return remaining(cids, pending), err
+		}
+		switch t {
+		case wire.MsgChunk:
+			ch, err := wire.ParseChunk(payload)
+			if err != nil {
+				return remaining(cids, pending), err
+			}
+			if !pending[ch.CID] {
+				return remaining(cids, pending), fmt.Errorf("%w: chunk %s was not asked for", errUnexpected, ch.CID)
+			}
+			if err := chunk.VerifyCID(ch.CID, ch.Envelope); err != nil {
+				return remaining(cids, pending), fmt.Errorf("chunk from %s: %w", dev, err)
+			}
+			delete(pending, ch.CID)
+			v.n.stats.chunksFetched.Add(1)
+			v.n.stats.chunkBytesFetched.Add(int64(len(ch.Envelope)))
+			if err := got(ch.CID, ch.Envelope); err != nil {
+				return remaining(cids, pending), err
+			}
+		case wire.MsgChunkMissing:
+			m, err := wire.ParseChunkMissing(payload)
+			if err != nil {
+				return remaining(cids, pending), err
+			}
+			missing = append(missing, m.CID)
+			delete(pending, m.CID)
+		default:
+			return remaining(cids, pending), fmt.Errorf("%w on chunk stream: %s", errUnexpected, t)
+		}
+	}
+	if err := <-werr; err != nil {
+		return append(missing, remaining(cids, pending)...), err
+	}
+	return missing, nil
+}
+
+// remaining lists the CIDs still pending, in request order.
+func remaining(cids []cid.Cid, pending map[cid.Cid]bool) []cid.Cid {
+	var out []cid.Cid
+	for _, c := range cids {
+		if pending[c] {
+			out = append(out, c)
+			delete(pending, c) // list each once
+		}
+	}
+	return out
+}

@@ -1,0 +1,610 @@
+package folder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"strings"
+)
+
+// ApplierConfig configures an Applier.
+type ApplierConfig struct {
+	FS    FS    // required
+	Index Index // required: the records the local-change checks compare with
+	// Folding is how FS compares names (see Probe).
+	Folding Folding
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// TestOnlyBeforeRename, if set, runs after a temporary file or link is
+	// complete and durable and before it is renamed over its target; an
+	// error aborts the apply there, as a crash would (the temp file stays).
+	TestOnlyBeforeRename func(tmp, target string) error
+}
+
+// Applier writes versions that arrived from peers into the folder. Every
+// change is durable before it returns: file content goes to a temporary
+// file in the target's directory, is fsynced, gets its mode and mtime, is
+// renamed over the target, and the directory is fsynced. A partially
+// written file is never visible under its final name.
+//
+// Before replacing or deleting anything it lstats it and compares with the
+// caller's Index record; if the item is unknown to the index or changed
+// since (size, mtime, inode, ctime, mode, kind), it returns ErrLocalChange
+// and touches nothing: the caller rescans and treats it as a conflict.
+//
+// Ordering obligation: within one batch of versions, apply deletions
+// before writes (and a directory's children before the directory when
+// deleting, parents before children when creating). On a folding file
+// system this is what turns a case-only rename arriving as "delete
+// Readme.md, add README.md" into a rename rather than a collision; Rename
+// does it without re-writing content.
+//
+// An Applier is safe for concurrent use on different paths; callers must
+// not apply two versions of one path at once.
+type Applier struct {
+	cfg ApplierConfig
+}
+
+// NewApplier returns an Applier.
+func NewApplier(cfg ApplierConfig) (*Applier, error) {
+	if cfg.FS == nil || cfg.Index == nil {
+		return nil, errors.New("folder: applier config needs FS and Index")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Applier{cfg: cfg}, nil
+}
+
+// Outcome says what an apply did.
+type Outcome struct {
+	// Path is where the item now is: the requested path, or its
+	// CollisionName when it collided with another live path and lost.
+	Path string
+	// Info is the item's lstat after the apply; RecordOf(Path, Info) plus
+	// the content hash is what the caller records, so the next scan skips
+	// it.
+	Info FileInfo
+	// Collision is the existing path that the requested one collided with
+	// on a folding file system ("" if none).
+	Collision string
+	// MovedAside is where the colliding item was moved when the requested
+	// path won the name ("" if nothing moved).
+	MovedAside string
+}
+
+// FileVersion is a file to write.
+type FileVersion struct {
+	Path       string
+	Size       int64 // exact number of bytes the content yields
+	MTime      int64 // ns since the epoch
+	Executable bool
+}
+
+// existing is what a path resolves to on disk.
+type existing struct {
+	real string // the path under its on-disk name ("" if nothing there)
+	info FileInfo
+}
+
+// resolve lstats p and, on a folding FS, finds the on-disk name of what
+// answered.
+func (a *Applier) resolve(p string) (existing, error) {
+	info, err := a.cfg.FS.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return existing{}, nil
+	} else if err != nil {
+		return existing{}, err
+	}
+	dir, base := splitPath(p)
+	if !a.cfg.Folding.Folds() || info.Name == base {
+		return existing{real: p, info: info}, nil
+	}
+	// Lstat may report the requested name; the directory listing has the
+	// stored one.
+	ents, err := a.cfg.FS.ReadDir(dir)
+	if err != nil {
+		return existing{}, err
+	}
+	key := a.cfg.Folding.Key(base)
+	for _, e := range ents {
+		if a.cfg.Folding.Key(e.Name) == key {
+			name := e.Name
+			if a.cfg.Folding.NormInsensitive && !a.cfg.Folding.CaseInsensitive && name != base {
+				name = base // only the normalisation differs: same wire path
+			}
+			return existing{real: joinPath(dir, name), info: e}, nil
+		}
+	}
+	return existing{real: p, info: info}, nil
+}
+
+// unchanged checks that what is at e.real is what the index recorded.
+func (a *Applier) unchanged(e existing) error {
+	rec, ok := a.cfg.Index.Lookup(e.real)
+	if !ok {
+		return fmt.Errorf("%w: %q is not in the index", ErrLocalChange, e.real)
+	}
+	if !sameMeta(rec, e.info) {
+		return fmt.Errorf("%w: %q", ErrLocalChange, e.real)
+	}
+	return nil
+}
+
+// mkdirs creates the parents of p as needed, fsyncing each new entry.
+func (a *Applier) mkdirs(p string) error {
+	dir, _ := splitPath(p)
+	if dir == "" {
+		return nil
+	}
+	for i := 0; i <= len(dir); i++ {
+		if i < len(dir) && dir[i] != '/' {
+			continue
+		}
+		d := dir[:i]
+		info, err := a.cfg.FS.Lstat(d)
+		if err == nil {
+			if info.Kind != KindDir {
+				return fmt.Errorf("%w: %q", ErrParentNotDir, d)
+			}
+			continue
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := a.cfg.FS.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("creating directory %q: %w", d, err)
+		}
+		parent, _ := splitPath(d)
+		if err := a.cfg.FS.SyncDir(parent); err != nil {
+			return fmt.Errorf("syncing directory %q: %w", parent, err)
+		}
+	}
+	return nil
+}
+
+// place decides where a new item for p goes, handling an existing item:
+// it returns the target path and fills out.Collision / out.MovedAside.
+// replaceDir says whether an existing empty, indexed directory may be
+// removed to make room.
+func (a *Applier) place(p string, out *Outcome) (target string, cur existing, err error) {
+	cur, err = a.resolve(p)
+	if err != nil || cur.real == "" {
+		return p, cur, err
+	}
+	if cur.real == p {
+		return p, cur, a.unchanged(cur)
+	}
+	// A different live name takes this name's place on a folding FS.
+	out.Collision = cur.real
+	if err := a.unchanged(cur); err != nil {
+		return "", cur, err
+	}
+	if p < cur.real {
+		aside, err := a.freeName(cur.real)
+		if err != nil {
+			return "", cur, err
+		}
+		if err := a.cfg.FS.Rename(cur.real, aside); err != nil {
+			return "", cur, fmt.Errorf("moving %q aside: %w", cur.real, err)
+		}
+		dir, _ := splitPath(p)
+		if err := a.cfg.FS.SyncDir(dir); err != nil {
+			return "", cur, fmt.Errorf("syncing directory %q: %w", dir, err)
+		}
+		out.MovedAside = aside
+		a.cfg.Logger.Warn("name collision: existing item moved aside", "path", p, "existing", cur.real, "aside", aside)
+		return p, existing{}, nil
+	}
+	// p loses: it goes to its collision name, replacing an indexed,
+	// unchanged item there (an earlier version of the same collision).
+	for n := 1; ; n++ {
+		alt := CollisionName(p, n)
+		e, err := a.resolve(alt)
+		if err != nil {
+			return "", cur, err
+		}
+		if e.real == "" || (e.real == alt && a.unchanged(e) == nil) {
+			a.cfg.Logger.Warn("name collision: written under collision name", "path", p, "existing", cur.real, "as", alt)
+			return alt, e, nil
+		}
+	}
+}
+
+// freeName returns the first CollisionName of p that nothing occupies.
+func (a *Applier) freeName(p string) (string, error) {
+	for n := 1; ; n++ {
+		alt := CollisionName(p, n)
+		e, err := a.resolve(alt)
+		if err != nil {
+			return "", err
+		}
+		if e.real == "" {
+			return alt, nil
+		}
+	}
+}
+
+// clearDir makes room at target when it holds an (indexed, unchanged)
+// directory: the directory must be empty and is removed.
+func (a *Applier) clearDir(target string, cur existing) error {
+	if cur.real == "" || cur.info.Kind != KindDir {
+		return nil
+	}
+	if err := a.emptyDir(target); err != nil {
+		return err
+	}
+	if err := a.cfg.FS.Remove(target); err != nil {
+		return fmt.Errorf("removing directory %q: %w", target, err)
+	}
+	return nil
+}
+
+// emptyDir removes leftover temp files in dir and fails with
+// DirNotEmptyError if anything else remains.
+func (a *Applier) emptyDir(dir string) error {
+	ents, err := a.cfg.FS.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("listing directory %q: %w", dir, err)
+	}
+	var left []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name, TempPrefix) && e.Kind != KindDir {
+			if err := a.cfg.FS.Remove(joinPath(dir, e.Name)); err == nil {
+				continue
+			}
+		}
+		left = append(left, e.Name)
+	}
+	if len(left) > 0 {
+		return &DirNotEmptyError{Path: dir, Entries: left}
+	}
+	return nil
+}
+
+// stillSame re-checks, just before the rename, that target is as it was
+// when place looked at it.
+func (a *Applier) stillSame(target string, cur existing) error {
+	info, err := a.cfg.FS.Lstat(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if cur.real == "" || cur.info.Kind == KindDir {
+			return nil
+		}
+		return fmt.Errorf("%w: %q vanished", ErrLocalChange, target)
+	case err != nil:
+		return err
+	case cur.real == "":
+		return fmt.Errorf("%w: %q appeared", ErrLocalChange, target)
+	case !sameStat(info, cur.info) || info.Mode != cur.info.Mode:
+		return fmt.Errorf("%w: %q", ErrLocalChange, target)
+	}
+	return nil
+}
+
+// WriteFile writes one file version from content, which must yield
+// exactly v.Size bytes (ErrSizeMismatch otherwise, and nothing changes).
+// It replaces an indexed, unchanged file, symlink or empty directory at
+// v.Path; anything else there is ErrLocalChange. The permission bits of a
+// replaced file are kept except the executable bits, which follow
+// v.Executable; a new file gets 0644 or 0755.
+func (a *Applier) WriteFile(ctx context.Context, v FileVersion, content io.Reader) (Outcome, error) {
+	out := Outcome{Path: v.Path}
+	if err := ValidPath(v.Path); err != nil {
+		return out, err
+	}
+	if err := a.mkdirs(v.Path); err != nil {
+		return out, err
+	}
+	target, cur, err := a.place(v.Path, &out)
+	if err != nil {
+		return out, err
+	}
+	out.Path = target
+	perm := fs.FileMode(0o644)
+	if cur.real != "" && cur.info.Kind == KindFile {
+		perm = cur.info.Mode
+	}
+	if v.Executable {
+		perm |= (perm & 0o444) >> 2
+	} else {
+		perm &^= 0o111
+	}
+	dir, _ := splitPath(target)
+	f, err := a.cfg.FS.CreateTemp(dir, TempPrefix)
+	if err != nil {
+		return out, fmt.Errorf("creating temp file for %q: %w", target, err)
+	}
+	tmp := f.Path()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			a.cfg.FS.Remove(tmp)
+		}
+	}()
+	n, err := io.Copy(f, &ctxReader{ctx: ctx, r: io.LimitReader(content, v.Size+1)})
+	if err != nil {
+		return out, fmt.Errorf("writing %q: %w", target, err)
+	}
+	if n != v.Size {
+		return out, fmt.Errorf("%w: %q got %d bytes, want %d", ErrSizeMismatch, target, n, v.Size)
+	}
+	if err := a.cfg.FS.Chmod(tmp, perm); err != nil {
+		return out, fmt.Errorf("setting mode of %q: %w", target, err)
+	}
+	if err := a.cfg.FS.Chtimes(tmp, v.MTime); err != nil {
+		return out, fmt.Errorf("setting mtime of %q: %w", target, err)
+	}
+	if err := f.Sync(); err != nil {
+		return out, fmt.Errorf("syncing %q: %w", target, err)
+	}
+	if err := f.Close(); err != nil {
+		return out, fmt.Errorf("closing %q: %w", target, err)
+	}
+	if err := a.commit(tmp, target, cur); err != nil {
+		if errors.Is(err, errAborted) {
+			ok = true // leave the temp file, as a crash would
+		}
+		return out, err
+	}
+	ok = true
+	out.Info, err = a.cfg.FS.Lstat(target)
+	return out, err
+}
+
+var errAborted = errors.New("folder: aborted by test hook")
+
+// commit renames a complete, durable temp item over target and fsyncs the
+// directory.
+func (a *Applier) commit(tmp, target string, cur existing) error {
+	if err := a.stillSame(target, cur); err != nil {
+		return err
+	}
+	if err := a.clearDir(target, cur); err != nil {
+		return err
+	}
+	if h := a.cfg.TestOnlyBeforeRename; h != nil {
+		if err := h(tmp, target); err != nil {
+			return fmt.Errorf("%w: %w", errAborted, err)
+		}
+	}
+	if err := a.cfg.FS.Rename(tmp, target); err != nil {
+		return fmt.Errorf("renaming into %q: %w", target, err)
+	}
+	dir, _ := splitPath(target)
+	if err := a.cfg.FS.SyncDir(dir); err != nil {
+		return fmt.Errorf("syncing directory %q: %w", dir, err)
+	}
+	return nil
+}
+
+// WriteSymlink makes p a symlink to target (never resolved), replacing an
+// indexed, unchanged item the way WriteFile does: the link is created
+// under a temp name and renamed over p.
+func (a *Applier) WriteSymlink(ctx context.Context, p, target string) (Outcome, error) {
+	out := Outcome{Path: p}
+	if err := ValidPath(p); err != nil {
+		return out, err
+	}
+	if target == "" || strings.IndexByte(target, 0) >= 0 {
+		return out, fmt.Errorf("%w: symlink target %q", ErrBadPath, target)
+	}
+	if err := a.mkdirs(p); err != nil {
+		return out, err
+	}
+	dst, cur, err := a.place(p, &out)
+	if err != nil {
+		return out, err
+	}
+	out.Path = dst
+	dir, _ := splitPath(dst)
+	tmp := joinPath(dir, TempPrefix+randomSuffix())
+	if err := a.cfg.FS.Symlink(target, tmp); err != nil {
+		return out, fmt.Errorf("creating symlink for %q: %w", dst, err)
+	}
+	if err := a.commit(tmp, dst, cur); err != nil {
+		if !errors.Is(err, errAborted) {
+			a.cfg.FS.Remove(tmp)
+		}
+		return out, err
+	}
+	out.Info, err = a.cfg.FS.Lstat(dst)
+	return out, err
+}
+
+// MakeDir makes p a directory (parents as needed) with permission perm (0
+// means 0755). An existing directory is kept (its mode set to perm when
+// perm is not 0); an indexed, unchanged file or symlink there is replaced.
+// On a folding FS an existing directory whose name differs only by
+// folding is used as is (Outcome.Collision names it): the children of both
+// meet in it and collide, if at all, one by one.
+func (a *Applier) MakeDir(ctx context.Context, p string, perm fs.FileMode) (Outcome, error) {
+	out := Outcome{Path: p}
+	if err := ValidPath(p); err != nil {
+		return out, err
+	}
+	if err := a.mkdirs(p); err != nil {
+		return out, err
+	}
+	cur, err := a.resolve(p)
+	if err != nil {
+		return out, err
+	}
+	dir, _ := splitPath(p)
+	switch {
+	case cur.real != "" && cur.info.Kind == KindDir:
+		if cur.real != p {
+			out.Collision, out.Path = cur.real, cur.real
+		}
+		if perm != 0 && cur.info.Mode != perm&fs.ModePerm {
+			if err := a.cfg.FS.Chmod(cur.real, perm); err != nil {
+				return out, fmt.Errorf("setting mode of %q: %w", cur.real, err)
+			}
+		}
+	default:
+		if cur.real != "" {
+			if cur.real != p {
+				return out, fmt.Errorf("%w: %q collides with %q", ErrLocalChange, p, cur.real)
+			}
+			if err := a.unchanged(cur); err != nil {
+				return out, err
+			}
+			if err := a.cfg.FS.Remove(p); err != nil {
+				return out, fmt.Errorf("removing %q: %w", p, err)
+			}
+		}
+		if perm == 0 {
+			perm = 0o755
+		}
+		if err := a.cfg.FS.Mkdir(p, perm); err != nil {
+			return out, fmt.Errorf("creating directory %q: %w", p, err)
+		}
+		if err := a.cfg.FS.Chmod(p, perm); err != nil { // past the umask
+			return out, fmt.Errorf("setting mode of %q: %w", p, err)
+		}
+		if err := a.cfg.FS.SyncDir(dir); err != nil {
+			return out, fmt.Errorf("syncing directory %q: %w", dir, err)
+		}
+	}
+	out.Info, err = a.cfg.FS.Lstat(out.Path)
+	return out, err
+}
+
+// Delete removes the file, symlink or empty directory at p if it is what
+// the index recorded (ErrLocalChange otherwise). A path already gone is
+// not an error. On a folding FS, an item whose stored name differs from p
+// (a twin that took p's place, or p after a case-only rename) is not p and
+// is never deleted. A directory that still holds anything but leftover
+// temp files is kept: DirNotEmptyError lists what is there.
+func (a *Applier) Delete(ctx context.Context, p string) error {
+	if err := ValidPath(p); err != nil {
+		return err
+	}
+	cur, err := a.resolve(p)
+	if err != nil || cur.real == "" || cur.real != p {
+		return err
+	}
+	if err := a.unchanged(cur); err != nil {
+		return err
+	}
+	if cur.info.Kind == KindDir {
+		if err := a.emptyDir(p); err != nil {
+			return err
+		}
+	}
+	if err := a.cfg.FS.Remove(p); err != nil {
+		return fmt.Errorf("removing %q: %w", p, err)
+	}
+	dir, _ := splitPath(p)
+	if err := a.cfg.FS.SyncDir(dir); err != nil {
+		return fmt.Errorf("syncing directory %q: %w", dir, err)
+	}
+	return nil
+}
+
+// Rename moves the indexed, unchanged item at from to to, which must be
+// free (on a folding FS it may be from itself under another case or
+// normalisation: a case-only rename, which never deletes the file). It
+// costs no content transfer; parents of to are created.
+func (a *Applier) Rename(ctx context.Context, from, to string) (Outcome, error) {
+	out := Outcome{Path: to}
+	for _, p := range []string{from, to} {
+		if err := ValidPath(p); err != nil {
+			return out, err
+		}
+	}
+	src, err := a.resolve(from)
+	if err != nil {
+		return out, err
+	}
+	if src.real != from {
+		return out, fmt.Errorf("renaming %q: %w", from, fs.ErrNotExist)
+	}
+	if err := a.unchanged(src); err != nil {
+		return out, err
+	}
+	if err := a.mkdirs(to); err != nil {
+		return out, err
+	}
+	dst, err := a.resolve(to)
+	if err != nil {
+		return out, err
+	}
+	if dst.real != "" && !(dst.real == from && a.cfg.Folding.Key(from) == a.cfg.Folding.Key(to)) {
+		return out, fmt.Errorf("renaming %q: %w: %q exists", from, ErrLocalChange, dst.real)
+	}
+	if err := a.cfg.FS.Rename(from, to); err != nil {
+		return out, fmt.Errorf("renaming %q to %q: %w", from, to, err)
+	}
+	dirs := []string{}
+	for _, p := range []string{from, to} {
+		d, _ := splitPath(p)
+		if !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	for _, d := range dirs {
+		if err := a.cfg.FS.SyncDir(d); err != nil {
+			return out, fmt.Errorf("syncing directory %q: %w", d, err)
+		}
+	}
+	out.Info, err = a.cfg.FS.Lstat(to)
+	return out, err
+}
+
+// CleanTemps removes the temporary files a crash left behind anywhere in
+// the folder (outside WorkDir) and returns their paths. Call it once at
+// startup, before the first scan and apply.
+func (a *Applier) CleanTemps(ctx context.Context) ([]string, error) {
+	var removed []string
+	var walk func(d string) error
+	walk = func(d string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ents, err := a.cfg.FS.ReadDir(d)
+		if err != nil {
+			return fmt.Errorf("listing directory %q: %w", d, err)
+		}
+		n := len(removed)
+		for _, e := range ents {
+			p := joinPath(d, e.Name)
+			switch {
+			case p == WorkDir:
+			case strings.HasPrefix(e.Name, TempPrefix) && e.Kind != KindDir:
+				if err := a.cfg.FS.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("removing %q: %w", p, err)
+				}
+				removed = append(removed, p)
+			case e.Kind == KindDir:
+				if err := walk(p); err != nil {
+					return err
+				}
+			}
+		}
+		if len(removed) > n {
+			return a.cfg.FS.SyncDir(d)
+		}
+		return nil
+	}
+	err := walk("")
+	return removed, err
+}
+
+// ctxReader stops a copy once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(b)
+}

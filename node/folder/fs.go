@@ -1,0 +1,59 @@
+package folder
+
+import (
+	"io"
+	"io/fs"
+)
+
+// FS is the file-system seam: every disk operation of the scanner and the
+// applier goes through it. Paths are relative to the folder root and
+// slash-separated; "" names the root itself (ReadDir, SyncDir, Lstat).
+// Implementations refuse, with ErrBadPath or ErrSymlinkParent, any path
+// that is absolute, has "..", "." or empty components, or whose parent
+// directories include a symlink; they never follow a symlink in the last
+// component either (Lstat, Readlink, Remove, Rename act on the link;
+// Open, Chmod and Chtimes refuse it). Errors for missing paths satisfy
+// errors.Is(err, fs.ErrNotExist), existing ones fs.ErrExist.
+//
+// Implementations are safe for concurrent use.
+type FS interface {
+	// Lstat describes path without following a final symlink.
+	Lstat(path string) (FileInfo, error)
+	// ReadDir lstats every entry of dir, sorted by name.
+	ReadDir(dir string) ([]FileInfo, error)
+	// Open opens a regular file for reading (ErrNotRegular otherwise).
+	Open(path string) (File, error)
+	// CreateTemp creates a new file with mode 0600 in dir, named
+	// prefix + random suffix, opened for writing. File.Path tells its path.
+	CreateTemp(dir, prefix string) (File, error)
+	// Rename moves from onto to, replacing a file or symlink at to (or an
+	// empty directory when from is one), atomically as POSIX rename(2).
+	Rename(from, to string) error
+	// Remove deletes a file, a symlink or an empty directory.
+	Remove(path string) error
+	// Mkdir creates one directory; its parent must exist.
+	Mkdir(path string, perm fs.FileMode) error
+	// Symlink creates path as a symlink holding target (never resolved).
+	Symlink(target, path string) error
+	// Readlink returns a symlink's target.
+	Readlink(path string) (string, error)
+	// Chmod sets the permission bits of a file or directory.
+	Chmod(path string, perm fs.FileMode) error
+	// Chtimes sets the modification time (ns since the epoch).
+	Chtimes(path string, mtime int64) error
+	// SyncDir makes dir's entries (creations, renames, removals) durable.
+	SyncDir(dir string) error
+}
+
+// File is an open file of an FS.
+type File interface {
+	io.Reader
+	io.Writer
+	io.Closer
+	// Sync makes the file's content and metadata durable.
+	Sync() error
+	// Stat describes the open file (fstat).
+	Stat() (FileInfo, error)
+	// Path is the file's path relative to the FS root.
+	Path() string
+}

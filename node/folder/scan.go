@@ -1,0 +1,526 @@
+package folder
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// ChangeType says how a path changed since the caller's index record.
+type ChangeType uint8
+
+const (
+	// Added: on disk, no live record.
+	Added ChangeType = iota + 1
+	// Modified: same kind, different metadata or content. For a file whose
+	// Hash is unchanged only metadata (mtime, mode) moved.
+	Modified
+	// Deleted: a live record, nothing on disk.
+	Deleted
+	// KindChanged: a file became a directory, a symlink a file, and so on.
+	KindChanged
+)
+
+func (c ChangeType) String() string {
+	switch c {
+	case Added:
+		return "added"
+	case Modified:
+		return "modified"
+	case Deleted:
+		return "deleted"
+	case KindChanged:
+		return "kind-changed"
+	}
+	return "unknown"
+}
+
+// Change is one difference between the disk and the caller's index.
+type Change struct {
+	Type ChangeType
+	Path string
+	// Old is the index record (zero for Added).
+	Old Record
+	// New is the record for what is on disk now (zero for Deleted): local
+	// metadata from lstat, Hash for files, Target for symlinks. The caller
+	// stores it as is, so the next scan skips the path.
+	New Record
+	// Extra is the Hasher's HashResult.Extra for files.
+	Extra any
+}
+
+// Skip is a path left out of this scan, with why: it changed while being
+// hashed (ErrUnsettled), its name cannot be synced (ErrBadPath, ErrNotNFC),
+// it is a special file, or it could not be read.
+type Skip struct {
+	Path string
+	Err  error
+}
+
+// Result is the outcome of one scan. All slices are sorted by path and
+// owned by the caller.
+type Result struct {
+	Changes []Change
+	// Unsettled lists files that changed while being hashed: they are
+	// neither reported changed nor deleted this round; scan them again
+	// once they are quiet (the watcher will report them).
+	Unsettled []string
+	// Skipped lists paths left out for another reason (see Skip).
+	Skipped []Skip
+	// Shadowed lists live records that are absent on disk only because
+	// another live path with the same name under this file system's
+	// folding took their place (see docs/folder.md, "Names"). They are
+	// not reported Deleted.
+	Shadowed []string
+	// Files, Dirs and Bytes count what the scan saw on disk (not ignored).
+	Files, Dirs int
+	Bytes       int64
+}
+
+// ScannerConfig configures a Scanner.
+type ScannerConfig struct {
+	FS    FS    // required
+	Index Index // required
+	// Hasher summarises changed files; default BLAKE3Hasher.
+	Hasher Hasher
+	// Workers hashing in parallel; default GOMAXPROCS.
+	Workers int
+	// Folding is how FS compares names (see Probe).
+	Folding Folding
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *ScannerConfig) validate() error {
+	if c.FS == nil || c.Index == nil {
+		return errors.New("folder: scanner config needs FS and Index")
+	}
+	if c.Hasher == nil {
+		c.Hasher = BLAKE3Hasher{}
+	}
+	if c.Workers <= 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Scanner compares the folder with the caller's index. A Scanner may be
+// used by one scan at a time (Scan and ScanPaths must not overlap); it
+// re-reads .weftignore at the start of each scan when the file changed.
+type Scanner struct {
+	cfg ScannerConfig
+
+	// mu guards the fields below.
+	mu     sync.Mutex
+	ignore *Ignore
+}
+
+// NewScanner returns a Scanner.
+func NewScanner(cfg ScannerConfig) (*Scanner, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Scanner{cfg: cfg}, nil
+}
+
+// Ignore returns the ignore rules of the last scan (nil before the first).
+func (s *Scanner) Ignore() *Ignore {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ignore
+}
+
+// Scan walks the whole folder. It returns an error only when the scan
+// could not be carried out (the root is unreadable, ctx is done, the
+// Hasher failed on something other than an unsettled file); trouble with a
+// single path becomes a Skip.
+func (s *Scanner) Scan(ctx context.Context) (Result, error) {
+	return s.ScanPaths(ctx, []string{""})
+}
+
+// ScanPaths scans only the given paths (each with its subtree when it is a
+// directory; "" is the whole folder), as reported by the watcher. Records
+// at or below a path that is gone are reported Deleted.
+func (s *Scanner) ScanPaths(ctx context.Context, paths []string) (Result, error) {
+	ig, err := LoadIgnore(s.cfg.FS, s.Ignore())
+	if err != nil {
+		return Result{}, err
+	}
+	s.mu.Lock()
+	s.ignore = ig
+	s.mu.Unlock()
+
+	w := &walk{s: s, ctx: ctx, ig: ig, seen: map[string]bool{},
+		prefetched: map[string]chan listing{}, sem: make(chan struct{}, s.cfg.Workers)}
+	defer w.pf.Wait()
+	if s.cfg.Folding.Folds() {
+		w.keys = map[string]string{}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan hashJob)
+	var wg sync.WaitGroup
+	for range s.cfg.Workers {
+		wg.Go(func() {
+			for j := range jobs {
+				w.hash(ctx, j)
+			}
+		})
+	}
+	w.jobs = jobs
+	roots := topPaths(paths)
+	for _, p := range roots {
+		if err := w.root(p); err != nil {
+			w.fail(err)
+			break
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if w.err != nil {
+		return Result{}, w.err
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	for _, p := range roots {
+		w.deletions(p)
+	}
+	r := &w.res
+	slices.SortFunc(r.Changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+	slices.Sort(r.Unsettled)
+	slices.SortFunc(r.Skipped, func(a, b Skip) int { return strings.Compare(a.Path, b.Path) })
+	slices.Sort(r.Shadowed)
+	return *r, nil
+}
+
+// topPaths sorts paths and drops those below another one.
+func topPaths(paths []string) []string {
+	ps := slices.Clone(paths)
+	slices.Sort(ps)
+	ps = slices.Compact(ps)
+	out := ps[:0]
+	for _, p := range ps {
+		if len(out) > 0 && underPrefix(p, out[len(out)-1]) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+type hashJob struct {
+	path string
+	info FileInfo
+	old  Record
+	had  bool
+}
+
+// walk is the state of one scan.
+type walk struct {
+	s    *Scanner
+	ctx  context.Context
+	ig   *Ignore
+	jobs chan<- hashJob
+
+	// seen, keys and prefetched are used by the walking goroutine only
+	// (and read after the workers stopped).
+	seen       map[string]bool
+	keys       map[string]string // Folding.Key(path) -> path seen
+	prefetched map[string]chan listing
+	sem        chan struct{}  // bounds prefetching goroutines
+	pf         sync.WaitGroup // prefetching goroutines
+
+	// mu guards res and err, which workers write.
+	mu  sync.Mutex
+	res Result
+	err error
+}
+
+func (w *walk) fail(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+}
+
+func (w *walk) skip(p string, err error) {
+	w.mu.Lock()
+	w.res.Skipped = append(w.res.Skipped, Skip{Path: p, Err: err})
+	w.mu.Unlock()
+}
+
+func (w *walk) change(c Change) {
+	w.mu.Lock()
+	w.res.Changes = append(w.res.Changes, c)
+	w.mu.Unlock()
+}
+
+// ancestorIgnored reports whether a proper ancestor directory of p is
+// ignored (or internal).
+func (w *walk) ancestorIgnored(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' && w.ig.Match(p[:i], true) {
+			return true
+		}
+	}
+	return false
+}
+
+// root scans one top path.
+func (w *walk) root(p string) error {
+	if p == "" {
+		return w.dir("")
+	}
+	if err := checkSyntax(p); err != nil {
+		w.skip(p, err)
+		return nil
+	}
+	if w.ancestorIgnored(p) {
+		return nil
+	}
+	info, err := w.s.cfg.FS.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrSymlinkParent) {
+		return nil // deletions() reports what the index had here
+	} else if err != nil {
+		w.skip(p, err)
+		return nil
+	}
+	return w.entry(p, info)
+}
+
+// listing is one directory's entries, read ahead.
+type listing struct {
+	ents []FileInfo
+	err  error
+}
+
+// prefetch starts reading directory d in the background if a slot is
+// free: listing directories (one lstat per entry) is most of a rescan's
+// cost, and doing it on all cores while the walk stays on one goroutine
+// keeps the walk's state unshared and its order fixed.
+func (w *walk) prefetch(d string) {
+	select {
+	case w.sem <- struct{}{}:
+	default:
+		return
+	}
+	ch := make(chan listing, 1)
+	w.prefetched[d] = ch
+	w.pf.Go(func() {
+		defer func() { <-w.sem }()
+		ents, err := w.s.cfg.FS.ReadDir(d)
+		ch <- listing{ents, err}
+	})
+}
+
+// list returns d's entries, from a prefetch if there was one.
+func (w *walk) list(d string) ([]FileInfo, error) {
+	if ch, ok := w.prefetched[d]; ok {
+		delete(w.prefetched, d)
+		l := <-ch
+		return l.ents, l.err
+	}
+	return w.s.cfg.FS.ReadDir(d)
+}
+
+// dir scans the entries of directory d.
+func (w *walk) dir(d string) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	ents, err := w.list(d)
+	if err != nil {
+		if d == "" {
+			return fmt.Errorf("reading folder root: %w", err)
+		}
+		w.skip(d, err)
+		w.seenBelow(d)
+		return nil
+	}
+	for _, e := range ents {
+		if p := joinPath(d, e.Name); e.Kind == KindDir && !w.ig.Match(p, true) {
+			w.prefetch(p)
+		}
+	}
+	for _, e := range ents {
+		if err := w.entry(joinPath(d, e.Name), e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seenBelow marks every record below an unreadable directory as seen, so
+// a permission problem is never reported as a deletion.
+func (w *walk) seenBelow(d string) {
+	w.s.cfg.Index.Range(d, func(r Record) bool {
+		w.seen[r.Path] = true
+		return true
+	})
+}
+
+// entry handles one path found on disk.
+func (w *walk) entry(p string, info FileInfo) error {
+	isDir := info.Kind == KindDir
+	if isInternal(p) {
+		return nil
+	}
+	if !norm.NFC.IsNormalString(p) {
+		if !w.s.cfg.Folding.NormInsensitive {
+			w.skip(p, fmt.Errorf("%w: %q", ErrNotNFC, p))
+			return nil
+		}
+		p = norm.NFC.String(p) // the FS finds it under this name too
+	}
+	if err := checkSyntax(p); err != nil {
+		w.skip(p, err)
+		return nil
+	}
+	if w.ig.Match(p, isDir) {
+		return nil
+	}
+	if info.Kind == KindOther {
+		w.skip(p, fmt.Errorf("%w: %q is a special file", ErrNotRegular, p))
+		return nil
+	}
+	w.seen[p] = true
+	if w.keys != nil {
+		w.keys[w.s.cfg.Folding.Key(p)] = p
+	}
+	old, had := w.s.cfg.Index.Lookup(p)
+	unchanged := had && sameMeta(old, info)
+	switch info.Kind {
+	case KindDir:
+		w.res.Dirs++
+		if !unchanged {
+			w.change(Change{Type: changeType(old, had, info), Path: p, Old: old, New: RecordOf(p, info)})
+		}
+		return w.dir(p)
+	case KindSymlink:
+		w.res.Files++
+		if unchanged {
+			return nil
+		}
+		target, err := w.s.cfg.FS.Readlink(p)
+		if err != nil {
+			w.skip(p, err)
+			return nil
+		}
+		rec := RecordOf(p, info)
+		rec.Target = target
+		w.change(Change{Type: changeType(old, had, info), Path: p, Old: old, New: rec})
+	case KindFile:
+		w.res.Files++
+		w.res.Bytes += info.Size
+		if unchanged {
+			return nil
+		}
+		select {
+		case w.jobs <- hashJob{path: p, info: info, old: old, had: had}:
+		case <-w.ctx.Done():
+			return w.ctx.Err()
+		}
+	}
+	return nil
+}
+
+func changeType(old Record, had bool, info FileInfo) ChangeType {
+	switch {
+	case !had:
+		return Added
+	case old.Kind != info.Kind:
+		return KindChanged
+	}
+	return Modified
+}
+
+// sameStat reports whether two lstats of one path show the same file
+// unchanged (size, mtime, inode, ctime).
+func sameStat(a, b FileInfo) bool {
+	return a.Kind == b.Kind && a.Size == b.Size && a.MTime == b.MTime && a.Inode == b.Inode && a.Ctime == b.Ctime
+}
+
+// hash reads and hashes one file, checking it did not change meanwhile.
+func (w *walk) hash(ctx context.Context, j hashJob) {
+	if ctx.Err() != nil {
+		return
+	}
+	unsettled := func() {
+		w.mu.Lock()
+		w.res.Unsettled = append(w.res.Unsettled, j.path)
+		w.mu.Unlock()
+	}
+	f, err := w.s.cfg.FS.Open(j.path)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrUnsettled) || errors.Is(err, ErrNotRegular) {
+		unsettled()
+		return
+	} else if err != nil {
+		w.skip(j.path, err)
+		return
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || st.Size != j.info.Size || st.MTime != j.info.MTime || st.Inode != j.info.Inode {
+		unsettled()
+		return
+	}
+	res, err := w.s.cfg.Hasher.Hash(ctx, j.path, io.LimitReader(f, j.info.Size), j.info.Size)
+	if errors.Is(err, ErrUnsettled) {
+		unsettled()
+		return
+	} else if err != nil {
+		if ctx.Err() == nil {
+			w.fail(fmt.Errorf("hashing %s: %w", j.path, err))
+		}
+		return
+	}
+	after, err := w.s.cfg.FS.Lstat(j.path)
+	if err != nil || !sameStat(after, j.info) {
+		unsettled()
+		return
+	}
+	rec := RecordOf(j.path, j.info)
+	rec.Hash = res.Hash
+	w.change(Change{Type: changeType(j.old, j.had, j.info), Path: j.path, Old: j.old, New: rec, Extra: res.Extra})
+}
+
+// deletions reports live records at or below top that the walk did not
+// see, unless they are ignored now or shadowed by a folding twin.
+func (w *walk) deletions(top string) {
+	var gone []Record
+	w.s.cfg.Index.Range(top, func(r Record) bool {
+		if !w.seen[r.Path] {
+			gone = append(gone, r)
+		}
+		return true
+	})
+	slices.SortFunc(gone, func(a, b Record) int { return cmp.Compare(a.Path, b.Path) })
+	for _, r := range gone {
+		if w.ig.Match(r.Path, r.Kind == KindDir) || w.ancestorIgnored(r.Path) {
+			continue
+		}
+		if w.keys != nil {
+			if twin, ok := w.keys[w.s.cfg.Folding.Key(r.Path)]; ok && twin != r.Path {
+				if _, live := w.s.cfg.Index.Lookup(twin); live {
+					w.res.Shadowed = append(w.res.Shadowed, r.Path)
+					continue
+				}
+			}
+		}
+		w.res.Changes = append(w.res.Changes, Change{Type: Deleted, Path: r.Path, Old: r})
+	}
+}

@@ -1,0 +1,279 @@
+package folder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// DefaultSettle is how long a path must be quiet before the watcher
+// reports it.
+const DefaultSettle = 100 * time.Millisecond
+
+// defaultMaxPending bounds the paths the watcher tracks; past it, it asks
+// for a full rescan instead.
+const defaultMaxPending = 10000
+
+// Batch is what the watcher reports: settled paths to scan (with
+// Scanner.ScanPaths), or, when Rescan is set, a request for a full scan
+// because events were lost (inotify overflow, too many pending paths, a
+// watch that could not be added).
+type Batch struct {
+	Paths  []string // sorted, relative, slash-separated
+	Rescan bool
+}
+
+// WatcherConfig configures a Watcher.
+type WatcherConfig struct {
+	// Dir is the folder on disk (required).
+	Dir string
+	// Settle is the quiet time before a path is reported; default
+	// DefaultSettle.
+	Settle time.Duration
+	// Clock; default RealClock.
+	Clock Clock
+	// Ignored, if set, says which paths not to watch or report (on top of
+	// WorkDir and temp files, which are never reported). It is called from
+	// the watcher's goroutine.
+	Ignored func(path string, isDir bool) bool
+	// MaxPending bounds tracked paths; default 10000.
+	MaxPending int
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Watcher watches a folder recursively with fsnotify, adding directories
+// as they appear, and reports changed paths once they have settled.
+type Watcher struct {
+	cfg WatcherConfig
+	out chan Batch
+}
+
+// NewWatcher returns a Watcher; Run starts it.
+func NewWatcher(cfg WatcherConfig) (*Watcher, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("folder: watcher config needs Dir")
+	}
+	if cfg.Settle <= 0 {
+		cfg.Settle = DefaultSettle
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock{}
+	}
+	if cfg.MaxPending <= 0 {
+		cfg.MaxPending = defaultMaxPending
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Watcher{cfg: cfg, out: make(chan Batch)}, nil
+}
+
+// Batches is the channel of reports. It is closed when Run returns.
+func (w *Watcher) Batches() <-chan Batch { return w.out }
+
+// Run watches until ctx is done, then releases the inotify watches and
+// returns nil; it returns an error only if watching could not start. The
+// caller must keep receiving from Batches (reports merge while it is not:
+// nothing blocks the watcher).
+func (w *Watcher) Run(ctx context.Context) error {
+	defer close(w.out)
+	fw, err := fsnotify.NewBufferedWatcher(4096)
+	if err != nil {
+		return fmt.Errorf("starting watcher: %w", err)
+	}
+	defer fw.Close()
+	l := &watchLoop{w: w, fw: fw, set: newSettler(w.cfg.Settle)}
+	if err := l.addTree("", false); err != nil {
+		return fmt.Errorf("watching folder: %w", err)
+	}
+	return l.run(ctx)
+}
+
+type watchLoop struct {
+	w       *Watcher
+	fw      *fsnotify.Watcher
+	set     *settler
+	timer   Timer
+	pending Batch // settled, not yet delivered
+	has     bool  // pending holds something
+}
+
+func (l *watchLoop) run(ctx context.Context) error {
+	defer l.stopTimer()
+	for {
+		var out chan<- Batch
+		if l.has {
+			out = l.w.out
+		}
+		var tick <-chan time.Time
+		if l.timer != nil {
+			tick = l.timer.C()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case out <- l.pending:
+			l.pending, l.has = Batch{}, false
+		case ev, ok := <-l.fw.Events:
+			if !ok {
+				return nil
+			}
+			l.event(ev)
+		case err, ok := <-l.fw.Errors:
+			if !ok {
+				return nil
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				l.w.cfg.Logger.Warn("watcher overflow: full rescan")
+			} else {
+				l.w.cfg.Logger.Warn("watcher error: full rescan", "err", err)
+			}
+			l.rescan()
+		case now := <-tick:
+			l.timer = nil
+			l.deliver(l.set.due(now))
+		}
+		l.arm()
+	}
+}
+
+// arm keeps a timer running for the earliest pending path.
+func (l *watchLoop) arm() {
+	if l.timer != nil {
+		return
+	}
+	at, ok := l.set.next()
+	if !ok {
+		return
+	}
+	d := at.Sub(l.w.cfg.Clock.Now())
+	if d < time.Millisecond {
+		d = time.Millisecond
+	}
+	l.timer = l.w.cfg.Clock.NewTimer(d)
+}
+
+func (l *watchLoop) stopTimer() {
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+}
+
+// deliver merges settled paths into the batch waiting for the caller.
+func (l *watchLoop) deliver(paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	if !l.pending.Rescan {
+		l.pending.Paths = append(l.pending.Paths, paths...)
+		slices.Sort(l.pending.Paths)
+		l.pending.Paths = slices.Compact(l.pending.Paths)
+	}
+	l.has = true
+}
+
+// rescan replaces everything pending with a full-rescan request.
+func (l *watchLoop) rescan() {
+	l.set.clear()
+	l.pending, l.has = Batch{Rescan: true}, true
+}
+
+// rel converts an fsnotify name to a folder path ("" for the root), or
+// false for a path outside the folder.
+func (l *watchLoop) rel(name string) (string, bool) {
+	r, err := filepath.Rel(l.w.cfg.Dir, name)
+	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	if r == "." {
+		return "", true
+	}
+	return filepath.ToSlash(r), true
+}
+
+func (l *watchLoop) ignored(p string, isDir bool) bool {
+	if isInternal(p) {
+		return true
+	}
+	return l.w.cfg.Ignored != nil && l.w.cfg.Ignored(p, isDir)
+}
+
+func (l *watchLoop) touch(p string) {
+	if l.set.len() >= l.w.cfg.MaxPending {
+		l.w.cfg.Logger.Warn("watcher: too many pending paths: full rescan")
+		l.rescan()
+		return
+	}
+	if l.pending.Rescan {
+		return // a full scan is coming anyway
+	}
+	l.set.touch(p, l.w.cfg.Clock.Now())
+}
+
+func (l *watchLoop) event(ev fsnotify.Event) {
+	p, ok := l.rel(ev.Name)
+	if !ok || p == "" {
+		return
+	}
+	if ev.Has(fsnotify.Create) {
+		if fi, err := lstatOS(ev.Name); err == nil && fi.IsDir() {
+			if l.ignored(p, true) {
+				return
+			}
+			// Watch the new directory and report what was created in it
+			// before the watch existed.
+			if err := l.addTree(p, true); err != nil {
+				l.w.cfg.Logger.Warn("watcher: adding directory: full rescan", "path", p, "err", err)
+				l.rescan()
+			}
+			return
+		}
+	}
+	if l.ignored(p, false) {
+		return
+	}
+	l.touch(p)
+}
+
+// addTree watches directory p and every directory below it, without
+// following symlinks, and, if report is set, touches every path found.
+func (l *watchLoop) addTree(p string, report bool) error {
+	root := filepath.Join(l.w.cfg.Dir, filepath.FromSlash(p))
+	return filepath.WalkDir(root, func(name string, d fs.DirEntry, err error) error {
+		rp, ok := l.rel(name)
+		if !ok {
+			return filepath.SkipDir
+		}
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // gone meanwhile; its removal event follows
+			}
+			return err
+		}
+		if rp != "" && l.ignored(rp, d.IsDir()) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if rp != "" && report {
+			l.touch(rp)
+		}
+		if d.IsDir() {
+			if err := l.fw.Add(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		return nil
+	})
+}

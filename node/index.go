@@ -1,0 +1,72 @@
+package node
+
+import (
+	"io/fs"
+
+	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// indexView lets the folder's scanner and applier read the vault's folder
+// index. It is safe for concurrent use.
+type indexView struct{ v *vault }
+
+// Lookup implements folder.Index.
+func (x indexView) Lookup(path string) (folder.Record, bool) {
+	x.v.mu.Lock()
+	r, ok := x.v.index[path]
+	x.v.mu.Unlock()
+	if !ok {
+		return folder.Record{}, false
+	}
+	return folderRecord(path, r), true
+}
+
+// Range implements folder.Index. It iterates over a snapshot, so fn may
+// call Lookup.
+func (x indexView) Range(prefix string, fn func(folder.Record) bool) {
+	x.v.mu.Lock()
+	snap := make([]folder.Record, 0, len(x.v.index))
+	for p, r := range x.v.index {
+		if under(p, prefix) {
+			snap = append(snap, folderRecord(p, r))
+		}
+	}
+	x.v.mu.Unlock()
+	for _, r := range snap {
+		if !fn(r) {
+			return
+		}
+	}
+}
+
+func under(p, prefix string) bool {
+	return prefix == "" || p == prefix || (len(p) > len(prefix) && p[len(prefix)] == '/' && p[:len(prefix)] == prefix)
+}
+
+// folderRecord converts an index record into the folder package's form.
+func folderRecord(path string, r vaultdb.Record) folder.Record {
+	out := folder.Record{
+		Path: path, Size: int64(r.Size), MTime: r.MTime, Inode: r.Inode, Ctime: r.Ctime,
+		Mode: fs.FileMode(r.Mode).Perm(), Target: r.Target, Hash: r.Hash,
+	}
+	switch r.Kind {
+	case entry.KindFile:
+		out.Kind = folder.KindFile
+	case entry.KindDir:
+		out.Kind = folder.KindDir
+	case entry.KindSymlink:
+		out.Kind = folder.KindSymlink
+	}
+	return out
+}
+
+// recordFromInfo builds the index record for a version just applied,
+// with the local metadata the applier observed.
+func recordFromInfo(id entry.VersionID, ver entry.Version, info folder.FileInfo) vaultdb.Record {
+	return vaultdb.Record{
+		Version: id, Kind: ver.Kind, Size: uint64(info.Size), MTime: info.MTime, Inode: info.Inode,
+		Ctime: info.Ctime, Mode: uint32(info.Mode.Perm()), Hash: ver.Hash, Chunks: ver.Chunks, Target: ver.Target,
+	}
+}

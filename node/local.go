@@ -1,0 +1,345 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"lukechampine.com/blake3"
+
+	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// chunkHasher is the folder.Hasher the node plugs into the scanner: it
+// computes the whole-file BLAKE3 and, for files too large to travel
+// inline, cuts the content into chunks and seals each to learn its CID.
+// The sealed bytes are dropped: a device re-creates them on demand from
+// the file, so it keeps no second copy of its data.
+type chunkHasher struct {
+	keys chunk.Keys
+}
+
+// hashExtra is what chunkHasher hands through the scanner: the content as
+// the entry will carry it.
+type hashExtra struct {
+	inline []byte
+	chunks []entry.ChunkRef
+}
+
+// Hash implements folder.Hasher.
+func (h chunkHasher) Hash(ctx context.Context, path string, r io.Reader, size int64) (folder.HashResult, error) {
+	var res folder.HashResult
+	if size <= entry.InlineLimit {
+		b, err := io.ReadAll(io.LimitReader(r, entry.InlineLimit+1))
+		if err != nil {
+			return res, fmt.Errorf("reading %s: %w", path, err)
+		}
+		res.Hash = blake3.Sum256(b)
+		res.Extra = hashExtra{inline: b}
+		return res, nil
+	}
+	whole := blake3.New(32, nil)
+	c, err := chunk.NewChunker(io.TeeReader(r, whole), chunk.DefaultParams())
+	if err != nil {
+		return res, err
+	}
+	var refs []entry.ChunkRef
+	for {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		b, err := c.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return res, fmt.Errorf("reading %s: %w", path, err)
+		}
+		s, err := chunk.Seal(h.keys, b)
+		if err != nil {
+			return res, err
+		}
+		refs = append(refs, entry.ChunkRef{CID: s.CID, Size: uint32(len(b))})
+	}
+	whole.Sum(res.Hash[:0])
+	res.Extra = hashExtra{chunks: refs}
+	return res, nil
+}
+
+// maxVersionsPerEntry bounds how many versions one authored entry holds,
+// well inside entry.MaxVersions, so entries stay quick to send.
+const maxVersionsPerEntry = 512
+
+// maxInlinePerEntry bounds the inline bytes of one authored entry, inside
+// entry.MaxBodySize.
+const maxInlinePerEntry = 4 << 20
+
+// scan rescans the folder (or just paths, when given) and records every
+// change as versions in this device's log. It returns what it found.
+func (v *vault) scan(ctx context.Context, paths []string) (folder.Result, error) {
+	v.scanMu.Lock()
+	defer v.scanMu.Unlock()
+	v.mu.Lock()
+	v.scanning = true
+	v.mu.Unlock()
+	defer func() {
+		v.mu.Lock()
+		v.scanning = false
+		v.mu.Unlock()
+	}()
+	var res folder.Result
+	var err error
+	if paths == nil {
+		res, err = v.scanner.Scan(ctx)
+	} else {
+		res, err = v.scanner.ScanPaths(ctx, paths)
+	}
+	if err != nil {
+		return res, fmt.Errorf("scanning %s: %w", v.cfg.Folder, err)
+	}
+	if err := v.record(res.Changes); err != nil {
+		return res, err
+	}
+	if paths == nil {
+		v.mu.Lock()
+		v.scanned = true
+		v.mu.Unlock()
+	}
+	return res, nil
+}
+
+// record turns scanned changes into versions and writes them as entries,
+// with the folder index updated in the same commit.
+func (v *vault) record(changes []folder.Change) error {
+	v.authorMu.Lock()
+	defer v.authorMu.Unlock()
+	var (
+		batch   []entry.Version
+		records []vaultdb.Record
+		paths   []string
+		inline  int
+	)
+	flush := func() error {
+		if len(batch) == 0 && len(paths) == 0 {
+			return nil
+		}
+		err := v.author(batch, paths, records)
+		batch, records, paths, inline = nil, nil, nil, 0
+		return err
+	}
+	for _, c := range changes {
+		ver, rec, ok := v.versionFor(c)
+		if ok {
+			if len(batch) == maxVersionsPerEntry || inline+len(ver.Inline) > maxInlinePerEntry {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			batch = append(batch, ver)
+			inline += len(ver.Inline)
+		}
+		paths = append(paths, c.Path)
+		records = append(records, rec)
+	}
+	return flush()
+}
+
+// versionFor makes the version that records change c, and the index record
+// to keep for its path (Kind 0 means: delete the index record). ok is false
+// when the change needs no version (only the mtime moved, or a deletion of
+// a path whose current head is already a deletion).
+func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool) {
+	v.mu.Lock()
+	supersedes := v.headIDsLocked(c.Path)
+	cur, hadCur := v.index[c.Path]
+	v.mu.Unlock()
+
+	if c.Type == folder.Deleted {
+		if len(supersedes) == 0 {
+			return entry.Version{}, vaultdb.Record{}, false
+		}
+		return entry.Version{Path: c.Path, Kind: entry.KindDeletion, Supersedes: supersedes}, vaultdb.Record{}, true
+	}
+	n := c.New
+	rec := vaultdb.Record{
+		Size: uint64(n.Size), MTime: n.MTime, Inode: n.Inode, Ctime: n.Ctime,
+		Mode: uint32(n.Mode.Perm()), Hash: n.Hash, Target: n.Target,
+	}
+	ver := entry.Version{Path: c.Path, Mode: uint32(n.Mode.Perm()), MTime: n.MTime, Supersedes: supersedes}
+	switch n.Kind {
+	case folder.KindFile:
+		rec.Kind, ver.Kind = entry.KindFile, entry.KindFile
+		ver.Size, ver.Hash = uint64(n.Size), n.Hash
+		if x, ok := c.Extra.(hashExtra); ok {
+			ver.Inline, ver.Chunks = x.inline, x.chunks
+			rec.Chunks = x.chunks
+		}
+		if ver.Size == 0 {
+			ver.Inline = nil
+		}
+	case folder.KindDir:
+		rec.Kind, ver.Kind = entry.KindDir, entry.KindDir
+	case folder.KindSymlink:
+		rec.Kind, ver.Kind = entry.KindSymlink, entry.KindSymlink
+		ver.Mode, ver.Target, ver.Size = 0, n.Target, uint64(len(n.Target))
+	default:
+		return entry.Version{}, vaultdb.Record{}, false
+	}
+	// Unchanged content and mode under a new mtime (a touch, or our own
+	// apply being rescanned): remember the new metadata, author nothing.
+	if hadCur && cur.Kind == rec.Kind && cur.Hash == rec.Hash && cur.Mode == rec.Mode && cur.Target == rec.Target {
+		rec.Version = cur.Version
+		return entry.Version{}, rec, false
+	}
+	return ver, rec, true
+}
+
+// author writes versions as one entry of this device's log (when there
+// are any) and commits the index records of paths in the same batch.
+// authorMu must be held.
+func (v *vault) author(versions []entry.Version, paths []string, records []vaultdb.Record) error {
+	self := v.n.id.ID()
+	var e *entry.Entry
+	var body *entry.Body
+	if len(versions) > 0 {
+		sortVersions(versions)
+		body = &entry.Body{Versions: versions}
+		v.mu.Lock()
+		clock := v.clock + 1
+		v.mu.Unlock()
+		var err error
+		e, err = entry.New(entry.Config{
+			Identity: v.n.id, Vault: v.id, Prev: v.db.Head(self), Clock: clock,
+			Keys: v.ek, Time: v.n.now().UnixMilli(), Rand: rand.Reader,
+		}, body)
+		if err != nil {
+			return fmt.Errorf("writing entry: %w", err)
+		}
+		// Each version's ID is known only now; point the index records at
+		// them.
+		byPath := make(map[string]entry.VersionID, len(versions))
+		for i, ver := range body.Versions {
+			byPath[ver.Path] = e.VersionID(i)
+		}
+		for i, p := range paths {
+			if id, ok := byPath[p]; ok && records[i].Kind != 0 {
+				records[i].Version = id
+			}
+		}
+	}
+	u := &vaultdb.Update{}
+	for i, p := range paths {
+		if records[i].Kind == 0 {
+			u.DeleteIndex(p)
+		} else {
+			u.PutIndex(p, records[i])
+		}
+	}
+	var err error
+	if e != nil {
+		err = v.db.AppendWith(u, e)
+	} else {
+		err = v.db.Commit(u)
+	}
+	if err != nil {
+		return fmt.Errorf("committing scan: %w", err)
+	}
+	v.mu.Lock()
+	for i, p := range paths {
+		v.setIndexLocked(p, records[i])
+	}
+	if e != nil {
+		v.addBodyLocked(e, body)
+		// Our own versions are what the disk already holds: nothing to
+		// reconcile unless they raced with a remote version.
+		for _, ver := range body.Versions {
+			if len(v.graph.Heads(ver.Path)) <= 1 {
+				delete(v.dirty, ver.Path)
+			}
+		}
+		v.grewLocked()
+	}
+	v.mu.Unlock()
+	if e != nil {
+		v.n.events.publish(Event{Type: EventEntryWritten, Folder: v.cfg.Folder, Count: len(versions), Seq: e.Seq()})
+		v.kick()
+	}
+	return nil
+}
+
+// setIndexLocked updates the in-memory index and chunk locations for path.
+// A record with Kind 0 removes the path. v.mu must be held.
+func (v *vault) setIndexLocked(path string, rec vaultdb.Record) {
+	if old, ok := v.index[path]; ok {
+		for _, c := range old.Chunks {
+			if loc, ok := v.chunkLoc[c.CID]; ok && loc.path == path {
+				delete(v.chunkLoc, c.CID)
+			}
+		}
+	}
+	if rec.Kind == 0 {
+		delete(v.index, path)
+		return
+	}
+	v.index[path] = rec
+	var off int64
+	for _, c := range rec.Chunks {
+		v.chunkLoc[c.CID] = chunkLocation{path: path, offset: off, size: c.Size}
+		off += int64(c.Size)
+	}
+}
+
+// watch runs the folder watcher and records settled changes until ctx
+// ends. A watcher overflow or failure falls back to full rescans.
+func (v *vault) watch(ctx context.Context, settle time.Duration, rescanEvery time.Duration) {
+	w, err := folder.NewWatcher(folder.WatcherConfig{
+		Dir: v.cfg.Folder, Settle: settle, Logger: v.log,
+		Ignored: func(p string, isDir bool) bool {
+			ig := v.scanner.Ignore()
+			return ig != nil && ig.Match(p, isDir)
+		},
+	})
+	var batches <-chan folder.Batch
+	if err != nil {
+		v.log.Warn("no file watcher; relying on periodic rescans", "err", err)
+	} else {
+		batches = w.Batches()
+		go func() {
+			if err := w.Run(ctx); err != nil {
+				v.log.Warn("file watcher stopped; relying on periodic rescans", "err", err)
+			}
+		}()
+	}
+	tick := time.NewTicker(rescanEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case b, ok := <-batches:
+			if !ok {
+				batches = nil
+				continue
+			}
+			var err error
+			if b.Rescan {
+				_, err = v.scan(ctx, nil)
+			} else {
+				_, err = v.scan(ctx, b.Paths)
+			}
+			if err != nil && ctx.Err() == nil {
+				v.log.Error("scan", "err", err)
+			}
+		case <-tick.C:
+			if _, err := v.scan(ctx, nil); err != nil && ctx.Err() == nil {
+				v.log.Error("periodic scan", "err", err)
+			}
+		}
+	}
+}

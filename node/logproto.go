@@ -1,0 +1,188 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/wire"
+)
+
+// The log protocol (/weft/log/1). Each device opens one log stream to each
+// connected member for each shared vault and reads from it: the answerer
+// first sends the membership records, then every entry the opener lacks,
+// then a LogStatus with its own vector; afterwards it keeps the stream open
+// and pushes each new entry (and a new LogStatus) as it is written. There
+// is no polling: growth of the answerer's log wakes the pusher.
+
+// handleLog answers a log stream.
+func (n *Node) handleLog(s network.Stream) {
+	defer s.Close()
+	dev, err := DeviceIDOf(s.Conn().RemotePeer())
+	if err != nil {
+		_ = s.Reset()
+		return
+	}
+	f := newFrameConn(s, n.counters(dev))
+	v, err := n.acceptHello(f, dev)
+	if err != nil {
+		n.log.Debug("log stream refused", "peer", dev, "err", err)
+		return
+	}
+	p, err := f.expect(wire.MsgLogRequest)
+	if err != nil {
+		return
+	}
+	req, err := wire.ParseLogRequest(p)
+	if err != nil {
+		f.sendError(wire.CodeProtocol, err.Error())
+		return
+	}
+	if err := v.serveLog(n.ctx, f, dev, vectorFromWire(req.Vector)); err != nil && !isEOF(err) && !errors.Is(err, context.Canceled) {
+		n.log.Debug("serving log", "peer", dev, "err", err)
+	}
+}
+
+// acceptHello reads the opener's Hello, checks that this node serves the
+// vault and that the opener is one of its members, and answers.
+func (n *Node) acceptHello(f *frameConn, dev keys.DeviceID) (*vault, error) {
+	p, err := f.expect(wire.MsgHello)
+	if err != nil {
+		return nil, err
+	}
+	h, err := wire.ParseHello(p)
+	if err != nil {
+		f.sendError(wire.CodeProtocol, err.Error())
+		return nil, err
+	}
+	if h.Version != wire.ProtocolVersion {
+		f.sendError(wire.CodeBadVersion, fmt.Sprintf("protocol version %d not supported", h.Version))
+		return nil, fmt.Errorf("peer speaks protocol version %d", h.Version)
+	}
+	v := n.vault(h.Vault)
+	if v == nil {
+		f.sendError(wire.CodeUnknownVault, "vault not served here")
+		return nil, fmt.Errorf("unknown vault %s", h.Vault)
+	}
+	if !v.isMember(dev) {
+		f.sendError(wire.CodeNotMember, "not a member of this vault")
+		return nil, fmt.Errorf("%s is not a member", dev)
+	}
+	if err := f.send(wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: h.Vault}); err != nil {
+		return nil, err
+	}
+	return v, f.flush()
+}
+
+// serveLog streams to the opener what it lacks, then pushes growth until
+// the stream or ctx ends.
+func (v *vault) serveLog(ctx context.Context, f *frameConn, dev keys.DeviceID, theirs protocol.Vector) error {
+	sentMembers := 0
+	var lastStatus protocol.Vector
+	for {
+		grown := v.growthSignal()
+		records := v.memberRecords()
+		for ; sentMembers < len(records); sentMembers++ {
+			if err := f.sendRaw(wire.MsgMember, records[sentMembers].Encode()); err != nil {
+				return err
+			}
+		}
+		mine := v.vector()
+		for _, r := range mine.Missing(theirs) {
+			err := v.db.Range(r.Author, r.From, r.To, func(e *entry.Entry) error {
+				return f.sendRaw(wire.MsgEntry, e.Bytes())
+			})
+			if err != nil {
+				return fmt.Errorf("sending entries of %s: %w", r.Author, err)
+			}
+			if theirs == nil {
+				theirs = protocol.Vector{}
+			}
+			if err := theirs.Apply(r); err != nil {
+				return err
+			}
+		}
+		if lastStatus == nil || lastStatus.Compare(mine) != protocol.Equal {
+			if err := f.send(wire.MsgLogStatus, wire.LogRequest{Vector: vectorToWire(mine)}); err != nil {
+				return err
+			}
+			lastStatus = mine
+		}
+		if err := f.flush(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-grown:
+		}
+	}
+}
+
+// pullLog opens a log stream to p for v and ingests what arrives until
+// the stream or ctx ends.
+func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error {
+	s, err := v.n.host.NewStream(ctx, p, ProtoLog)
+	if err != nil {
+		return fmt.Errorf("opening log stream: %w", err)
+	}
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
+	f := newFrameConn(s, v.n.counters(dev))
+	if err := f.openHello(v.id); err != nil {
+		return err
+	}
+	if err := f.send(wire.MsgLogRequest, wire.LogRequest{Vector: vectorToWire(v.vector())}); err != nil {
+		return err
+	}
+	if err := f.flush(); err != nil {
+		return err
+	}
+	for {
+		t, payload, err := f.read()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case wire.MsgMember:
+			if err := v.ingestMember(payload); err != nil {
+				return fmt.Errorf("membership record from %s: %w", dev, err)
+			}
+		case wire.MsgEntry:
+			if err := v.ingestEntry(payload); err != nil {
+				return fmt.Errorf("entry from %s: %w", dev, err)
+			}
+		case wire.MsgLogStatus:
+			st, err := wire.ParseLogStatus(payload)
+			if err != nil {
+				return err
+			}
+			v.peerHolds(dev, vectorFromWire(st.Vector))
+		default:
+			return fmt.Errorf("%w on log stream: %s", errUnexpected, t)
+		}
+	}
+}
+
+func vectorToWire(v protocol.Vector) []wire.VectorEntry {
+	out := make([]wire.VectorEntry, 0, len(v))
+	for a, s := range v {
+		out = append(out, wire.VectorEntry{Author: a, Seq: s})
+	}
+	return out
+}
+
+func vectorFromWire(es []wire.VectorEntry) protocol.Vector {
+	v := make(protocol.Vector, len(es))
+	for _, e := range es {
+		v[e.Author] = e.Seq
+	}
+	return v
+}

@@ -1,0 +1,599 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
+
+	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/store/home"
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// Config configures a Node.
+type Config struct {
+	// Home is the weft home directory (required): the device key and the
+	// vaults to serve.
+	Home *home.Home
+	// ListenAddrs override DefaultListenAddrs.
+	ListenAddrs []string
+	// MDNS turns on LAN discovery. It multicasts on every interface, so
+	// tests and the demo leave it off.
+	MDNS bool
+	// Settle is the watcher's quiet time before a changed path is
+	// scanned; default 100 ms.
+	Settle time.Duration
+	// RescanEvery is the interval of full rescans, which catch what the
+	// watcher missed; default 10 minutes.
+	RescanEvery time.Duration
+	// APIAddr is where the local HTTP API listens; default 127.0.0.1:0.
+	// "-" disables it.
+	APIAddr string
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Node is a running weft device.
+type Node struct {
+	cfg  Config
+	id   *keys.Identity
+	host host.Host
+	log  *slog.Logger
+	ctx  context.Context
+	now  func() time.Time
+
+	vaults    map[keys.VaultID]*vault
+	vaultList []*vault
+	kicks     chan *vault
+	events    *events
+	invites   invites
+	stats     nodeStats
+	api       *apiServer
+
+	ready chan struct{} // closed once Run accepts streams and API calls
+
+	mu    sync.Mutex // guards peers
+	peers map[keys.DeviceID]*peerState
+}
+
+// nodeStats are counters over the node's life.
+type nodeStats struct {
+	chunksServed      atomic.Int64
+	chunksFetched     atomic.Int64
+	chunkBytesFetched atomic.Int64
+}
+
+// peerState is what the node knows about one device it talks to.
+type peerState struct {
+	dev      keys.DeviceID
+	id       peer.ID
+	counters peerCounters
+	// guarded by Node.mu:
+	connected bool
+	conn      string // lan, direct, relayed
+	lastSeen  time.Time
+	pulling   map[*vault]bool
+}
+
+// peerCounters count application payload bytes and messages (framing not
+// included) to and from one peer over the life of the process.
+type peerCounters struct {
+	bytesSent, bytesReceived atomic.Int64
+	msgsSent, msgsReceived   atomic.Int64
+}
+
+func (c *peerCounters) sent(n int) {
+	c.bytesSent.Add(int64(n))
+	c.msgsSent.Add(1)
+}
+
+func (c *peerCounters) received(n int) {
+	c.bytesReceived.Add(int64(n))
+	c.msgsReceived.Add(1)
+}
+
+// New opens every vault in the home and starts the libp2p host. Run
+// starts syncing.
+func New(cfg Config) (*Node, error) {
+	if cfg.Home == nil {
+		return nil, errors.New("node: config needs a home")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Settle <= 0 {
+		cfg.Settle = 100 * time.Millisecond
+	}
+	if cfg.RescanEvery <= 0 {
+		cfg.RescanEvery = 10 * time.Minute
+	}
+	id, err := cfg.Home.Identity()
+	if err != nil {
+		return nil, err
+	}
+	hvs, err := cfg.Home.Vaults()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg: cfg, id: id, log: cfg.Logger, now: cfg.Now,
+		vaults: map[keys.VaultID]*vault{}, kicks: make(chan *vault, 1),
+		events: newEvents(), peers: map[keys.DeviceID]*peerState{}, ready: make(chan struct{}),
+	}
+	for _, hv := range hvs {
+		v, err := n.openVault(hv)
+		if err != nil {
+			n.closeVaults()
+			return nil, fmt.Errorf("vault for %s: %w", hv.Folder, err)
+		}
+		n.vaults[v.id] = v
+		n.vaultList = append(n.vaultList, v)
+	}
+	n.host, err = newHost(HostConfig{Identity: id, ListenAddrs: cfg.ListenAddrs})
+	if err != nil {
+		n.closeVaults()
+		return nil, err
+	}
+	return n, nil
+}
+
+// openVault opens a vault's database and folder and rebuilds the derived
+// state from its log.
+func (n *Node) openVault(hv home.Vault) (*vault, error) {
+	root, err := n.cfg.Home.RootSecret(hv)
+	if err != nil {
+		return nil, err
+	}
+	vk := root.Vault()
+	db, report, err := vaultdb.Open(hv.DBDir(), vk.ID)
+	if err != nil {
+		return nil, err
+	}
+	if err := report.Err(); err != nil {
+		n.log.Warn("vault database recovered", "folder", hv.Folder, "report", err)
+	}
+	fsys, err := folder.OpenOS(hv.Folder)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	ek := root.Epoch0().Keys(0)
+	v := &vault{
+		n: n, cfg: hv, id: vk.ID, root: root, ek: ek, ck: chunk.KeysFrom(ek), db: db, fs: fsys,
+		log:      n.log.With("folder", hv.Folder),
+		members:  db.MemberState(),
+		graph:    protocol.NewGraph(),
+		bodies:   map[protocol.VersionID]entry.Version{},
+		index:    map[string]vaultdb.Record{},
+		chunkLoc: map[cid.Cid]chunkLocation{},
+		dirty:    map[string]struct{}{},
+		grow:     make(chan struct{}),
+		peerVec:  map[keys.DeviceID]protocol.Vector{},
+		errs:     map[string]string{},
+	}
+	folding, err := folder.Probe(fsys)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("probing the folder's file system: %w", err)
+	}
+	idx := indexView{v}
+	if v.scanner, err = folder.NewScanner(folder.ScannerConfig{FS: fsys, Index: idx, Hasher: chunkHasher{keys: v.ck}, Folding: folding, Logger: v.log}); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if v.applier, err = folder.NewApplier(folder.ApplierConfig{FS: fsys, Index: idx, Folding: folding, Logger: v.log}); err != nil {
+		db.Close()
+		return nil, err
+	}
+	// Rebuild the graph from the log: every entry opens with the vault's
+	// keys (the log verified itself when the database opened).
+	for author, head := range db.Heads() {
+		err := db.Range(author, 1, head.Seq, func(e *entry.Entry) error {
+			body, err := entry.OpenBody(e, ek)
+			if err != nil {
+				return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
+			}
+			v.addBodyLocked(e, body)
+			return nil
+		})
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	err = db.IndexAll(func(path string, r vaultdb.Record) error {
+		v.setIndexLocked(path, r)
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return v, nil
+}
+
+func (n *Node) closeVaults() {
+	for _, v := range n.vaultList {
+		if err := v.db.Close(); err != nil {
+			n.log.Warn("closing vault database", "folder", v.cfg.Folder, "err", err)
+		}
+	}
+}
+
+// ID returns the device ID.
+func (n *Node) ID() keys.DeviceID { return n.id.ID() }
+
+// Addrs returns the host's listen addresses with its peer ID.
+func (n *Node) Addrs() []string {
+	var out []string
+	for _, a := range n.host.Addrs() {
+		out = append(out, a.String()+"/p2p/"+n.host.ID().String())
+	}
+	return out
+}
+
+// Ready is closed once Run accepts streams and API calls.
+func (n *Node) Ready() <-chan struct{} { return n.ready }
+
+// APIAddr is the local API's address, once Run has started it.
+func (n *Node) APIAddr() string {
+	if n.api == nil {
+		return ""
+	}
+	return n.api.addr
+}
+
+func (n *Node) vault(id keys.VaultID) *vault { return n.vaults[id] }
+
+// counters returns the counters of a peer, creating its state.
+func (n *Node) counters(d keys.DeviceID) *peerCounters {
+	return &n.peerState(d).counters
+}
+
+func (n *Node) peerState(d keys.DeviceID) *peerState {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ps, ok := n.peers[d]
+	if !ok {
+		pid, _ := PeerIDOf(d)
+		ps = &peerState{dev: d, id: pid, pulling: map[*vault]bool{}}
+		n.peers[d] = ps
+	}
+	return ps
+}
+
+// Run syncs until ctx ends: it answers the stream protocols, scans and
+// watches every folder, dials known peers, and applies what arrives. It
+// returns nil after a clean shutdown.
+func (n *Node) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n.ctx = ctx
+	defer n.closeVaults()
+	defer n.host.Close()
+
+	n.host.SetStreamHandler(ProtoLog, n.handleLog)
+	n.host.SetStreamHandler(ProtoChunk, n.handleChunk)
+	n.host.SetStreamHandler(ProtoPair, n.handlePair)
+	n.host.Network().Notify(&network.NotifyBundle{
+		ConnectedF:    func(_ network.Network, c network.Conn) { n.onConnected(c) },
+		DisconnectedF: func(_ network.Network, c network.Conn) { n.onDisconnected(c) },
+	})
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+
+	// Remember where members listen once identify tells us, so we can
+	// dial them again after a restart.
+	sub, err := n.host.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted))
+	if err != nil {
+		return fmt.Errorf("subscribing to identify events: %w", err)
+	}
+	defer sub.Close()
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-sub.Out():
+				if !ok {
+					return
+				}
+				ev := e.(event.EvtPeerIdentificationCompleted)
+				dev, err := DeviceIDOf(ev.Peer)
+				if err != nil {
+					continue
+				}
+				for _, v := range n.vaultList {
+					if v.isMember(dev) && len(ev.ListenAddrs) > 0 {
+						n.rememberPeer(v, dev, ev.ListenAddrs)
+					}
+				}
+			}
+		}
+	})
+
+	if n.cfg.APIAddr != "-" {
+		api, err := n.startAPI(ctx, n.cfg.APIAddr)
+		if err != nil {
+			return err
+		}
+		n.api = api
+		wg.Go(func() { api.serve(ctx) })
+	}
+	if n.cfg.MDNS {
+		svc := mdns.NewMdnsService(n.host, "weft", mdnsNotifee{n})
+		if err := svc.Start(); err != nil {
+			n.log.Warn("mDNS discovery off", "err", err)
+		} else {
+			defer svc.Close()
+		}
+	}
+	for _, v := range n.vaultList {
+		wg.Go(func() {
+			if _, err := v.applier.CleanTemps(ctx); err != nil {
+				v.log.Warn("cleaning temporary files", "err", err)
+			}
+			res, err := v.scan(ctx, nil)
+			if err != nil {
+				if ctx.Err() == nil {
+					v.log.Error("first scan", "err", err)
+				}
+			} else {
+				v.log.Info("scanned", "files", res.Files, "changes", len(res.Changes))
+			}
+			n.events.publish(Event{Type: EventScanned, Folder: v.cfg.Folder, Count: len(res.Changes)})
+			v.kick()
+			v.watch(ctx, n.cfg.Settle, n.cfg.RescanEvery)
+		})
+	}
+	wg.Go(func() { n.reconcileLoop(ctx) })
+	wg.Go(func() { n.dialLoop(ctx) })
+	close(n.ready)
+	<-ctx.Done()
+	return nil
+}
+
+// reconcileLoop applies what the sync core decides, whenever a vault is
+// kicked and on a slow tick for retries.
+func (n *Node) reconcileLoop(ctx context.Context) {
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.kicks:
+		case <-tick.C:
+		}
+		for _, v := range n.vaultList {
+			v.mu.Lock()
+			dirty := len(v.dirty) > 0
+			v.mu.Unlock()
+			if dirty {
+				v.reconcile(ctx)
+			}
+		}
+	}
+}
+
+// mdnsNotifee connects to peers found on the LAN; the log protocol then
+// finds out whether they share a vault.
+type mdnsNotifee struct{ n *Node }
+
+func (m mdnsNotifee) HandlePeerFound(pi peer.AddrInfo) {
+	if pi.ID == m.n.host.ID() {
+		return
+	}
+	dev, err := DeviceIDOf(pi.ID)
+	if err != nil || !m.n.isMemberAnywhere(dev) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.n.ctx, 10*time.Second)
+	defer cancel()
+	if err := m.n.host.Connect(ctx, pi); err != nil {
+		m.n.log.Debug("connecting to LAN peer", "peer", dev, "err", err)
+	}
+}
+
+func (n *Node) isMemberAnywhere(d keys.DeviceID) bool {
+	for _, v := range n.vaultList {
+		if v.isMember(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// connectionKind names how a connection reaches its peer.
+func connectionKind(c network.Conn) string {
+	addr := c.RemoteMultiaddr()
+	if _, err := addr.ValueForProtocol(ma.P_CIRCUIT); err == nil {
+		return "relayed"
+	}
+	if manet.IsPrivateAddr(addr) || manet.IsIPLoopback(addr) {
+		return "lan"
+	}
+	return "direct"
+}
+
+func (n *Node) onConnected(c network.Conn) {
+	dev, err := DeviceIDOf(c.RemotePeer())
+	if err != nil || !n.isMemberAnywhere(dev) {
+		return
+	}
+	ps := n.peerState(dev)
+	n.mu.Lock()
+	ps.connected, ps.conn, ps.lastSeen = true, connectionKind(c), n.now()
+	n.mu.Unlock()
+	n.events.publish(Event{Type: EventPeerConnected, Peer: dev.String(), Kind: ps.conn})
+	go n.syncWith(c.RemotePeer())
+}
+
+func (n *Node) onDisconnected(c network.Conn) {
+	dev, err := DeviceIDOf(c.RemotePeer())
+	if err != nil {
+		return
+	}
+	if n.host.Network().Connectedness(c.RemotePeer()) == network.Connected {
+		return
+	}
+	n.mu.Lock()
+	ps, ok := n.peers[dev]
+	if ok {
+		ps.connected, ps.lastSeen = false, n.now()
+	}
+	n.mu.Unlock()
+	if ok {
+		n.events.publish(Event{Type: EventPeerDisconnected, Peer: dev.String()})
+	}
+}
+
+// syncWith starts pulling the log of every vault shared with p, once per
+// vault. Each puller retries while the peer stays connected.
+func (n *Node) syncWith(p peer.ID) {
+	if n.ctx == nil {
+		return
+	}
+	dev, err := DeviceIDOf(p)
+	if err != nil {
+		return
+	}
+	ps := n.peerState(dev)
+	for _, v := range n.vaultList {
+		if !v.isMember(dev) {
+			continue
+		}
+		n.mu.Lock()
+		if ps.pulling[v] {
+			n.mu.Unlock()
+			continue
+		}
+		ps.pulling[v] = true
+		n.mu.Unlock()
+		go func() {
+			defer func() {
+				n.mu.Lock()
+				ps.pulling[v] = false
+				n.mu.Unlock()
+			}()
+			backoff := 200 * time.Millisecond
+			for n.ctx.Err() == nil && n.host.Network().Connectedness(p) == network.Connected {
+				err := v.pullLog(n.ctx, p, dev)
+				if n.ctx.Err() != nil {
+					return
+				}
+				v.log.Debug("log stream ended", "peer", dev, "err", err)
+				select {
+				case <-n.ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, 10*time.Second)
+			}
+		}()
+	}
+}
+
+// connected is a connected member of a vault.
+type connected struct {
+	id  peer.ID
+	dev keys.DeviceID
+}
+
+// connectedMembers lists the vault's members this node is connected to,
+// in a stable order.
+func (n *Node) connectedMembers(v *vault) []connected {
+	var out []connected
+	for _, d := range v.memberList() {
+		if d == n.id.ID() {
+			continue
+		}
+		pid, err := PeerIDOf(d)
+		if err != nil {
+			continue
+		}
+		if n.host.Network().Connectedness(pid) == network.Connected {
+			out = append(out, connected{id: pid, dev: d})
+		}
+	}
+	return out
+}
+
+// dialLoop keeps trying to connect to every member at the addresses this
+// device remembers for it, with a growing backoff per peer.
+func (n *Node) dialLoop(ctx context.Context) {
+	next := map[keys.DeviceID]time.Time{}
+	backoff := map[keys.DeviceID]time.Duration{}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		for _, v := range n.vaultList {
+			for d, addrs := range v.knownPeers() {
+				if d == n.id.ID() || !v.isMember(d) || n.now().Before(next[d]) {
+					continue
+				}
+				pid, err := PeerIDOf(d)
+				if err != nil || n.host.Network().Connectedness(pid) == network.Connected {
+					continue
+				}
+				info := peer.AddrInfo{ID: pid}
+				for _, a := range addrs {
+					if m, err := ma.NewMultiaddr(a); err == nil {
+						info.Addrs = append(info.Addrs, m)
+					}
+				}
+				dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				err = n.host.Connect(dctx, info)
+				cancel()
+				if err != nil {
+					b := max(backoff[d]*2, time.Second)
+					backoff[d] = min(b, time.Minute)
+					next[d] = n.now().Add(backoff[d])
+					continue
+				}
+				backoff[d] = 0
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// rememberPeer records addresses for a member, for dialLoop.
+func (n *Node) rememberPeer(v *vault, d keys.DeviceID, addrs []ma.Multiaddr) {
+	var s []string
+	for _, a := range addrs {
+		s = append(s, a.String())
+	}
+	slices.Sort(s)
+	if err := v.setKnownPeer(d, s); err != nil {
+		v.log.Warn("remembering peer addresses", "peer", d, "err", err)
+	}
+}

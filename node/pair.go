@@ -1,0 +1,239 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/member"
+	"github.com/weftsync/weft/protocol/wire"
+)
+
+// Pairing (/weft/pair/1). `weft invite` asks the running agent for a
+// one-time code; the joining device dials the inviter at the addresses in
+// the code, proves it holds the code's secret, and receives the vault's
+// root secret wrapped under a key derived from the code, with the
+// membership records, the last of which (signed by the inviter, the
+// vault's admin) admits it. A code works once, until it expires.
+
+// DefaultInviteTTL is how long an invite code is valid.
+const DefaultInviteTTL = time.Hour
+
+// pendingInvite is an invite this node issued and has not yet seen used.
+type pendingInvite struct {
+	inv   member.Invite
+	vault *vault
+	used  bool
+}
+
+// invites holds the codes this node issued. Codes live in memory only: a
+// restart of the agent invalidates every outstanding code, which errs on
+// the side of safety (docs/pairing.md).
+type invites struct {
+	mu   sync.Mutex // guards list
+	list []*pendingInvite
+}
+
+// add records a new invite.
+func (iv *invites) add(p *pendingInvite) {
+	iv.mu.Lock()
+	defer iv.mu.Unlock()
+	iv.list = append(iv.list, p)
+}
+
+// take finds the invite whose proof joiner presents and marks it used. It
+// fails if no invite matches, or the matching one expired or was used.
+func (iv *invites) take(joiner keys.DeviceID, proof []byte, now time.Time) (*pendingInvite, error) {
+	iv.mu.Lock()
+	defer iv.mu.Unlock()
+	for _, p := range iv.list {
+		if p.inv.CheckProof(joiner, proof) != nil {
+			continue
+		}
+		if p.used {
+			return nil, errors.New("this invite code was already used")
+		}
+		if err := p.inv.CheckExpiry(now.Unix()); err != nil {
+			return nil, err
+		}
+		p.used = true
+		return p, nil
+	}
+	return nil, errors.New("no such invite code on this device (wrong code, or the agent restarted since it was issued)")
+}
+
+// Invite issues a one-time code for vault v (the first vault when vaultID
+// is the zero value), valid for ttl.
+func (n *Node) Invite(vaultID keys.VaultID, ttl time.Duration) (member.Invite, error) {
+	v := n.vault(vaultID)
+	if v == nil && vaultID == (keys.VaultID{}) && len(n.vaultList) > 0 {
+		v = n.vaultList[0]
+	}
+	if v == nil {
+		return member.Invite{}, fmt.Errorf("no vault %s on this device", vaultID)
+	}
+	if role, ok := v.role(n.id.ID()); !ok || role != member.RoleAdmin {
+		return member.Invite{}, errors.New("only the vault's admin (the device that created it) can invite")
+	}
+	if ttl <= 0 {
+		ttl = DefaultInviteTTL
+	}
+	var addrs []string
+	for _, a := range n.host.Addrs() {
+		addrs = append(addrs, a.String())
+	}
+	inv, err := member.NewInvite(rand.Reader, n.id.ID(), addrs, n.now().Add(ttl).Unix())
+	if err != nil {
+		return member.Invite{}, err
+	}
+	n.invites.add(&pendingInvite{inv: inv, vault: v})
+	return inv, nil
+}
+
+// handlePair answers a pairing stream.
+func (n *Node) handlePair(s network.Stream) {
+	defer s.Close()
+	remote := s.Conn().RemotePeer()
+	dev, err := DeviceIDOf(remote)
+	if err != nil {
+		_ = s.Reset()
+		return
+	}
+	_ = s.SetDeadline(n.now().Add(time.Minute))
+	f := newFrameConn(s, n.counters(dev))
+	p, err := f.expect(wire.MsgPairRequest)
+	if err != nil {
+		return
+	}
+	req, err := wire.ParsePairRequest(p)
+	if err != nil {
+		f.sendError(wire.CodeProtocol, err.Error())
+		return
+	}
+	pi, err := n.invites.take(dev, req.Proof, n.now())
+	if err != nil {
+		n.log.Warn("pairing refused", "peer", dev, "err", err)
+		f.sendError(wire.CodeInviteInvalid, err.Error())
+		return
+	}
+	v := pi.vault
+	if err := v.admit(dev); err != nil {
+		n.log.Error("admitting device", "peer", dev, "err", err)
+		f.sendError(wire.CodeInternal, "the inviter could not record the new member")
+		return
+	}
+	wrapped, err := pi.inv.Wrap(rand.Reader, dev, v.root[:])
+	if err != nil {
+		f.sendError(wire.CodeInternal, "wrapping keys")
+		return
+	}
+	var records [][]byte
+	for _, r := range v.memberRecords() {
+		records = append(records, r.Encode())
+	}
+	if err := f.send(wire.MsgPairAccept, wire.PairAccept{WrappedKeys: wrapped, Records: records}); err != nil {
+		return
+	}
+	if err := f.flush(); err != nil {
+		return
+	}
+	n.rememberPeer(v, dev, n.host.Peerstore().Addrs(remote))
+	n.log.Info("device joined", "peer", dev, "folder", v.cfg.Folder)
+	n.events.publish(Event{Type: EventPeerJoined, Peer: dev.String(), Folder: v.cfg.Folder})
+	// Start syncing with the new member right away.
+	go n.syncWith(remote)
+}
+
+// Joined is what a successful join returns.
+type Joined struct {
+	Root    keys.RootSecret
+	Records []member.Record
+	Inviter peer.AddrInfo
+}
+
+// RequestJoin dials the inviter named in inv from host h (identity id),
+// proves the code, and returns the vault keys and membership. It checks
+// everything it receives: the records chain and are signed by the admin,
+// the last one admits this device, and the root secret derives the
+// records' vault ID. It changes nothing on disk.
+func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member.Invite) (Joined, error) {
+	var j Joined
+	pid, err := PeerIDOf(inv.Inviter)
+	if err != nil {
+		return j, err
+	}
+	info := peer.AddrInfo{ID: pid}
+	for _, a := range inv.Addrs {
+		m, err := ma.NewMultiaddr(a)
+		if err != nil {
+			continue
+		}
+		info.Addrs = append(info.Addrs, m)
+	}
+	if len(info.Addrs) == 0 {
+		return j, errors.New("the invite code names no usable address for the inviter")
+	}
+	if err := h.Connect(ctx, info); err != nil {
+		return j, fmt.Errorf("reaching the inviting device (is `weft up` running there?): %w", err)
+	}
+	s, err := h.NewStream(ctx, pid, ProtoPair)
+	if err != nil {
+		return j, fmt.Errorf("opening pairing stream: %w", err)
+	}
+	defer s.Close()
+	f := newFrameConn(s, &peerCounters{})
+	if err := f.send(wire.MsgPairRequest, wire.PairRequest{Proof: inv.Proof(id.ID())}); err != nil {
+		return j, err
+	}
+	if err := f.flush(); err != nil {
+		return j, err
+	}
+	p, err := f.expect(wire.MsgPairAccept)
+	if err != nil {
+		var we wire.Error
+		if errors.As(err, &we) {
+			return j, fmt.Errorf("the inviting device refused: %s", we.Reason)
+		}
+		return j, fmt.Errorf("pairing: %w", err)
+	}
+	acc, err := wire.ParsePairAccept(p)
+	if err != nil {
+		return j, err
+	}
+	secret, err := inv.Unwrap(id.ID(), acc.WrappedKeys)
+	if err != nil {
+		return j, err
+	}
+	if len(secret) != len(j.Root) {
+		return j, fmt.Errorf("pairing: vault secret of %d bytes", len(secret))
+	}
+	copy(j.Root[:], secret)
+	state := member.NewState(j.Root.Vault().ID)
+	for i, raw := range acc.Records {
+		r, err := member.Decode(raw)
+		if err != nil {
+			return j, fmt.Errorf("membership record %d: %w", i+1, err)
+		}
+		if err := state.Apply(r); err != nil {
+			return j, fmt.Errorf("membership record %d: %w", i+1, err)
+		}
+		j.Records = append(j.Records, r)
+	}
+	if !state.IsMember(id.ID()) {
+		return j, errors.New("pairing: the membership records do not admit this device")
+	}
+	if role, _ := state.Role(inv.Inviter); role != member.RoleAdmin {
+		return j, errors.New("pairing: the inviter is not the vault's admin")
+	}
+	j.Inviter = info
+	return j, nil
+}

@@ -1,0 +1,333 @@
+package node
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/member"
+	"github.com/weftsync/weft/store/home"
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// vault is one vault on this device: its keys, its database, its folder,
+// and the in-memory views derived from the log (the version graph, the
+// decrypted bodies, the folder index and where each chunk lies locally).
+//
+// Locking: mu guards the derived state. IO on the folder and the network
+// happens without mu held; the database serialises itself.
+type vault struct {
+	n    *Node
+	cfg  home.Vault
+	id   keys.VaultID
+	root keys.RootSecret
+	ek   keys.EpochKeys
+	ck   chunk.Keys
+	db   *vaultdb.DB
+	fs   folder.FS
+	log  *slog.Logger
+
+	scanner *folder.Scanner
+	applier *folder.Applier
+
+	// scanMu serialises scans (the scanner runs one at a time).
+	scanMu sync.Mutex
+	// authorMu serialises writing this device's own entries, so sequence
+	// numbers and clocks are assigned in order.
+	authorMu sync.Mutex
+
+	mu       sync.Mutex // guards the fields below
+	members  *member.State
+	graph    *protocol.Graph
+	bodies   map[protocol.VersionID]entry.Version
+	clock    uint64 // highest Lamport clock seen
+	index    map[string]vaultdb.Record
+	chunkLoc map[cid.Cid]chunkLocation
+	dirty    map[string]struct{}
+	grow     chan struct{} // closed and replaced whenever the log grows
+	peerVec  map[keys.DeviceID]protocol.Vector
+	scanning bool
+	scanned  bool // the first full scan has completed
+	pending  pendingCounts
+	errs     map[string]string // path -> last apply error
+}
+
+// pendingCounts are what the vault still has to do.
+type pendingCounts struct {
+	toApply int
+	toFetch int
+}
+
+// chunkLocation says where a chunk's plaintext lies in the folder.
+type chunkLocation struct {
+	path   string
+	offset int64
+	size   uint32
+}
+
+// vectorLocked returns this device's version vector. v.mu must be held
+// or the caller must accept a racy snapshot of db heads (db is safe).
+func (v *vault) vector() protocol.Vector {
+	out := protocol.Vector{}
+	for a, h := range v.db.Heads() {
+		out[a] = h.Seq
+	}
+	return out
+}
+
+// growthSignal returns a channel closed at the next growth of the log or
+// membership.
+func (v *vault) growthSignal() <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.grow
+}
+
+// grew wakes everyone waiting on growthSignal. v.mu must be held.
+func (v *vault) grewLocked() {
+	close(v.grow)
+	v.grow = make(chan struct{})
+}
+
+func (v *vault) isMember(d keys.DeviceID) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.members.IsMember(d)
+}
+
+func (v *vault) role(d keys.DeviceID) (member.Role, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.members.Role(d)
+}
+
+func (v *vault) memberRecords() []member.Record {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return slices.Clone(v.members.Records())
+}
+
+func (v *vault) memberList() []keys.DeviceID {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.members.Members()
+}
+
+// ingestMember applies a membership record received from a peer.
+func (v *vault) ingestMember(raw []byte) error {
+	r, err := member.Decode(raw)
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if r.Seq <= v.members.Seq {
+		// Already held (or a fork, which AppendMember would report; the
+		// held record stands).
+		return nil
+	}
+	if err := v.db.AppendMember(r); err != nil {
+		return err
+	}
+	if err := v.members.Apply(r); err != nil {
+		return err
+	}
+	v.grewLocked()
+	return nil
+}
+
+// admit records a new member, admitted by this device (the admin).
+func (v *vault) admit(d keys.DeviceID) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	r := v.members.Next(v.n.id, member.Record{Op: member.OpAdd, Device: d, Role: member.RoleMember}, v.n.now().UnixMilli())
+	if err := v.db.AppendMember(r); err != nil {
+		return err
+	}
+	if err := v.members.Apply(r); err != nil {
+		return err
+	}
+	v.grewLocked()
+	return nil
+}
+
+// ingestEntry validates an entry from a peer and, if new, stores it and
+// folds its versions into the graph.
+func (v *vault) ingestEntry(raw []byte) error {
+	dec, err := entry.Decode(raw)
+	if err != nil {
+		return err
+	}
+	author := dec.Author()
+	if !v.isMember(author) {
+		return fmt.Errorf("entry author %s is not a member", author)
+	}
+	head := v.db.Head(author)
+	if dec.Seq() <= head.Seq {
+		return nil // already held; a fork would show in db.Append on a re-send
+	}
+	e, err := entry.Validate(raw, v.id, head)
+	if err != nil {
+		return err
+	}
+	body, err := entry.OpenBody(e, v.ek)
+	if err != nil {
+		return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
+	}
+	if err := v.db.Append(e); err != nil {
+		return err
+	}
+	v.mu.Lock()
+	v.addBodyLocked(e, body)
+	v.grewLocked()
+	v.mu.Unlock()
+	v.n.events.publish(Event{Type: EventEntryReceived, Folder: v.cfg.Folder, Peer: author.String(), Count: len(body.Versions)})
+	v.kick()
+	return nil
+}
+
+// addBodyLocked folds an entry's versions into the graph and marks their
+// paths for reconciliation. v.mu must be held.
+func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
+	v.clock = max(v.clock, e.Clock())
+	for i, ver := range body.Versions {
+		id := toCoreID(e.VersionID(i))
+		cv := coreVersion(id, e.Clock(), ver)
+		if err := v.graph.Add(cv); err != nil {
+			v.log.Warn("version not added to graph", "version", id, "err", err)
+			continue
+		}
+		v.bodies[id] = ver
+		v.dirty[ver.Path] = struct{}{}
+	}
+}
+
+// toCoreID converts a version ID between the entry and core packages.
+func toCoreID(id entry.VersionID) protocol.VersionID {
+	return protocol.VersionID{Author: id.Author, Seq: id.Seq, Index: id.Index}
+}
+
+func toEntryID(id protocol.VersionID) entry.VersionID {
+	return entry.VersionID{Author: id.Author, Seq: id.Seq, Index: id.Index}
+}
+
+// coreVersion is the sync core's view of a body version.
+func coreVersion(id protocol.VersionID, clock uint64, v entry.Version) protocol.Version {
+	cv := protocol.Version{
+		ID:    id,
+		Path:  v.Path,
+		Kind:  protocol.Kind(v.Kind),
+		Size:  v.Size,
+		Mode:  v.Mode,
+		MTime: v.MTime,
+		Clock: clock,
+	}
+	for _, s := range v.Supersedes {
+		cv.Supersedes = append(cv.Supersedes, toCoreID(s))
+	}
+	switch v.Kind {
+	case entry.KindFile:
+		cv.ContentHash = v.Hash
+		// Text must be a function of the content. Inline bytes are checked
+		// directly; a chunked file small enough to merge is treated as a
+		// merge candidate, and if its bytes turn out not to be text the
+		// merge refuses (ErrNotText) and the decision's fallback applies,
+		// which every device computes alike from the same bytes.
+		if len(v.Inline) > 0 || v.Size == 0 {
+			cv.Text = protocol.IsText(v.Inline)
+		} else {
+			cv.Text = v.Size <= protocol.MaxMergeBytes
+		}
+	case entry.KindSymlink:
+		cv.ContentHash = symlinkHash(v.Target)
+	}
+	return cv
+}
+
+// heads returns the current heads of path, sorted by ID.
+func (v *vault) headIDsLocked(path string) []entry.VersionID {
+	hs := v.graph.Heads(path)
+	out := make([]entry.VersionID, 0, len(hs))
+	for _, h := range hs {
+		out = append(out, toEntryID(h.ID))
+	}
+	slices.SortFunc(out, func(a, b entry.VersionID) int { return a.Compare(b) })
+	if len(out) > entry.MaxSupersedes {
+		out = out[:entry.MaxSupersedes]
+	}
+	return out
+}
+
+// peerHolds records what a peer says it holds (its LogStatus).
+func (v *vault) peerHolds(d keys.DeviceID, vec protocol.Vector) {
+	v.mu.Lock()
+	v.peerVec[d] = vec
+	v.mu.Unlock()
+	v.n.events.publish(Event{Type: EventPeerStatus, Folder: v.cfg.Folder, Peer: d.String()})
+}
+
+// unsafeCount is the number of this device's own entries that no other
+// device or relay is known to hold.
+func (v *vault) unsafeCount() uint64 {
+	self := v.n.id.ID()
+	mine := v.db.Head(self).Seq
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var best uint64
+	for _, vec := range v.peerVec {
+		best = max(best, vec[self])
+	}
+	if best >= mine {
+		return 0
+	}
+	return mine - best
+}
+
+// kick asks the reconcile loop to look at dirty paths.
+func (v *vault) kick() {
+	select {
+	case v.n.kicks <- v:
+	default:
+		// A kick is already queued for some vault; the loop drains all
+		// vaults' dirty sets anyway.
+	}
+}
+
+// sortVersions orders entry versions for authoring: deletions first
+// (children before parents), then the rest with parents before children,
+// as the applier's ordering obligation asks.
+func sortVersions(vs []entry.Version) {
+	slices.SortStableFunc(vs, func(a, b entry.Version) int {
+		ad, bd := a.Kind == entry.KindDeletion, b.Kind == entry.KindDeletion
+		if ad != bd {
+			if ad {
+				return -1
+			}
+			return 1
+		}
+		if ad {
+			return -cmp.Compare(a.Path, b.Path)
+		}
+		return cmp.Compare(a.Path, b.Path)
+	})
+}
+
+// symlinkHash identifies a symlink's content for the core's identical-
+// content rule.
+func symlinkHash(target string) [32]byte {
+	var h [32]byte
+	copy(h[:], bytes.Repeat([]byte{0}, 32))
+	sum := chunk.SumCID([]byte("weft symlink\x00" + target)).Hash()
+	copy(h[:], sum[len(sum)-32:])
+	return h
+}

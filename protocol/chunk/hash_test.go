@@ -1,0 +1,40 @@
+package chunk
+
+import (
+	"testing"
+
+	"lukechampine.com/blake3"
+	"lukechampine.com/blake3/guts"
+)
+
+// TestBlake3Sum256 checks the single-goroutine tree hash against
+// lukechampine.com/blake3 on every length class: empty, within a block,
+// within a chunk, around batch and tree boundaries.
+func TestBlake3Sum256(t *testing.T) {
+	data := seeded(5, 300<<10)
+	key := testKeys().ChunkID
+	kw := keyWords(&key)
+	var lengths []int
+	for _, base := range []int{0, 64, 1024, batch, 2 * batch, 3 * batch, 4 * batch, 7 * batch, 8 * batch, 16 * batch, 17 * batch} {
+		for _, d := range []int{-1025, -1024, -1, 0, 1, 63, 64, 1023, 1024, 1025, 5000} {
+			if n := base + d; n >= 0 && n <= len(data) {
+				lengths = append(lengths, n)
+			}
+		}
+	}
+	for n := 0; n < 3*batch; n += 97 {
+		lengths = append(lengths, n)
+	}
+	for _, n := range lengths {
+		if got, want := blake3Sum256(data[:n], &guts.IV, 0), blake3.Sum256(data[:n]); got != want {
+			t.Fatalf("length %d: got %x, want %x", n, got, want)
+		}
+		h := blake3.New(32, key[:])
+		h.Write(data[:n])
+		var want [32]byte
+		h.Sum(want[:0])
+		if got := blake3Sum256(data[:n], &kw, guts.FlagKeyedHash); got != want {
+			t.Fatalf("keyed, length %d: got %x, want %x", n, got, want)
+		}
+	}
+}

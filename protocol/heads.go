@@ -1,0 +1,226 @@
+package protocol
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Graph is the version graph of a folder: every known version, indexed by
+// path, with the supersedes edges between them. Versions may be added in any
+// order, including a version whose superseded versions are not yet known;
+// every query answers from the versions known so far, and the answer for a
+// given set of versions does not depend on the order they were added in.
+//
+// An edge "X supersedes Y" counts only while it is consistent with the
+// Lamport rule: Y unknown, or Y.Clock < X.Clock. An edge that breaks the
+// rule is ignored (a buggy or hostile author cannot hide a version, or make
+// a cycle); the version it names then stays a head and is resolved like any
+// concurrent version.
+//
+// Graph is not safe for concurrent use. Versions returned share their
+// Supersedes slices with the graph; callers must not modify them.
+type Graph struct {
+	versions map[VersionID]*Version
+	// children maps a version ID, known or not, to the known versions that
+	// list it in Supersedes.
+	children map[VersionID][]VersionID
+	paths    map[string][]VersionID
+}
+
+// NewGraph returns an empty graph.
+func NewGraph() *Graph {
+	return &Graph{
+		versions: make(map[VersionID]*Version),
+		children: make(map[VersionID][]VersionID),
+		paths:    make(map[string][]VersionID),
+	}
+}
+
+// Add records a version. Adding a version that is already known with the
+// same fields does nothing. It returns an error wrapping ErrInvalidVersion
+// for a malformed version, or ErrDuplicateVersion when the ID is known with
+// different fields; in both cases the graph is unchanged.
+func (g *Graph) Add(v Version) error {
+	if err := v.Validate(); err != nil {
+		return err
+	}
+	if old, ok := g.versions[v.ID]; ok {
+		if !sameVersion(*old, v) {
+			return fmt.Errorf("version %v of %q: %w", v.ID, v.Path, ErrDuplicateVersion)
+		}
+		return nil
+	}
+	v.Supersedes = slices.Clone(v.Supersedes)
+	g.versions[v.ID] = &v
+	g.paths[v.Path] = append(g.paths[v.Path], v.ID)
+	for _, p := range v.Supersedes {
+		if !slices.Contains(g.children[p], v.ID) {
+			g.children[p] = append(g.children[p], v.ID)
+		}
+	}
+	return nil
+}
+
+func sameVersion(a, b Version) bool {
+	return a.ID == b.ID && a.Path == b.Path && a.Kind == b.Kind && a.ContentHash == b.ContentHash &&
+		a.Size == b.Size && a.Mode == b.Mode && a.MTime == b.MTime && a.Clock == b.Clock &&
+		a.Text == b.Text && slices.Equal(a.Supersedes, b.Supersedes)
+}
+
+// Get returns the version with the given ID, if known.
+func (g *Graph) Get(id VersionID) (Version, bool) {
+	v, ok := g.versions[id]
+	if !ok {
+		return Version{}, false
+	}
+	return *v, true
+}
+
+// Len returns the number of known versions.
+func (g *Graph) Len() int { return len(g.versions) }
+
+// Paths returns every path that has a known version, sorted.
+func (g *Graph) Paths() []string {
+	out := make([]string, 0, len(g.paths))
+	for p := range g.paths {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// validEdge reports whether child superseding parent counts (see Graph).
+func (g *Graph) validEdge(child *Version, parent VersionID) bool {
+	p, ok := g.versions[parent]
+	return !ok || p.Clock < child.Clock
+}
+
+// superseded reports whether some known version validly supersedes id.
+func (g *Graph) superseded(id VersionID) bool {
+	for _, c := range g.children[id] {
+		if g.validEdge(g.versions[c], id) {
+			return true
+		}
+	}
+	return false
+}
+
+// Heads returns the current heads of path: its known versions that no known
+// version supersedes, in canonical ID order. A path with one head is
+// settled; several heads are concurrent versions for Resolve. A path whose
+// versions are all superseded by versions at other paths (a rename written
+// as a deletion is still a version at the old path) has no heads.
+func (g *Graph) Heads(path string) []Version {
+	var out []Version
+	for _, id := range g.paths[path] {
+		if !g.superseded(id) {
+			out = append(out, *g.versions[id])
+		}
+	}
+	slices.SortFunc(out, func(a, b Version) int { return a.ID.Compare(b.ID) })
+	return out
+}
+
+// Dangling returns the IDs that versions of path supersede but that are not
+// known yet, in canonical order. While a path has dangling references its
+// heads may still shrink: an unknown version may link a head to a later one.
+// node/ should fetch the missing entries before it acts on the path's
+// Resolve decision (they arrive with the log sync, since an author only
+// supersedes versions it has).
+func (g *Graph) Dangling(path string) []VersionID {
+	var out []VersionID
+	for _, id := range g.paths[path] {
+		for _, p := range g.versions[id].Supersedes {
+			if _, ok := g.versions[p]; !ok && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.SortFunc(out, VersionID.Compare)
+	return out
+}
+
+// ancestors returns the known versions reachable from id through valid
+// supersedes edges, including id itself if known.
+func (g *Graph) ancestors(id VersionID) map[VersionID]bool {
+	seen := make(map[VersionID]bool)
+	v, ok := g.versions[id]
+	if !ok {
+		return seen
+	}
+	seen[id] = true
+	stack := []*Version{v}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, p := range c.Supersedes {
+			pv, ok := g.versions[p]
+			if !ok || seen[p] || !g.validEdge(c, p) {
+				continue
+			}
+			seen[p] = true
+			stack = append(stack, pv)
+		}
+	}
+	return seen
+}
+
+// Descends reports whether version a descends from version b: a == b, or b
+// is reachable from a through supersedes edges among known versions. It is
+// false when either is unknown.
+func (g *Graph) Descends(a, b VersionID) bool {
+	if _, ok := g.versions[b]; !ok {
+		return false
+	}
+	return g.ancestors(a)[b]
+}
+
+// CommonAncestor returns the nearest common ancestor of the given versions:
+// a known version from which all of them descend and that no other such
+// version descends from. When there are several (criss-cross histories), it
+// picks the one that wins WinnerOrder, so every device picks the same. ok is
+// false when the versions share no known ancestor, or ids is empty.
+func (g *Graph) CommonAncestor(ids ...VersionID) (v Version, ok bool) {
+	if len(ids) == 0 {
+		return Version{}, false
+	}
+	common := g.ancestors(ids[0])
+	for _, id := range ids[1:] {
+		other := g.ancestors(id)
+		for c := range common {
+			if !other[c] {
+				delete(common, c)
+			}
+		}
+	}
+	// Every ancestor of a common ancestor is common too, so a common
+	// ancestor is not nearest exactly when it is a direct parent of another.
+	dominated := make(map[VersionID]bool)
+	for c := range common {
+		cv := g.versions[c]
+		for _, p := range cv.Supersedes {
+			if common[p] && g.validEdge(cv, p) {
+				dominated[p] = true
+			}
+		}
+	}
+	var best *Version
+	for c := range common {
+		if dominated[c] {
+			continue
+		}
+		if cv := g.versions[c]; best == nil || WinnerOrder(*cv, *best) > 0 {
+			best = cv
+		}
+	}
+	if best == nil {
+		return Version{}, false
+	}
+	return *best, true
+}
+
+// Resolve returns the decision for path's current heads: Resolve(g.Heads(path), g, taken).
+// A path with no heads returns an error wrapping ErrNoHeads.
+func (g *Graph) Resolve(path string, taken func(path string) bool) (Decision, error) {
+	return Resolve(g.Heads(path), g, taken)
+}

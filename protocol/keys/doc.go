@@ -1,0 +1,7 @@
+// Package keys holds weft's identities and key hierarchy: a device's ed25519
+// identity (which is also its libp2p identity), a vault's root secret and the
+// subkeys derived from it by HKDF, and the 24-word recovery phrase that
+// encodes the root secret.
+//
+// The package does no IO: saving a key to disk is store/keyfile's job.
+package keys

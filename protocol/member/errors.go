@@ -1,0 +1,22 @@
+package member
+
+import "errors"
+
+// Errors returned when a record or invite is rejected. Each names one rule.
+var (
+	ErrUnknownFormat = errors.New("membership record: unknown format version")
+	ErrOtherVault    = errors.New("membership record: belongs to another vault")
+	ErrSequence      = errors.New("membership record: sequence gap or replay")
+	ErrPrevMismatch  = errors.New("membership record: previous-hash mismatch")
+	ErrBadSignature  = errors.New("membership record: bad signature")
+	ErrNotAdmin      = errors.New("membership record: signer is not an admin")
+	ErrBadOp         = errors.New("membership record: invalid operation")
+	ErrNonCanonical  = errors.New("membership record: non-canonical encoding")
+	ErrTooLarge      = errors.New("membership record: over its size limit")
+	ErrRevoked       = errors.New("device is revoked")
+
+	ErrInviteMalformed = errors.New("invite code is malformed")
+	ErrInviteChecksum  = errors.New("invite code has a typo (checksum mismatch)")
+	ErrInviteExpired   = errors.New("invite code has expired")
+	ErrInviteProof     = errors.New("invite proof does not match the code")
+)

@@ -1,0 +1,285 @@
+package protocol
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Ancestry answers the graph questions Resolve asks. *Graph implements it.
+type Ancestry interface {
+	// CommonAncestor returns the nearest common ancestor of the versions,
+	// chosen the same way on every device, or ok == false.
+	CommonAncestor(ids ...VersionID) (v Version, ok bool)
+	// Descends reports whether a descends from b (a == b included).
+	Descends(a, b VersionID) bool
+}
+
+// Outcome says what kind of decision Resolve made, and so what node/ has
+// to carry out.
+type Outcome uint8
+
+const (
+	// OutcomeSingle: the path has one head. Winner keeps the name; there is
+	// nothing to resolve.
+	OutcomeSingle Outcome = iota + 1
+	// OutcomeIdentical: several heads all put the same thing at the path
+	// (same kind and content; all directories; or all deletions). Winner
+	// keeps the name, and its mode applies; the others are in Dropped. No
+	// conflict copy.
+	OutcomeIdentical
+	// OutcomeEditBeatsDeletion: some heads were deletions and the rest
+	// resolve without a copy. Winner keeps the name (so a device that
+	// deleted the file writes it back); the deletions are in Dropped.
+	OutcomeEditBeatsDeletion
+	// OutcomeMerge: text files with a common ancestor. node/ merges
+	// Merge.Sides in order from Merge.Base (MergeAll). If the merge is clean
+	// the merged text replaces the file; otherwise it falls back to Winner
+	// and Copies exactly as for OutcomeConflict.
+	OutcomeMerge
+	// OutcomeConflict: concurrent different contents of one kind that cannot
+	// be merged. Winner keeps the name; each of Copies is written beside it.
+	OutcomeConflict
+	// OutcomeKindClash: concurrent heads of different kinds (directory vs
+	// file or symlink, file vs symlink). A directory always keeps the name;
+	// otherwise Winner is chosen by WinnerOrder. Each other content is
+	// written as a conflict copy of its own kind.
+	OutcomeKindClash
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeSingle:
+		return "single"
+	case OutcomeIdentical:
+		return "identical"
+	case OutcomeEditBeatsDeletion:
+		return "edit-beats-deletion"
+	case OutcomeMerge:
+		return "merge"
+	case OutcomeConflict:
+		return "conflict"
+	case OutcomeKindClash:
+		return "kind-clash"
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+// Decision is how one path's concurrent heads are resolved. Every device
+// that holds the same versions computes the same Decision.
+type Decision struct {
+	Path    string
+	Outcome Outcome
+
+	// Winner is the version that keeps the name (for OutcomeMerge: the
+	// fallback winner if the merge is not clean). It is a deletion only when
+	// every head is a deletion.
+	Winner Version
+
+	// Merge is set only for OutcomeMerge.
+	Merge *MergePlan
+
+	// Copies are the losing contents, each to be written beside the winner
+	// under its own name, in WinnerOrder (best first). For OutcomeMerge they
+	// apply only when the merge is not clean.
+	Copies []ConflictCopy
+
+	// Dropped are heads absorbed without a copy: deletions beaten by an
+	// edit, duplicates of a content that is kept or copied, and directories
+	// beside the winning directory. In canonical ID order.
+	Dropped []Version
+
+	// Superseded lists every head, in canonical ID order: a version that
+	// records this resolution supersedes all of them, and so makes the path
+	// settle on one head.
+	Superseded []VersionID
+}
+
+// MergePlan asks node/ for a three-way text merge.
+type MergePlan struct {
+	// Base is the nearest common ancestor of all Sides.
+	Base Version
+	// Sides are the heads to merge, two or more, in WinnerOrder (best
+	// first). The merge is done pairwise in this order: ((s0+s1)+s2)...,
+	// each step from Base (see MergeAll).
+	Sides []Version
+}
+
+// ConflictCopy is a losing version to be written beside the winner.
+type ConflictCopy struct {
+	Version Version // the content to write, as the loser recorded it
+	Path    string  // the conflict copy's name (see ConflictName)
+}
+
+// Resolve decides how the concurrent heads of one path are resolved, by the
+// rules of ARCHITECTURE.md "Conflicts" as docs/protocol/sync-core.md spells
+// them out:
+//
+//  1. One head: it stands (OutcomeSingle).
+//  2. Deletions lose to any concurrent non-deletion and are dropped without
+//     a copy; if all heads are deletions the path stays deleted.
+//  3. Heads with the same kind and content are one content: the best of
+//     them by WinnerOrder stands for it, the others are dropped. If one
+//     content remains, it stands (OutcomeIdentical / EditBeatsDeletion).
+//  4. A directory beats files and symlinks (OutcomeKindClash); directories
+//     are all alike.
+//  5. Several text-file contents whose nearest common ancestor is a text
+//     file ask for a three-way merge (OutcomeMerge), within MaxMergeBytes.
+//  6. Otherwise the best content by WinnerOrder keeps the name and each
+//     other content becomes a conflict copy (OutcomeConflict, or
+//     OutcomeKindClash when kinds differ).
+//
+// The decision depends only on the set of heads and on anc, never on the
+// order of heads. anc may be nil: then no merge is planned and heads are not
+// checked for ancestry. taken reports whether a path is already in use, so
+// that conflict copies avoid it; it must answer from the replicated index
+// (paths with a live head), not from the local disk, so every device names
+// copies alike. taken may be nil.
+//
+// Errors: ErrNoHeads for no heads, ErrMixedPaths for heads of different
+// paths, ErrInvalidVersion, ErrDuplicateVersion for one ID twice with
+// different fields, ErrNotHead when one head descends from another.
+func Resolve(heads []Version, anc Ancestry, taken func(path string) bool) (Decision, error) {
+	if len(heads) == 0 {
+		return Decision{}, ErrNoHeads
+	}
+	path := heads[0].Path
+	hs := make([]Version, 0, len(heads))
+	for _, h := range heads {
+		if err := h.Validate(); err != nil {
+			return Decision{}, err
+		}
+		if h.Path != path {
+			return Decision{}, fmt.Errorf("resolving %q and %q: %w", path, h.Path, ErrMixedPaths)
+		}
+		if i := slices.IndexFunc(hs, func(o Version) bool { return o.ID == h.ID }); i >= 0 {
+			if !sameVersion(hs[i], h) {
+				return Decision{}, fmt.Errorf("resolving %q: version %v: %w", path, h.ID, ErrDuplicateVersion)
+			}
+			continue
+		}
+		hs = append(hs, h)
+	}
+	// Best first. From here on nothing depends on the caller's order.
+	slices.SortFunc(hs, func(a, b Version) int { return WinnerOrder(b, a) })
+
+	if anc != nil {
+		for _, a := range hs {
+			for _, b := range hs {
+				if a.ID != b.ID && anc.Descends(a.ID, b.ID) {
+					return Decision{}, fmt.Errorf("resolving %q: %v descends from %v: %w", path, a.ID, b.ID, ErrNotHead)
+				}
+			}
+		}
+	}
+
+	d := Decision{Path: path}
+	for _, h := range hs {
+		d.Superseded = append(d.Superseded, h.ID)
+	}
+	slices.SortFunc(d.Superseded, VersionID.Compare)
+	defer func() { slices.SortFunc(d.Dropped, func(a, b Version) int { return a.ID.Compare(b.ID) }) }()
+
+	if len(hs) == 1 {
+		d.Outcome, d.Winner = OutcomeSingle, hs[0]
+		return d, nil
+	}
+
+	// Rule 2: deletions.
+	var live []Version
+	for _, h := range hs {
+		if h.Kind != KindDeletion {
+			live = append(live, h)
+		}
+	}
+	if len(live) == 0 {
+		d.Outcome, d.Winner, d.Dropped = OutcomeIdentical, hs[0], hs[1:]
+		return d, nil
+	}
+	deleted := len(live) < len(hs)
+	for _, h := range hs {
+		if h.Kind == KindDeletion {
+			d.Dropped = append(d.Dropped, h)
+		}
+	}
+
+	// Rules 3 and 4: one representative per content, directories first.
+	var reps []Version
+	var dir *Version
+	for _, h := range live {
+		if h.Kind == KindDir {
+			if dir == nil {
+				dir = &h
+			} else {
+				d.Dropped = append(d.Dropped, h)
+			}
+			continue
+		}
+		if slices.ContainsFunc(reps, func(r Version) bool { return sameContent(r, h) }) {
+			d.Dropped = append(d.Dropped, h) // live is best first, so the rep is the best of its content
+			continue
+		}
+		reps = append(reps, h)
+	}
+	if dir != nil {
+		reps = append([]Version{*dir}, reps...)
+	}
+
+	if len(reps) == 1 {
+		d.Winner = reps[0]
+		d.Outcome = OutcomeIdentical
+		if deleted {
+			d.Outcome = OutcomeEditBeatsDeletion
+		}
+		return d, nil
+	}
+
+	d.Winner = reps[0]
+	d.Copies = conflictCopies(path, reps[1:], taken)
+	d.Outcome = OutcomeConflict
+	for _, r := range reps[1:] {
+		if r.Kind != reps[0].Kind {
+			d.Outcome = OutcomeKindClash
+		}
+	}
+	if d.Outcome == OutcomeConflict && anc != nil && mergeable(reps...) {
+		ids := make([]VersionID, len(reps))
+		for i, r := range reps {
+			ids[i] = r.ID
+		}
+		if base, ok := anc.CommonAncestor(ids...); ok && mergeable(base) {
+			d.Outcome = OutcomeMerge
+			d.Merge = &MergePlan{Base: base, Sides: reps}
+		}
+	}
+	return d, nil
+}
+
+// mergeable reports whether every version is a text file small enough to
+// merge.
+func mergeable(vs ...Version) bool {
+	for _, v := range vs {
+		if v.Kind != KindFile || !v.Text || v.Size > MaxMergeBytes {
+			return false
+		}
+	}
+	return true
+}
+
+// conflictCopies names a conflict copy for each loser, in order, avoiding
+// names taken in the index and names given to earlier copies.
+func conflictCopies(path string, losers []Version, taken func(string) bool) []ConflictCopy {
+	used := map[string]bool{path: true}
+	out := make([]ConflictCopy, 0, len(losers))
+	for _, l := range losers {
+		for n := 1; ; n++ {
+			name := ConflictName(path, l, n)
+			if used[name] || (taken != nil && taken(name)) {
+				continue
+			}
+			used[name] = true
+			out = append(out, ConflictCopy{Version: l, Path: name})
+			break
+		}
+	}
+	return out
+}

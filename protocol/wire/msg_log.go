@@ -1,0 +1,78 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+
+	"github.com/weftsync/weft/protocol/keys"
+)
+
+// MaxVectorAuthors bounds a version vector on the wire: one author per
+// device that ever wrote to the vault.
+const MaxVectorAuthors = 4096
+
+// VectorEntry is one author's highest contiguous sequence number held.
+type VectorEntry struct {
+	Author keys.DeviceID
+	Seq    uint64
+}
+
+// LogRequest carries the opener's version vector; the answer is every entry
+// it lacks, then the answerer keeps pushing new entries.
+//
+// Payload layout:
+//
+//	count (uvarint) | count x ( author (32 bytes) | seq (uvarint) )
+//
+// Authors are strictly increasing by bytes, so a vector has one encoding.
+type LogRequest struct {
+	Vector []VectorEntry
+}
+
+// AppendBinary appends the payload of r to b. It sorts a copy of the vector.
+func (r LogRequest) AppendBinary(b []byte) []byte {
+	v := slices.Clone(r.Vector)
+	slices.SortFunc(v, func(a, b VectorEntry) int { return bytes.Compare(a.Author[:], b.Author[:]) })
+	b = appendUvarint(b, uint64(len(v)))
+	for _, e := range v {
+		b = append(b, e.Author[:]...)
+		b = appendUvarint(b, e.Seq)
+	}
+	return b
+}
+
+// ParseLogRequest parses a LogRequest payload.
+func ParseLogRequest(p []byte) (LogRequest, error) {
+	ps := parser{b: p}
+	n := ps.count("vector", 33, MaxVectorAuthors)
+	r := LogRequest{Vector: make([]VectorEntry, 0, n)}
+	for i := 0; i < n && ps.err == nil; i++ {
+		var e VectorEntry
+		copy(e.Author[:], ps.fixed(32, "vector author"))
+		e.Seq = ps.uvarint("vector seq")
+		if i > 0 && bytes.Compare(r.Vector[i-1].Author[:], e.Author[:]) >= 0 {
+			ps.fail("vector authors not strictly increasing")
+		}
+		r.Vector = append(r.Vector, e)
+	}
+	if err := ps.end(); err != nil {
+		return LogRequest{}, err
+	}
+	return r, nil
+}
+
+// LogStatus tells the opener where the answerer stands: sent once the
+// catch-up is complete ("you now hold everything I hold"), and again
+// whenever the answerer's vector grows without new entries for this opener
+// (for example after it learns entries from the opener itself). It carries
+// the answerer's vector, so the opener knows what the answerer holds: that
+// is how a device learns its entries are safe elsewhere.
+//
+// Payload layout: as LogRequest.
+type LogStatus = LogRequest
+
+// ParseLogStatus parses a LogStatus payload.
+func ParseLogStatus(p []byte) (LogStatus, error) { return ParseLogRequest(p) }
+
+func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }

@@ -1,0 +1,30 @@
+package wire
+
+// ProtocolVersion is the version of the wire format as a whole, sent in
+// Hello. It goes up by one with every change to any message or to framing,
+// compatible or not, so that a peer can tell exactly what the other speaks
+// and refuse, or work around, a version it knows to be broken.
+//
+// Compatibility itself is carried by the stream protocol IDs below: an
+// incompatible change to a stream's messages gets a new ID (/weft/log/2),
+// which libp2p's multistream-select negotiates, and a node may serve the old
+// and new IDs side by side during a transition. A new message type counts as
+// incompatible (a receiver treats an unknown type as a protocol error, see
+// doc.go) unless the sender only sends it once the peer's Hello shows a
+// ProtocolVersion that knows it; that gating is what ProtocolVersion is for.
+//
+// Changelog:
+//
+//	1  framing: uvarint length (type + payload), 1-byte type, payload;
+//	   MaxFrameSize 8 MiB; type codes Hello, Error, LogRequest, Entry,
+//	   WantChunks, Chunk, ChunkMissing.
+const ProtocolVersion = 1
+
+// Stream protocol IDs. node/ converts them to libp2p's protocol.ID; they are
+// plain strings here so that this package imports no networking.
+const (
+	// LogProtocol exchanges version vectors and streams log entries.
+	LogProtocol = "/weft/log/1"
+	// ChunkProtocol serves want-lists of encrypted chunks.
+	ChunkProtocol = "/weft/chunk/1"
+)

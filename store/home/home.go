@@ -1,0 +1,220 @@
+package home
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/store/keyfile"
+)
+
+// Errors.
+var (
+	ErrNoVaults      = errors.New("no vault in this home: run `weft init FOLDER` or `weft join CODE FOLDER` first")
+	ErrFolderInVault = errors.New("folder already belongs to a vault on this device")
+	ErrFolderNested  = errors.New("folder is inside, or contains, another synced folder or the weft home")
+	ErrNoAgent       = errors.New("no running agent: start one with `weft up`")
+)
+
+// File and directory names inside a home.
+const (
+	deviceKeyFile = "device.key"
+	vaultsDir     = "vaults"
+	rootKeyFile   = "root.key"
+	vaultFile     = "vault.json"
+	dbDir         = "db"
+	apiFile       = "api.json"
+)
+
+// Home is an opened home directory.
+type Home struct {
+	Dir string
+}
+
+// DefaultDir is where the home lives when neither WEFT_HOME nor --home
+// says: weft/ under the user's configuration directory.
+func DefaultDir() (string, error) {
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the user configuration directory: %w", err)
+	}
+	return filepath.Join(d, "weft"), nil
+}
+
+// Open opens (creating with 0700 if missing) the home at dir.
+func Open(dir string) (*Home, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("home %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, fmt.Errorf("creating home %s: %w", abs, err)
+	}
+	return &Home{Dir: abs}, nil
+}
+
+// Identity loads the device key, creating one on first use.
+func (h *Home) Identity() (*keys.Identity, error) {
+	path := filepath.Join(h.Dir, deviceKeyFile)
+	id, err := keyfile.LoadIdentity(path)
+	if err == nil {
+		return id, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	id, err = keys.GenerateIdentity(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	if err := keyfile.SaveIdentity(path, id); err != nil {
+		return nil, err
+	}
+	return id, nil
+}
+
+// Vault is one vault's configuration on this device.
+type Vault struct {
+	ID     keys.VaultID `json:"-"`
+	IDHex  string       `json:"id"`
+	Folder string       `json:"folder"` // absolute path of the synced folder
+	Dir    string       `json:"-"`      // this vault's directory in the home
+}
+
+// DBDir is where the vault's database lives.
+func (v Vault) DBDir() string { return filepath.Join(v.Dir, dbDir) }
+
+// AddVault records a new vault for folder with its root secret. The folder
+// is created if missing. It refuses a folder that is already synced, nested
+// in or around another synced folder, or that holds the home.
+func (h *Home) AddVault(root keys.RootSecret, folder string) (Vault, error) {
+	abs, err := filepath.Abs(folder)
+	if err != nil {
+		return Vault{}, fmt.Errorf("folder %s: %w", folder, err)
+	}
+	existing, err := h.Vaults()
+	if err != nil && !errors.Is(err, ErrNoVaults) {
+		return Vault{}, err
+	}
+	vk := root.Vault()
+	for _, v := range existing {
+		if v.ID == vk.ID {
+			return Vault{}, fmt.Errorf("vault %s is already on this device, syncing %s", v.IDHex, v.Folder)
+		}
+		if v.Folder == abs {
+			return Vault{}, fmt.Errorf("%s: %w", abs, ErrFolderInVault)
+		}
+		if within(abs, v.Folder) || within(v.Folder, abs) {
+			return Vault{}, fmt.Errorf("%s and %s: %w", abs, v.Folder, ErrFolderNested)
+		}
+	}
+	if within(h.Dir, abs) || within(abs, h.Dir) || abs == h.Dir {
+		return Vault{}, fmt.Errorf("%s and home %s: %w", abs, h.Dir, ErrFolderNested)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return Vault{}, fmt.Errorf("creating folder %s: %w", abs, err)
+	}
+	v := Vault{ID: vk.ID, IDHex: vk.ID.String(), Folder: abs, Dir: filepath.Join(h.Dir, vaultsDir, vk.ID.String())}
+	if err := keyfile.SaveRootSecret(filepath.Join(v.Dir, rootKeyFile), root); err != nil {
+		return Vault{}, err
+	}
+	b, _ := json.MarshalIndent(v, "", "  ")
+	if err := keyfile.Save(filepath.Join(v.Dir, vaultFile), append(b, '\n')); err != nil {
+		return Vault{}, fmt.Errorf("saving vault config: %w", err)
+	}
+	return v, nil
+}
+
+// within reports whether path is strictly inside dir.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// Vaults lists the vaults on this device, sorted by folder. It returns
+// ErrNoVaults when there are none.
+func (h *Home) Vaults() ([]Vault, error) {
+	dirs, err := os.ReadDir(filepath.Join(h.Dir, vaultsDir))
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(dirs) == 0) {
+		return nil, ErrNoVaults
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing vaults: %w", err)
+	}
+	var out []Vault
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		dir := filepath.Join(h.Dir, vaultsDir, d.Name())
+		b, err := keyfile.Load(filepath.Join(dir, vaultFile))
+		if err != nil {
+			return nil, fmt.Errorf("vault %s: %w", d.Name(), err)
+		}
+		var v Vault
+		if err := json.Unmarshal(b, &v); err != nil {
+			return nil, fmt.Errorf("vault %s: config: %w", d.Name(), err)
+		}
+		if v.ID, err = keys.ParseVaultID(v.IDHex); err != nil || v.IDHex != d.Name() {
+			return nil, fmt.Errorf("vault %s: config names vault %q", d.Name(), v.IDHex)
+		}
+		v.Dir = dir
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, ErrNoVaults
+	}
+	slices.SortFunc(out, func(a, b Vault) int { return strings.Compare(a.Folder, b.Folder) })
+	return out, nil
+}
+
+// RootSecret loads a vault's root secret.
+func (h *Home) RootSecret(v Vault) (keys.RootSecret, error) {
+	return keyfile.LoadRootSecret(filepath.Join(v.Dir, rootKeyFile))
+}
+
+// APIInfo is how a CLI command reaches the running agent.
+type APIInfo struct {
+	Addr  string `json:"addr"`  // host:port on 127.0.0.1
+	Token string `json:"token"` // bearer token
+	PID   int    `json:"pid"`
+}
+
+// WriteAPIInfo records the running agent's API address and token (0600).
+func (h *Home) WriteAPIInfo(info APIInfo) error {
+	b, _ := json.Marshal(info)
+	return keyfile.Save(filepath.Join(h.Dir, apiFile), b)
+}
+
+// RemoveAPIInfo forgets the API address when the agent stops.
+func (h *Home) RemoveAPIInfo() error {
+	err := os.Remove(filepath.Join(h.Dir, apiFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// ReadAPIInfo returns the running agent's API address and token, or
+// ErrNoAgent.
+func (h *Home) ReadAPIInfo() (APIInfo, error) {
+	var info APIInfo
+	b, err := keyfile.Load(filepath.Join(h.Dir, apiFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return info, ErrNoAgent
+	}
+	if err != nil {
+		return info, err
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return info, fmt.Errorf("agent API info: %w", err)
+	}
+	return info, nil
+}

@@ -1,0 +1,440 @@
+package pack
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ipfs/go-cid"
+	"github.com/syndtr/goleveldb/leveldb"
+	lerrors "github.com/syndtr/goleveldb/leveldb/errors"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/util"
+)
+
+// Recovery at Open, in this order:
+//
+//  1. Open the index with every goleveldb strict check on. If goleveldb
+//     reports corruption (at open or while recovery reads the index), or
+//     the index is missing while packs exist, delete it and rebuild it by
+//     scanning every pack from the start.
+//  2. Delete packs GC marked retired (their live records were already
+//     copied and indexed elsewhere).
+//  3. For each pack, scan the part past its indexed length: records that
+//     check out (CRC and CID hash) are indexed; trailing bytes that are not
+//     a record (a torn append) are truncated and the truncation fsynced.
+//  4. Check every index entry against the packs: entries naming a missing
+//     pack or reaching past a pack's end are dropped. After an unclean
+//     shutdown each entry's record header is read and checked too.
+//
+// Every index write here is synced before Open returns.
+
+// indexOptions opens goleveldb with every strict check, so that it reports
+// damage instead of silently dropping what it cannot read.
+var indexOptions = &opt.Options{Strict: opt.StrictAll}
+
+func (s *Store) recover() error {
+	idxDir := filepath.Join(s.cfg.Dir, "index")
+	for attempt := 0; ; attempt++ {
+		rebuild := attempt > 0
+		if rebuild {
+			s.cfg.Logger.Warn("chunk index corrupt or missing, rebuilding from packs")
+			if err := os.RemoveAll(idxDir); err != nil {
+				return fmt.Errorf("removing corrupt chunk index: %w", err)
+			}
+		}
+		err := s.recoverOnce(idxDir)
+		if err == nil {
+			return nil
+		}
+		if s.db != nil {
+			s.db.Close()
+			s.db = nil
+		}
+		if attempt > 0 || !errors.Is(err, errRebuild) {
+			return err
+		}
+	}
+}
+
+// errRebuild asks recover to throw the index away and scan the packs.
+var errRebuild = errors.New("index needs rebuilding")
+
+func asRebuild(err error) error {
+	if lerrors.IsCorrupted(err) || errors.Is(err, errRebuild) {
+		return fmt.Errorf("%v: %w", err, errRebuild)
+	}
+	return err
+}
+
+func (s *Store) recoverOnce(idxDir string) error {
+	packs, err := s.listPacks()
+	if err != nil {
+		return err
+	}
+	s.packSizes = make(map[uint32]int64)
+	db, err := leveldb.OpenFile(idxDir, indexOptions)
+	if err != nil {
+		if lerrors.IsCorrupted(err) {
+			return fmt.Errorf("opening chunk index: %v: %w", err, errRebuild)
+		}
+		return fmt.Errorf("opening chunk index: %w", err)
+	}
+	s.db = db
+	format, err := db.Get(keyFormat, nil)
+	switch {
+	case errors.Is(err, leveldb.ErrNotFound):
+		if len(packs) > 0 {
+			// The packs outlived their index.
+			tails, _ := s.countPrefix(prefixTail)
+			if tails > 0 {
+				return fmt.Errorf("chunk index lost its format key: %w", errRebuild)
+			}
+		}
+	case err != nil:
+		return fmt.Errorf("reading chunk index: %w", asRebuild(err))
+	case !bytes.Equal(format, []byte{indexFormat}):
+		return fmt.Errorf("chunk index format %x, want %d", format, indexFormat)
+	}
+	_, err = db.Get(keyClean, nil)
+	clean := err == nil
+	if err != nil && !errors.Is(err, leveldb.ErrNotFound) {
+		return fmt.Errorf("reading chunk index: %w", asRebuild(err))
+	}
+	b := new(leveldb.Batch)
+	b.Put(keyFormat, []byte{indexFormat})
+	b.Delete(keyClean)
+	if err := db.Write(b, syncWrite); err != nil {
+		return fmt.Errorf("writing chunk index: %w", asRebuild(err))
+	}
+
+	packs, err = s.deleteRetired(packs)
+	if err != nil {
+		return err
+	}
+	s.nextID = 0
+	for _, id := range packs {
+		if err := s.recoverPack(id); err != nil {
+			return err
+		}
+		s.nextID = max(s.nextID, id+1)
+	}
+	if err := s.checkIndex(clean); err != nil {
+		return err
+	}
+	// Never reuse the ID of a pack the index still remembers.
+	it := db.NewIterator(util.BytesPrefix([]byte{prefixTail}), nil)
+	for it.Next() {
+		if len(it.Key()) == 5 {
+			s.nextID = max(s.nextID, beUint32(it.Key()[1:])+1)
+		}
+	}
+	it.Release()
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("reading chunk index: %w", asRebuild(err))
+	}
+	if n := len(packs); n > 0 {
+		last := packs[n-1]
+		if s.packSizes[last] < s.cfg.PackSize {
+			f, err := s.fs.OpenFile(s.packPath(last), os.O_RDWR, 0)
+			if err != nil {
+				return fmt.Errorf("opening pack %d: %w", last, err)
+			}
+			s.cur, s.curID, s.curSize = f, last, s.packSizes[last]
+		}
+	}
+	return nil
+}
+
+func beUint32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// listPacks returns the IDs of the pack files, in ascending order.
+func (s *Store) listPacks() ([]uint32, error) {
+	ents, err := s.fs.ReadDir(s.packDir)
+	if err != nil {
+		return nil, fmt.Errorf("listing packs: %w", err)
+	}
+	var ids []uint32
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".pack")
+		if !ok || len(name) != 8 {
+			continue
+		}
+		id, err := strconv.ParseUint(name, 16, 32)
+		if err != nil {
+			continue
+		}
+		ids = append(ids, uint32(id))
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+func (s *Store) countPrefix(p byte) (int, error) {
+	it := s.db.NewIterator(util.BytesPrefix([]byte{p}), nil)
+	defer it.Release()
+	n := 0
+	for it.Next() {
+		n++
+	}
+	return n, it.Error()
+}
+
+// deleteRetired removes the packs GC rewrote and returns the remaining IDs.
+func (s *Store) deleteRetired(packs []uint32) ([]uint32, error) {
+	var retired []uint32
+	it := s.db.NewIterator(util.BytesPrefix([]byte{prefixRetired}), nil)
+	for it.Next() {
+		if len(it.Key()) == 5 {
+			retired = append(retired, beUint32(it.Key()[1:]))
+		}
+	}
+	it.Release()
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("reading chunk index: %w", asRebuild(err))
+	}
+	for _, id := range retired {
+		if err := s.removePack(id); err != nil {
+			return nil, err
+		}
+		packs = slices.DeleteFunc(packs, func(p uint32) bool { return p == id })
+	}
+	return packs, nil
+}
+
+// removePack deletes a retired pack's file, then its index keys.
+func (s *Store) removePack(id uint32) error {
+	if err := s.fs.Remove(s.packPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing pack %d: %w", id, err)
+	}
+	if err := syncDir(s.fs, s.packDir); err != nil {
+		return fmt.Errorf("syncing pack directory: %w", err)
+	}
+	b := new(leveldb.Batch)
+	b.Delete(packKey(prefixTail, id))
+	b.Delete(packKey(prefixRetired, id))
+	if err := s.db.Write(b, syncWrite); err != nil {
+		return fmt.Errorf("writing chunk index: %w", err)
+	}
+	delete(s.packSizes, id)
+	return nil
+}
+
+// recoverPack indexes the records past pack id's indexed length and cuts
+// off a torn tail.
+func (s *Store) recoverPack(id uint32) error {
+	f, err := s.fs.OpenFile(s.packPath(id), os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("opening pack %d: %w", id, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat pack %d: %w", id, err)
+	}
+	size := fi.Size()
+	var tail int64
+	v, err := s.db.Get(packKey(prefixTail, id), nil)
+	switch {
+	case err == nil && len(v) == 8:
+		tail = int64(beUint64(v))
+	case err == nil:
+		return fmt.Errorf("pack %d: indexed length of %d bytes: %w", id, len(v), errRebuild)
+	case !errors.Is(err, leveldb.ErrNotFound):
+		return fmt.Errorf("reading chunk index: %w", asRebuild(err))
+	}
+	if tail > size {
+		// The disk lost bytes it had acknowledged. checkIndex drops the
+		// entries that point past the end; scanning the whole pack finds
+		// where its last whole record ends (and may bring back chunks GC
+		// had dropped, which the next GC drops again).
+		s.cfg.Logger.Error("pack shorter than its indexed length", "pack", id, "size", size, "indexed", tail)
+		tail = 0
+	}
+	now := s.cfg.Now().Unix()
+	b := new(leveldb.Batch)
+	found := 0
+	end, err := scanPack(f, tail, size, func(off int64, cidBytes, data []byte) error {
+		c, err := cid.Cast(cidBytes)
+		if err != nil || !verifyChunk(c, data) {
+			return nil // a well-framed record of bad content: dead bytes
+		}
+		key := chunkKey(cidBytes)
+		has, err := s.db.Has(key, nil)
+		if err != nil {
+			return fmt.Errorf("reading chunk index: %w", asRebuild(err))
+		}
+		if !has {
+			b.Put(key, loc{pack: id, off: off, length: recordSize(len(cidBytes), len(data)), stored: now}.encode())
+			found++
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("scanning pack %d: %w", id, err)
+	}
+	if end < size {
+		s.cfg.Logger.Warn("truncating torn pack tail", "pack", id, "at", end, "size", size)
+		if err := f.Truncate(end); err != nil {
+			return fmt.Errorf("truncating pack %d: %w", id, err)
+		}
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("syncing pack %d: %w", id, err)
+		}
+		size = end
+	}
+	s.packSizes[id] = size
+	if found == 0 && tail == size && v != nil {
+		return nil // nothing changed: no fsync, no index write
+	}
+	if found > 0 {
+		s.cfg.Logger.Info("indexed records missing from the index", "pack", id, "records", found)
+		// The process that wrote them may have died before its fsync.
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("syncing pack %d: %w", id, err)
+		}
+	}
+	b.Put(packKey(prefixTail, id), encodeUint64(uint64(size)))
+	if err := s.db.Write(b, syncWrite); err != nil {
+		return fmt.Errorf("writing chunk index: %w", asRebuild(err))
+	}
+	return nil
+}
+
+func beUint64(b []byte) uint64 {
+	return uint64(beUint32(b[0:4]))<<32 | uint64(beUint32(b[4:8]))
+}
+
+// scanPack calls fn for each well-framed record in f between from and size
+// and returns where the trailing bytes that hold no record begin (size if
+// there are none). A damaged region followed by good records is skipped by
+// searching for the next record's magic, so damage in the middle of a pack
+// costs only the records it touches.
+func scanPack(f io.ReaderAt, from, size int64, fn func(off int64, cidBytes, data []byte) error) (int64, error) {
+	off := from
+	end := from
+	for off < size {
+		cidBytes, data, err := readRecord(f, off, size)
+		if err == nil {
+			if err := fn(off, cidBytes, data); err != nil {
+				return 0, err
+			}
+			off += recordSize(len(cidBytes), len(data))
+			end = off
+			continue
+		}
+		if !errors.Is(err, errBadRecord) {
+			return 0, err
+		}
+		next, err := findMagic(f, off+1, size)
+		if err != nil {
+			return 0, err
+		}
+		off = next
+	}
+	return end, nil
+}
+
+// findMagic returns the offset of the next record magic at or after from,
+// or size if there is none.
+func findMagic(f io.ReaderAt, from, size int64) (int64, error) {
+	const window = 1 << 20
+	buf := make([]byte, max(min(int64(window+len(recordMagic)-1), size-from), 0))
+	for from < size {
+		n := int64(len(buf))
+		if from+n > size {
+			n = size - from
+		}
+		if _, err := f.ReadAt(buf[:n], from); err != nil && err != io.EOF {
+			return 0, err
+		}
+		if i := bytes.Index(buf[:n], recordMagic[:]); i >= 0 {
+			return from + int64(i), nil
+		}
+		if n < int64(len(buf)) {
+			break
+		}
+		from += window
+	}
+	return size, nil
+}
+
+// checkIndex drops index entries that cannot be right and counts the rest.
+// With deep set (after an unclean shutdown) it also reads each entry's
+// record header.
+func (s *Store) checkIndex(clean bool) error {
+	deep := !clean
+	readers := make(map[uint32]File)
+	defer func() {
+		for _, f := range readers {
+			f.Close()
+		}
+	}()
+	b := new(leveldb.Batch)
+	s.chunks, s.bytesStored = 0, 0
+	it := s.db.NewIterator(util.BytesPrefix([]byte{prefixChunk}), nil)
+	defer it.Release()
+	for it.Next() {
+		cidBytes := it.Key()[1:]
+		l, err := decodeLoc(it.Value())
+		ok := err == nil
+		if ok {
+			size, exists := s.packSizes[l.pack]
+			ok = exists && l.off >= 0 && l.off+l.length <= size && l.dataLen(len(cidBytes)) >= 0
+		}
+		if ok && deep {
+			f := readers[l.pack]
+			if f == nil {
+				if f, err = s.fs.OpenFile(s.packPath(l.pack), os.O_RDONLY, 0); err != nil {
+					return fmt.Errorf("opening pack %d: %w", l.pack, err)
+				}
+				readers[l.pack] = f
+			}
+			ok, err = headerMatches(f, l, cidBytes)
+			if err != nil {
+				return err
+			}
+		}
+		if !ok {
+			s.cfg.Logger.Warn("dropping index entry that does not match its pack", "cid", fmt.Sprintf("%x", cidBytes))
+			b.Delete(bytes.Clone(it.Key()))
+			continue
+		}
+		s.chunks++
+		s.bytesStored += l.dataLen(len(cidBytes))
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("reading chunk index: %w", asRebuild(err))
+	}
+	if b.Len() > 0 {
+		if err := s.db.Write(b, syncWrite); err != nil {
+			return fmt.Errorf("writing chunk index: %w", asRebuild(err))
+		}
+	}
+	return nil
+}
+
+// headerMatches reads the header of the record l names and checks that it
+// frames a record of l.length bytes holding cidBytes.
+func headerMatches(f io.ReaderAt, l loc, cidBytes []byte) (bool, error) {
+	h := make([]byte, recordHeaderSize+len(cidBytes))
+	if _, err := f.ReadAt(h, l.off); err != nil {
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading pack %d: %w", l.pack, err)
+	}
+	hd, err := parseHeader(h)
+	if err != nil || hd.size() != l.length || hd.cidLen != len(cidBytes) {
+		return false, nil
+	}
+	return bytes.Equal(h[recordHeaderSize:], cidBytes), nil
+}

@@ -1,0 +1,321 @@
+package pack
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	_ "github.com/multiformats/go-multihash/register/blake3" // chunk CIDs use BLAKE3-256
+	"github.com/syndtr/goleveldb/leveldb"
+)
+
+// PackSize is the size at which a pack file is closed and the next one
+// started. Tens of MiB keep the number of files small and a GC rewrite
+// cheap.
+const PackSize = 64 << 20
+
+// MaxChunkSize bounds one chunk. It is far above the chunker's maximum and
+// only guards record parsing against absurd lengths.
+const MaxChunkSize = 32 << 20
+
+// Config configures a Store. The zero value of every field but Dir is valid.
+type Config struct {
+	// Dir holds the packs (Dir/packs) and the index (Dir/index).
+	Dir string
+	// FS is the file system for pack files; nil means OSFS.
+	FS FS
+	// PackSize overrides the package's PackSize; tests use small packs.
+	PackSize int64
+	// CommitDelay bounds how long the commit loop waits for more concurrent
+	// writers to join a batch before fsyncing it. It only waits while
+	// fewer requests are queued than Put calls are in progress, so a lone
+	// writer never waits. Zero means 1 ms; negative means never wait.
+	CommitDelay time.Duration
+	// Now is the clock for chunk ages and scrub records; nil means time.Now.
+	Now func() time.Time
+	// Logger receives recovery and GC reports; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c *Config) validate() error {
+	if c.Dir == "" {
+		return errors.New("pack: Config.Dir is empty")
+	}
+	if c.FS == nil {
+		c.FS = OSFS{}
+	}
+	if c.PackSize <= 0 {
+		c.PackSize = PackSize
+	}
+	if c.CommitDelay == 0 {
+		c.CommitDelay = time.Millisecond
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Stats are counters since Open (Puts, Appends, Fsyncs, IndexSyncs,
+// Batches, Corrupt) and current totals (Chunks, BytesStored, BytesOnDisk).
+type Stats struct {
+	Puts        uint64 // Put calls answered without error
+	Appends     uint64 // records appended to packs (Put and GC rewrites)
+	Fsyncs      uint64 // fsyncs of pack files
+	IndexSyncs  uint64 // synced index batches
+	Batches     uint64 // group commits
+	Corrupt     uint64 // chunks found corrupt and quarantined
+	Chunks      int64  // chunks in the index
+	BytesStored int64  // sum of the lengths of the chunks in the index
+	BytesOnDisk int64  // sum of the sizes of the pack files
+}
+
+// Store is the chunk store. It is safe for concurrent use. Close it.
+type Store struct {
+	cfg      Config
+	fs       FS
+	packDir  string
+	db       *leveldb.DB
+	reqs     chan *putReq
+	quit     chan struct{}
+	loopDone chan struct{}
+	closed   atomic.Bool
+	inflight atomic.Int64 // Put calls between enqueue and answer
+
+	puts, appends, fsyncs, indexSyncs, batches, corrupt atomic.Uint64
+
+	// wmu guards the fields below. The commit loop holds it for a whole
+	// batch; GC and the scrub hold it to drop index entries, so that a
+	// chunk cannot be dropped between a Put finding it present and that
+	// Put returning.
+	wmu         sync.Mutex
+	cur         File          // the pack being appended to; nil after a failed rotation
+	curID       uint32        // its ID
+	curSize     int64         // bytes of cur that hold acknowledged or indexed records
+	curDirty    bool          // cur may hold bytes past curSize (a failed append)
+	bw          *bufio.Writer // reused by each append
+	nextID      uint32
+	packSizes   map[uint32]int64
+	chunks      int64
+	bytesStored int64
+
+	// rmu is held shared by readers and exclusively while a pack file is
+	// deleted, so that no read finds its pack gone under it.
+	rmu sync.RWMutex
+	// gcMu serialises GC runs and scrub steps.
+	gcMu sync.Mutex
+	// hmu guards readers.
+	hmu     sync.Mutex
+	readers map[uint32]File
+}
+
+// Open opens or creates the store in cfg.Dir and recovers it (see
+// recover.go). It returns once the store is consistent.
+func Open(cfg Config) (*Store, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		cfg:       cfg,
+		fs:        cfg.FS,
+		packDir:   filepath.Join(cfg.Dir, "packs"),
+		reqs:      make(chan *putReq, 1024),
+		quit:      make(chan struct{}),
+		loopDone:  make(chan struct{}),
+		packSizes: make(map[uint32]int64),
+		readers:   make(map[uint32]File),
+	}
+	if err := s.fs.MkdirAll(s.packDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating pack directory: %w", err)
+	}
+	if err := s.recover(); err != nil {
+		if s.db != nil {
+			s.db.Close()
+		}
+		s.closeFiles()
+		return nil, err
+	}
+	go s.loop()
+	return s, nil
+}
+
+// Close waits for the commit in progress (and for a GC run or scrub step
+// in progress to stop), marks the store cleanly closed and releases it.
+// Put calls still waiting get ErrClosed. Calls after Close return
+// ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	close(s.quit)
+	<-s.loopDone
+	// A GC or scrub in progress fails fast once the loop is gone (its
+	// relocations get ErrClosed); wait for it before closing the index.
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	err := s.db.Put(keyClean, nil, syncWrite)
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	s.closeFiles()
+	if err != nil {
+		return fmt.Errorf("closing chunk index: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) closeFiles() {
+	if s.cur != nil {
+		s.cur.Close()
+		s.cur = nil
+	}
+	s.hmu.Lock()
+	for id, f := range s.readers {
+		f.Close()
+		delete(s.readers, id)
+	}
+	s.hmu.Unlock()
+}
+
+func (s *Store) packPath(id uint32) string {
+	return filepath.Join(s.packDir, fmt.Sprintf("%08x.pack", id))
+}
+
+// reader returns a read handle on pack id, opening it on first use.
+func (s *Store) reader(id uint32) (File, error) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	if f, ok := s.readers[id]; ok {
+		return f, nil
+	}
+	f, err := s.fs.OpenFile(s.packPath(id), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	s.readers[id] = f
+	return f, nil
+}
+
+func (s *Store) dropReader(id uint32) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	if f, ok := s.readers[id]; ok {
+		f.Close()
+		delete(s.readers, id)
+	}
+}
+
+// Has reports whether the store holds c.
+func (s *Store) Has(c cid.Cid) (bool, error) {
+	if s.closed.Load() {
+		return false, ErrClosed
+	}
+	ok, err := s.db.Has(chunkKey(c.Bytes()), nil)
+	if err != nil {
+		return false, fmt.Errorf("looking up chunk %s: %w", c, err)
+	}
+	return ok, nil
+}
+
+// Get returns the chunk named c, verified against c. The outcomes are: the
+// bytes (a fresh slice the caller owns); ErrNotFound; ErrCorrupt (wrapped,
+// with no bytes) when the record fails its checksum or the bytes do not
+// hash to c; or a wrapped IO error.
+func (s *Store) Get(c cid.Cid) ([]byte, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	s.rmu.RLock()
+	defer s.rmu.RUnlock()
+	cb := c.Bytes()
+	l, err := s.lookup(cb)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %w", c, err)
+	}
+	data, err := s.readAt(l, cb)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %w", c, err)
+	}
+	if !verifyChunk(c, data) {
+		return nil, fmt.Errorf("chunk %s: hash mismatch: %w", c, ErrCorrupt)
+	}
+	return data, nil
+}
+
+// lookup reads the index entry for a chunk.
+func (s *Store) lookup(cidBytes []byte) (loc, error) {
+	v, err := s.db.Get(chunkKey(cidBytes), nil)
+	if errors.Is(err, leveldb.ErrNotFound) {
+		return loc{}, ErrNotFound
+	}
+	if err != nil {
+		return loc{}, fmt.Errorf("reading index: %w", err)
+	}
+	l, err := decodeLoc(v)
+	if err != nil {
+		return loc{}, fmt.Errorf("%v: %w", err, ErrCorrupt)
+	}
+	return l, nil
+}
+
+// readAt reads the record at l and checks its framing and that it holds
+// the chunk cidBytes. It does not hash the chunk. The caller holds rmu.
+func (s *Store) readAt(l loc, cidBytes []byte) ([]byte, error) {
+	f, err := s.reader(l.pack)
+	if err != nil {
+		return nil, fmt.Errorf("opening pack %d: %w", l.pack, err)
+	}
+	rec := make([]byte, l.length)
+	if _, err := f.ReadAt(rec, l.off); err != nil {
+		if errors.Is(err, io.EOF) {
+			// The index points past the end of the pack.
+			return nil, fmt.Errorf("pack %d at %d: record past the end: %w", l.pack, l.off, ErrCorrupt)
+		}
+		return nil, fmt.Errorf("reading pack %d at %d: %w", l.pack, l.off, err)
+	}
+	got, data, err := parseRecord(rec)
+	if err != nil {
+		return nil, fmt.Errorf("pack %d at %d: %w", l.pack, l.off, ErrCorrupt)
+	}
+	if string(got) != string(cidBytes) {
+		return nil, fmt.Errorf("pack %d at %d holds another chunk: %w", l.pack, l.off, ErrCorrupt)
+	}
+	return data, nil
+}
+
+// isCorrupt reports whether err says stored bytes are bad (as opposed to
+// an IO failure that may pass).
+func isCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
+
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	st := Stats{
+		Puts:       s.puts.Load(),
+		Appends:    s.appends.Load(),
+		Fsyncs:     s.fsyncs.Load(),
+		IndexSyncs: s.indexSyncs.Load(),
+		Batches:    s.batches.Load(),
+		Corrupt:    s.corrupt.Load(),
+	}
+	s.wmu.Lock()
+	st.Chunks = s.chunks
+	st.BytesStored = s.bytesStored
+	for _, n := range s.packSizes {
+		st.BytesOnDisk += n
+	}
+	s.wmu.Unlock()
+	return st
+}

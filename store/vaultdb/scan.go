@@ -1,0 +1,190 @@
+package vaultdb
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+)
+
+// entryKey names an entry by author and sequence number.
+type entryKey struct {
+	author keys.DeviceID
+	seq    uint64
+}
+
+// entryInfo is what the scan learns of one verified entry.
+type entryInfo struct {
+	at    loc
+	cid   cid.Cid
+	seen  bool // the index holds its location (set while checking the index)
+	cseen bool // the index holds its CID key
+}
+
+// logScan is the verified content of the segment files.
+type logScan struct {
+	entries map[entryKey]*entryInfo
+	heads   map[keys.DeviceID]entry.Head
+	last    uint32 // last segment number, 0 if none
+	lastEnd int64  // its valid length
+}
+
+// Gap is an author's log cut short at Open: entries from Seq on were
+// missing or dropped, and Dropped entries beyond the gap were discarded
+// because they no longer chain. The node fetches them again from peers.
+type Gap struct {
+	Author  keys.DeviceID
+	Seq     uint64 // first sequence number not held
+	Dropped int
+}
+
+// scanLogs reads every segment, truncates a bad tail of the last one,
+// validates every entry against its author's previous head, and fills in
+// rep. Only the last segment is ever modified.
+func scanLogs(fsys FS, dir string, vault keys.VaultID, rep *OpenReport) (*logScan, error) {
+	segs, err := listSegments(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("listing segments: %w", err)
+	}
+	s := &logScan{entries: map[entryKey]*entryInfo{}, heads: map[keys.DeviceID]entry.Head{}}
+	// pending holds authentic entries that arrived before their
+	// predecessor (after damage, a refetched entry lands later in the log).
+	pending := map[entryKey]pendingEntry{}
+	for i, n := range segs {
+		name := filepath.Join("log", segName(n))
+		path := filepath.Join(dir, segName(n))
+		data, err := readAll(fsys, path)
+		if err != nil {
+			return nil, fmt.Errorf("reading segment %d: %w", n, err)
+		}
+		res := scanFrames(data, func(off int64, size int, p []byte) {
+			s.accept(vault, loc{seg: n, off: off, n: uint32(size)}, p, pending, rep)
+		})
+		for _, d := range res.damage {
+			rep.Damage = append(rep.Damage, Damage{File: name, Start: d[0], End: d[1]})
+		}
+		if res.end < int64(len(data)) {
+			if i < len(segs)-1 {
+				// Only the last segment is ever appended to, so a bad
+				// tail elsewhere is damage, not a torn write.
+				rep.Damage = append(rep.Damage, Damage{File: name, Start: res.end, End: int64(len(data))})
+			} else {
+				if err := truncateTail(fsys, path, res.end); err != nil {
+					return nil, fmt.Errorf("truncating segment %d: %w", n, err)
+				}
+				rep.Truncated = append(rep.Truncated, Damage{File: name, Start: res.end, End: int64(len(data))})
+			}
+		}
+		s.last, s.lastEnd = n, res.end
+	}
+	s.resolve(vault, pending, rep)
+	return s, nil
+}
+
+type pendingEntry struct {
+	at  loc
+	raw []byte
+}
+
+// accept validates one record's payload against its author's head.
+func (s *logScan) accept(vault keys.VaultID, at loc, p []byte, pending map[entryKey]pendingEntry, rep *OpenReport) {
+	rep.Records++
+	var author keys.DeviceID
+	if e, err := entry.Decode(p); err == nil {
+		author = e.Author()
+	}
+	e, err := entry.Validate(p, vault, s.heads[author])
+	switch {
+	case err == nil:
+		s.add(e, at)
+	case e != nil && errors.Is(err, entry.ErrSeqGap):
+		k := entryKey{e.Author(), e.Seq()}
+		if _, ok := pending[k]; !ok {
+			pending[k] = pendingEntry{at: at, raw: append([]byte(nil), p...)}
+		} else {
+			rep.Duplicates++
+		}
+	case e != nil && (errors.Is(err, entry.ErrDuplicate) || errors.Is(err, entry.ErrSeqReplay)):
+		if old, ok := s.entries[entryKey{e.Author(), e.Seq()}]; ok && old.cid.Equals(e.CID()) {
+			rep.Duplicates++
+		} else {
+			rep.Dropped++
+		}
+	default:
+		rep.Dropped++
+	}
+}
+
+func (s *logScan) add(e *entry.Entry, at loc) {
+	s.entries[entryKey{e.Author(), e.Seq()}] = &entryInfo{at: at, cid: e.CID()}
+	s.heads[e.Author()] = e.Head()
+}
+
+// resolve chains pending entries onto their authors' heads where they now
+// fit and drops the rest, recording a Gap for each author cut short.
+func (s *logScan) resolve(vault keys.VaultID, pending map[entryKey]pendingEntry, rep *OpenReport) {
+	byAuthor := map[keys.DeviceID][]uint64{}
+	for k := range pending {
+		byAuthor[k.author] = append(byAuthor[k.author], k.seq)
+	}
+	authors := make([]keys.DeviceID, 0, len(byAuthor))
+	for a := range byAuthor {
+		authors = append(authors, a)
+	}
+	sort.Slice(authors, func(i, j int) bool { return string(authors[i][:]) < string(authors[j][:]) })
+	for _, a := range authors {
+		seqs := byAuthor[a]
+		sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+		for {
+			h := s.heads[a]
+			p, ok := pending[entryKey{a, h.Seq + 1}]
+			if !ok {
+				break
+			}
+			e, err := entry.Validate(p.raw, vault, h)
+			if err != nil {
+				break // counted below with the rest beyond the gap
+			}
+			delete(pending, entryKey{a, h.Seq + 1})
+			s.add(e, p.at)
+		}
+		g := Gap{Author: a, Seq: s.heads[a].Seq + 1}
+		for _, q := range seqs {
+			if _, ok := pending[entryKey{a, q}]; !ok {
+				continue
+			}
+			if q <= s.heads[a].Seq {
+				rep.Duplicates++
+			} else {
+				g.Dropped++
+			}
+		}
+		if g.Dropped > 0 {
+			rep.Gaps = append(rep.Gaps, g)
+			rep.Dropped += g.Dropped
+		}
+	}
+}
+
+// truncateTail cuts a file to size and syncs it.
+func truncateTail(fsys FS, path string, size int64) error {
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
