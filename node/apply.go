@@ -31,26 +31,37 @@ func (v *vault) reconcile(ctx context.Context) {
 	v.dirty = map[string]struct{}{}
 	v.pending.toApply = len(paths)
 	v.mu.Unlock()
-	// Deletions run children first, everything else parents first: sort
-	// by path, handle deletions in reverse.
+	// Order: first every non-deletion, parents first, so a file that moved
+	// is copied from its old place (by chunk, no transfer) before the old
+	// place goes; then deletions, children first. A non-deletion whose
+	// name folds onto a path deleted in this batch (a case-only rename on
+	// a case-insensitive file system) waits until after the deletions.
 	slices.Sort(paths)
-	var later []string
-	for i := len(paths) - 1; i >= 0; i-- {
-		if ctx.Err() != nil {
-			break
+	var adds, dels, after []string
+	deleted := map[string]bool{}
+	for _, p := range paths {
+		if v.winnerIsDeletion(p) {
+			dels = append(dels, p)
+			deleted[v.folding.Key(p)] = true
 		}
-		if !v.winnerIsDeletion(paths[i]) {
-			later = append(later, paths[i])
-			continue
-		}
-		v.reconcileOne(ctx, paths[i])
 	}
-	slices.Reverse(later)
-	for _, p := range later {
-		if ctx.Err() != nil {
-			break
+	for _, p := range paths {
+		switch {
+		case v.winnerIsDeletion(p):
+		case deleted[v.folding.Key(p)]:
+			after = append(after, p)
+		default:
+			adds = append(adds, p)
 		}
-		v.reconcileOne(ctx, p)
+	}
+	slices.Reverse(dels)
+	for _, batch := range [][]string{adds, dels, after} {
+		for _, p := range batch {
+			if ctx.Err() != nil {
+				break
+			}
+			v.reconcileOne(ctx, p)
+		}
 	}
 	v.mu.Lock()
 	v.pending.toApply = len(v.dirty)

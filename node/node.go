@@ -199,6 +199,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		db.Close()
 		return nil, fmt.Errorf("probing the folder's file system: %w", err)
 	}
+	v.folding = folding
 	idx := indexView{v}
 	if v.scanner, err = folder.NewScanner(folder.ScannerConfig{FS: fsys, Index: idx, Hasher: chunkHasher{keys: v.ck}, Folding: folding, Logger: v.log}); err != nil {
 		db.Close()

@@ -37,6 +37,7 @@ type vault struct {
 	fs   folder.FS
 	log  *slog.Logger
 
+	folding folder.Folding
 	scanner *folder.Scanner
 	applier *folder.Applier
 

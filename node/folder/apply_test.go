@@ -482,3 +482,29 @@ func TestApplyCaseInsensitive(t *testing.T) {
 		}
 	})
 }
+
+// TestApplyNormalisingFS: on a normalisation-insensitive FS a file stored
+// under its NFD name is the same file as its NFC wire path: it is replaced
+// in place and deleted by that path, never duplicated.
+func TestApplyNormalisingFS(t *testing.T) {
+	fold := Folding{NormInsensitive: true}
+	m := NewMemFS(MemFSConfig{Folding: fold})
+	put(t, m, "cafe\u0301.txt", "from a mac app")
+	idx := MapIndex{}
+	s, _ := NewScanner(ScannerConfig{FS: m, Index: idx, Folding: fold})
+	scanInto(t, s, idx)
+	a := newApplier(t, m, idx, fold)
+	out, err := writeVersion(t, a, idx, "caf\u00e9.txt", "remote", false)
+	if err != nil || out.Collision != "" {
+		t.Fatalf("write = %+v, %v, want an in-place replace", out, err)
+	}
+	if got := tree(t, m); len(got) != 1 {
+		t.Errorf("tree = %q, want one entry", got)
+	}
+	if err := a.Delete(ctx, "caf\u00e9.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if got := tree(t, m); len(got) != 0 {
+		t.Errorf("tree after delete = %q, want empty", got)
+	}
+}

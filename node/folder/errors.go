@@ -39,6 +39,10 @@ var (
 	// file.
 	ErrNotRegular = errors.New("folder: not a regular file")
 
+	// ErrParentNotDir reports a path whose parent exists but is not a
+	// directory: the caller applies the parent's kind change first.
+	ErrParentNotDir = errors.New("folder: parent is not a directory")
+
 	// ErrUnsettled reports a file that changed while it was being read.
 	ErrUnsettled = errors.New("folder: file changed while being read")
 )
@@ -56,7 +60,3 @@ func (e *DirNotEmptyError) Error() string {
 
 // Is makes errors.Is(err, ErrDirNotEmpty) true.
 func (e *DirNotEmptyError) Is(target error) bool { return target == ErrDirNotEmpty }
-
-// ErrParentNotDir reports a path whose parent exists but is not a
-// directory: the caller applies the parent's kind change first.
-var ErrParentNotDir = errors.New("folder: parent is not a directory")

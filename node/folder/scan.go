@@ -144,9 +144,9 @@ func (s *Scanner) Ignore() *Ignore {
 }
 
 // Scan walks the whole folder. It returns an error only when the scan
-// could not be carried out (the root is unreadable, ctx is done, the
-// Hasher failed on something other than an unsettled file); trouble with a
-// single path becomes a Skip.
+// could not be carried out (the root is unreadable, ctx is done); trouble
+// with a single path (unreadable, or the Hasher failed on it) becomes a
+// Skip, and the path is neither changed nor deleted this round.
 func (s *Scanner) Scan(ctx context.Context) (Result, error) {
 	return s.ScanPaths(ctx, []string{""})
 }
@@ -484,7 +484,7 @@ func (w *walk) hash(ctx context.Context, j hashJob) {
 		return
 	} else if err != nil {
 		if ctx.Err() == nil {
-			w.fail(fmt.Errorf("hashing %s: %w", j.path, err))
+			w.skip(j.path, fmt.Errorf("hashing: %w", err))
 		}
 		return
 	}

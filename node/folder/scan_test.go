@@ -227,3 +227,28 @@ func TestScanCancel(t *testing.T) {
 		t.Errorf("scan with cancelled ctx = %v, want context.Canceled", err)
 	}
 }
+
+// failingHasher fails on one path, as an unreadable disk sector would.
+type failingHasher struct{}
+
+func (failingHasher) Hash(ctx context.Context, p string, r io.Reader, size int64) (HashResult, error) {
+	if p == "bad" {
+		return HashResult{}, errors.New("input/output error")
+	}
+	return BLAKE3Hasher{}.Hash(ctx, p, r, size)
+}
+
+func TestScanHashErrorSkips(t *testing.T) {
+	m := NewMemFS(MemFSConfig{})
+	put(t, m, "bad", "x")
+	put(t, m, "good", "y")
+	idx := MapIndex{"bad": {Path: "bad", Kind: KindFile}}
+	s, _ := NewScanner(ScannerConfig{FS: m, Index: idx, Hasher: failingHasher{}})
+	r := scanInto(t, s, idx)
+	if got, want := changes(r), "added good\n"; got != want {
+		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+	}
+	if len(r.Skipped) != 1 || r.Skipped[0].Path != "bad" {
+		t.Errorf("skipped = %+v, want [bad]", r.Skipped)
+	}
+}

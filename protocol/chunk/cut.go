@@ -28,12 +28,28 @@ func (p Params) Cut(data []byte) int {
 	for _, b := range data[p.Min-window : p.Min-1] {
 		fp = fp<<1 + gear[b]
 	}
-	base := p.Min - 1
-	for i, b := range data[base:end] {
-		fp = fp<<1 + gear[b]
-		if fp < thr {
-			return base + i + 1
+	// Two bytes per step: fp after both is fp*4 + (2*g1 + g2), one LEA on
+	// the dependency chain instead of a shift and an add per byte, which
+	// nearly doubles the speed. The hash after the first byte is computed
+	// off the chain for its own check, so the result is exactly that of
+	// the byte-at-a-time rule.
+	pos := p.Min - 1 // data[pos] completes the hash of candidate pos+1
+	s := data[pos:end]
+	for len(s) >= 2 {
+		g1, g2 := gear[s[0]], gear[s[1]]
+		f1 := fp<<1 + g1
+		fp = fp<<2 + (g1<<1 + g2)
+		if f1 < thr {
+			return pos + 1
 		}
+		if fp < thr {
+			return pos + 2
+		}
+		s = s[2:]
+		pos += 2
+	}
+	if len(s) == 1 && fp<<1+gear[s[0]] < thr {
+		return pos + 1
 	}
 	return end
 }

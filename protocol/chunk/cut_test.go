@@ -79,7 +79,7 @@ func TestCutWindow(t *testing.T) {
 		}
 		// Prefix the chunk with different bytes: the cut must stay put as
 		// long as it stays at least Min after the new start.
-		shifted := append(seeded(uint64(i), p.Min), data[end-p.Min+1:]...)
+		shifted := append(seeded(uint64(i), p.Min), data[end-p.Min+1:min(len(data), end+p.Max)]...)
 		if got := p.Cut(shifted); got > p.Min+p.Min-1 {
 			t.Fatalf("chunk %d: got cut %d, want <= %d", i, got, 2*p.Min-1)
 		}
@@ -198,3 +198,47 @@ func TestChunkerErrors(t *testing.T) {
 type zeroReader struct{}
 
 func (zeroReader) Read([]byte) (int, error) { return 0, nil }
+
+// cutReference is the cut rule of docs/protocol/chunks.md written as
+// plainly as possible: the hash of each candidate's 64-byte window.
+func cutReference(p Params, data []byte) int {
+	if len(data) <= p.Min {
+		return len(data)
+	}
+	end := min(len(data), p.Max)
+	for n := p.Min; n <= end; n++ {
+		var h uint64
+		for _, b := range data[n-window : n] {
+			h = h<<1 + gear[b]
+		}
+		if h < p.thr {
+			return n
+		}
+	}
+	return end
+}
+
+func TestCutMatchesReference(t *testing.T) {
+	// Loose bounds make candidates common, so every parity of cut
+	// position, the last position and the Max cap all occur.
+	p := mustParams(64, 80, 200)
+	data := seeded(11, 1<<16)
+	for off := 0; off < 4000; off += 7 {
+		for _, n := range []int{0, 63, 64, 65, 66, 199, 200, 201, 250} {
+			if off+n > len(data) {
+				continue
+			}
+			in := data[off : off+n]
+			if got, want := p.Cut(in), cutReference(p, in); got != want {
+				t.Fatalf("offset %d, length %d: got cut %d, want %d", off, n, got, want)
+			}
+		}
+	}
+	d := DefaultParams()
+	for off := 0; off+MaxSize <= len(data)*4; off += 50000 {
+		in := seeded(uint64(off), MaxSize+10)
+		if got, want := d.Cut(in), cutReference(d, in); got != want {
+			t.Fatalf("default params, seed %d: got cut %d, want %d", off, got, want)
+		}
+	}
+}

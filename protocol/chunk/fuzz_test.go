@@ -34,13 +34,17 @@ func FuzzOpen(f *testing.F) {
 }
 
 // FuzzChunker checks the cutter on arbitrary input under small bounds:
-// sizes within bounds, and the streaming Chunker agreeing with Boundaries.
+// Cut agreeing with the plain reference rule, sizes within bounds, and the
+// streaming Chunker agreeing with Boundaries.
 func FuzzChunker(f *testing.F) {
 	f.Add([]byte("hello"))
 	f.Add(seeded(1, 20000))
 	f.Add(make([]byte, 10000))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := mustParams(64, 128, 512)
+		if got, want := p.Cut(data), cutReference(p, data); got != want {
+			t.Fatalf("got cut %d, reference says %d", got, want)
+		}
 		b := p.Boundaries(data)
 		prev := 0
 		for i, e := range b {

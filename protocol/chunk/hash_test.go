@@ -38,3 +38,18 @@ func TestBlake3Sum256(t *testing.T) {
 		}
 	}
 }
+
+// TestSealKey checks the one-block derivation against the library's keyed
+// hash with 56 bytes of output.
+func TestSealKey(t *testing.T) {
+	k := testKeys()
+	id := PlainID(k, []byte("x"))
+	h := blake3.New(56, k.Chunk[:])
+	h.Write([]byte(sealContext))
+	h.Write(id[:])
+	want := h.Sum(nil)
+	key, nonce := sealKey(k, id)
+	if got := append(key[:], nonce[:]...); string(got) != string(want) {
+		t.Errorf("got %x, want %x", got, want)
+	}
+}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/weftsync/weft/protocol/keys"
 	"golang.org/x/crypto/chacha20poly1305"
-	"lukechampine.com/blake3"
 	"lukechampine.com/blake3/guts"
 )
 
@@ -49,13 +48,20 @@ const sealContext = "weft/v1 chunk-seal"
 // A key is unique per plaintext, so the nonce could be fixed; deriving it
 // costs nothing and keeps the scheme safe if keys were ever reused.
 func sealKey(k Keys, id ID) (key [32]byte, nonce [24]byte) {
-	h := blake3.New(56, k.Chunk[:])
-	h.Write([]byte(sealContext))
-	h.Write(id[:])
-	var out [56]byte
-	h.Sum(out[:0])
+	// The message is 18+32 = 50 bytes, one BLAKE3 block, so the hash is a
+	// single compression of the root node: no Hasher, no allocation.
+	var block [guts.BlockSize]byte
+	n := copy(block[:], sealContext)
+	n += copy(block[n:], id[:])
+	words := guts.CompressNode(guts.Node{
+		CV:       keyWords(&k.Chunk),
+		Block:    guts.BytesToWords(block),
+		BlockLen: uint32(n),
+		Flags:    guts.FlagChunkStart | guts.FlagChunkEnd | guts.FlagRoot | guts.FlagKeyedHash,
+	})
+	out := guts.WordsToBytes(words)
 	copy(key[:], out[:32])
-	copy(nonce[:], out[32:])
+	copy(nonce[:], out[32:56])
 	return key, nonce
 }
 

@@ -15,10 +15,9 @@ import (
 // the edit, so 64 MiB stands in for B6's 4 GiB. docs/protocol/chunks.md
 // quotes this test's output (go test -run EditResend -v).
 func TestEditResend(t *testing.T) {
-	const size = 64 << 20
-	seeds := 8
+	size, seeds := 64<<20, 8
 	if testing.Short() || raceEnabled {
-		seeds = 1
+		size, seeds = 16<<20, 1
 	}
 	edits := []struct {
 		name  string
@@ -85,7 +84,7 @@ func insertionNewChunks(p Params, data []byte, off int, ins []byte) int {
 func TestSmallInsertionResync(t *testing.T) {
 	cases := 600
 	if testing.Short() || raceEnabled {
-		cases = 60
+		cases = 20
 	}
 	p := DefaultParams()
 	for _, tt := range []struct {

@@ -35,8 +35,8 @@ func TestBudgetPause(t *testing.T) {
 	}
 }
 
-// corruptSome flips a data byte in the records of n chunks of want and
-// returns their CIDs, sorted by key.
+// corruptSome flips a data byte in the records of n chunks of want (none
+// the last record of its pack) and returns their CIDs, sorted by key.
 func corruptSome(t *testing.T, s *Store, want map[cid.Cid][]byte, n int) []cid.Cid {
 	var bad []cid.Cid
 	for c := range want {
@@ -46,6 +46,11 @@ func corruptSome(t *testing.T, s *Store, want map[cid.Cid][]byte, n int) []cid.C
 		l, err := s.lookup(c.Bytes())
 		if err != nil {
 			t.Fatal(err)
+		}
+		if l.off+l.length == s.Stats().BytesOnDisk || l.off+l.length == s.packSizes[l.pack] {
+			// Damage at the very end of a pack looks like a torn tail
+			// to Verify's scan; keep the test about the scrub.
+			continue
 		}
 		flipByte(t, s.packPath(l.pack), l.off+l.length-1)
 		bad = append(bad, c)

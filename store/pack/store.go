@@ -110,6 +110,8 @@ type Store struct {
 	chunks      int64
 	bytesStored int64
 
+	// Lock order: gcMu, then rmu, then wmu.
+	//
 	// rmu is held shared by readers and exclusively while a pack file is
 	// deleted, so that no read finds its pack gone under it.
 	rmu sync.RWMutex

@@ -25,10 +25,11 @@ func (s *Store) Verify() (VerifyReport, error) {
 	if s.closed.Load() {
 		return rep, ErrClosed
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	// Lock order everywhere: gcMu, then rmu, then wmu.
 	s.rmu.RLock()
 	defer s.rmu.RUnlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	it := s.db.NewIterator(util.BytesPrefix([]byte{prefixChunk}), nil)
 	for it.Next() {
 		cb := it.Key()[1:]

@@ -69,6 +69,7 @@ func checkIndex(idx *leveldb.DB, scan *logScan, rep *OpenReport) string {
 	defer it.Release()
 	formatOK := false
 	staleHeads := [][]byte{}
+	goodHeads := 0
 	for it.Next() {
 		k, v := it.Key(), it.Value()
 		switch {
@@ -102,6 +103,8 @@ func checkIndex(idx *leveldb.DB, scan *logScan, rep *OpenReport) string {
 			copy(a[:], k[1:])
 			if h, ok := scan.heads[a]; !ok || len(k) != 33 || !bytes.Equal(v, headValue(h)) {
 				staleHeads = append(staleHeads, bytes.Clone(k))
+			} else {
+				goodHeads++
 			}
 		}
 	}
@@ -121,7 +124,7 @@ func checkIndex(idx *leveldb.DB, scan *logScan, rep *OpenReport) string {
 			b.Put(cidKey(info.cid), cidValue(ek.author, ek.seq))
 		}
 	}
-	if rep.Reindexed > 0 || len(staleHeads) > 0 {
+	if rep.Reindexed > 0 || len(staleHeads) > 0 || goodHeads != len(scan.heads) {
 		for _, k := range staleHeads {
 			b.Delete(k)
 		}
