@@ -297,7 +297,11 @@ func (v *vault) setIndexLocked(path string, rec vaultdb.Record) {
 
 // watch runs the folder watcher and records settled changes until ctx
 // ends. A watcher overflow or failure falls back to full rescans.
-func (v *vault) watch(ctx context.Context, settle time.Duration, rescanEvery time.Duration) {
+func (v *vault) watch(ctx context.Context, useWatcher bool, settle time.Duration, rescanEvery time.Duration) {
+	if !useWatcher {
+		v.rescanLoop(ctx, rescanEvery)
+		return
+	}
 	w, err := folder.NewWatcher(folder.WatcherConfig{
 		Dir: v.cfg.Folder, Settle: settle, Logger: v.log,
 		Ignored: func(p string, isDir bool) bool {
@@ -336,6 +340,22 @@ func (v *vault) watch(ctx context.Context, settle time.Duration, rescanEvery tim
 			if err != nil && ctx.Err() == nil {
 				v.log.Error("scan", "err", err)
 			}
+		case <-tick.C:
+			if _, err := v.scan(ctx, nil); err != nil && ctx.Err() == nil {
+				v.log.Error("periodic scan", "err", err)
+			}
+		}
+	}
+}
+
+// rescanLoop rescans every interval until ctx ends.
+func (v *vault) rescanLoop(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
 		case <-tick.C:
 			if _, err := v.scan(ctx, nil); err != nil && ctx.Err() == nil {
 				v.log.Error("periodic scan", "err", err)

@@ -51,6 +51,18 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+
+	// Host, if set, is the libp2p host to use instead of building one
+	// (ListenAddrs is then ignored). The simulation passes hosts of an
+	// in-memory network. The caller keeps ownership: Run does not close it.
+	Host host.Host
+	// FolderFS, if set, opens a folder's file system instead of the OS
+	// one (folder.OpenOS); the simulation passes in-memory file systems.
+	FolderFS func(dir string) (folder.FS, error)
+	// NoWatcher turns off the file watcher; changes are then found by
+	// periodic rescans and Scan calls. Needed with a FolderFS that is not
+	// the OS's, which fsnotify cannot watch.
+	NoWatcher bool
 }
 
 // Node is a running weft device.
@@ -70,7 +82,8 @@ type Node struct {
 	stats     nodeStats
 	api       *apiServer
 
-	ready chan struct{} // closed once Run accepts streams and API calls
+	ready   chan struct{} // closed once Run accepts streams and API calls
+	ownHost bool          // Run closes the host it built
 
 	mu    sync.Mutex // guards peers
 	peers map[keys.DeviceID]*peerState
@@ -152,11 +165,16 @@ func New(cfg Config) (*Node, error) {
 		n.vaults[v.id] = v
 		n.vaultList = append(n.vaultList, v)
 	}
+	if cfg.Host != nil {
+		n.host = cfg.Host
+		return n, nil
+	}
 	n.host, err = newHost(HostConfig{Identity: id, ListenAddrs: cfg.ListenAddrs})
 	if err != nil {
 		n.closeVaults()
 		return nil, err
 	}
+	n.ownHost = true
 	return n, nil
 }
 
@@ -175,7 +193,12 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	if err := report.Err(); err != nil {
 		n.log.Warn("vault database recovered", "folder", hv.Folder, "report", err)
 	}
-	fsys, err := folder.OpenOS(hv.Folder)
+	var fsys folder.FS
+	if n.cfg.FolderFS != nil {
+		fsys, err = n.cfg.FolderFS(hv.Folder)
+	} else {
+		fsys, err = folder.OpenOS(hv.Folder)
+	}
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -256,6 +279,17 @@ func (n *Node) Addrs() []string {
 	return out
 }
 
+// Scan rescans every folder now and records what changed; it returns once
+// the resulting entries are durable.
+func (n *Node) Scan(ctx context.Context) error {
+	for _, v := range n.vaultList {
+		if _, err := v.scan(ctx, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Ready is closed once Run accepts streams and API calls.
 func (n *Node) Ready() <-chan struct{} { return n.ready }
 
@@ -294,7 +328,9 @@ func (n *Node) Run(ctx context.Context) error {
 	defer cancel()
 	n.ctx = ctx
 	defer n.closeVaults()
-	defer n.host.Close()
+	if n.ownHost {
+		defer n.host.Close()
+	}
 
 	n.host.SetStreamHandler(ProtoLog, n.handleLog)
 	n.host.SetStreamHandler(ProtoChunk, n.handleChunk)
@@ -368,7 +404,7 @@ func (n *Node) Run(ctx context.Context) error {
 			}
 			n.events.publish(Event{Type: EventScanned, Folder: v.cfg.Folder, Count: len(res.Changes)})
 			v.kick()
-			v.watch(ctx, n.cfg.Settle, n.cfg.RescanEvery)
+			v.watch(ctx, !n.cfg.NoWatcher, n.cfg.Settle, n.cfg.RescanEvery)
 		})
 	}
 	wg.Go(func() { n.reconcileLoop(ctx) })
