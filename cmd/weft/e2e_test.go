@@ -56,6 +56,18 @@ type device struct {
 	cmd    *exec.Cmd
 	logf   *os.File
 	done   chan error
+	netns  string   // run every command inside this network namespace
+	upArgs []string // extra arguments for `weft up`
+}
+
+// command builds a weft command line for this device, inside its network
+// namespace if it has one.
+func (d *device) command(args ...string) *exec.Cmd {
+	args = append([]string{"--home", d.home}, args...)
+	if d.netns != "" {
+		return exec.Command("ip", append([]string{"netns", "exec", d.netns, weftBin}, args...)...)
+	}
+	return exec.Command(weftBin, args...)
 }
 
 func newDevice(t *testing.T, name string) *device {
@@ -66,7 +78,7 @@ func newDevice(t *testing.T, name string) *device {
 
 // run runs a CLI command against this device's home and returns stdout.
 func (d *device) run(args ...string) (string, error) {
-	cmd := exec.Command(weftBin, append([]string{"--home", d.home}, args...)...)
+	cmd := d.command(args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -95,7 +107,13 @@ func (d *device) up() {
 		t.Fatal(err)
 	}
 	d.logf = f
-	cmd := exec.Command(weftBin, "--home", d.home, "up", "--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false", "--debug")
+	args := []string{"up", "--listen", "/ip4/127.0.0.1/tcp/0", "--debug"}
+	if len(d.upArgs) > 0 {
+		args = append(args, d.upArgs...)
+	} else {
+		args = append(args, "--mdns=false")
+	}
+	cmd := d.command(args...)
 	cmd.Stderr = f
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// newNetns creates a network namespace with only a loopback interface that
+// carries multicast, so mDNS can run without a packet leaving the machine.
+// It skips the test where namespaces cannot be made (not root, no ip).
+func newNetns(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a network namespace")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs iproute2 (ip) to create a network namespace")
+	}
+	name := fmt.Sprintf("weft-mdns-%d", os.Getpid())
+	run := func(args ...string) error {
+		out, err := exec.Command("ip", args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := run("netns", "add", name); err != nil {
+		t.Skipf("cannot create a network namespace here: %v", err)
+	}
+	t.Cleanup(func() { _ = run("netns", "delete", name) })
+	for _, args := range [][]string{
+		{"-n", name, "link", "set", "lo", "up"},
+		{"-n", name, "link", "set", "lo", "multicast", "on"},
+		{"-n", name, "route", "add", "224.0.0.0/4", "dev", "lo"},
+	} {
+		if err := run(args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return name
+}
+
+// TestMDNSDiscovery checks that two devices on one LAN find each other with
+// mDNS alone: after a restart on new ports their remembered addresses are
+// stale, so only discovery can bring them together again. Everything runs
+// inside a namespace the test made.
+func TestMDNSDiscovery(t *testing.T) {
+	ns := newNetns(t)
+	a, b := newDevice(t, "a"), newDevice(t, "b")
+	for _, d := range []*device{a, b} {
+		d.netns = ns
+		d.upArgs = []string{"--mdns=true"}
+	}
+	a.must("init", a.folder)
+	a.up()
+	lines := strings.Split(strings.TrimSpace(a.must("invite")), "\n")
+	b.must("join", lines[len(lines)-1], b.folder)
+	b.up()
+	a.write("first.md", []byte("paired"))
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		if m["first.md"] != "file:paired" {
+			return fmt.Errorf("first.md not synced")
+		}
+		return nil
+	})
+	a.stop()
+	b.stop()
+	a.up() // new random ports: what each remembered of the other is stale
+	b.up()
+	a.write("second.md", []byte("found by mDNS"))
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		if m["second.md"] != "file:found by mDNS" {
+			return fmt.Errorf("second.md not synced")
+		}
+		return nil
+	})
+}
