@@ -55,6 +55,7 @@ func (v *vault) reconcile(ctx context.Context) {
 		}
 	}
 	slices.Reverse(dels)
+	adds = v.applySmallFiles(ctx, adds)
 	for _, batch := range [][]string{adds, dels, after} {
 		for _, p := range batch {
 			if ctx.Err() != nil {
@@ -516,4 +517,103 @@ func readAt(f folder.File, buf []byte, off int64) error {
 	}
 	_, err := io.ReadFull(f, buf)
 	return err
+}
+
+// smallBatch bounds how many files one WriteFiles batch holds.
+const smallBatch = 256
+
+// applySmallFiles applies, in batches that share their fsyncs, every path
+// whose decision is a single content (no conflict copy, no merge, nothing
+// to record) that is a file carried inline in its entry. It returns the
+// paths it did not handle, in order.
+func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
+	type item struct {
+		path string
+		id   entry.VersionID
+		ver  entry.Version
+	}
+	var rest []string
+	var batch []item
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		ws := make([]folder.FileWrite, len(batch))
+		for i, it := range batch {
+			ws[i] = folder.FileWrite{
+				Version: folder.FileVersion{Path: it.path, Size: int64(it.ver.Size), MTime: it.ver.MTime, Executable: it.ver.Mode&0o111 != 0},
+				Content: bytes.NewReader(it.ver.Inline),
+			}
+		}
+		res := v.applier.WriteFiles(ctx, ws)
+		u := &vaultdb.Update{}
+		var done []int
+		for i, r := range res {
+			if r.Err != nil {
+				v.mu.Lock()
+				v.errs[batch[i].path] = r.Err.Error()
+				v.dirty[batch[i].path] = struct{}{}
+				v.mu.Unlock()
+				if errors.Is(r.Err, folder.ErrLocalChange) {
+					if _, err := v.scan(ctx, []string{batch[i].path}); err != nil {
+						v.log.Warn("rescanning a locally changed file", "path", batch[i].path, "err", err)
+					}
+				} else if ctx.Err() == nil {
+					v.log.Warn("applying", "path", batch[i].path, "err", r.Err)
+				}
+				continue
+			}
+			u.PutIndex(batch[i].path, recordFromInfo(batch[i].id, batch[i].ver, r.Outcome.Info))
+			done = append(done, i)
+		}
+		if err := v.db.Commit(u); err != nil {
+			v.log.Error("recording applied files", "err", err)
+			v.mu.Lock()
+			for _, i := range done {
+				v.dirty[batch[i].path] = struct{}{}
+			}
+			v.mu.Unlock()
+			batch = batch[:0]
+			return
+		}
+		v.mu.Lock()
+		for _, i := range done {
+			it := batch[i]
+			v.setIndexLocked(it.path, recordFromInfo(it.id, it.ver, res[i].Outcome.Info))
+			delete(v.errs, it.path)
+			v.pending.toApply = max(0, v.pending.toApply-1)
+		}
+		v.mu.Unlock()
+		for _, i := range done {
+			v.n.events.publish(Event{Type: EventApplied, Folder: v.cfg.Folder, Path: batch[i].path, Kind: "file", Bytes: int64(batch[i].ver.Size)})
+		}
+		batch = batch[:0]
+	}
+	for _, p := range paths {
+		if ctx.Err() != nil {
+			rest = append(rest, p)
+			continue
+		}
+		v.mu.Lock()
+		dec, err := v.graph.Resolve(p, v.takenLocked)
+		var it item
+		ok := err == nil && len(dec.Superseded) <= 1 && dec.Merge == nil && len(dec.Copies) == 0
+		if ok {
+			it = item{path: p, id: toEntryID(dec.Winner.ID), ver: v.bodies[dec.Winner.ID]}
+			cur, had := v.index[p]
+			ok = it.ver.Kind == entry.KindFile && len(it.ver.Chunks) == 0 &&
+				!(had && (cur.Version == it.id || cur.Hash == it.ver.Hash))
+		}
+		v.mu.Unlock()
+		if !ok {
+			rest = append(rest, p)
+			continue
+		}
+		batch = append(batch, it)
+		if len(batch) == smallBatch {
+			flush()
+		}
+	}
+	flush()
+	return rest
 }

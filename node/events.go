@@ -73,3 +73,7 @@ func (e *events) subscribe() (<-chan Event, func()) {
 		e.mu.Unlock()
 	}
 }
+
+// Subscribe returns a channel of the node's events and a function that
+// ends the subscription. A subscriber that does not keep up loses events.
+func (n *Node) Subscribe() (<-chan Event, func()) { return n.events.subscribe() }

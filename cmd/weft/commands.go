@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"text/tabwriter"
@@ -46,6 +47,7 @@ func upCmd(g *globals) *cobra.Command {
 	var listen []string
 	var mdns bool
 	var settle time.Duration
+	var quiet bool
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Run the agent in the foreground, syncing every folder in the home",
@@ -67,12 +69,16 @@ func upCmd(g *globals) *cobra.Command {
 			case <-n.Ready():
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "ready device=%s api=%s listen=%s\n", n.ID(), n.APIAddr(), strings.Join(n.Addrs(), ","))
+			if !quiet {
+				go showProgress(cmd.Context(), n, os.Stdout)
+			}
 			return <-errc
 		},
 	}
 	c.Flags().StringArrayVar(&listen, "listen", nil, "listen multiaddr (repeatable; default all interfaces, TCP and QUIC, random ports)")
 	c.Flags().BoolVar(&mdns, "mdns", true, "discover devices on the LAN with mDNS")
 	c.Flags().DurationVar(&settle, "settle", 100*time.Millisecond, "quiet time before a changed file is taken")
+	c.Flags().BoolVar(&quiet, "quiet", false, "do not show progress of long syncs")
 	return c
 }
 

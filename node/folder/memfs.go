@@ -495,3 +495,22 @@ func (f *memFile) Stat() (FileInfo, error) {
 	_, base := splitPath(f.path)
 	return f.n.info(base), nil
 }
+
+// SyncFS makes everything written so far durable (see OSFS.SyncFS).
+func (m *MemFS) SyncFS() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var walk func(n *memNode)
+	walk = func(n *memNode) {
+		n.dur.data = slices.Clone(n.data)
+		n.dur.mode, n.dur.mtime = n.mode, n.mtime
+		if n.kind == KindDir {
+			n.dur.kids = maps.Clone(n.kids)
+			for _, e := range n.kids {
+				walk(e.node)
+			}
+		}
+	}
+	walk(m.root)
+	return nil
+}

@@ -39,14 +39,20 @@ func encoderOptions() []zstd.EOption {
 	}
 }
 
-// encoders pools single-threaded encoders so that concurrent Seals do not
-// queue behind one.
-var encoders = sync.Pool{New: func() any {
+// compressor is a single-threaded encoder with its sample buffer.
+type compressor struct {
+	enc    *zstd.Encoder
+	sample [sampleSize]byte
+}
+
+// compressors pools compressors so that concurrent Seals do not queue
+// behind one encoder, and the sample buffer is not allocated per chunk.
+var compressors = sync.Pool{New: func() any {
 	e, err := zstd.NewWriter(nil, encoderOptions()...)
 	if err != nil {
 		panic("chunk: invariant: zstd encoder options rejected: " + err.Error())
 	}
-	return e
+	return &compressor{enc: e}
 }}
 
 // decoder decodes everything; DecodeAll is safe for concurrent use. The
@@ -75,19 +81,18 @@ func compressOrSkip(plaintext, scratch []byte) (payload []byte, compressed bool)
 	if n == 0 {
 		return plaintext, false
 	}
-	enc := encoders.Get().(*zstd.Encoder)
-	defer encoders.Put(enc)
+	c := compressors.Get().(*compressor)
+	defer compressors.Put(c)
 	if n > sampleSize {
-		var sample [sampleSize]byte
 		for i := range samplePieces {
 			off := (n - samplePiece) * i / (samplePieces - 1)
-			copy(sample[i*samplePiece:], plaintext[off:off+samplePiece])
+			copy(c.sample[i*samplePiece:], plaintext[off:off+samplePiece])
 		}
-		if z := enc.EncodeAll(sample[:], scratch[:0]); !worthIt(sampleSize, len(z)) {
+		if z := c.enc.EncodeAll(c.sample[:], scratch[:0]); !worthIt(sampleSize, len(z)) {
 			return plaintext, false
 		}
 	}
-	z := enc.EncodeAll(plaintext, scratch[:0])
+	z := c.enc.EncodeAll(plaintext, scratch[:0])
 	if !worthIt(n, len(z)) {
 		return plaintext, false
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ipfs/go-cid"
 )
 
 // BenchmarkPut measures Put throughput for 2 KiB and 4 MiB chunks with 1, 4
@@ -99,4 +101,45 @@ func sizeName(n int) string {
 		return fmt.Sprintf("%dMiB", n>>20)
 	}
 	return fmt.Sprintf("%dKiB", n>>10)
+}
+
+// BenchmarkLookup measures index lookups (Has) and verified reads (Get) of
+// 2 KiB chunks in a store of 10,000, from the page cache.
+func BenchmarkLookup(b *testing.B) {
+	s := openStore(b, Config{Dir: b.TempDir()})
+	defer s.Close()
+	const n = 10_000
+	cids := make([]cid.Cid, n)
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			buf := make([]byte, 2048)
+			for i := w; i < n; i += 16 {
+				binary.LittleEndian.PutUint64(buf, uint64(i))
+				cids[i] = chunkCID(b, buf)
+				if err := s.Put(cids[i], buf); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.Run("Has", func(b *testing.B) {
+		for i := range b.N {
+			if ok, err := s.Has(cids[i%n]); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
+	})
+	b.Run("Get", func(b *testing.B) {
+		b.SetBytes(2048)
+		for i := range b.N {
+			if _, err := s.Get(cids[i%n]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "gets/s")
+	})
 }

@@ -206,7 +206,7 @@ func (s *Store) rewritePack(id uint32) (int, error) {
 		// share fsyncs.
 		var reqs []*putReq
 		var size int64
-		for len(entries) > 0 && size < maxBatchBytes {
+		for len(entries) > 0 && size < maxBatchBytes && len(reqs) < maxRelocations {
 			e := entries[0]
 			entries = entries[1:]
 			cb := e.key[1:]
@@ -256,6 +256,10 @@ func (s *Store) rewritePack(id uint32) (int, error) {
 	defer s.wmu.Unlock()
 	return corrupt, s.removePack(id)
 }
+
+// maxRelocations bounds the copies GC hands the commit loop at once (each
+// waits in its own goroutine).
+const maxRelocations = 512
 
 type indexEntry struct {
 	key []byte

@@ -1,0 +1,211 @@
+package folder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+)
+
+// FSSyncer is implemented by file systems that can make all completed
+// writes durable at once (OSFS on Linux with syncfs(2), MemFS).
+type FSSyncer interface {
+	SyncFS() error
+}
+
+// FileWrite is one file of a WriteFiles batch.
+type FileWrite struct {
+	Version FileVersion
+	Content io.Reader
+}
+
+// WriteResult is the outcome of one file of a batch.
+type WriteResult struct {
+	Outcome Outcome
+	Err     error
+}
+
+// WriteFiles writes a batch of files with WriteFile's rules and guarantees
+// (temp file, mode and mtime, rename over an unchanged indexed item, never a
+// partial file under the final name) but shares the durability work: every
+// temp file is written first, then one barrier makes them all durable (one
+// syncfs where the FS offers it, else one fsync per file), then the renames,
+// then one barrier for the directories. A batch of N small files costs two
+// syncs instead of 2N. Each file succeeds or fails on its own; the results
+// are in the order of ws. The caller must not pass two writes of one path.
+func (a *Applier) WriteFiles(ctx context.Context, ws []FileWrite) []WriteResult {
+	res := make([]WriteResult, len(ws))
+	type prepared struct {
+		i       int
+		f       File
+		tmp     string
+		target  string
+		cur     existing
+		written bool
+	}
+	var ready []*prepared
+	cleanup := func(p *prepared) {
+		if p.f != nil {
+			p.f.Close()
+		}
+		a.cfg.FS.Remove(p.tmp)
+	}
+	// 1. Write every temp file.
+	for i, w := range ws {
+		if err := ctx.Err(); err != nil {
+			res[i].Err = err
+			continue
+		}
+		p, err := a.prepare(ctx, w, &res[i].Outcome)
+		if err != nil {
+			res[i].Err = err
+			continue
+		}
+		ready = append(ready, &prepared{i: i, f: p.f, tmp: p.tmp, target: p.target, cur: p.cur})
+	}
+	// 2. One barrier for the contents.
+	syncer, canSyncAll := a.cfg.FS.(FSSyncer)
+	if canSyncAll {
+		if err := syncer.SyncFS(); err != nil {
+			for _, p := range ready {
+				res[p.i].Err = fmt.Errorf("syncing %q: %w", p.target, err)
+				cleanup(p)
+			}
+			return res
+		}
+	}
+	var renamed []*prepared
+	for _, p := range ready {
+		if !canSyncAll {
+			if err := p.f.Sync(); err != nil {
+				res[p.i].Err = fmt.Errorf("syncing %q: %w", p.target, err)
+				cleanup(p)
+				continue
+			}
+		}
+		if err := p.f.Close(); err != nil {
+			p.f = nil
+			res[p.i].Err = fmt.Errorf("closing %q: %w", p.target, err)
+			cleanup(p)
+			continue
+		}
+		p.f = nil
+		// 3. Rename into place, re-checking the target first.
+		if err := a.rename(p.tmp, p.target, p.cur); err != nil {
+			if errors.Is(err, errAborted) {
+				continue // leave the temp file, as a crash would
+			}
+			res[p.i].Err = err
+			cleanup(p)
+			continue
+		}
+		renamed = append(renamed, p)
+	}
+	// 4. One barrier for the directories.
+	var derr error
+	if canSyncAll {
+		derr = syncer.SyncFS()
+	} else {
+		var dirs []string
+		for _, p := range renamed {
+			dir, _ := splitPath(p.target)
+			if !slices.Contains(dirs, dir) {
+				dirs = append(dirs, dir)
+			}
+		}
+		for _, d := range dirs {
+			if err := a.cfg.FS.SyncDir(d); err != nil {
+				derr = errors.Join(derr, fmt.Errorf("syncing directory %q: %w", d, err))
+			}
+		}
+	}
+	for _, p := range renamed {
+		if derr != nil {
+			res[p.i].Err = derr
+			continue
+		}
+		info, err := a.cfg.FS.Lstat(p.target)
+		res[p.i].Outcome.Info, res[p.i].Err = info, err
+	}
+	return res
+}
+
+// preparedFile is a complete temp file not yet durable or renamed.
+type preparedFile struct {
+	f      File
+	tmp    string
+	target string
+	cur    existing
+}
+
+// prepare does WriteFile's steps up to, not including, the fsync.
+func (a *Applier) prepare(ctx context.Context, w FileWrite, out *Outcome) (preparedFile, error) {
+	v := w.Version
+	out.Path = v.Path
+	if err := ValidPath(v.Path); err != nil {
+		return preparedFile{}, err
+	}
+	if err := a.mkdirs(v.Path); err != nil {
+		return preparedFile{}, err
+	}
+	target, cur, err := a.place(v.Path, out)
+	if err != nil {
+		return preparedFile{}, err
+	}
+	out.Path = target
+	perm := fs.FileMode(0o644)
+	if cur.real != "" && cur.info.Kind == KindFile {
+		perm = cur.info.Mode
+	}
+	if v.Executable {
+		perm |= (perm & 0o444) >> 2
+	} else {
+		perm &^= 0o111
+	}
+	dir, _ := splitPath(target)
+	f, err := a.cfg.FS.CreateTemp(dir, TempPrefix)
+	if err != nil {
+		return preparedFile{}, fmt.Errorf("creating temp file for %q: %w", target, err)
+	}
+	tmp := f.Path()
+	fail := func(err error) (preparedFile, error) {
+		f.Close()
+		a.cfg.FS.Remove(tmp)
+		return preparedFile{}, err
+	}
+	n, err := io.Copy(f, &ctxReader{ctx: ctx, r: io.LimitReader(w.Content, v.Size+1)})
+	if err != nil {
+		return fail(fmt.Errorf("writing %q: %w", target, err))
+	}
+	if n != v.Size {
+		return fail(fmt.Errorf("%w: %q got %d bytes, want %d", ErrSizeMismatch, target, n, v.Size))
+	}
+	if err := a.cfg.FS.Chmod(tmp, perm); err != nil {
+		return fail(fmt.Errorf("setting mode of %q: %w", target, err))
+	}
+	if err := a.cfg.FS.Chtimes(tmp, v.MTime); err != nil {
+		return fail(fmt.Errorf("setting mtime of %q: %w", target, err))
+	}
+	return preparedFile{f: f, tmp: tmp, target: target, cur: cur}, nil
+}
+
+// rename is commit without the directory fsync.
+func (a *Applier) rename(tmp, target string, cur existing) error {
+	if err := a.stillSame(target, cur); err != nil {
+		return err
+	}
+	if err := a.clearDir(target, cur); err != nil {
+		return err
+	}
+	if h := a.cfg.TestOnlyBeforeRename; h != nil {
+		if err := h(tmp, target); err != nil {
+			return fmt.Errorf("%w: %w", errAborted, err)
+		}
+	}
+	if err := a.cfg.FS.Rename(tmp, target); err != nil {
+		return fmt.Errorf("renaming into %q: %w", target, err)
+	}
+	return nil
+}
