@@ -38,4 +38,3 @@ func TestPeerIDIsDeviceID(t *testing.T) {
 		}
 	}
 }
-
