@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ipfs/go-cid"
 
@@ -384,12 +385,15 @@ func (v *vault) produce(ctx context.Context, refs []entry.ChunkRef, w io.Writer)
 		}
 		if len(need) > 0 {
 			v.addPendingFetch(len(need))
+			var mu sync.Mutex
 			err := v.fetchFromPeers(ctx, need, func(c cid.Cid, env []byte) error {
 				b, err := chunk.Open(v.ck, c, env)
 				if err != nil {
 					return fmt.Errorf("chunk %s: %w", c, err)
 				}
+				mu.Lock()
 				plain[c] = b
+				mu.Unlock()
 				v.addPendingFetch(-1)
 				return nil
 			})
@@ -427,20 +431,63 @@ func (v *vault) addPendingFetch(d int) {
 	v.mu.Unlock()
 }
 
-// fetchFromPeers asks connected members for cids, one after another,
-// until every chunk has arrived or no peer is left.
+// fetchFromPeers fetches cids from the connected members. With several
+// members connected the want-list is split across them and fetched in
+// parallel; whatever one peer lacks (or fails to send) is then asked of
+// the others in turn. got is called for every verified envelope, from
+// several goroutines at once, and must be safe for that.
 func (v *vault) fetchFromPeers(ctx context.Context, cids []cid.Cid, got func(cid.Cid, []byte) error) error {
-	need := cids
-	var errs []string
-	for _, p := range v.n.connectedMembers(v) {
-		if len(need) == 0 {
+	peers := v.n.connectedMembers(v)
+	if len(peers) == 0 {
+		return fmt.Errorf("%w (%d chunks): no member of the vault is connected", errChunkMissing, len(cids))
+	}
+	var (
+		mu      sync.Mutex
+		missing = map[cid.Cid]bool{}
+		errs    []string
+		wg      sync.WaitGroup
+	)
+	// Round 1: each peer gets a share.
+	shares := make([][]cid.Cid, len(peers))
+	for i, c := range cids {
+		shares[i%len(peers)] = append(shares[i%len(peers)], c)
+	}
+	for i, p := range peers {
+		if len(shares[i]) == 0 {
+			continue
+		}
+		wg.Go(func() {
+			miss, err := v.fetchChunks(ctx, p.id, p.dev, shares[i], got)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, c := range miss {
+				missing[c] = true
+			}
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %v", p.dev.Short(), err))
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Round 2: what is still missing, from every peer in turn.
+	var need []cid.Cid
+	for _, c := range cids {
+		if missing[c] {
+			need = append(need, c)
+		}
+	}
+	for _, p := range peers {
+		if len(need) == 0 || len(peers) == 1 {
 			break
 		}
-		missing, err := v.fetchChunks(ctx, p.id, p.dev, need, got)
+		miss, err := v.fetchChunks(ctx, p.id, p.dev, need, got)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", p.dev.Short(), err))
 		}
-		need = missing
+		need = miss
 	}
 	if len(need) > 0 {
 		if len(errs) > 0 {

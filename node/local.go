@@ -134,6 +134,7 @@ func (v *vault) record(changes []folder.Change) error {
 		return err
 	}
 	for _, c := range changes {
+		v.log.Debug("local change", "path", c.Path, "change", c.Type)
 		ver, rec, ok := v.versionFor(c)
 		if ok {
 			if len(batch) == maxVersionsPerEntry || inline+len(ver.Inline) > maxInlinePerEntry {

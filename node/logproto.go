@@ -85,6 +85,9 @@ func (n *Node) acceptHello(f *frameConn, dev keys.DeviceID) (*vault, error) {
 func (v *vault) serveLog(ctx context.Context, f *frameConn, dev keys.DeviceID, theirs protocol.Vector) error {
 	sentMembers := 0
 	var lastStatus protocol.Vector
+	if err := f.send(wire.MsgPeers, v.peerAddrs(dev)); err != nil {
+		return err
+	}
 	for {
 		grown := v.growthSignal()
 		records := v.memberRecords()
@@ -158,6 +161,20 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 		case wire.MsgEntry:
 			if err := v.ingestEntry(payload); err != nil {
 				return fmt.Errorf("entry from %s: %w", dev, err)
+			}
+		case wire.MsgPeers:
+			ps, err := wire.ParsePeers(payload)
+			if err != nil {
+				return err
+			}
+			for _, p := range ps.Peers {
+				if p.Device != v.n.id.ID() && v.isMember(p.Device) && len(p.Addrs) > 0 {
+					if _, known := v.knownPeers()[p.Device]; !known {
+						if err := v.setKnownPeer(p.Device, p.Addrs); err != nil {
+							v.log.Warn("remembering a member's addresses", "peer", p.Device, "err", err)
+						}
+					}
+				}
 			}
 		case wire.MsgLogStatus:
 			st, err := wire.ParseLogStatus(payload)

@@ -248,6 +248,16 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 			return nil, err
 		}
 	}
+	for _, d := range v.members.Members() {
+		acked, err := db.Acked(d)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		if len(acked) > 0 {
+			v.peerVec[d] = protocol.Vector(acked)
+		}
+	}
 	err = db.IndexAll(func(path string, r vaultdb.Record) error {
 		v.setIndexLocked(path, r)
 		return nil

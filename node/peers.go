@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/wire"
 	"github.com/weftsync/weft/store/vaultdb"
 )
 
@@ -53,4 +54,18 @@ func (v *vault) setKnownPeer(d keys.DeviceID, addrs []string) error {
 	u := &vaultdb.Update{}
 	u.SetMeta(knownPeersMeta, b)
 	return v.db.Commit(u)
+}
+
+// peerAddrs lists where the vault's members other than to listen, from
+// what this device remembers, for peer exchange.
+func (v *vault) peerAddrs(to keys.DeviceID) wire.Peers {
+	var out wire.Peers
+	known := v.knownPeers()
+	for _, d := range v.memberList() { // sorted by device
+		if d == to || d == v.n.id.ID() || len(known[d]) == 0 {
+			continue
+		}
+		out.Peers = append(out.Peers, wire.PeerAddrs{Device: d, Addrs: known[d]})
+	}
+	return out
 }

@@ -271,9 +271,20 @@ func (v *vault) headIDsLocked(path string) []entry.VersionID {
 
 // peerHolds records what a peer says it holds (its LogStatus).
 func (v *vault) peerHolds(d keys.DeviceID, vec protocol.Vector) {
+	self := v.n.id.ID()
 	v.mu.Lock()
+	before := v.peerVec[d][self]
 	v.peerVec[d] = vec
 	v.mu.Unlock()
+	// Remember durably how much of this device's own log the peer holds,
+	// so "unsafe" stays truthful across a restart.
+	if vec[self] > before {
+		u := &vaultdb.Update{}
+		u.SetAcked(d, self, vec[self])
+		if err := v.db.Commit(u); err != nil {
+			v.log.Warn("recording what a peer holds", "peer", d, "err", err)
+		}
+	}
 	v.n.events.publish(Event{Type: EventPeerStatus, Folder: v.cfg.Folder, Peer: d.String()})
 }
 

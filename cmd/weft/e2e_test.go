@@ -655,3 +655,100 @@ func flipChar(c byte) string {
 	}
 	return "a"
 }
+
+// TestFetchFromSeveralPeers checks that a device fetches one file's chunks
+// from every member that holds them, not all from one. The third device
+// learns where the second listens by peer exchange (it was invited by the
+// first), and is offline while the file reaches the second.
+func TestFetchFromSeveralPeers(t *testing.T) {
+	a, b := pair(t)
+	b.up()
+	c := newDevice(t, "c")
+	lines := strings.Split(strings.TrimSpace(a.must("invite")), "\n")
+	c.must("join", lines[len(lines)-1], c.folder)
+	c.up()
+	a.write("hello.md", []byte("hello"))
+	waitSame(t, a, c, time.Minute, func(m map[string]string) error {
+		if m["hello.md"] != "file:hello" {
+			return fmt.Errorf("hello.md not on c yet")
+		}
+		return nil
+	})
+	c.stop()
+	r := rand.New(rand.NewPCG(7, 8))
+	big := randBytes(r, 16<<20)
+	a.write("big.bin", big)
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		if m["big.bin"] != "file:"+string(big) {
+			return fmt.Errorf("big.bin not on b yet")
+		}
+		return nil
+	})
+	c.up()
+	waitSame(t, a, c, time.Minute, func(m map[string]string) error {
+		if m["big.bin"] != "file:"+string(big) {
+			return fmt.Errorf("big.bin not on c yet")
+		}
+		return nil
+	})
+	st := c.status()
+	if len(st.Peers) != 2 {
+		t.Fatalf("c sees %d peers, want 2", len(st.Peers))
+	}
+	for _, p := range st.Peers {
+		if p.BytesReceived < int64(len(big))/5 {
+			t.Errorf("c received %d bytes from %s, want at least a fifth of the file (%d): chunks should come from both peers", p.BytesReceived, p.ID, len(big)/5)
+		}
+	}
+}
+
+// waitStatus polls d's status until ok accepts it.
+func waitStatus(t *testing.T, d *device, limit time.Duration, ok func(node.Status) error) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	var why error
+	for time.Now().Before(deadline) {
+		if why = ok(d.status()); why == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: status not as expected after %s: %v\n%s", d.name, limit, why, d.logTail())
+}
+
+// TestUnsafeIsTruthful checks the status's "unsafe" count: 0 once another
+// device holds everything this one wrote, 1 after an edit no one else has
+// seen, and still 1 (not forgotten, not 0) after a restart.
+func TestUnsafeIsTruthful(t *testing.T) {
+	a, b := pair(t)
+	b.up()
+	unsafe := func(want uint64) func(node.Status) error {
+		return func(st node.Status) error {
+			if got := st.Folders[0].Unsafe; got != want {
+				return fmt.Errorf("unsafe %d, want %d", got, want)
+			}
+			return nil
+		}
+	}
+	files := func(n int, then func(node.Status) error) func(node.Status) error {
+		return func(st node.Status) error {
+			if st.Folders[0].Files != n {
+				return fmt.Errorf("%d files recorded, want %d", st.Folders[0].Files, n)
+			}
+			return then(st)
+		}
+	}
+	a.write("one.md", []byte("one"))
+	waitStatus(t, a, time.Minute, files(1, unsafe(0)))
+	b.stop()
+	a.write("two.md", []byte("two"))
+	waitStatus(t, a, time.Minute, files(2, unsafe(1)))
+	a.stop()
+	a.up()
+	waitStatus(t, a, time.Minute, func(st node.Status) error {
+		if !st.Folders[0].InitialScanDone {
+			return fmt.Errorf("first scan not done")
+		}
+		return unsafe(1)(st)
+	})
+}

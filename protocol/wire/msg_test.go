@@ -56,6 +56,8 @@ func TestMessageGolden(t *testing.T) {
 			func(p []byte) (any, error) { return ParseChunkMissing(p) }},
 		{"pair request", PairRequest{Proof: []byte{9, 9}}, "020909",
 			func(p []byte) (any, error) { return ParsePairRequest(p) }},
+		{"peers", Peers{Peers: []PeerAddrs{{Device: keys.DeviceID{1}, Addrs: []string{"/ip4/1.2.3.4/tcp/1"}}}}, "01" + "01" + zeros(31) + "01" + "12" + hex.EncodeToString([]byte("/ip4/1.2.3.4/tcp/1")),
+			func(p []byte) (any, error) { return ParsePeers(p) }},
 		{"pair accept", PairAccept{WrappedKeys: []byte{7}, Records: [][]byte{{1}, {2, 3}}}, "0107" + "02" + "0101" + "020203",
 			func(p []byte) (any, error) { return ParsePairAccept(p) }},
 	}
@@ -104,6 +106,8 @@ func TestMessageRejects(t *testing.T) {
 		{"chunk no cid", func(p []byte) error { _, err := ParseChunk(p); return err }, h("")},
 		{"missing trailing", func(p []byte) error { _, err := ParseChunkMissing(p); return err }, append(ChunkMissing{CID: c1}.AppendBinary(nil), 0)},
 		{"pair proof too long", func(p []byte) error { _, err := ParsePairRequest(p); return err }, append([]byte{65}, make([]byte, 65)...)},
+		{"peers unsorted", func(p []byte) error { _, err := ParsePeers(p); return err }, h("02" + "02" + zeros(31) + "00" + "01" + zeros(31) + "00")},
+		{"peers too many addrs", func(p []byte) error { _, err := ParsePeers(p); return err }, append(h("01"+zeros(32)+"11"), bytes.Repeat([]byte{0}, 17)...)},
 		{"pair accept record too long", func(p []byte) error { _, err := ParsePairAccept(p); return err }, h("0001ffff01")},
 	}
 	for _, tt := range tests {
@@ -149,5 +153,7 @@ func FuzzParseMessages(f *testing.F) {
 		check(pr, err)
 		pa, err := ParsePairAccept(p)
 		check(pa, err)
+		pe, err := ParsePeers(p)
+		check(pe, err)
 	})
 }

@@ -71,7 +71,12 @@ const (
 	// (protocol/member.Record) on /weft/log/1, before entries.
 	MsgMember MsgType = 0x32
 
-	// 0x40..0x4f: peer exchange (reserved).
+	// 0x40..0x4f: peer exchange.
+
+	// MsgPeers tells a log stream's opener where the vault's other members
+	// listen. Layout in msg_peers.go.
+	MsgPeers MsgType = 0x40
+
 	// 0x50..0x5f: relay store-and-forward (reserved).
 	// 0xf0..0xff: experiments; never in a released protocol.
 )
@@ -85,6 +90,7 @@ var msgNames = map[MsgType]string{
 	MsgPairRequest:  "PairRequest",
 	MsgPairAccept:   "PairAccept",
 	MsgMember:       "Member",
+	MsgPeers:        "Peers",
 	MsgWantChunks:   "WantChunks",
 	MsgChunk:        "Chunk",
 	MsgChunkMissing: "ChunkMissing",
