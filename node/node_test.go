@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"lukechampine.com/blake3"
 
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -262,4 +264,56 @@ func TestHostileEntryPathsWriteNothing(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 	}
+}
+
+// TestEntriesOutOfOrder checks that entries arriving ahead of their
+// author's head (as when several peers stream at once) are held back and
+// ingested once the gap fills, and that their files are applied.
+func TestEntriesOutOfOrder(t *testing.T) {
+	n, folderPath := testNode(t)
+	h, id := joinAsMember(t, n)
+	v := n.vaultList[0]
+	var es []*entry.Entry
+	var prev entry.Head
+	for i := range 3 {
+		data := []byte(fmt.Sprintf("file %d", i+1))
+		body := &entry.Body{Versions: []entry.Version{{
+			Path: fmt.Sprintf("f%d.txt", i+1), Kind: entry.KindFile, Mode: 0o644, MTime: 1e18,
+			Size: uint64(len(data)), Inline: data, Hash: blake3.Sum256(data),
+		}}}
+		e, err := entry.New(entry.Config{Identity: id, Vault: v.id, Prev: prev, Clock: uint64(i + 1), Keys: v.ek, Time: 1, Rand: rand.Reader}, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, e)
+		prev = e.Head()
+	}
+	h.SetStreamHandler(ProtoLog, func(s network.Stream) {
+		defer s.Close()
+		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
+			return
+		}
+		_ = wire.WriteFrame(s, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: v.id}.AppendBinary(nil))
+		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
+			return
+		}
+		for _, i := range []int{2, 1, 0} {
+			_ = wire.WriteFrame(s, wire.MsgEntry, es[i].Bytes())
+		}
+		_, _, _ = wire.ReadFrame(s, wire.MaxFrameSize)
+	})
+	connect(t, h, n)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		ok := v.db.Head(id.ID()).Seq == 3
+		for i := range 3 {
+			b, err := os.ReadFile(filepath.Join(folderPath, fmt.Sprintf("f%d.txt", i+1)))
+			ok = ok && err == nil && string(b) == fmt.Sprintf("file %d", i+1)
+		}
+		if ok {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("head %d after entries 3, 2, 1; want 3 with every file applied", v.db.Head(id.ID()).Seq)
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -57,6 +58,7 @@ type vault struct {
 	dirty    map[string]struct{}
 	grow     chan struct{} // closed and replaced whenever the log grows
 	peerVec  map[keys.DeviceID]protocol.Vector
+	waiting  map[waitKey][]byte // entries ahead of their author's head
 	scanning bool
 	scanned  bool // the first full scan has completed
 	pending  pendingCounts
@@ -162,8 +164,15 @@ func (v *vault) admit(d keys.DeviceID) error {
 	return nil
 }
 
+// maxWaiting bounds the entries held back while an earlier entry of their
+// author is missing (they arrived out of order over different streams).
+const maxWaiting = 4096
+
 // ingestEntry validates an entry from a peer and, if new, stores it and
-// folds its versions into the graph.
+// folds its versions into the graph. An entry that is ahead of its
+// author's head (an earlier one has not arrived yet, which happens when
+// several peers stream to this device at once) is held back and ingested
+// once the gap fills.
 func (v *vault) ingestEntry(raw []byte) error {
 	dec, err := entry.Decode(raw)
 	if err != nil {
@@ -174,9 +183,48 @@ func (v *vault) ingestEntry(raw []byte) error {
 		return fmt.Errorf("entry author %s is not a member", author)
 	}
 	head := v.db.Head(author)
-	if dec.Seq() <= head.Seq {
+	switch {
+	case dec.Seq() <= head.Seq:
 		return nil // already held; a fork would show in db.Append on a re-send
+	case dec.Seq() > head.Seq+1:
+		// Check it is authentic before holding on to it.
+		if _, err := entry.Validate(raw, v.id, entry.Head{}); err != nil && !errors.Is(err, entry.ErrSeqGap) {
+			return err
+		}
+		v.mu.Lock()
+		if v.waiting == nil {
+			v.waiting = map[waitKey][]byte{}
+		}
+		if len(v.waiting) < maxWaiting {
+			v.waiting[waitKey{author, dec.Seq()}] = raw
+		}
+		v.mu.Unlock()
+		return nil
 	}
+	for {
+		if err := v.ingestNext(raw, author, head); err != nil {
+			return err
+		}
+		head = v.db.Head(author)
+		v.mu.Lock()
+		next, ok := v.waiting[waitKey{author, head.Seq + 1}]
+		delete(v.waiting, waitKey{author, head.Seq + 1})
+		v.mu.Unlock()
+		if !ok {
+			return nil
+		}
+		raw = next
+	}
+}
+
+// waitKey names an entry held back by ingestEntry.
+type waitKey struct {
+	author keys.DeviceID
+	seq    uint64
+}
+
+// ingestNext validates, stores and folds in the entry that follows head.
+func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head) error {
 	e, err := entry.Validate(raw, v.id, head)
 	if err != nil {
 		return err
