@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ipfs/go-cid"
 
@@ -92,9 +93,12 @@ func (v *vault) reconcileOne(ctx context.Context, path string) {
 		v.pending.toApply = max(0, v.pending.toApply-1)
 		return
 	}
-	v.errs[path] = err.Error()
 	v.dirty[path] = struct{}{}
-	if !errors.Is(err, folder.ErrLocalChange) && ctx.Err() == nil {
+	if errors.Is(err, errWaitingForHistory) {
+		return
+	}
+	v.errs[path] = err.Error()
+	if !errors.Is(err, folder.ErrLocalChange) && !errors.Is(err, errWaitingForHistory) && ctx.Err() == nil {
 		v.log.Warn("applying", "path", path, "err", err)
 		v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Path: path, Error: err.Error()})
 	}
@@ -112,20 +116,44 @@ func (v *vault) takenLocked(p string) bool {
 	return false
 }
 
+// danglingWait is how long a path whose heads supersede versions this
+// device has not seen yet waits for them before it is resolved anyway: a
+// missing version can still link two heads (sequential edits, not
+// concurrent ones), and resolving too early writes a false conflict copy.
+const danglingWait = 10 * time.Second
+
 // reconcilePath decides one path and carries the decision out.
+//
+// Order matters for safety: conflict copies are written first, while the
+// file at the path still holds whatever they may need to be re-created
+// from; the winner replaces the path last; the index records and the entry
+// that records the resolution commit together after both. Scans are held
+// off while this happens, so the watcher never mistakes these writes for
+// local edits.
 func (v *vault) reconcilePath(ctx context.Context, path string) error {
 	v.mu.Lock()
 	if len(v.graph.Heads(path)) == 0 {
 		v.mu.Unlock()
 		return nil
 	}
+	if len(v.graph.Heads(path)) > 1 && len(v.graph.Dangling(path)) > 0 {
+		since, ok := v.danglingSince[path]
+		if !ok {
+			since = v.n.now()
+			v.danglingSince[path] = since
+		}
+		if v.n.now().Sub(since) < danglingWait {
+			v.mu.Unlock()
+			return errWaitingForHistory
+		}
+	}
+	delete(v.danglingSince, path)
 	dec, err := v.graph.Resolve(path, v.takenLocked)
 	if err != nil {
 		v.mu.Unlock()
 		return fmt.Errorf("resolving: %w", err)
 	}
 	winner := v.bodies[dec.Winner.ID]
-	cur, had := v.index[path]
 	copies := make([]entry.Version, len(dec.Copies))
 	for i, c := range dec.Copies {
 		copies[i] = v.bodies[c.Version.ID]
@@ -146,41 +174,61 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 		}
 	}
 
-	// 1. The winner (or the merged text) at the path.
-	var rec vaultdb.Record
-	switch {
-	case merged != nil:
-		rec, err = v.writeBytes(ctx, path, winner, merged, cur, had)
-	case had && cur.Version == winnerID:
-		rec = cur
-	default:
-		rec, err = v.applyVersion(ctx, winnerID, winner, cur, had)
+	v.scanMu.Lock()
+	rec, copyRecs, err := v.writeDecision(ctx, path, winnerID, winner, merged, copies)
+	if err == nil {
+		err = v.recordDecision(path, dec, winner, merged, rec, copies, copyRecs)
 	}
-	if err != nil {
-		if errors.Is(err, folder.ErrLocalChange) {
-			// The local file changed since it was scanned: record that
-			// edit first; it becomes a head and the path is decided again.
-			if _, serr := v.scan(ctx, []string{path}); serr != nil {
-				return serr
-			}
+	v.scanMu.Unlock()
+	if errors.Is(err, folder.ErrLocalChange) {
+		// The local file changed since it was scanned: record that edit
+		// first; it becomes a head and the path is decided again.
+		if _, serr := v.scan(ctx, []string{path}); serr != nil {
+			return serr
 		}
-		return err
 	}
+	return err
+}
 
-	// 2. Conflict copies beside it.
+// errWaitingForHistory keeps a path pending while versions its heads
+// supersede are still on their way.
+var errWaitingForHistory = errors.New("waiting for earlier versions of this path to arrive")
+
+// writeDecision writes the conflict copies, then the winner (or the merged
+// text), and returns their index records. v.scanMu must be held.
+func (v *vault) writeDecision(ctx context.Context, path string, winnerID entry.VersionID, winner entry.Version, merged []byte, copies []entry.Version) (vaultdb.Record, []vaultdb.Record, error) {
 	var copyRecs []vaultdb.Record
 	for _, c := range copies {
-		r, err := v.applyVersion(ctx, entry.VersionID{}, c, vaultdb.Record{}, false)
+		v.mu.Lock()
+		cur, had := v.index[c.Path]
+		v.mu.Unlock()
+		r, err := v.applyVersion(ctx, entry.VersionID{}, c, cur, had)
 		if err != nil {
-			return fmt.Errorf("writing conflict copy %s: %w", c.Path, err)
+			return vaultdb.Record{}, nil, fmt.Errorf("writing conflict copy %s: %w", c.Path, err)
 		}
 		copyRecs = append(copyRecs, r)
 		v.n.events.publish(Event{Type: EventConflict, Folder: v.cfg.Folder, Path: c.Path})
 	}
+	v.mu.Lock()
+	cur, had := v.index[path]
+	v.mu.Unlock()
+	switch {
+	case merged != nil:
+		rec, err := v.writeBytes(ctx, path, winner, merged, cur, had)
+		return rec, copyRecs, err
+	case had && cur.Version == winnerID:
+		return cur, copyRecs, nil
+	default:
+		rec, err := v.applyVersion(ctx, winnerID, winner, cur, had)
+		return rec, copyRecs, err
+	}
+}
 
-	// 3. Record the outcome when there was more than one head (except
-	// identical contents, which need no record and would loop): one entry
-	// with a version that supersedes every head and one per copy.
+// recordDecision commits what writeDecision wrote: the index alone for a
+// single head or identical contents, else one entry that supersedes every
+// head (and adds one version per conflict copy) together with the index.
+// v.scanMu must be held.
+func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.Version, merged []byte, rec vaultdb.Record, copies []entry.Version, copyRecs []vaultdb.Record) error {
 	if len(dec.Superseded) <= 1 || dec.Outcome == protocol.OutcomeIdentical {
 		return v.commitIndex(path, rec)
 	}
@@ -201,7 +249,11 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 	records := []vaultdb.Record{rec}
 	v.mu.Lock()
 	for i, c := range copies {
-		c.Supersedes = v.headIDsLocked(c.Path)
+		if cur, ok := v.index[c.Path]; ok && cur.Version.Seq > 0 {
+			c.Supersedes = []entry.VersionID{cur.Version}
+		} else {
+			c.Supersedes = nil
+		}
 		versions = append(versions, c)
 		paths = append(paths, c.Path)
 		records = append(records, copyRecs[i])
@@ -516,12 +568,25 @@ var errNotLocal = errors.New("chunk not held locally")
 
 func (v *vault) localChunk(c cid.Cid) (plain, env []byte, err error) {
 	v.mu.Lock()
-	loc, ok := v.chunkLoc[c]
-	rec := v.index[loc.path]
+	locs := slices.Clone(v.chunkLoc[c])
 	v.mu.Unlock()
-	if !ok {
+	if len(locs) == 0 {
 		return nil, nil, errNotLocal
 	}
+	for _, loc := range locs {
+		plain, env, err = v.chunkAt(c, loc)
+		if err == nil {
+			return plain, env, nil
+		}
+	}
+	return nil, nil, err
+}
+
+// chunkAt re-creates chunk c from one place where the index says it lies.
+func (v *vault) chunkAt(c cid.Cid, loc chunkLocation) (plain, env []byte, err error) {
+	v.mu.Lock()
+	rec := v.index[loc.path]
+	v.mu.Unlock()
 	info, err := v.fs.Lstat(loc.path)
 	if err != nil {
 		return nil, nil, err
@@ -581,6 +646,7 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 	}
 	var rest []string
 	var batch []item
+	var rescan []string // locally changed paths: scanned once the batch is done
 	flush := func() {
 		if len(batch) == 0 {
 			return
@@ -592,6 +658,10 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 				Content: bytes.NewReader(it.ver.Inline),
 			}
 		}
+		// Hold off scans while the batch lands and is indexed: a watcher
+		// scan in between would see our own writes as local additions.
+		v.scanMu.Lock()
+		defer v.scanMu.Unlock()
 		res := v.applier.WriteFiles(ctx, ws)
 		u := &vaultdb.Update{}
 		var done []int
@@ -602,9 +672,7 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 				v.dirty[batch[i].path] = struct{}{}
 				v.mu.Unlock()
 				if errors.Is(r.Err, folder.ErrLocalChange) {
-					if _, err := v.scan(ctx, []string{batch[i].path}); err != nil {
-						v.log.Warn("rescanning a locally changed file", "path", batch[i].path, "err", err)
-					}
+					rescan = append(rescan, batch[i].path)
 				} else if ctx.Err() == nil {
 					v.log.Warn("applying", "path", batch[i].path, "err", r.Err)
 				}
@@ -662,5 +730,10 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 		}
 	}
 	flush()
+	if len(rescan) > 0 {
+		if _, err := v.scan(ctx, rescan); err != nil && ctx.Err() == nil {
+			v.log.Warn("rescanning locally changed files", "err", err)
+		}
+	}
 	return rest
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -31,10 +32,12 @@ func (n *Node) handleChunk(s network.Stream) {
 		return
 	}
 	f := newFrameConn(s, n.counters(dev))
+	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
 	v, err := n.acceptHello(f, dev)
 	if err != nil {
 		return
 	}
+	_ = s.SetReadDeadline(time.Time{})
 	for {
 		p, err := f.expect(wire.MsgWantChunks)
 		if err != nil {
@@ -66,6 +69,12 @@ func (n *Node) handleChunk(s network.Stream) {
 
 // errChunkMissing means no peer asked had the chunk.
 var errChunkMissing = errors.New("chunk not available from any peer")
+
+// chunkIdle is how long a chunk stream may go without an answer.
+const chunkIdle = 30 * time.Second
+
+// helloTimeout bounds how long an opener may take to say who it is.
+const helloTimeout = 10 * time.Second
 
 // fetchBatch is the number of CIDs per WantChunks message.
 const fetchBatch = 64
@@ -103,6 +112,9 @@ func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, c
 		pending[c] = true
 	}
 	for answered := 0; answered < len(cids); answered++ {
+		// A peer that stops answering must not stall this device's sync:
+		// each answer has to come within chunkIdle.
+		_ = s.SetReadDeadline(time.Now().Add(chunkIdle))
 		t, payload, err := f.read()
 		if err != nil {
 			return remaining(cids, pending), err

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"lukechampine.com/blake3"
 
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
@@ -157,8 +159,8 @@ func (v *vault) record(changes []folder.Change) error {
 // a path whose current head is already a deletion).
 func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool) {
 	v.mu.Lock()
-	supersedes := v.headIDsLocked(c.Path)
 	cur, hadCur := v.index[c.Path]
+	supersedes := v.supersedesLocked(c.Path, cur, hadCur)
 	v.mu.Unlock()
 
 	if c.Type == folder.Deleted {
@@ -199,6 +201,54 @@ func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool
 		return entry.Version{}, rec, false
 	}
 	return ver, rec, true
+}
+
+// supersedesLocked is what a local change of path supersedes: the version
+// the folder index says is on disk, and every head with that same content
+// (identical heads a resolution left standing). Never a head this device
+// has not applied: a remote edit that arrived but is not on disk yet must
+// meet the local edit as a concurrent version (a conflict or a merge), not
+// be silently overwritten. A path not in the index supersedes nothing.
+// v.mu must be held.
+func (v *vault) supersedesLocked(path string, cur vaultdb.Record, had bool) []entry.VersionID {
+	if !had {
+		return nil
+	}
+	var out []entry.VersionID
+	seen := map[entry.VersionID]bool{}
+	add := func(id entry.VersionID) {
+		if !seen[id] && id.Seq > 0 {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	if _, known := v.graph.Get(toCoreID(cur.Version)); known {
+		add(cur.Version)
+	}
+	for _, h := range v.graph.Heads(path) {
+		if entry.Kind(h.Kind) == cur.Kind && sameContent(h, cur) {
+			add(toEntryID(h.ID))
+		}
+	}
+	slices.SortFunc(out, func(a, b entry.VersionID) int { return a.Compare(b) })
+	if len(out) > entry.MaxSupersedes {
+		out = out[:entry.MaxSupersedes]
+	}
+	return out
+}
+
+// sameContent reports whether a head holds what an index record says is
+// on disk.
+func sameContent(h protocol.Version, r vaultdb.Record) bool {
+	switch r.Kind {
+	case entry.KindFile:
+		return h.ContentHash == r.Hash
+	case entry.KindSymlink:
+		return h.ContentHash == symlinkHash(r.Target)
+	case entry.KindDir:
+		return true
+	}
+	return false
 }
 
 // author writes versions as one entry of this device's log (when there
@@ -279,22 +329,35 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 func (v *vault) setIndexLocked(path string, rec vaultdb.Record) {
 	if old, ok := v.index[path]; ok {
 		for _, c := range old.Chunks {
-			if loc, ok := v.chunkLoc[c.CID]; ok && loc.path == path {
+			locs := slices.DeleteFunc(v.chunkLoc[c.CID], func(l chunkLocation) bool { return l.path == path })
+			if len(locs) == 0 {
 				delete(v.chunkLoc, c.CID)
+			} else {
+				v.chunkLoc[c.CID] = locs
 			}
 		}
 	}
 	if rec.Kind == 0 {
 		delete(v.index, path)
+		v.unlinkLocked(path)
 		return
 	}
 	v.index[path] = rec
+	v.linkLocked(path)
 	var off int64
 	for _, c := range rec.Chunks {
-		v.chunkLoc[c.CID] = chunkLocation{path: path, offset: off, size: c.Size}
+		locs := v.chunkLoc[c.CID]
+		if len(locs) < maxChunkLocations && !slices.ContainsFunc(locs, func(l chunkLocation) bool { return l.path == path }) {
+			v.chunkLoc[c.CID] = append(locs, chunkLocation{path: path, offset: off, size: c.Size})
+		}
 		off += int64(c.Size)
 	}
 }
+
+// maxChunkLocations bounds how many places per chunk are remembered (a
+// chunk of zeros may be in thousands of files; a few places are enough to
+// find one that still holds it).
+const maxChunkLocations = 4
 
 // watch runs the folder watcher and records settled changes until ctx
 // ends. A watcher overflow or failure falls back to full rescans.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -30,6 +31,7 @@ func (n *Node) handleLog(s network.Stream) {
 		return
 	}
 	f := newFrameConn(s, n.counters(dev))
+	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
 	v, err := n.acceptHello(f, dev)
 	if err != nil {
 		n.log.Debug("log stream refused", "peer", dev, "err", err)
@@ -39,6 +41,7 @@ func (n *Node) handleLog(s network.Stream) {
 	if err != nil {
 		return
 	}
+	_ = s.SetReadDeadline(time.Time{})
 	req, err := wire.ParseLogRequest(p)
 	if err != nil {
 		f.sendError(wire.CodeProtocol, err.Error())

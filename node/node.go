@@ -206,16 +206,18 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	ek := root.Epoch0().Keys(0)
 	v := &vault{
 		n: n, cfg: hv, id: vk.ID, root: root, ek: ek, ck: chunk.KeysFrom(ek), db: db, fs: fsys,
-		log:      n.log.With("folder", hv.Folder),
-		members:  db.MemberState(),
-		graph:    protocol.NewGraph(),
-		bodies:   map[protocol.VersionID]entry.Version{},
-		index:    map[string]vaultdb.Record{},
-		chunkLoc: map[cid.Cid]chunkLocation{},
-		dirty:    map[string]struct{}{},
-		grow:     make(chan struct{}),
-		peerVec:  map[keys.DeviceID]protocol.Vector{},
-		errs:     map[string]string{},
+		log:           n.log.With("folder", hv.Folder),
+		members:       db.MemberState(),
+		graph:         protocol.NewGraph(),
+		bodies:        map[protocol.VersionID]entry.Version{},
+		index:         map[string]vaultdb.Record{},
+		children:      map[string]map[string]struct{}{},
+		chunkLoc:      map[cid.Cid][]chunkLocation{},
+		dirty:         map[string]struct{}{},
+		grow:          make(chan struct{}),
+		peerVec:       map[keys.DeviceID]protocol.Vector{},
+		errs:          map[string]string{},
+		danglingSince: map[string]time.Time{},
 	}
 	folding, err := folder.Probe(fsys)
 	if err != nil {
@@ -563,6 +565,16 @@ func (n *Node) syncWith(p peer.ID) {
 			}
 		}()
 	}
+}
+
+// syncWithDevice starts pulling from d if it is connected: a device that
+// just became a member was ignored when it connected.
+func (n *Node) syncWithDevice(d keys.DeviceID) {
+	pid, err := PeerIDOf(d)
+	if err != nil || n.ctx == nil || n.host.Network().Connectedness(pid) != network.Connected {
+		return
+	}
+	n.syncWith(pid)
 }
 
 // connected is a connected member of a vault.

@@ -206,7 +206,7 @@ func TestOversizeFrameIsRefused(t *testing.T) {
 	_ = wire.WriteFrame(s2, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: n.vaultList[0].id}.AppendBinary(nil))
 	_ = wire.WriteFrame(s2, wire.MsgLogRequest, wire.LogRequest{}.AppendBinary(nil))
 	_ = s2.SetReadDeadline(time.Now().Add(10 * time.Second))
-	for _, want := range []wire.MsgType{wire.MsgHello, wire.MsgMember} {
+	for _, want := range []wire.MsgType{wire.MsgHello, wire.MsgPeers, wire.MsgMember} {
 		mt, _, err := wire.ReadFrame(s2, wire.MaxFrameSize)
 		if err != nil || mt != want {
 			t.Fatalf("after the hostile stream: got %s, %v; want %s", mt, err, want)

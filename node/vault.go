@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/ipfs/go-cid"
 
@@ -48,21 +49,24 @@ type vault struct {
 	// numbers and clocks are assigned in order.
 	authorMu sync.Mutex
 
-	mu       sync.Mutex // guards the fields below
-	members  *member.State
-	graph    *protocol.Graph
-	bodies   map[protocol.VersionID]entry.Version
-	clock    uint64 // highest Lamport clock seen
-	index    map[string]vaultdb.Record
-	chunkLoc map[cid.Cid]chunkLocation
-	dirty    map[string]struct{}
-	grow     chan struct{} // closed and replaced whenever the log grows
-	peerVec  map[keys.DeviceID]protocol.Vector
-	waiting  map[waitKey][]byte // entries ahead of their author's head
-	scanning bool
-	scanned  bool // the first full scan has completed
-	pending  pendingCounts
-	errs     map[string]string // path -> last apply error
+	mu            sync.Mutex // guards the fields below
+	members       *member.State
+	graph         *protocol.Graph
+	bodies        map[protocol.VersionID]entry.Version
+	clock         uint64 // highest Lamport clock seen
+	index         map[string]vaultdb.Record
+	children      map[string]map[string]struct{} // dir -> indexed paths directly in it (and dirs leading to indexed paths)
+	chunkLoc      map[cid.Cid][]chunkLocation
+	dirty         map[string]struct{}
+	grow          chan struct{} // closed and replaced whenever the log grows
+	peerVec       map[keys.DeviceID]protocol.Vector
+	waiting       map[waitKey][]byte   // entries ahead of their author's head
+	waitingBytes  int                  // total size of waiting
+	danglingSince map[string]time.Time // paths waiting for superseded versions
+	scanning      bool
+	scanned       bool // the first full scan has completed
+	pending       pendingCounts
+	errs          map[string]string // path -> last apply error
 }
 
 // pendingCounts are what the vault still has to do.
@@ -146,6 +150,9 @@ func (v *vault) ingestMember(raw []byte) error {
 		return err
 	}
 	v.grewLocked()
+	if r.Op == member.OpAdd {
+		go v.n.syncWithDevice(r.Device)
+	}
 	return nil
 }
 
@@ -164,9 +171,16 @@ func (v *vault) admit(d keys.DeviceID) error {
 	return nil
 }
 
-// maxWaiting bounds the entries held back while an earlier entry of their
-// author is missing (they arrived out of order over different streams).
-const maxWaiting = 4096
+// maxWaiting and maxWaitingBytes bound the entries held back while an
+// earlier entry of their author is missing (they arrived out of order over
+// different streams). Beyond them an entry is refused with an error, which
+// ends the stream; the peer resends it after reconnecting.
+const (
+	maxWaiting      = 4096
+	maxWaitingBytes = 64 << 20
+)
+
+var errTooFarAhead = errors.New("too many entries ahead of their author's head")
 
 // ingestEntry validates an entry from a peer and, if new, stores it and
 // folds its versions into the graph. An entry that is ahead of its
@@ -192,13 +206,19 @@ func (v *vault) ingestEntry(raw []byte) error {
 			return err
 		}
 		v.mu.Lock()
+		defer v.mu.Unlock()
 		if v.waiting == nil {
 			v.waiting = map[waitKey][]byte{}
 		}
-		if len(v.waiting) < maxWaiting {
-			v.waiting[waitKey{author, dec.Seq()}] = raw
+		k := waitKey{author, dec.Seq()}
+		if _, ok := v.waiting[k]; ok {
+			return nil
 		}
-		v.mu.Unlock()
+		if len(v.waiting) >= maxWaiting || v.waitingBytes+len(raw) > maxWaitingBytes {
+			return errTooFarAhead
+		}
+		v.waiting[k] = raw
+		v.waitingBytes += len(raw)
 		return nil
 	}
 	for {
@@ -209,6 +229,7 @@ func (v *vault) ingestEntry(raw []byte) error {
 		v.mu.Lock()
 		next, ok := v.waiting[waitKey{author, head.Seq + 1}]
 		delete(v.waiting, waitKey{author, head.Seq + 1})
+		v.waitingBytes -= len(next)
 		v.mu.Unlock()
 		if !ok {
 			return nil
