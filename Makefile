@@ -3,7 +3,7 @@ GO       ?= go
 FUZZTIME ?= 15s
 CRASH_KILLS ?= 1000
 
-.PHONY: all build test lint fuzz bench crash rewrite clean
+.PHONY: all build test lint fuzz bench sim crash rewrite clean
 
 all: build
 
@@ -30,9 +30,16 @@ fuzz:
 		done; \
 	done
 
-# bench: in-process benchmarks of the protocol core and the store.
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./protocol/... ./store/...
+# bench: the B-scenarios on real processes (SCALE=smoke|full, B=B1,B3 to
+# pick), then the in-process benchmarks of the protocol core and the store.
+bench: build
+	bin/weft bench --scale $(or $(SCALE),smoke) $(if $(B),--only $(B))
+	$(GO) test -run '^$$' -bench . -benchmem ./protocol/... ./store/... ./node/folder/
+
+# sim: the simulation over many seeds (SEEDS=N, SCENARIO=S1..S5, DEVICES=N).
+SEEDS ?= 20
+sim:
+	for s in $$(seq 1 $(SEEDS)); do SIM_SCENARIO=$${SCENARIO:-S1} SIM_SEED=$$s SIM_DEVICES=$${DEVICES:-10} $(GO) test -count=1 -timeout 30m -run TestScenarioFromEnv ./simulation/ || exit 1; done
 
 # crash: the store's SIGKILL crash test at full length.
 crash:

@@ -166,7 +166,11 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 	if dec.Outcome == protocol.OutcomeMerge {
 		m, clean, err := v.merge(ctx, dec.Merge)
 		if err != nil && !errors.Is(err, protocol.ErrNotText) && !errors.Is(err, protocol.ErrMergeTooLarge) {
-			return fmt.Errorf("merging: %w", err)
+			// Typically the common ancestor's content is no longer held by
+			// any reachable device. Fall back to the decision's winner and
+			// conflict copies: nothing is lost, and a device that could
+			// merge records a resolution that the next decision settles.
+			v.log.Info("merge not possible; keeping both versions", "path", path, "err", err)
 		}
 		if err == nil && clean {
 			merged = m

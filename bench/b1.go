@@ -1,0 +1,145 @@
+package bench
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// runB1: N notes on A, indexed; then B starts and the clock runs until B
+// holds every note byte-identical.
+func runB1(rc *runCtx) error {
+	z := sizesFor(rc.cfg.Scale)
+	a, b, err := pair(rc.ctx, rc.cfg.Bin, rc.dir)
+	if err != nil {
+		return err
+	}
+	defer a.kill()
+	defer b.kill()
+	ns := makeNotes(z.notes, 2<<10, 60, uint64(rc.run)+1)
+	if err := ns.write(a.folder); err != nil {
+		return err
+	}
+	if _, err := a.waitState(rc.ctx, z.syncTimeout, 50*time.Millisecond, indexed(len(ns))); err != nil {
+		return err
+	}
+	ua0, err := a.usage()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := b.up(rc.ctx, false); err != nil {
+		return err
+	}
+	ready := time.Now()
+	seen, err := waitNotes(b.folder, ns, z.syncTimeout)
+	if err != nil {
+		return fmt.Errorf("B: %w\n%s", err, b.logTail())
+	}
+	ua, err := a.usage()
+	if err != nil {
+		return err
+	}
+	ub, err := b.usage()
+	if err != nil {
+		return err
+	}
+	_, recv, err := b.wire(rc.ctx)
+	if err != nil {
+		return err
+	}
+	sent, _, err := a.wire(rc.ctx)
+	if err != nil {
+		return err
+	}
+	wall := seen.Sub(start)
+	rc.add("wall from B start", "s", wall.Seconds())
+	rc.add("wall from B ready", "s", seen.Sub(ready).Seconds())
+	rc.add("CPU A", "s", ua.CPUSeconds-ua0.CPUSeconds)
+	rc.add("CPU B", "s", ub.CPUSeconds)
+	rc.add("peak RSS A", "MiB", float64(ua.PeakRSS)/(1<<20))
+	rc.add("peak RSS B", "MiB", float64(ub.PeakRSS)/(1<<20))
+	rc.add("bytes received by B / note bytes", "x", float64(recv)/float64(ns.bytes()))
+	rc.add("bytes sent by A", "MiB", float64(sent)/(1<<20))
+	rc.add("files", "count", float64(len(ns)))
+	rc.note("A indexed the notes before B started; the clock starts when B's agent is launched")
+
+	// Baseline: the same notes written and fsynced one by one.
+	var files []string
+	for rel := range ns {
+		files = append(files, filepath.Join(a.folder, filepath.FromSlash(rel)))
+	}
+	dd, _, err := diskCopy(files, filepath.Join(rc.dir, "baseline"))
+	if err != nil {
+		return err
+	}
+	rc.add("baseline write+fsync of the notes", "s", dd.Seconds())
+	rc.add("wall / baseline", "x", wall.Seconds()/dd.Seconds())
+	if err := a.stop(); err != nil {
+		return err
+	}
+	return b.stop()
+}
+
+// fsyncB1 repeats B1 with A attached by strace while it indexes the notes
+// and while it sends them, and B launched under strace.
+func fsyncB1(rc *runCtx) error {
+	z := sizesFor(rc.cfg.Scale)
+	a, b, err := pair(rc.ctx, rc.cfg.Bin, rc.dir)
+	if err != nil {
+		return err
+	}
+	defer a.kill()
+	defer b.kill()
+	ns := makeNotes(z.notes, 2<<10, 60, 99)
+	ingest := newStraceRun(filepath.Join(rc.dir, "strace-a-ingest.txt"))
+	if err := ingest.attachTo(a.pid); err != nil {
+		return err
+	}
+	if err := ns.write(a.folder); err != nil {
+		ingest.stopAttached()
+		return err
+	}
+	_, err = a.waitState(rc.ctx, z.syncTimeout, 50*time.Millisecond, indexed(len(ns)))
+	ingest.stopAttached()
+	if err != nil {
+		return err
+	}
+	send := newStraceRun(filepath.Join(rc.dir, "strace-a-send.txt"))
+	if err := send.attachTo(a.pid); err != nil {
+		return err
+	}
+	if err := b.up(rc.ctx, true); err != nil {
+		send.stopAttached()
+		return err
+	}
+	_, err = waitNotes(b.folder, ns, z.syncTimeout)
+	if err == nil {
+		// Let B finish committing what it applied.
+		_, err = b.waitState(rc.ctx, z.syncTimeout, 50*time.Millisecond, inSync(len(ns)))
+	}
+	send.stopAttached()
+	if err != nil {
+		return err
+	}
+	if err := b.stop(); err != nil {
+		return err
+	}
+	nIngest, err := ingest.count()
+	if err != nil {
+		return err
+	}
+	nSend, err := send.count()
+	if err != nil {
+		return err
+	}
+	nB, err := b.strace.count()
+	if err != nil {
+		return err
+	}
+	n := float64(len(ns))
+	rc.add("fsyncs per note, A indexing", "calls", float64(nIngest)/n)
+	rc.add("fsyncs per note, A sending", "calls", float64(nSend)/n)
+	rc.add("fsyncs per note, B receiving", "calls", float64(nB)/n)
+	return a.stop()
+}

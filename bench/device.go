@@ -1,0 +1,301 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/weftsync/weft/node"
+)
+
+// device is one weft home and folder, with its agent when running.
+type device struct {
+	bin    string
+	name   string
+	home   string
+	folder string
+	log    string
+
+	cmd     *exec.Cmd
+	pid     int // the weft process (not strace when launched under it)
+	done    chan error
+	started time.Time
+	api     apiInfo
+	http    *http.Client
+	strace  *straceRun
+}
+
+// apiInfo is home/api.json as the agent writes it.
+type apiInfo struct {
+	Addr  string `json:"addr"`
+	Token string `json:"token"`
+	PID   int    `json:"pid"`
+}
+
+func newDevice(bin, dir, name string) *device {
+	return &device{
+		bin: bin, name: name,
+		home:   filepath.Join(dir, name, "home"),
+		folder: filepath.Join(dir, name, "folder"),
+		log:    filepath.Join(dir, name, "agent.log"),
+		http:   &http.Client{Timeout: 10 * time.Minute},
+	}
+}
+
+// run runs a CLI command against this device's home and returns stdout.
+func (d *device) run(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, d.bin, append([]string{"--home", d.home}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s: weft %s: %v: %s", d.name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// up starts the agent and waits for its ready line. With fsyncs set, the
+// agent runs under `strace -f -c` counting fsync and fdatasync calls.
+func (d *device) up(ctx context.Context, fsyncs bool) error {
+	if err := os.MkdirAll(filepath.Dir(d.log), 0o755); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(d.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	args := []string{"--home", d.home, "up", "--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false"}
+	name := d.bin
+	if fsyncs {
+		d.strace = newStraceRun(filepath.Join(filepath.Dir(d.log), fmt.Sprintf("strace-%d.txt", time.Now().UnixNano())))
+		args = append(d.strace.launchArgs(), append([]string{d.bin}, args...)...)
+		name = straceBin
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Stderr = logf
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		logf.Close()
+		return err
+	}
+	d.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("%s: starting agent: %w", d.name, err)
+	}
+	d.cmd = cmd
+	d.done = make(chan error, 1)
+	ready := make(chan struct{}, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready ") {
+				ready <- struct{}{}
+			}
+		}
+		err := cmd.Wait()
+		logf.Close()
+		d.done <- err
+	}()
+	select {
+	case <-ready:
+	case err := <-d.done:
+		d.cmd = nil
+		return fmt.Errorf("%s: agent exited before ready: %v\n%s", d.name, err, d.logTail())
+	case <-time.After(2 * time.Minute):
+		d.kill()
+		return fmt.Errorf("%s: agent not ready after 2m\n%s", d.name, d.logTail())
+	case <-ctx.Done():
+		d.kill()
+		return ctx.Err()
+	}
+	b, err := os.ReadFile(filepath.Join(d.home, "api.json"))
+	if err != nil {
+		d.kill()
+		return fmt.Errorf("%s: reading api.json: %w", d.name, err)
+	}
+	if err := json.Unmarshal(b, &d.api); err != nil {
+		d.kill()
+		return fmt.Errorf("%s: api.json: %w", d.name, err)
+	}
+	d.pid = d.api.PID
+	if d.pid == 0 {
+		d.pid = cmd.Process.Pid
+	}
+	return nil
+}
+
+// stop ends the agent with SIGTERM and waits for it to exit.
+func (d *device) stop() error {
+	if d.cmd == nil {
+		return nil
+	}
+	_ = syscall.Kill(d.pid, syscall.SIGTERM)
+	var err error
+	select {
+	case err = <-d.done:
+	case <-time.After(30 * time.Second):
+		_ = d.cmd.Process.Kill()
+		_ = syscall.Kill(d.pid, syscall.SIGKILL)
+		<-d.done
+		err = fmt.Errorf("%s: agent did not stop within 30s of SIGTERM", d.name)
+	}
+	d.cmd = nil
+	return err
+}
+
+// kill ends the agent with SIGKILL.
+func (d *device) kill() {
+	if d.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(d.pid, syscall.SIGKILL)
+	_ = d.cmd.Process.Kill()
+	<-d.done
+	d.cmd = nil
+}
+
+func (d *device) logTail() string {
+	b, _ := os.ReadFile(d.log)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// apiDo calls the agent's local API.
+func (d *device) apiDo(ctx context.Context, method, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+d.api.Addr+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+d.api.Token)
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %s %s: %w", d.name, method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("%s: %s %s: %s", d.name, method, path, strings.TrimSpace(string(msg)))
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// status is GET /v1/status (what `weft status --json` prints).
+func (d *device) status(ctx context.Context) (node.Status, error) {
+	var st node.Status
+	err := d.apiDo(ctx, http.MethodGet, "/v1/status", &st)
+	return st, err
+}
+
+// scanResult is one folder's answer to POST /v1/scan (`weft scan --json`).
+type scanResult struct {
+	Folder  string `json:"folder"`
+	Files   int    `json:"files"`
+	Changes int    `json:"changes"`
+	Millis  int64  `json:"millis"`
+}
+
+func (d *device) scan(ctx context.Context) ([]scanResult, error) {
+	var res []scanResult
+	err := d.apiDo(ctx, http.MethodPost, "/v1/scan", &res)
+	return res, err
+}
+
+// wire sums the device's per-peer byte counters.
+func (d *device) wire(ctx context.Context) (sent, received int64, err error) {
+	st, err := d.status(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, p := range st.Peers {
+		sent += p.BytesSent
+		received += p.BytesReceived
+	}
+	return sent, received, nil
+}
+
+// usage reads the agent's CPU seconds and peak RSS from /proc.
+func (d *device) usage() (procUsage, error) {
+	if d.cmd == nil {
+		return procUsage{}, errors.New(d.name + ": agent not running")
+	}
+	return readProc(d.pid)
+}
+
+// waitState polls the status until check accepts it.
+func (d *device) waitState(ctx context.Context, limit time.Duration, poll time.Duration, check func(node.Status) bool) (node.Status, error) {
+	deadline := time.Now().Add(limit)
+	var st node.Status
+	var err error
+	for time.Now().Before(deadline) {
+		if err = ctx.Err(); err != nil {
+			return st, err
+		}
+		st, err = d.status(ctx)
+		if err == nil && check(st) {
+			return st, nil
+		}
+		time.Sleep(poll)
+	}
+	return st, fmt.Errorf("%s: state not reached within %s (last: %+v, err %v)\n%s", d.name, limit, st.Folders, err, d.logTail())
+}
+
+// inSync reports a folder that has finished its scan, has nothing pending
+// and holds files files.
+func inSync(files int) func(node.Status) bool {
+	return func(st node.Status) bool {
+		if len(st.Folders) != 1 {
+			return false
+		}
+		f := st.Folders[0]
+		return f.InitialScanDone && f.State == "in-sync" && f.Pending == 0 && (files < 0 || f.Files == files)
+	}
+}
+
+// indexed reports a folder that has finished its scan, has nothing
+// pending and holds files files, whether or not a peer is connected (a
+// folder whose peers are all away reports "offline").
+func indexed(files int) func(node.Status) bool {
+	return func(st node.Status) bool {
+		if len(st.Folders) != 1 {
+			return false
+		}
+		f := st.Folders[0]
+		return f.InitialScanDone && (f.State == "in-sync" || f.State == "offline") && f.Pending == 0 && (files < 0 || f.Files == files)
+	}
+}
+
+// pair creates a vault on a with an agent running, and joins b (not
+// started).
+func pair(ctx context.Context, bin, dir string) (a, b *device, err error) {
+	a, b = newDevice(bin, dir, "a"), newDevice(bin, dir, "b")
+	if _, err := a.run(ctx, "init", a.folder); err != nil {
+		return nil, nil, err
+	}
+	if err := a.up(ctx, false); err != nil {
+		return nil, nil, err
+	}
+	out, err := a.run(ctx, "invite")
+	if err != nil {
+		a.kill()
+		return nil, nil, err
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if _, err := b.run(ctx, "join", lines[len(lines)-1], b.folder); err != nil {
+		a.kill()
+		return nil, nil, err
+	}
+	return a, b, nil
+}

@@ -1,0 +1,33 @@
+// Package bench runs the B-scenarios of BENCHMARKS.md on real weft
+// processes and sets each result beside a baseline measured in the same run.
+//
+// Every scenario starts separate `weft up` agents, each with its own home
+// under a temporary directory, listening on 127.0.0.1 only with LAN
+// discovery off, and drives them the way a person would: files written into
+// a folder, the CLI for init/invite/join, and the agent's local HTTP API
+// (home/api.json) for status, scans and the event stream. Nothing is built
+// here: Config.Bin names the weft binary to run (`weft bench` passes its own
+// executable; the tests build one in TestMain).
+//
+// What is measured and how:
+//   - wall time with the harness's monotonic clock, from the act that starts
+//     a scenario (a rename into the folder, an agent start) to the moment the
+//     harness sees the result on the receiver's disk (polling stat and
+//     content; files are applied by atomic rename, so a file under its final
+//     name is complete);
+//   - CPU seconds and peak resident memory of each agent from
+//     /proc/PID/stat (utime+stime) and /proc/PID/status (VmHWM);
+//   - bytes on the wire from the agents' own per-peer counters
+//     (GET /v1/status, the same numbers `weft status --json` prints);
+//   - fsync and fdatasync calls with `strace -f -c` in a separate pass whose
+//     times are never reported (strace slows every syscall).
+//
+// Baselines in the same run: a plain TCP copy over 127.0.0.1 of the same
+// bytes (net.Listen + io.Copy), a plain write+fsync of the same files, and
+// BLAKE3 over the same bytes. Throughputs are printed with their ratio to
+// the ceiling, the slower of TCP and disk.
+//
+// Each scenario repeats Config.Runs times and reports the median with min
+// and max. Scenarios that need the relay are reported as skipped until it
+// exists.
+package bench

@@ -1,0 +1,47 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/weftsync/weft/node"
+)
+
+// events subscribes to the agent's event stream (GET /v1/events) and
+// delivers the events of the given type until ctx ends.
+func (d *device) events(ctx context.Context, typ node.EventType) (<-chan node.Event, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.api.Addr+"/v1/events", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+d.api.Token)
+	resp, err := (&http.Client{}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan node.Event, 1024)
+	go func() {
+		defer resp.Body.Close()
+		defer close(out)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var ev node.Event
+			if json.Unmarshal([]byte(data), &ev) != nil || ev.Type != typ {
+				continue
+			}
+			select {
+			case out <- ev:
+			default:
+			}
+		}
+	}()
+	return out, nil
+}

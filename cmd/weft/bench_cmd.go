@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weftsync/weft/bench"
+)
+
+// benchCmd runs the B-scenarios of BENCHMARKS.md on real weft processes,
+// using this very executable as the agents' binary.
+func benchCmd(g *globals) *cobra.Command {
+	var scale, only, jsonPath, svgDir, dir string
+	var runs int
+	var noFsync bool
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Run the benchmark scenarios on real weft processes on 127.0.0.1",
+		Long: "Run the B-scenarios of BENCHMARKS.md: separate `weft up` agents with their own homes\n" +
+			"under a temporary directory, on 127.0.0.1, with baselines measured in the same run.\n" +
+			"Prints a table per scenario (median, min, max over --runs).",
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc := bench.Scale(scale)
+			if sc != bench.Smoke && sc != bench.Full && sc != bench.Tiny {
+				return exitUsage{fmt.Errorf("--scale %q: want smoke or full", scale)}
+			}
+			bin, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("finding the weft binary: %w", err)
+			}
+			var ids []string
+			if only != "" {
+				ids = strings.Split(only, ",")
+			}
+			rep, err := bench.Run(cmd.Context(), bench.Config{
+				Bin: bin, Scale: sc, Only: ids, Runs: runs, Dir: dir,
+				Out: cmd.OutOrStdout(), Fsyncs: !noFsync, InstallStrace: true,
+			})
+			if rep != nil && jsonPath != "" {
+				if werr := rep.WriteJSON(jsonPath); werr != nil {
+					return werr
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s\n", jsonPath)
+			}
+			if rep != nil && svgDir != "" {
+				paths, werr := rep.WriteSVG(svgDir)
+				if werr != nil {
+					return werr
+				}
+				for _, p := range paths {
+					fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", p)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			for _, r := range rep.Results {
+				if r.Error != "" {
+					return fmt.Errorf("%s failed: %s", r.ID, firstLine(r.Error))
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&scale, "scale", "smoke", "smoke or full (the sizes of BENCHMARKS.md)")
+	c.Flags().StringVar(&only, "only", "", "comma-separated scenario IDs to run (B1,B2,...); default all")
+	c.Flags().IntVar(&runs, "runs", 3, "repetitions of each scenario")
+	c.Flags().StringVar(&jsonPath, "json", "", "write the results as JSON to this file")
+	c.Flags().StringVar(&svgDir, "svg", "", "write SVG charts (B2 latency, B3/B5 throughput) into this directory")
+	c.Flags().StringVar(&dir, "dir", "", "scratch directory (default a new one under $TMPDIR, removed afterwards)")
+	c.Flags().BoolVar(&noFsync, "no-fsync", false, "skip the strace pass that counts fsyncs")
+	return c
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weftsync/weft/simulation"
+)
+
+// simCmd is `weft sim SCENARIO`: many real nodes in this process over a
+// simulated network (simulation/, docs/simulation.md).
+func simCmd(g *globals) *cobra.Command {
+	var (
+		seed     uint64
+		devices  int
+		steps    int
+		duration time.Duration
+		replay   uint64
+		until    int
+		jsonFile string
+		svgDir   string
+		out      string
+	)
+	var names []string
+	for k, v := range simulation.Scenarios {
+		names = append(names, k+": "+v)
+	}
+	slices.Sort(names)
+	cmd := &cobra.Command{
+		Use:   "sim SCENARIO",
+		Short: "Run a simulation scenario (S1-S5) of many devices in one process",
+		Long:  "Scenarios:\n  " + strings.Join(names, "\n  ") + "\n\nA failure prints the seed and step; --replay SEED --until STEP re-runs the same schedule up to that step.",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("replay") {
+				seed = replay
+			} else if !cmd.Flags().Changed("seed") {
+				seed = uint64(time.Now().UnixNano())
+			}
+			name := strings.ToUpper(args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "weft sim %s --seed %d\n", name, seed)
+			res, err := simulation.RunScenario(cmd.Context(), name, simulation.Options{
+				Seed: seed, Devices: devices, Steps: steps, Duration: duration, Until: until, Log: cmd.ErrOrStderr(),
+			})
+			if err != nil {
+				return err
+			}
+			simulation.WriteTable(cmd.OutOrStdout(), res)
+			if jsonFile == "" {
+				jsonFile = filepath.Join(out, fmt.Sprintf("sim-%s-%d.json", name, seed))
+			}
+			if svgDir == "" {
+				svgDir = filepath.Join(out, fmt.Sprintf("sim-%s-%d", name, seed))
+			}
+			if err := simulation.WriteJSON(jsonFile, res); err != nil {
+				return err
+			}
+			if err := simulation.WriteSVGs(svgDir, res); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s and %s/{latency-cdf,convergence}.svg\n", jsonFile, svgDir)
+			if !res.OK() {
+				fmt.Fprintf(cmd.OutOrStdout(), "replay: weft sim %s --replay %d --until STEP --devices %d\n", name, seed, devices)
+				os.Exit(1)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.Uint64Var(&seed, "seed", 0, "schedule seed (default: from the clock, printed)")
+	f.IntVar(&devices, "devices", 0, "number of devices (default: the scenario's)")
+	f.IntVar(&steps, "steps", 0, "schedule steps for S1/S3/S4 (default 200)")
+	f.DurationVar(&duration, "duration", 0, "schedule phase length (S1/S3/S4, default 20s) or spread timeout (S2/S5)")
+	f.Uint64Var(&replay, "replay", 0, "replay the schedule of this seed")
+	f.IntVar(&until, "until", 0, "with --replay: run steps before this one only")
+	f.StringVar(&jsonFile, "json", "", "JSON result file (default sim-SCENARIO-SEED.json in --out)")
+	f.StringVar(&svgDir, "svg", "", "directory for SVG charts (default sim-SCENARIO-SEED/ in --out)")
+	f.StringVar(&out, "out", ".", "directory for the default JSON and SVG outputs")
+	_ = g
+	return cmd
+}

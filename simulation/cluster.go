@@ -1,0 +1,363 @@
+package simulation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/member"
+	"github.com/weftsync/weft/store/home"
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// ClusterConfig configures a Cluster.
+type ClusterConfig struct {
+	// Dir holds every device's home (vault databases on disk).
+	Dir string
+	// Link is every link's properties.
+	Link LinkProps
+	// RescanEvery is each node's periodic full rescan; default 2 s.
+	RescanEvery time.Duration
+	// Logger for the nodes; default discards.
+	Logger *slog.Logger
+}
+
+// Device is one simulated device: a real node.Node with its own home on
+// disk, a MemFS folder and a simulated host.
+type Device struct {
+	Index  int
+	ID     keys.DeviceID
+	Peer   peer.ID
+	Host   host.Host
+	FS     *folder.MemFS
+	Folder string
+	Natted bool
+
+	home *home.Home
+	hv   home.Vault
+
+	mu      sync.Mutex // guards the fields below
+	node    *node.Node
+	cancel  context.CancelFunc
+	done    chan error
+	running bool
+	left    bool
+}
+
+// Node returns the running node, or nil while the device is stopped.
+func (d *Device) Node() *node.Node {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.running {
+		return nil
+	}
+	return d.node
+}
+
+// Running reports whether the device's node runs.
+func (d *Device) Running() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.running
+}
+
+// Left reports whether the device left the run for good.
+func (d *Device) Left() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.left
+}
+
+// Cluster is a vault shared by simulated devices. Device 0 created the
+// vault and is its admin; the others joined through real invites.
+type Cluster struct {
+	cfg   ClusterConfig
+	Net   *Network
+	Root  keys.RootSecret
+	Vault keys.VaultID
+
+	mu      sync.Mutex // guards Devices, edges
+	Devices []*Device
+	edges   map[pairKey][2]int
+}
+
+// NewCluster creates the admin device (not started) in cfg.Dir.
+func NewCluster(cfg ClusterConfig) (*Cluster, error) {
+	if cfg.RescanEvery <= 0 {
+		cfg.RescanEvery = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Cluster{cfg: cfg, Net: NewNetwork(cfg.Link), edges: map[pairKey][2]int{}}
+	d, err := c.newDevice(false)
+	if err != nil {
+		return nil, err
+	}
+	root, hv, err := node.InitVault(d.home, d.Folder, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("creating the vault: %w", err)
+	}
+	d.hv, c.Root, c.Vault = hv, root, hv.ID
+	return c, nil
+}
+
+// newDevice makes a home, an identity, a host and a MemFS.
+func (c *Cluster) newDevice(natted bool) (*Device, error) {
+	c.mu.Lock()
+	i := len(c.Devices)
+	c.mu.Unlock()
+	dir := filepath.Join(c.cfg.Dir, "d"+strconv.Itoa(i))
+	h, err := home.Open(filepath.Join(dir, "home"))
+	if err != nil {
+		return nil, err
+	}
+	id, err := h.Identity()
+	if err != nil {
+		return nil, err
+	}
+	hst, err := c.Net.AddHost(id, natted)
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{Index: i, ID: id.ID(), Peer: hst.ID(), Host: hst, FS: folder.NewMemFS(folder.MemFSConfig{}),
+		Folder: filepath.Join(dir, "folder"), Natted: natted, home: h}
+	c.mu.Lock()
+	c.Devices = append(c.Devices, d)
+	c.mu.Unlock()
+	return d, nil
+}
+
+// Device returns device i.
+func (c *Cluster) Device(i int) *Device {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Devices[i]
+}
+
+// Len is the number of devices ever added.
+func (c *Cluster) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.Devices)
+}
+
+// Join adds a device through a real invite of the admin (device 0, which
+// must be running): pairing over the simulated network with
+// node.RequestJoin, then recording the vault in the new home as
+// node.JoinVault does. The new device is not started.
+func (c *Cluster) Join(ctx context.Context, natted bool) (*Device, error) {
+	admin := c.Device(0)
+	an := admin.Node()
+	if an == nil {
+		return nil, errors.New("simulation: the admin is not running")
+	}
+	d, err := c.newDevice(natted)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Net.LinkDefault(d.Peer, admin.Peer); err != nil {
+		return nil, err
+	}
+	inv, err := an.Invite(keys.VaultID{}, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	id, err := d.home.Identity()
+	if err != nil {
+		return nil, err
+	}
+	jctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	j, err := node.RequestJoin(jctx, d.Host, id, inv)
+	if err != nil {
+		return nil, fmt.Errorf("device %d joining: %w", d.Index, err)
+	}
+	if err := c.record(d, j.Root, j.Records); err != nil {
+		return nil, err
+	}
+	// The pairing link goes: the device's links are the topology's.
+	if err := c.Net.Unlink(d.Peer, admin.Peer); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// record writes the vault into d's home with the given membership.
+func (c *Cluster) record(d *Device, root keys.RootSecret, records []member.Record) error {
+	hv := d.hv
+	if hv.ID == (keys.VaultID{}) {
+		var err error
+		if hv, err = d.home.AddVault(root, d.Folder); err != nil {
+			return err
+		}
+	}
+	db, _, err := vaultdb.Open(hv.DBDir(), hv.ID)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	have := len(db.MemberRecords())
+	for _, r := range records[have:] {
+		if err := db.AppendMember(r); err != nil {
+			return fmt.Errorf("recording membership of device %d: %w", d.Index, err)
+		}
+	}
+	d.hv = hv
+	return nil
+}
+
+// Start runs d's node (New on its home, host and MemFS, then Run) and
+// waits until it is ready.
+func (c *Cluster) Start(d *Device) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running {
+		return nil
+	}
+	n, err := node.New(node.Config{
+		Home: d.home, Host: d.Host, APIAddr: "-", NoWatcher: true, Logger: c.cfg.Logger.With("dev", d.Index),
+		FolderFS:    func(string) (folder.FS, error) { return d.FS, nil },
+		RescanEvery: c.cfg.RescanEvery,
+	})
+	if err != nil {
+		return fmt.Errorf("starting device %d: %w", d.Index, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	select {
+	case <-n.Ready():
+	case err := <-done:
+		cancel()
+		return fmt.Errorf("device %d stopped at start: %v", d.Index, err)
+	}
+	d.node, d.cancel, d.done, d.running = n, cancel, done, true
+	c.Net.SetDown(d.Peer, false)
+	return nil
+}
+
+// Stop takes d off the network and stops its node; crash also throws away
+// whatever its folder had not made durable, as a power cut would.
+func (c *Cluster) Stop(d *Device, crash bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.running {
+		return nil
+	}
+	c.Net.SetDown(d.Peer, true)
+	d.cancel()
+	err := <-d.done
+	d.running, d.node = false, nil
+	if crash {
+		d.FS.Crash()
+	}
+	if err != nil {
+		return fmt.Errorf("device %d run: %w", d.Index, err)
+	}
+	return nil
+}
+
+// Leave stops d for good.
+func (c *Cluster) Leave(d *Device) error {
+	err := c.Stop(d, false)
+	d.mu.Lock()
+	d.left = true
+	d.mu.Unlock()
+	return err
+}
+
+// AddEdge links devices a and b; Connect dials along it.
+func (c *Cluster) AddEdge(a, b int) error {
+	if a == b {
+		return nil
+	}
+	da, db := c.Device(a), c.Device(b)
+	c.mu.Lock()
+	c.edges[key(da.Peer, db.Peer)] = [2]int{a, b}
+	c.mu.Unlock()
+	return c.Net.LinkDefault(da.Peer, db.Peer)
+}
+
+// RecordAll gives every device the membership records of the last one to
+// join, so every member knows every other before the nodes start (a node
+// only syncs with peers it knows as members when they connect). Devices
+// must be stopped.
+func (c *Cluster) RecordAll() error {
+	c.mu.Lock()
+	devs := append([]*Device(nil), c.Devices...)
+	c.mu.Unlock()
+	last := devs[len(devs)-1]
+	db, _, err := vaultdb.Open(last.hv.DBDir(), c.Vault)
+	if err != nil {
+		return err
+	}
+	records := db.MemberRecords()
+	db.Close()
+	for _, d := range devs[1:] {
+		if err := c.record(d, c.Root, records); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Edges lists the linked pairs.
+func (c *Cluster) Edges() [][2]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([][2]int, 0, len(c.edges))
+	for _, e := range c.edges {
+		out = append(out, e)
+	}
+	return out
+}
+
+// ConnectEdges dials every edge whose two ends run, from whichever side
+// the NAT rule allows; pairs that cannot reach each other are skipped. It
+// returns how many pairs are connected afterwards.
+func (c *Cluster) ConnectEdges(ctx context.Context) int {
+	connected := 0
+	for _, e := range c.Edges() {
+		a, b := c.Device(e[0]), c.Device(e[1])
+		if !a.Running() || !b.Running() {
+			continue
+		}
+		if c.Net.Connected(a.Peer, b.Peer) {
+			connected++
+			continue
+		}
+		from, to := a, b
+		if !c.Net.CanDial(a.Peer, b.Peer) {
+			from, to = b, a
+		}
+		if !c.Net.CanDial(from.Peer, to.Peer) {
+			continue
+		}
+		if err := c.Net.Connect(ctx, from.Peer, to.Peer); err == nil {
+			connected++
+		}
+	}
+	return connected
+}
+
+// Close stops every device and the network.
+func (c *Cluster) Close() error {
+	var errs []error
+	for i := range c.Len() {
+		errs = append(errs, c.Stop(c.Device(i), false))
+	}
+	errs = append(errs, c.Net.Close())
+	return errors.Join(errs...)
+}
