@@ -8,7 +8,7 @@ CRASH_KILLS ?= 1000
 all: build
 
 build:
-	$(GO) build -o bin/weft ./cmd/weft
+	$(GO) build -ldflags "-X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev) -X main.commit=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" -o bin/weft ./cmd/weft
 
 # test: formatting, vet, then every test with the race detector. Fuzz
 # targets' seed corpora run here as ordinary tests.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -31,6 +32,7 @@ type apiServer struct {
 	addr  string
 	token string
 	srv   *http.Server
+	mon   *monitor
 }
 
 func (n *Node) startAPI(ctx context.Context, addr string) (*apiServer, error) {
@@ -53,7 +55,7 @@ func (n *Node) startAPI(ctx context.Context, addr string) (*apiServer, error) {
 		ln.Close()
 		return nil, err
 	}
-	a := &apiServer{n: n, ln: ln, addr: ln.Addr().String(), token: hex.EncodeToString(tok[:])}
+	a := &apiServer{n: n, ln: ln, addr: ln.Addr().String(), token: hex.EncodeToString(tok[:]), mon: newMonitor(n)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/status", a.status)
 	mux.HandleFunc("POST /v1/invite", a.invite)
@@ -61,6 +63,8 @@ func (n *Node) startAPI(ctx context.Context, addr string) (*apiServer, error) {
 	mux.HandleFunc("GET /v1/devices", a.devices)
 	mux.HandleFunc("GET /v1/events", a.eventStream)
 	mux.HandleFunc("POST /v1/scan", a.scan)
+	mux.HandleFunc("GET /v1/doctor", a.doctor)
+	mux.Handle("GET /metrics", a.mon.metrics.handler())
 	a.srv = &http.Server{Handler: a.auth(mux), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	if err := n.cfg.Home.WriteAPIInfo(home.APIInfo{Addr: a.addr, Token: a.token, PID: os.Getpid()}); err != nil {
 		ln.Close()
@@ -70,6 +74,7 @@ func (n *Node) startAPI(ctx context.Context, addr string) (*apiServer, error) {
 }
 
 func (a *apiServer) serve(ctx context.Context) {
+	go a.mon.run(ctx)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -114,13 +119,15 @@ type Status struct {
 type FolderStatus struct {
 	Path            string        `json:"path"`
 	Vault           string        `json:"vault"`
-	State           string        `json:"state"` // in-sync, syncing, scanning, offline
+	State           string        `json:"state"`           // scanning, syncing, in-sync, offline, error
+	Error           string        `json:"error,omitempty"` // why, when State is "error"
 	InitialScanDone bool          `json:"initial_scan_done"`
 	Files           int           `json:"files"`
 	Bytes           int64         `json:"bytes"`
 	Pending         int           `json:"pending"`
 	PendingApply    int           `json:"pending_apply"`
 	PendingFetch    int           `json:"pending_fetch"`
+	PendingUpload   int           `json:"pending_upload"`
 	Unsafe          uint64        `json:"unsafe"`
 	Conflicts       int           `json:"conflicts"`
 	Errors          []PathMessage `json:"errors"`
@@ -135,18 +142,21 @@ type PathMessage struct {
 // PeerStatus is one peer's state.
 type PeerStatus struct {
 	ID            string     `json:"id"`
-	Connection    string     `json:"connection"` // lan, direct, relayed, offline
+	Connection    string     `json:"connection"` // lan, direct, holepunched, relayed, offline
 	BytesSent     int64      `json:"bytes_sent"`
 	BytesReceived int64      `json:"bytes_received"`
 	MsgsSent      int64      `json:"messages_sent"`
 	MsgsReceived  int64      `json:"messages_received"`
 	InSync        bool       `json:"in_sync"`
-	LastSeen      *time.Time `json:"last_seen,omitempty"`
+	LastSeen      *time.Time `json:"last_seen"` // now while connected; null if never connected
 }
 
-// Status reports the node's state.
+// Status reports the node's state. docs/api.md is its contract.
 func (n *Node) Status() Status {
 	st := Status{Device: n.id.ID().String(), Addrs: n.Addrs(), Folders: []FolderStatus{}, Peers: []PeerStatus{}}
+	if st.Addrs == nil {
+		st.Addrs = []string{}
+	}
 	members := map[keys.DeviceID]bool{}
 	for _, v := range n.vaultList {
 		fs := v.status()
@@ -160,6 +170,7 @@ func (n *Node) Status() Status {
 			}
 		}
 	}
+	now := n.now().UTC()
 	for d := range members {
 		ps := n.peerState(d)
 		n.mu.Lock()
@@ -170,9 +181,9 @@ func (n *Node) Status() Status {
 		}
 		if ps.connected {
 			p.Connection = ps.conn
-		}
-		if !ps.lastSeen.IsZero() {
-			t := ps.lastSeen
+			p.LastSeen = &now
+		} else if !ps.lastSeen.IsZero() {
+			t := ps.lastSeen.UTC()
 			p.LastSeen = &t
 		}
 		n.mu.Unlock()
@@ -202,38 +213,62 @@ func (n *Node) peerInSync(d keys.DeviceID) bool {
 	return true
 }
 
+// status is the vault's part of the status.
 func (v *vault) status() FolderStatus {
+	var connected []keys.DeviceID
+	for _, c := range v.n.connectedMembers(v) {
+		connected = append(connected, c.dev)
+	}
 	unsafe := v.unsafeCount()
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	upload := v.toUpload(connected)
+	view := v.view()
 	fs := FolderStatus{
-		Path: v.cfg.Folder, Vault: v.id.String(), InitialScanDone: v.scanned,
-		PendingApply: len(v.dirty) + v.pending.toApply, PendingFetch: v.pending.toFetch, Unsafe: unsafe,
+		Path: v.cfg.Folder, Vault: v.id.String(), InitialScanDone: view.scanned,
+		Files: view.files, Bytes: view.bytes, Conflicts: len(view.conflicts),
+		PendingApply: view.toApply, PendingFetch: view.toFetch, PendingUpload: upload, Unsafe: unsafe,
 		Errors: []PathMessage{},
 	}
+	// pending is what this device must still do itself; what peers
+	// still need from it is pending_upload (and peers[].in_sync).
 	fs.Pending = fs.PendingApply + fs.PendingFetch
-	for p, r := range v.index {
-		if r.Kind == entry.KindFile {
-			fs.Files++
-			fs.Bytes += int64(r.Size)
-			if isConflictCopy(p) {
-				fs.Conflicts++
-			}
-		}
+	for _, p := range sortedKeys(view.errs) {
+		fs.Errors = append(fs.Errors, PathMessage{Path: p, Reason: view.errs[p]})
 	}
-	for p, e := range v.errs {
-		fs.Errors = append(fs.Errors, PathMessage{Path: p, Reason: e})
-	}
-	slices.SortFunc(fs.Errors, func(a, b PathMessage) int { return strings.Compare(a.Path, b.Path) })
 	switch {
-	case v.scanning || !v.scanned:
+	case v.folderMissing():
+		fs.State, fs.Error = "error", "the folder "+v.cfg.Folder+" is missing or unreadable"
+	case view.scanning || !view.scanned:
 		fs.State = "scanning"
+	case stuck(fs.Errors) != "":
+		fs.State, fs.Error = "error", stuck(fs.Errors)
 	case fs.Pending > 0:
 		fs.State = "syncing"
 	default:
 		fs.State = "in-sync"
 	}
 	return fs
+}
+
+// stuck names the first error that needs the user to act (a full disk,
+// a permission, a read-only file system) rather than a retry, or "".
+func stuck(errs []PathMessage) string {
+	for _, e := range errs {
+		switch errorKind(e.Reason) {
+		case "disk-full", "permission", "read-only":
+			return e.Path + ": " + e.Reason
+		}
+	}
+	return ""
+}
+
+// folderMissing reports whether the folder's root is gone or unreadable
+// (only for folders on the OS's file system).
+func (v *vault) folderMissing() bool {
+	if v.n.cfg.FolderFS != nil {
+		return false
+	}
+	info, err := os.Stat(v.cfg.Folder)
+	return err != nil || !info.IsDir()
 }
 
 // isConflictCopy reports whether a path is named like a conflict copy
@@ -310,24 +345,80 @@ func (a *apiServer) devices(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, out)
 }
 
+// ScanRequest is the body of POST /v1/scan: an absolute path inside a
+// synced folder, or empty for every folder.
+type ScanRequest struct {
+	Path string `json:"path,omitempty"`
+}
+
+// ScanResult is what one scan found.
+type ScanResult struct {
+	Folder string `json:"folder"`
+	// Path is the scanned path relative to the folder ("" for all of it).
+	Path string `json:"path"`
+	// Files, Dirs and Bytes count what the scan saw on disk.
+	Files int   `json:"files"`
+	Dirs  int   `json:"dirs"`
+	Bytes int64 `json:"bytes"`
+	// Changes counts the changes recorded; Changed lists the first 1000.
+	Changes int          `json:"changes"`
+	Changed []ScanChange `json:"changed"`
+	// Unsettled lists files that changed while being read (recorded once
+	// quiet); Skipped the paths that could not be taken, with why.
+	Unsettled []string      `json:"unsettled"`
+	Skipped   []PathMessage `json:"skipped"`
+	// Ignored is true when Path is excluded by the ignore rules.
+	Ignored bool  `json:"ignored,omitempty"`
+	Millis  int64 `json:"millis"`
+}
+
+// ScanChange is one recorded change.
+type ScanChange struct {
+	Path   string `json:"path"`
+	Change string `json:"change"` // added, modified, deleted, kind-changed
+}
+
 func (a *apiServer) scan(w http.ResponseWriter, r *http.Request) {
-	type result struct {
-		Folder  string `json:"folder"`
-		Files   int    `json:"files"`
-		Changes int    `json:"changes"`
-		Millis  int64  `json:"millis"`
+	var req ScanRequest
+	if r.ContentLength != 0 {
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+			http.Error(w, "scan request: "+err.Error(), http.StatusBadRequest)
+			return
+		}
 	}
-	var out []result
-	for _, v := range a.n.vaultList {
-		start := time.Now()
-		res, err := v.scan(r.Context(), nil)
+	vaults, rel := a.n.vaultList, ""
+	if req.Path != "" {
+		v, p, err := a.n.resolvePath(req.Path)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		vaults, rel = []*vault{v}, p
+	}
+	out := []ScanResult{}
+	for _, v := range vaults {
+		res, err := a.n.scanNoted(r.Context(), v, rel, req.Path != "")
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		out = append(out, result{Folder: v.cfg.Folder, Files: res.Files, Changes: len(res.Changes), Millis: time.Since(start).Milliseconds()})
+		out = append(out, res)
+		a.n.events.publish(Event{Type: EventScanned, Folder: v.cfg.Folder, Path: res.Path, Count: res.Changes, Kind: "api"})
 	}
 	writeJSON(w, out)
+}
+
+func (a *apiServer) doctor(w http.ResponseWriter, r *http.Request) {
+	d, err := a.n.Diagnose(r.Context(), r.URL.Query().Get("path"))
+	if errors.Is(err, errNotInFolder) {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, d)
 }
 
 func (a *apiServer) eventStream(w http.ResponseWriter, r *http.Request) {

@@ -85,6 +85,7 @@ func (v *vault) winnerIsDeletion(path string) bool {
 }
 
 func (v *vault) reconcileOne(ctx context.Context, path string) {
+	defer v.noteApply(time.Now())
 	err := v.reconcilePath(ctx, path)
 	v.mu.Lock()
 	defer v.mu.Unlock()

@@ -83,6 +83,9 @@ const fetchBatch = 64
 // and verifies against its CID. It returns the CIDs p did not have. got is
 // called from this goroutine, in arrival order.
 func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, cids []cid.Cid, got func(cid.Cid, []byte) error) (missing []cid.Cid, err error) {
+	var gotBytes int64
+	done := v.noteTransfer(dev, len(cids))
+	defer func() { done(len(cids)-len(missing), gotBytes, err) }()
 	s, err := v.n.host.NewStream(ctx, p, ProtoChunk)
 	if err != nil {
 		return cids, fmt.Errorf("opening chunk stream: %w", err)
@@ -132,6 +135,7 @@ func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, c
 				return remaining(cids, pending), fmt.Errorf("chunk from %s: %w", dev, err)
 			}
 			delete(pending, ch.CID)
+			gotBytes += int64(len(ch.Envelope))
 			v.n.stats.chunksFetched.Add(1)
 			v.n.stats.chunkBytesFetched.Add(int64(len(ch.Envelope)))
 			if err := got(ch.CID, ch.Envelope); err != nil {

@@ -97,11 +97,13 @@ func (v *vault) scan(ctx context.Context, paths []string) (folder.Result, error)
 	}()
 	var res folder.Result
 	var err error
+	start := time.Now()
 	if paths == nil {
 		res, err = v.scanner.Scan(ctx)
 	} else {
 		res, err = v.scanner.ScanPaths(ctx, paths)
 	}
+	v.noteScan(start, paths, res, err)
 	if err != nil {
 		return res, fmt.Errorf("scanning %s: %w", v.cfg.Folder, err)
 	}
@@ -137,6 +139,7 @@ func (v *vault) record(changes []folder.Change) error {
 	}
 	for _, c := range changes {
 		v.log.Debug("local change", "path", c.Path, "change", c.Type)
+		v.noteLocalChange(c)
 		ver, rec, ok := v.versionFor(c)
 		if ok {
 			if len(batch) == maxVersionsPerEntry || inline+len(ver.Inline) > maxInlinePerEntry {
@@ -376,11 +379,13 @@ func (v *vault) watch(ctx context.Context, useWatcher bool, settle time.Duration
 	var batches <-chan folder.Batch
 	if err != nil {
 		v.log.Warn("no file watcher; relying on periodic rescans", "err", err)
+		v.noteWatcherFailed(err)
 	} else {
 		batches = w.Batches()
 		go func() {
 			if err := w.Run(ctx); err != nil {
 				v.log.Warn("file watcher stopped; relying on periodic rescans", "err", err)
+				v.noteWatcherFailed(err)
 			}
 		}()
 	}
@@ -397,6 +402,7 @@ func (v *vault) watch(ctx context.Context, useWatcher bool, settle time.Duration
 			}
 			var err error
 			if b.Rescan {
+				v.noteWatcherRescan()
 				_, err = v.scan(ctx, nil)
 			} else {
 				_, err = v.scan(ctx, b.Paths)

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -48,6 +49,7 @@ func upCmd(g *globals) *cobra.Command {
 	var mdns bool
 	var settle time.Duration
 	var quiet bool
+	var cpuprofile string
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Run the agent in the foreground, syncing every folder in the home",
@@ -56,6 +58,17 @@ func upCmd(g *globals) *cobra.Command {
 			h, err := g.openHome()
 			if err != nil {
 				return err
+			}
+			if cpuprofile != "" {
+				f, err := os.Create(cpuprofile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
 			}
 			n, err := node.New(node.Config{Home: h, ListenAddrs: listen, MDNS: mdns, Settle: settle, Logger: g.logger()})
 			if err != nil {
@@ -79,6 +92,8 @@ func upCmd(g *globals) *cobra.Command {
 	c.Flags().BoolVar(&mdns, "mdns", true, "discover devices on the LAN with mDNS")
 	c.Flags().DurationVar(&settle, "settle", 100*time.Millisecond, "quiet time before a changed file is taken")
 	c.Flags().BoolVar(&quiet, "quiet", false, "do not show progress of long syncs")
+	c.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
+	_ = c.Flags().MarkHidden("cpuprofile")
 	return c
 }
 
@@ -226,29 +241,61 @@ func devicesCmd(g *globals) *cobra.Command {
 func scanCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "scan",
-		Short: "Rescan every folder now and wait until the changes are recorded",
-		Args:  usageArgs(cobra.NoArgs),
+		Use:   "scan [PATH]",
+		Short: "Rescan every folder (or PATH) now; return once the changes found are durably recorded",
+		Args:  usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := g.client()
 			if err != nil {
 				return err
 			}
-			var res []map[string]any
-			if err := cl.post("/v1/scan", nil, &res); err != nil {
+			var req node.ScanRequest
+			if len(args) == 1 {
+				if req.Path, err = filepath.Abs(args[0]); err != nil {
+					return err
+				}
+			}
+			var res []node.ScanResult
+			if err := cl.post("/v1/scan", req, &res); err != nil {
 				return err
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), res)
 			}
-			for _, r := range res {
-				fmt.Fprintf(cmd.OutOrStdout(), "%v: %v files, %v changes, %v ms\n", r["folder"], r["files"], r["changes"], r["millis"])
-			}
+			printScan(cmd.OutOrStdout(), res)
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON (docs/api.md)")
 	return c
+}
+
+// printScan renders scan results: per folder a summary line, then the
+// changes recorded (at most 20 by name), what is unsettled and skipped.
+func printScan(w io.Writer, res []node.ScanResult) {
+	for _, r := range res {
+		where := r.Folder
+		if r.Path != "" {
+			where = filepath.Join(r.Folder, filepath.FromSlash(r.Path))
+		}
+		fmt.Fprintf(w, "%s: %d files (%s) in %d ms; %d changes recorded\n", where, r.Files, humanBytes(r.Bytes), r.Millis, r.Changes)
+		if r.Ignored {
+			fmt.Fprintf(w, "  %s is ignored (.weftignore): not synced\n", r.Path)
+		}
+		for i, c := range r.Changed {
+			if i == 20 {
+				fmt.Fprintf(w, "  ... and %d more\n", r.Changes-20)
+				break
+			}
+			fmt.Fprintf(w, "  %-12s %s\n", c.Change, c.Path)
+		}
+		for _, p := range r.Unsettled {
+			fmt.Fprintf(w, "  %-12s %s (still changing; recorded once quiet)\n", "unsettled", p)
+		}
+		for _, s := range r.Skipped {
+			fmt.Fprintf(w, "  %-12s %s: %s\n", "skipped", s.Path, s.Reason)
+		}
+	}
 }
 
 func versionCmd() *cobra.Command {
@@ -258,15 +305,19 @@ func versionCmd() *cobra.Command {
 		Short: "Print the version, commit and Go version",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v := map[string]string{"version": version, "commit": commit, "go": runtime.Version()}
+			v := buildVersion()
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), v)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "weft %s (commit %s, %s)\n", version, commit, runtime.Version())
+			mod := ""
+			if v.Modified {
+				mod = ", modified"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "weft %s (commit %s%s, %s)\n", v.Version, v.Commit, mod, v.Go)
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: {\"version\", \"commit\", \"modified\", \"go\"}")
 	return c
 }
 

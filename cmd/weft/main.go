@@ -85,6 +85,7 @@ func newRoot() *cobra.Command {
 		initCmd(g), upCmd(g), inviteCmd(g), joinCmd(g), statusCmd(g),
 		conflictsCmd(g), devicesCmd(g), scanCmd(g), versionCmd(), demoCmd(g),
 	)
+	root.AddCommand(eventsCmd(g), doctorCmd(g))
 	root.AddCommand(benchCmd(g), simCmd(g))
 	return root
 }

@@ -271,15 +271,15 @@ type osFile struct {
 	path string
 }
 
-func (f *osFile) Read(b []byte) (int, error)  { return f.f.Read(b) }
+func (f *osFile) Read(b []byte) (int, error) { return f.f.Read(b) }
 
 // ReadAt lets the node re-create a chunk from the middle of a file without
 // reading everything before it.
 func (f *osFile) ReadAt(b []byte, off int64) (int, error) { return f.f.ReadAt(b, off) }
-func (f *osFile) Write(b []byte) (int, error) { return f.f.Write(b) }
-func (f *osFile) Close() error                { return f.f.Close() }
-func (f *osFile) Sync() error                 { return f.f.Sync() }
-func (f *osFile) Path() string                { return f.path }
+func (f *osFile) Write(b []byte) (int, error)             { return f.f.Write(b) }
+func (f *osFile) Close() error                            { return f.f.Close() }
+func (f *osFile) Sync() error                             { return f.f.Sync() }
+func (f *osFile) Path() string                            { return f.path }
 func (f *osFile) Stat() (FileInfo, error) {
 	fi, err := f.f.Stat()
 	if err != nil {

@@ -1,0 +1,179 @@
+package node
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+)
+
+// Read-only views of a vault's derived state for status, doctor and
+// metrics. Each takes v.mu once and copies what it returns, so callers
+// never hold the lock while they do IO or format output.
+
+// vaultView is a consistent copy of a vault's counters and problem lists.
+type vaultView struct {
+	scanning, scanned bool
+	toApply, toFetch  int
+	files, dirs       int
+	bytes             int64
+	conflicts         []string          // conflict copies present, sorted
+	errs              map[string]string // path -> last apply error
+	dirty             []string          // paths marked for reconciliation, sorted
+}
+
+func (v *vault) view() vaultView {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := vaultView{
+		scanning: v.scanning, scanned: v.scanned,
+		// A reconcile pass empties dirty and counts its paths in
+		// pending.toApply; a path that fails goes back into dirty while
+		// still counted there, and the pass ends with toApply = len(dirty).
+		// The larger of the two counts each pending path once.
+		toApply: max(len(v.dirty), v.pending.toApply), toFetch: v.pending.toFetch,
+		errs: make(map[string]string, len(v.errs)),
+	}
+	for p, r := range v.index {
+		switch r.Kind {
+		case entry.KindFile:
+			out.files++
+			out.bytes += int64(r.Size)
+			if isConflictCopy(p) {
+				out.conflicts = append(out.conflicts, p)
+			}
+		case entry.KindDir:
+			out.dirs++
+		}
+	}
+	for p, e := range v.errs {
+		out.errs[p] = e
+	}
+	for p := range v.dirty {
+		out.dirty = append(out.dirty, p)
+	}
+	slices.Sort(out.conflicts)
+	slices.Sort(out.dirty)
+	return out
+}
+
+// peerVectors returns a copy of what each peer last said it holds.
+func (v *vault) peerVectors() map[keys.DeviceID]protocol.Vector {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make(map[keys.DeviceID]protocol.Vector, len(v.peerVec))
+	for d, vec := range v.peerVec {
+		out[d] = vec.Clone()
+	}
+	return out
+}
+
+// heldElsewhere is the highest sequence number of this device's own log
+// that some other device has said it holds.
+func (v *vault) heldElsewhere() uint64 {
+	self := v.n.id.ID()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var best uint64
+	for _, vec := range v.peerVec {
+		best = max(best, vec[self])
+	}
+	return best
+}
+
+// toUpload counts the log entries this device holds that some connected
+// member lacks, as far as that member's last LogStatus said: for each
+// author, the largest shortfall over the connected members.
+func (v *vault) toUpload(connected []keys.DeviceID) int {
+	mine := v.vector()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var n uint64
+	for a, s := range mine {
+		var short uint64
+		for _, d := range connected {
+			if h := v.peerVec[d][a]; h < s {
+				short = max(short, s-h)
+			}
+		}
+		n += short
+	}
+	return int(n)
+}
+
+// pathView is what the vault knows about one path.
+type pathView struct {
+	path      string
+	indexed   bool   // the folder index has a record for it
+	dirty     bool   // marked for reconciliation
+	err       string // last apply error
+	heads     int    // live heads in the version graph
+	winner    entry.VersionID
+	kind      entry.Kind // the winning version's kind
+	size      uint64
+	chunks    int // chunks of the winning version
+	local     int // of which this device can read from its own folder
+	upToDate  bool
+	conflicts []string // conflict copies of this path present in the folder
+}
+
+// pathState describes path p (slash-separated, relative to the folder).
+func (v *vault) pathState(p string) pathView {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	pv := pathView{path: p}
+	rec, had := v.index[p]
+	pv.indexed = had
+	_, pv.dirty = v.dirty[p]
+	pv.err = v.errs[p]
+	hs := v.graph.Heads(p)
+	pv.heads = len(hs)
+	if len(hs) > 0 {
+		if dec, err := v.graph.Resolve(p, v.takenLocked); err == nil {
+			pv.winner = toEntryID(dec.Winner.ID)
+			ver := v.bodies[dec.Winner.ID]
+			pv.kind, pv.size, pv.chunks = ver.Kind, ver.Size, len(ver.Chunks)
+			for _, c := range ver.Chunks {
+				if _, ok := v.chunkLoc[c.CID]; ok {
+					pv.local++
+				}
+			}
+			pv.upToDate = (had && rec.Version == pv.winner) || (!had && ver.Kind == entry.KindDeletion)
+		}
+	}
+	stem := strings.TrimSuffix(path.Base(p), path.Ext(p))
+	dir := path.Dir(p)
+	for q, r := range v.index {
+		if r.Kind == entry.KindFile && isConflictCopy(q) && path.Dir(q) == dir && strings.HasPrefix(path.Base(q), stem+".conflict-") {
+			pv.conflicts = append(pv.conflicts, q)
+		}
+	}
+	slices.Sort(pv.conflicts)
+	return pv
+}
+
+// holders lists the members that may hold the content of version id: its
+// author, and every member whose last LogStatus includes the entry (it
+// has the entry, and so has fetched or will fetch its chunks).
+func (v *vault) holders(id entry.VersionID) []keys.DeviceID {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := []keys.DeviceID{id.Author}
+	for d, vec := range v.peerVec {
+		if d != id.Author && vec[id.Author] >= id.Seq {
+			out = append(out, d)
+		}
+	}
+	slices.SortFunc(out[1:], func(a, b keys.DeviceID) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// ignored reports whether p is excluded by the folder's ignore rules, as
+// of the last scan.
+func (v *vault) ignored(p string, isDir bool) bool {
+	ig := v.scanner.Ignore()
+	return ig != nil && ig.Match(p, isDir)
+}

@@ -1,0 +1,187 @@
+package node
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics is the node's Prometheus registry (private: nothing registers
+// into the process-wide default) and the counters fed by events. Gauges
+// and per-peer counters are read from the node's state at scrape time by
+// stateCollector, so they are exact rather than sampled. docs/api.md lists
+// every metric.
+type metrics struct {
+	reg *prometheus.Registry
+
+	entriesWritten  *prometheus.CounterVec
+	entriesReceived *prometheus.CounterVec
+	entriesSafe     *prometheus.CounterVec
+	versionsWritten *prometheus.CounterVec
+	filesApplied    *prometheus.CounterVec
+	bytesApplied    *prometheus.CounterVec
+	conflicts       *prometheus.CounterVec
+	errors          *prometheus.CounterVec
+	localChanges    *prometheus.CounterVec
+	watcherRescans  *prometheus.CounterVec
+	transfers       *prometheus.CounterVec
+	scanSeconds     *prometheus.HistogramVec
+	applySeconds    *prometheus.HistogramVec
+	transferSeconds *prometheus.HistogramVec
+}
+
+func newMetrics(n *Node, m *monitor) *metrics {
+	reg := prometheus.NewRegistry()
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "weft", Name: name, Help: help}, labels)
+		reg.MustRegister(c)
+		return c
+	}
+	hist := func(name, help string, labels ...string) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "weft", Name: name, Help: help,
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10), // 1 ms .. ~4.4 min
+		}, labels)
+		reg.MustRegister(h)
+		return h
+	}
+	mt := &metrics{
+		reg:             reg,
+		entriesWritten:  counter("entries_written_total", "Log entries this device wrote.", "folder"),
+		versionsWritten: counter("versions_written_total", "Versions in the log entries this device wrote.", "folder"),
+		entriesReceived: counter("entries_received_total", "Log entries received from peers and stored.", "folder"),
+		entriesSafe:     counter("entries_safe_total", "This device's own entries that another device confirmed it holds.", "folder"),
+		filesApplied:    counter("files_applied_total", "Files, symlinks and deletions written to the folder from remote versions.", "folder", "kind"),
+		bytesApplied:    counter("bytes_applied_total", "Bytes of file content written to the folder from remote versions.", "folder"),
+		conflicts:       counter("conflicts_total", "Conflict copies written.", "folder"),
+		errors:          counter("errors_total", "Errors (failed applies, unreadable paths, watcher failures).", "folder", "kind"),
+		localChanges:    counter("local_changes_total", "Changes the scanner found on disk.", "folder", "change"),
+		watcherRescans:  counter("watcher_rescans_total", "Full rescans the watcher asked for because it lost events (inotify overflow).", "folder"),
+		transfers:       counter("transfers_total", "Chunk transfers from peers, by outcome.", "folder", "outcome"),
+		scanSeconds:     hist("scan_duration_seconds", "Duration of scans, full or of changed paths.", "folder", "scope"),
+		applySeconds:    hist("apply_duration_seconds", "Duration of reconciling one path.", "folder"),
+		transferSeconds: hist("transfer_duration_seconds", "Duration of one chunk transfer from a peer.", "folder"),
+	}
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(&stateCollector{n: n})
+	return mt
+}
+
+// count updates the event counters.
+func (mt *metrics) count(ev Event) {
+	switch ev.Type {
+	case EventEntryWritten:
+		mt.entriesWritten.WithLabelValues(ev.Folder).Inc()
+		mt.versionsWritten.WithLabelValues(ev.Folder).Add(float64(ev.Count))
+	case EventEntryReceived:
+		mt.entriesReceived.WithLabelValues(ev.Folder).Inc()
+	case EventApplied:
+		mt.filesApplied.WithLabelValues(ev.Folder, ev.Kind).Inc()
+		mt.bytesApplied.WithLabelValues(ev.Folder).Add(float64(ev.Bytes))
+	case EventConflict:
+		mt.conflicts.WithLabelValues(ev.Folder).Inc()
+	case EventError:
+		kind := ev.Kind
+		if kind == "" {
+			kind = "apply"
+		}
+		mt.errors.WithLabelValues(ev.Folder, kind).Inc()
+	case EventLocalChange:
+		mt.localChanges.WithLabelValues(ev.Folder, ev.Kind).Inc()
+	case EventWatcherRescan:
+		mt.watcherRescans.WithLabelValues(ev.Folder).Inc()
+	case EventTransferFinished:
+		outcome := "ok"
+		if ev.Error != "" {
+			outcome = "failed"
+		}
+		mt.transfers.WithLabelValues(ev.Folder, outcome).Inc()
+	}
+}
+
+func (mt *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(mt.reg, promhttp.HandlerOpts{Registry: mt.reg})
+}
+
+var (
+	descFiles        = prometheus.NewDesc("weft_folder_files", "Files in the folder, as indexed.", []string{"folder"}, nil)
+	descBytes        = prometheus.NewDesc("weft_folder_bytes", "Bytes of the files in the folder, as indexed.", []string{"folder"}, nil)
+	descDirs         = prometheus.NewDesc("weft_folder_directories", "Directories in the folder, as indexed.", []string{"folder"}, nil)
+	descPending      = prometheus.NewDesc("weft_folder_pending", "Pending items by kind: apply (paths), fetch (chunks), upload (entries a connected peer lacks).", []string{"folder", "kind"}, nil)
+	descUnsafe       = prometheus.NewDesc("weft_folder_unsafe_entries", "This device's own entries no other device is known to hold.", []string{"folder"}, nil)
+	descConflictsNow = prometheus.NewDesc("weft_folder_conflict_copies", "Conflict copies present in the folder.", []string{"folder"}, nil)
+	descErrorsNow    = prometheus.NewDesc("weft_folder_errors", "Paths whose last apply failed.", []string{"folder"}, nil)
+	descState        = prometheus.NewDesc("weft_folder_state", "1 for the folder's current state, 0 for the others.", []string{"folder", "state"}, nil)
+	descPeerUp       = prometheus.NewDesc("weft_peer_connected", "1 when the peer is connected, by connection kind (lan, direct, holepunched, relayed); 0 with kind offline.", []string{"peer", "connection"}, nil)
+	descPeerInSync   = prometheus.NewDesc("weft_peer_in_sync", "1 when the peer holds everything this device holds, as far as it knows.", []string{"peer"}, nil)
+	descBytesSent    = prometheus.NewDesc("weft_peer_sent_bytes_total", "Application payload bytes sent to the peer (framing not included).", []string{"peer"}, nil)
+	descBytesRecv    = prometheus.NewDesc("weft_peer_received_bytes_total", "Application payload bytes received from the peer (framing not included).", []string{"peer"}, nil)
+	descMsgsSent     = prometheus.NewDesc("weft_peer_sent_messages_total", "Frames sent to the peer.", []string{"peer"}, nil)
+	descMsgsRecv     = prometheus.NewDesc("weft_peer_received_messages_total", "Frames received from the peer.", []string{"peer"}, nil)
+	descChunksServed = prometheus.NewDesc("weft_chunks_served_total", "Chunks this device served to peers.", nil, nil)
+	descChunksFetch  = prometheus.NewDesc("weft_chunks_fetched_total", "Chunks fetched from peers.", nil, nil)
+	descChunkBytes   = prometheus.NewDesc("weft_chunk_fetched_bytes_total", "Sealed bytes of the chunks fetched from peers.", nil, nil)
+)
+
+// folderStates are the values of FolderStatus.State.
+var folderStates = []string{"scanning", "syncing", "in-sync", "offline", "error"}
+
+// stateCollector reads gauges and per-peer counters from the node at
+// scrape time.
+type stateCollector struct{ n *Node }
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descFiles, descBytes, descDirs, descPending, descUnsafe, descConflictsNow, descErrorsNow, descState,
+		descPeerUp, descPeerInSync, descBytesSent, descBytesRecv, descMsgsSent, descMsgsRecv, descChunksServed, descChunksFetch, descChunkBytes} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.n.Status()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	count := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	for i, f := range st.Folders {
+		gauge(descFiles, float64(f.Files), f.Path)
+		gauge(descBytes, float64(f.Bytes), f.Path)
+		gauge(descDirs, float64(c.n.vaultList[i].view().dirs), f.Path)
+		gauge(descPending, float64(f.PendingApply), f.Path, "apply")
+		gauge(descPending, float64(f.PendingFetch), f.Path, "fetch")
+		gauge(descPending, float64(f.PendingUpload), f.Path, "upload")
+		gauge(descUnsafe, float64(f.Unsafe), f.Path)
+		gauge(descConflictsNow, float64(f.Conflicts), f.Path)
+		gauge(descErrorsNow, float64(len(f.Errors)), f.Path)
+		for _, s := range folderStates {
+			v := 0.0
+			if s == f.State {
+				v = 1
+			}
+			gauge(descState, v, f.Path, s)
+		}
+	}
+	for _, p := range st.Peers {
+		up := 0.0
+		if p.Connection != "offline" {
+			up = 1
+		}
+		gauge(descPeerUp, up, p.ID, p.Connection)
+		inSync := 0.0
+		if p.InSync {
+			inSync = 1
+		}
+		gauge(descPeerInSync, inSync, p.ID)
+		count(descBytesSent, float64(p.BytesSent), p.ID)
+		count(descBytesRecv, float64(p.BytesReceived), p.ID)
+		count(descMsgsSent, float64(p.MsgsSent), p.ID)
+		count(descMsgsRecv, float64(p.MsgsReceived), p.ID)
+	}
+	count(descChunksServed, float64(c.n.stats.chunksServed.Load()))
+	count(descChunksFetch, float64(c.n.stats.chunksFetched.Load()))
+	count(descChunkBytes, float64(c.n.stats.chunkBytesFetched.Load()))
+}

@@ -1,0 +1,280 @@
+package node
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol/keys"
+)
+
+// monitor watches the node's events for what status, doctor and metrics
+// report beyond the vaults' own state: counters, the entries that became
+// safe, when entries from each author arrived (clock skew), per-peer
+// throughput, and what scans skipped. The local API owns it; it exists
+// only while the API runs.
+type monitor struct {
+	n       *Node
+	metrics *metrics
+
+	mu        sync.Mutex // guards the fields below
+	safe      map[*vault]uint64
+	connSince map[keys.DeviceID]time.Time
+	recv      map[keys.DeviceID][]recvSample // newest last, at most maxRecvSamples
+	samples   []counterSample                // newest last, at most maxSamples
+	scans     map[*vault]*scanNote
+}
+
+// recvSample is an entry from an author and when it arrived.
+type recvSample struct {
+	vault *vault
+	seq   uint64
+	at    time.Time
+	live  bool // the author had been connected a while: no backlog
+}
+
+// counterSample is every peer's byte counters at one time.
+type counterSample struct {
+	at         time.Time
+	sent, recv map[keys.DeviceID]int64
+}
+
+// scanNote is what the last scans of a folder could not take.
+type scanNote struct {
+	skipped        map[string]string    // path -> why, from the last scan covering it
+	unsettled      map[string]time.Time // path -> when it was last found changing
+	watcherRescans int
+	watcherFailed  string
+}
+
+const (
+	maxRecvSamples = 16
+	maxSamples     = 13 // one minute at sampleEvery
+	sampleEvery    = 5 * time.Second
+	// liveAfter is how long a peer must have been connected for an entry
+	// from it to count as live (not backlog) for the clock skew estimate.
+	liveAfter = 10 * time.Second
+)
+
+func newMonitor(n *Node) *monitor {
+	m := &monitor{
+		n: n, safe: map[*vault]uint64{}, connSince: map[keys.DeviceID]time.Time{},
+		recv: map[keys.DeviceID][]recvSample{}, scans: map[*vault]*scanNote{},
+	}
+	for _, v := range n.vaultList {
+		m.safe[v] = v.heldElsewhere()
+	}
+	m.metrics = newMetrics(n, m)
+	n.events.observe(m.observe)
+	return m
+}
+
+// run samples the peers' counters for throughput until ctx ends.
+func (m *monitor) run(ctx context.Context) {
+	tick := time.NewTicker(sampleEvery)
+	defer tick.Stop()
+	for {
+		m.sample()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (m *monitor) sample() {
+	s := counterSample{at: time.Now(), sent: map[keys.DeviceID]int64{}, recv: map[keys.DeviceID]int64{}}
+	m.n.mu.Lock()
+	for d, ps := range m.n.peers {
+		s.sent[d] = ps.counters.bytesSent.Load()
+		s.recv[d] = ps.counters.bytesReceived.Load()
+	}
+	m.n.mu.Unlock()
+	m.mu.Lock()
+	m.samples = append(m.samples, s)
+	if len(m.samples) > maxSamples {
+		m.samples = m.samples[len(m.samples)-maxSamples:]
+	}
+	m.mu.Unlock()
+}
+
+// throughput is a peer's bytes per second sent and received over the last
+// minute (or since the API started, if less).
+func (m *monitor) throughput(d keys.DeviceID) (sent, recv float64, over time.Duration) {
+	m.sample()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.samples) < 2 {
+		return 0, 0, 0
+	}
+	a, b := m.samples[0], m.samples[len(m.samples)-1]
+	over = b.at.Sub(a.at)
+	if over <= 0 {
+		return 0, 0, 0
+	}
+	return float64(b.sent[d]-a.sent[d]) / over.Seconds(), float64(b.recv[d]-a.recv[d]) / over.Seconds(), over
+}
+
+func (m *monitor) vaultByFolder(folder string) *vault {
+	for _, v := range m.n.vaultList {
+		if v.cfg.Folder == folder {
+			return v
+		}
+	}
+	return nil
+}
+
+// observe sees every event (synchronously, from publish).
+func (m *monitor) observe(ev Event) []Event {
+	m.metrics.count(ev)
+	switch ev.Type {
+	case EventPeerConnected:
+		if d, err := keys.ParseDeviceID(ev.Peer); err == nil {
+			m.mu.Lock()
+			if _, ok := m.connSince[d]; !ok {
+				m.connSince[d] = ev.Time
+			}
+			m.mu.Unlock()
+		}
+	case EventPeerDisconnected:
+		if d, err := keys.ParseDeviceID(ev.Peer); err == nil {
+			m.mu.Lock()
+			delete(m.connSince, d)
+			m.mu.Unlock()
+		}
+	case EventEntryReceived:
+		v := m.vaultByFolder(ev.Folder)
+		d, err := keys.ParseDeviceID(ev.Peer)
+		if v == nil || err != nil {
+			return nil
+		}
+		seq := v.db.Head(d).Seq
+		m.mu.Lock()
+		since, ok := m.connSince[d]
+		s := append(m.recv[d], recvSample{vault: v, seq: seq, at: ev.Time, live: ok && ev.Time.Sub(since) >= liveAfter})
+		if len(s) > maxRecvSamples {
+			s = s[len(s)-maxRecvSamples:]
+		}
+		m.recv[d] = s
+		m.mu.Unlock()
+	case EventPeerStatus:
+		v := m.vaultByFolder(ev.Folder)
+		if v == nil {
+			return nil
+		}
+		held := v.heldElsewhere()
+		m.mu.Lock()
+		before := m.safe[v]
+		if held > before {
+			m.safe[v] = held
+		}
+		m.mu.Unlock()
+		if held > before {
+			m.metrics.entriesSafe.WithLabelValues(ev.Folder).Add(float64(held - before))
+			return []Event{{Type: EventEntrySafe, Folder: ev.Folder, Peer: ev.Peer, Seq: held, Count: int(held - before)}}
+		}
+	}
+	return nil
+}
+
+// clockSkew estimates how far d's clock is ahead of this device's from
+// the entries d wrote that arrived while d was connected: each arrival
+// time minus the entry's own time is transit plus d's lag, so the
+// smallest such delay bounds the skew. ok is false without live samples.
+func (m *monitor) clockSkew(d keys.DeviceID) (ahead time.Duration, samples int, ok bool) {
+	m.mu.Lock()
+	rs := append([]recvSample(nil), m.recv[d]...)
+	m.mu.Unlock()
+	first := true
+	var minDelay time.Duration
+	for _, r := range rs {
+		if !r.live {
+			continue
+		}
+		e, err := r.vault.db.Get(d, r.seq)
+		if err != nil {
+			continue
+		}
+		delay := r.at.Sub(time.UnixMilli(e.Time()))
+		if first || delay < minDelay {
+			minDelay, first = delay, false
+		}
+		samples++
+	}
+	if first {
+		return 0, 0, false
+	}
+	return -minDelay, samples, true
+}
+
+func (m *monitor) scanNoteLocked(v *vault) *scanNote {
+	s, ok := m.scans[v]
+	if !ok {
+		s = &scanNote{skipped: map[string]string{}, unsettled: map[string]time.Time{}}
+		m.scans[v] = s
+	}
+	return s
+}
+
+// noteScanResult records what a scan of v (of paths; nil is the whole
+// folder) could not take, replacing what earlier scans said about the
+// same paths.
+func (m *monitor) noteScanResult(v *vault, paths []string, res folder.Result) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.scanNoteLocked(v)
+	covered := func(p string) bool {
+		if paths == nil {
+			return true
+		}
+		for _, q := range paths {
+			if q == "" || p == q || len(p) > len(q) && p[:len(q)] == q && p[len(q)] == '/' {
+				return true
+			}
+		}
+		return false
+	}
+	for p := range s.skipped {
+		if covered(p) {
+			delete(s.skipped, p)
+		}
+	}
+	for p := range s.unsettled {
+		if covered(p) {
+			delete(s.unsettled, p)
+		}
+	}
+	for _, sk := range res.Skipped {
+		s.skipped[sk.Path] = sk.Err.Error()
+	}
+	now := time.Now()
+	for _, p := range res.Unsettled {
+		s.unsettled[p] = now
+	}
+}
+
+// scanProblems returns copies of what scans of v skipped and found
+// unsettled.
+func (m *monitor) scanProblems(v *vault) (skipped map[string]string, unsettled []string, rescans int, watcherFailed string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.scanNoteLocked(v)
+	skipped = make(map[string]string, len(s.skipped))
+	for p, r := range s.skipped {
+		skipped[p] = r
+	}
+	for p := range s.unsettled {
+		unsettled = append(unsettled, p)
+	}
+	return skipped, unsettled, s.watcherRescans, s.watcherFailed
+}
+
+// monitor returns the running API's monitor, or nil.
+func (n *Node) monitor() *monitor {
+	if n.api == nil {
+		return nil
+	}
+	return n.api.mon
+}
