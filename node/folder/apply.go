@@ -293,67 +293,32 @@ func (a *Applier) stillSame(target string, cur existing) error {
 // replaced file are kept except the executable bits, which follow
 // v.Executable; a new file gets 0644 or 0755.
 func (a *Applier) WriteFile(ctx context.Context, v FileVersion, content io.Reader) (Outcome, error) {
-	out := Outcome{Path: v.Path}
-	if err := ValidPath(v.Path); err != nil {
-		return out, err
-	}
-	if err := a.mkdirs(v.Path); err != nil {
-		return out, err
-	}
-	target, cur, err := a.place(v.Path, &out)
+	var out Outcome
+	p, err := a.prepare(ctx, FileWrite{Version: v, Content: content}, &out)
 	if err != nil {
 		return out, err
 	}
-	out.Path = target
-	perm := fs.FileMode(0o644)
-	if cur.real != "" && cur.info.Kind == KindFile {
-		perm = cur.info.Mode
-	}
-	if v.Executable {
-		perm |= (perm & 0o444) >> 2
-	} else {
-		perm &^= 0o111
-	}
-	dir, _ := splitPath(target)
-	f, err := a.cfg.FS.CreateTemp(dir, TempPrefix)
-	if err != nil {
-		return out, fmt.Errorf("creating temp file for %q: %w", target, err)
-	}
-	tmp := f.Path()
 	ok := false
 	defer func() {
 		if !ok {
-			f.Close()
-			a.cfg.FS.Remove(tmp)
+			p.f.Close()
+			a.cfg.FS.Remove(p.tmp)
 		}
 	}()
-	n, err := io.Copy(f, &ctxReader{ctx: ctx, r: io.LimitReader(content, v.Size+1)})
-	if err != nil {
-		return out, fmt.Errorf("writing %q: %w", target, err)
+	if err := p.f.Sync(); err != nil {
+		return out, fmt.Errorf("syncing %q: %w", p.target, err)
 	}
-	if n != v.Size {
-		return out, fmt.Errorf("%w: %q got %d bytes, want %d", ErrSizeMismatch, target, n, v.Size)
+	if err := p.f.Close(); err != nil {
+		return out, fmt.Errorf("closing %q: %w", p.target, err)
 	}
-	if err := a.cfg.FS.Chmod(tmp, perm); err != nil {
-		return out, fmt.Errorf("setting mode of %q: %w", target, err)
-	}
-	if err := a.cfg.FS.Chtimes(tmp, v.MTime); err != nil {
-		return out, fmt.Errorf("setting mtime of %q: %w", target, err)
-	}
-	if err := f.Sync(); err != nil {
-		return out, fmt.Errorf("syncing %q: %w", target, err)
-	}
-	if err := f.Close(); err != nil {
-		return out, fmt.Errorf("closing %q: %w", target, err)
-	}
-	if err := a.commit(tmp, target, cur); err != nil {
+	if err := a.commit(p.tmp, p.target, p.cur); err != nil {
 		if errors.Is(err, errAborted) {
 			ok = true // leave the temp file, as a crash would
 		}
 		return out, err
 	}
 	ok = true
-	out.Info, err = a.cfg.FS.Lstat(target)
+	out.Info, err = a.cfg.FS.Lstat(p.target)
 	return out, err
 }
 
@@ -362,19 +327,8 @@ var errAborted = errors.New("folder: aborted by test hook")
 // commit renames a complete, durable temp item over target and fsyncs the
 // directory.
 func (a *Applier) commit(tmp, target string, cur existing) error {
-	if err := a.stillSame(target, cur); err != nil {
+	if err := a.rename(tmp, target, cur); err != nil {
 		return err
-	}
-	if err := a.clearDir(target, cur); err != nil {
-		return err
-	}
-	if h := a.cfg.TestOnlyBeforeRename; h != nil {
-		if err := h(tmp, target); err != nil {
-			return fmt.Errorf("%w: %w", errAborted, err)
-		}
-	}
-	if err := a.cfg.FS.Rename(tmp, target); err != nil {
-		return fmt.Errorf("renaming into %q: %w", target, err)
 	}
 	dir, _ := splitPath(target)
 	if err := a.cfg.FS.SyncDir(dir); err != nil {
