@@ -435,6 +435,7 @@ func TestConcurrentEdits(t *testing.T) {
 	})
 
 	// Different lines, edited while b is down: both end with the merge.
+	waitInSync(t, a, b)
 	b.stop()
 	la, lb, merged := clone(lines), clone(lines), clone(lines)
 	la[1], merged[1] = "line 2 edited on a", "line 2 edited on a"
@@ -451,7 +452,9 @@ func TestConcurrentEdits(t *testing.T) {
 	})
 
 	// The same line: one winner keeps the name, the other is a conflict
-	// copy, alike on both devices.
+	// copy, alike on both devices. Both devices must first hold each
+	// other's whole log (the merge above is recorded by each of them).
+	waitInSync(t, a, b)
 	b.stop()
 	la, lb = clone(merged), clone(merged)
 	la[4], lb[4] = "line 5 by a", "line 5 by b"
@@ -484,6 +487,25 @@ func TestConcurrentEdits(t *testing.T) {
 }
 
 func clone(s []string) []string { return append([]string(nil), s...) }
+
+// waitInSync waits until each device has nothing pending and reports the
+// other as holding everything it holds.
+func waitInSync(t *testing.T, ds ...*device) {
+	t.Helper()
+	for _, d := range ds {
+		waitStatus(t, d, time.Minute, func(st node.Status) error {
+			if f := st.Folders[0]; f.Pending != 0 || f.State != "in-sync" {
+				return fmt.Errorf("state %s, %d pending", f.State, f.Pending)
+			}
+			for _, p := range st.Peers {
+				if p.Connection != "offline" && !p.InSync {
+					return fmt.Errorf("peer %s not in sync", p.ID)
+				}
+			}
+			return nil
+		})
+	}
+}
 
 // watchTorn polls folder until stop is closed and reports any file seen
 // under a path whose content is not one of the allowed contents.

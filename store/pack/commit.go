@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -15,23 +14,47 @@ import (
 
 // Group commit. Put hands its chunk to a single commit loop and waits. The
 // loop takes every request queued, waits up to CommitDelay for the other Put
-// calls in progress to join, and then commits the batch in this order:
+// calls in progress to join, and then commits the batch in two stages that
+// run in two goroutines, so that one batch is being written while the one
+// before it is being fsynced:
 //
-//  1. append the records to the current pack (one buffered write);
-//  2. fsync the pack;
-//  3. write the index entries and the pack's new indexed length in one
-//     goleveldb batch with Sync set;
-//  4. answer every caller.
+//	stage 1, the loop (holding wmu):
+//	  1. look the chunks up in the index (present ones are not written);
+//	  2. append the new records to the current pack, asking the kernel to
+//	     start writing them back at once (writeback.go);
+//	stage 2, the syncer (in batch order, one batch at a time):
+//	  3. fsync the pack (each pack the batch wrote to, in order);
+//	  4. write the index entries and the packs' new indexed lengths in one
+//	     goleveldb batch with Sync set;
+//	  5. answer every caller.
 //
-// Because step 3 starts only after step 2 succeeded, the index never points
-// at bytes that are not durable. A crash between 2 and 3 leaves records the
-// index does not know; Open finds them past the pack's indexed length and
-// indexes them (recover.go). A crash during 1 leaves a torn tail that Open
-// truncates. No caller has been answered for either, so nothing
-// acknowledged is lost.
+// Because step 4 starts only after step 3 succeeded, the index never points
+// at bytes that are not durable, whatever the next batch is doing: the
+// records it appends lie past those of the batch being synced and are not
+// indexed before their own fsync. A crash leaves records the index does not
+// know or a torn tail past the indexed length; Open indexes the first and
+// truncates the second (recover.go). No caller has been answered for
+// either, so nothing acknowledged is lost.
+//
+// The overlap needs three rules, each kept below:
+//   - A batch that names a chunk the batch in stage 2 also names waits for
+//     that batch to finish before its step 1, so that every decision made
+//     from the index (present? renew? relocate?) sees the one before it.
+//   - Whatever drops index entries or picks packs to delete (GC, scrub,
+//     Verify, Close) takes lockIdle: wmu with no batch in stage 2. So a
+//     chunk a Put found present cannot be dropped before that Put returns,
+//     and GC never sees a pack with records not yet indexed.
+//   - A pack file is closed by the syncer after its last fsync, never by
+//     the loop while a batch may still need it. After a failed fsync the
+//     syncer fails every later record in that file without syncing it and
+//     hands the file back to the loop (failedPack), which cuts it back to
+//     its last synced length and starts a new pack.
 
 // maxBatchBytes bounds the chunk bytes in one group commit, so that one
-// fsync does not grow without limit under heavy load.
+// fsync does not grow without limit under heavy load. At most two batches
+// are in flight (one in each stage), so the store holds on to at most
+// 64 MiB of its callers' chunks and copies none of a large one (small
+// records are gathered in a 1 MiB buffer).
 const maxBatchBytes = 32 << 20
 
 // refreshAge is how old a chunk's stored time must be before a Put of the
@@ -47,7 +70,7 @@ var (
 // putReq is one chunk handed to the commit loop.
 type putReq struct {
 	cidBytes []byte
-	key      []byte
+	key      []byte // chunkKey(cidBytes)
 	data     []byte
 	// reloc is set for a GC rewrite: write the record again only if the
 	// index still holds reloc, and keep its stored time.
@@ -104,10 +127,21 @@ func (s *Store) submit(r *putReq) error {
 	}
 }
 
-// loop is the commit loop; it is the only writer of packs.
+// loop is the commit loop; it is the only writer of packs. It runs stage 1
+// of each batch and hands the batch to the syncer (stage 2) through an
+// unbuffered channel, so that at most one batch is being synced while the
+// next one is written.
 func (s *Store) loop() {
-	defer close(s.loopDone)
-	prev := 0 // size of the previous batch
+	flights := make(chan *flight)
+	syncerDone := make(chan struct{})
+	go s.syncer(flights, syncerDone)
+	defer func() {
+		close(flights)
+		<-syncerDone // the syncer answers every batch it was handed
+		close(s.loopDone)
+	}()
+	prev := 0        // size of the previous batch
+	var last *flight // the batch handed to the syncer last
 	for {
 		var first *putReq
 		select {
@@ -124,16 +158,24 @@ func (s *Store) loop() {
 		}
 		batch := s.gather(first, prev)
 		prev = len(batch)
-		s.commit(batch)
+		if last != nil && last.names(batch) {
+			<-last.done
+		}
+		last = s.stage1(batch)
+		flights <- last
 	}
 }
 
 // gather builds a batch starting with first: everything queued, then, while
 // the batch holds fewer requests than Put calls are in progress (or than
 // the previous batch held), whatever arrives with gaps shorter than
-// CommitDelay. A writer that stopped costs one CommitDelay once. Waiting for the callers known to be coming is
-// what makes 16 writers share one fsync rather than alternate between two
-// half-sized batches.
+// CommitDelay. A writer that stopped costs one CommitDelay once. Waiting
+// for the callers known to be coming is what makes 16 writers share one
+// fsync rather than alternate between two half-sized batches. This counts
+// the callers of a batch still being synced too: waiting for them (until
+// they are answered and Put again) costs little while that batch's fsync
+// runs, and it keeps small chunks at one fsync per 16 puts, where letting
+// two half-sized batches alternate would double the fsyncs.
 func (s *Store) gather(first *putReq, prev int) []*putReq {
 	batch := []*putReq{first}
 	size := len(first.data)
@@ -179,35 +221,28 @@ drain:
 	return batch
 }
 
-// commit writes a batch and answers its callers.
-func (s *Store) commit(batch []*putReq) {
-	s.wmu.Lock()
-	err := s.commitLocked(batch)
-	s.wmu.Unlock()
-	for _, r := range batch {
-		e := r.err
-		if r.dupOf != nil {
-			e = r.dupOf.err
-		}
-		if e == nil {
-			e = err
-		}
-		if e == nil && r.reloc == nil {
-			s.puts.Add(1)
-		}
-		r.done <- e
+// stage1 runs steps 1 and 2 for batch: it decides from the index what to
+// write, appends the records and returns the batch as a flight for the
+// syncer. It sets a request's err for failures of its own.
+func (s *Store) stage1(batch []*putReq) *flight {
+	f := &flight{
+		batch: batch,
+		keys:  make(map[string]bool, len(batch)),
+		ib:    new(leveldb.Batch),
+		done:  make(chan struct{}),
 	}
-}
-
-// commitLocked runs steps 1-3 for batch. It sets a request's err for
-// failures of its own and returns an error that applies to the whole batch.
-func (s *Store) commitLocked(batch []*putReq) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.pmu.Lock()
+	s.syncing++ // until the syncer has answered the batch, see lockIdle
+	s.pmu.Unlock()
+	s.reapFailed()
 	s.batches.Add(1)
 	now := s.cfg.Now().Unix()
-	ib := new(leveldb.Batch)
 	seen := make(map[string]*putReq, len(batch))
 	var writes []*putReq
 	for _, r := range batch {
+		f.keys[string(r.key)] = true
 		if r.reloc == nil {
 			if p, ok := seen[string(r.key)]; ok {
 				r.dupOf = p
@@ -230,7 +265,7 @@ func (s *Store) commitLocked(batch []*putReq) error {
 				writes = append(writes, r) // a damaged entry: store afresh
 			} else if now-l.stored > refreshAge {
 				l.stored = now
-				ib.Put(r.key, l.encode())
+				f.ib.Put(r.key, l.encode())
 			}
 		case errors.Is(err, leveldb.ErrNotFound):
 			if r.reloc == nil {
@@ -240,121 +275,95 @@ func (s *Store) commitLocked(batch []*putReq) error {
 			r.err = fmt.Errorf("reading index: %w", err)
 		}
 	}
-	type placed struct {
-		r *putReq
-		l loc
-	}
-	var durable []placed
 	if len(writes) > 0 {
-		var pending []placed
-		tails := make(map[uint32]int64)
-		var werr error
-		var bw *bufio.Writer
-		var pos int64
-		start := func() error {
-			if err := s.prepareAppend(); err != nil {
-				return err
-			}
-			pos = s.curSize
-			if s.bw == nil {
-				s.bw = bufio.NewWriterSize(nil, 1<<20)
-			}
-			bw = s.bw
-			bw.Reset(io.NewOffsetWriter(s.cur, pos))
-			return nil
-		}
-		// finish makes the records pending in the current pack durable.
-		finish := func() error {
-			if len(pending) == 0 {
-				return nil
-			}
-			if err := bw.Flush(); err != nil {
-				s.abandonAppend(false)
-				return fmt.Errorf("appending to pack %d: %w", s.curID, err)
-			}
-			if err := s.cur.Sync(); err != nil {
-				s.abandonAppend(true)
-				return fmt.Errorf("syncing pack %d: %w", s.curID, err)
-			}
-			s.fsyncs.Add(1)
-			s.curSize = pos
-			s.packSizes[s.curID] = pos
-			tails[s.curID] = pos
-			durable = append(durable, pending...)
-			pending = pending[:0]
-			return nil
-		}
-		werr = start()
-		var hdr []byte
-		for i := 0; werr == nil && i < len(writes); i++ {
-			r := writes[i]
-			n := recordSize(len(r.cidBytes), len(r.data))
-			if pos > 0 && pos+n > s.cfg.PackSize {
-				if werr = finish(); werr != nil {
-					break
-				}
-				if werr = s.rotate(); werr != nil {
-					break
-				}
-				if werr = start(); werr != nil {
-					break
-				}
-			}
-			hdr = appendRecordHeader(hdr[:0], r.cidBytes, r.data)
-			bw.Write(hdr)    // errors stick in bw and surface at Flush
-			bw.Write(r.data) //
-			stored := now
-			if r.reloc != nil {
-				stored = r.reloc.stored
-			}
-			pending = append(pending, placed{r, loc{pack: s.curID, off: pos, length: n, stored: stored}})
-			pos += n
-		}
-		if werr == nil && len(pending) > 0 {
-			werr = finish()
-		}
-		if werr != nil {
-			s.cfg.Logger.Warn("pack append failed", "err", werr)
-			ok := make(map[*putReq]bool, len(durable))
-			for _, p := range durable {
-				ok[p.r] = true
-			}
-			for _, r := range writes {
-				if !ok[r] {
-					r.err = werr
-				}
-			}
-		}
-		for _, p := range durable {
-			ib.Put(p.r.key, p.l.encode())
-		}
-		for id, n := range tails {
-			ib.Put(packKey(prefixTail, id), encodeUint64(uint64(n)))
-		}
+		s.appendRecords(f, writes, now)
 	}
-	if ib.Len() == 0 {
+	return f
+}
+
+// appendRecords appends a record for each of writes to the current pack
+// (rotating to a new pack when one is full) and adds a segment to f for
+// each pack written to. Records it could not write get the error.
+func (s *Store) appendRecords(f *flight, writes []*putReq, now int64) {
+	if s.bw == nil {
+		s.bw = bufio.NewWriterSize(nil, 1<<20)
+	}
+	bw := s.bw
+	var seg *segment
+	start := func() error {
+		if err := s.prepareAppend(); err != nil {
+			return err
+		}
+		seg = &segment{f: s.cur, id: s.curID, start: s.curSize, end: s.curSize}
+		bw.Reset(&packWriter{f: s.cur, off: s.curSize})
 		return nil
 	}
-	wo := noSyncWrite
-	if len(durable) > 0 {
-		wo = syncWrite
+	// finish writes out what bw holds of seg and hands seg to the syncer.
+	finish := func() error {
+		if err := bw.Flush(); err != nil {
+			s.abandonAppend()
+			return fmt.Errorf("appending to pack %d: %w", seg.id, err)
+		}
+		s.curSize = seg.end
+		s.packSizes[seg.id] = seg.end
+		f.segs = append(f.segs, seg)
+		return nil
 	}
-	if err := s.db.Write(ib, wo); err != nil {
-		// The records stay in the pack, durable: the index either holds
-		// them or does not, and both are consistent.
-		return fmt.Errorf("writing chunk index: %w", err)
+	werr := start()
+	var hdr []byte
+	for i := 0; werr == nil && i < len(writes); i++ {
+		r := writes[i]
+		n := recordSize(len(r.cidBytes), len(r.data))
+		if seg.end > 0 && seg.end+n > s.cfg.PackSize {
+			if werr = finish(); werr != nil {
+				break
+			}
+			// The syncer may still have to fsync this pack (for this
+			// batch or the one before): it closes the file, not us.
+			seg.close = true
+			s.cur = nil
+			if werr = s.rotate(); werr != nil {
+				break
+			}
+			if werr = start(); werr != nil {
+				break
+			}
+		}
+		hdr = appendRecordHeader(hdr[:0], r.cidBytes, r.data)
+		// Errors stick in bw and surface at Flush. A chunk that does
+		// not fit the buffer goes out as one write from the caller's
+		// slice (bufio writes a large slice directly into an empty
+		// buffer); flushing the header first avoids copying a 1 MiB
+		// piece of the chunk through the buffer.
+		bw.Write(hdr)
+		if len(r.data) > bw.Available() {
+			bw.Flush()
+		}
+		bw.Write(r.data)
+		stored := now
+		if r.reloc != nil {
+			stored = r.reloc.stored
+		}
+		seg.placed = append(seg.placed, placed{r, loc{pack: seg.id, off: seg.end, length: n, stored: stored}})
+		seg.end += n
 	}
-	if wo == syncWrite {
-		s.indexSyncs.Add(1)
+	if werr == nil {
+		werr = finish()
 	}
-	s.appends.Add(uint64(len(durable)))
-	for _, p := range durable {
-		if p.r.reloc == nil {
-			s.chunks++
-			s.bytesStored += int64(len(p.r.data))
+	if werr != nil {
+		s.cfg.Logger.Warn("pack append failed", "err", werr)
+		handed := make(map[*putReq]bool)
+		for _, sg := range f.segs {
+			for _, p := range sg.placed {
+				handed[p.r] = true
+			}
+		}
+		for _, r := range writes {
+			if !handed[r] {
+				r.err = werr
+			}
 		}
 	}
-	return nil
 }
 
 // prepareAppend makes cur ready for an append at curSize: it cuts off what
@@ -372,24 +381,15 @@ func (s *Store) prepareAppend() error {
 	return nil
 }
 
-// abandonAppend undoes a failed append: the bytes past curSize are cut off
-// (or marked to be cut off before the next append). After a failed fsync
-// the page cache of the file cannot be trusted any more, so the pack is
-// closed and the next append starts a new one.
-func (s *Store) abandonAppend(syncFailed bool) {
-	if err := s.cur.Truncate(s.curSize); err != nil {
-		s.curDirty = true
-	} else {
-		s.curDirty = false
-	}
-	if syncFailed {
-		s.cur.Close()
-		s.cur = nil
-		s.curDirty = false
-	}
+// abandonAppend undoes a failed write: the bytes past curSize are cut off
+// (or marked to be cut off before the next append). A failed fsync is
+// handled by reapFailed instead.
+func (s *Store) abandonAppend() {
+	s.curDirty = s.cur.Truncate(s.curSize) != nil
 }
 
-// rotate closes the current pack and starts the next one. The new file is
+// rotate closes the current pack (if the caller left it in cur) and starts
+// the next one. The new file is
 // made durable (directory fsync) before anything is written into it, so an
 // index entry can never name a pack that a crash makes vanish.
 func (s *Store) rotate() error {

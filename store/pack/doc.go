@@ -13,8 +13,8 @@
 // Put returns only once the chunk is durable: its record is fsynced in the
 // pack and its index entry is written with a synced batch, in that order, so
 // the index never points at bytes that are not on disk. Concurrent Put calls
-// share one pack fsync and one synced index batch (group commit), see
-// commit.go. At Open, a torn pack tail is truncated, records that reached a
+// share one pack fsync and one synced index batch (group commit), and one
+// batch is appended while the one before it is fsynced; see commit.go. At Open, a torn pack tail is truncated, records that reached a
 // pack but not the index are indexed again, index entries that point past a
 // pack's end are dropped, and an index that goleveldb reports corrupt (or that
 // is missing) is rebuilt by scanning the packs. docs/storage.md explains why

@@ -132,7 +132,7 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (GCResult, error) {
 	}
 
 	// Pass 2: rewrite the packs with too much dead space.
-	s.wmu.Lock()
+	s.lockIdle() // no pack with records not yet indexed
 	var victims []uint32
 	for id, size := range s.packSizes {
 		if size == 0 || (s.cur != nil && id == s.curID) {
@@ -167,7 +167,7 @@ func (s *Store) dropEntries(kvs [][2][]byte) (int, int64, error) {
 	if len(kvs) == 0 {
 		return 0, 0, nil
 	}
-	s.wmu.Lock()
+	s.lockIdle()
 	defer s.wmu.Unlock()
 	b := new(leveldb.Batch)
 	var n int
@@ -188,8 +188,8 @@ func (s *Store) dropEntries(kvs [][2][]byte) (int, int64, error) {
 	if err := s.db.Write(b, syncWrite); err != nil {
 		return 0, 0, fmt.Errorf("writing chunk index: %w", err)
 	}
-	s.chunks -= int64(n)
-	s.bytesStored -= nb
+	s.chunks.Add(-int64(n))
+	s.bytesStored.Add(-nb)
 	return n, nb, nil
 }
 
@@ -252,7 +252,7 @@ func (s *Store) rewritePack(id uint32) (int, error) {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
 	s.dropReader(id)
-	s.wmu.Lock()
+	s.lockIdle()
 	defer s.wmu.Unlock()
 	return corrupt, s.removePack(id)
 }

@@ -379,7 +379,8 @@ func (s *Store) checkIndex(clean bool) error {
 		}
 	}()
 	b := new(leveldb.Batch)
-	s.chunks, s.bytesStored = 0, 0
+	s.chunks.Store(0)
+	s.bytesStored.Store(0)
 	it := s.db.NewIterator(util.BytesPrefix([]byte{prefixChunk}), nil)
 	defer it.Release()
 	for it.Next() {
@@ -408,8 +409,8 @@ func (s *Store) checkIndex(clean bool) error {
 			b.Delete(bytes.Clone(it.Key()))
 			continue
 		}
-		s.chunks++
-		s.bytesStored += l.dataLen(len(cidBytes))
+		s.chunks.Add(1)
+		s.bytesStored.Add(l.dataLen(len(cidBytes)))
 	}
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("reading chunk index: %w", asRebuild(err))

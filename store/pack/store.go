@@ -95,22 +95,28 @@ type Store struct {
 
 	puts, appends, fsyncs, indexSyncs, batches, corrupt atomic.Uint64
 
-	// wmu guards the fields below. The commit loop holds it for a whole
-	// batch; GC and the scrub hold it to drop index entries, so that a
-	// chunk cannot be dropped between a Put finding it present and that
-	// Put returning.
-	wmu         sync.Mutex
-	cur         File          // the pack being appended to; nil after a failed rotation
-	curID       uint32        // its ID
-	curSize     int64         // bytes of cur that hold acknowledged or indexed records
-	curDirty    bool          // cur may hold bytes past curSize (a failed append)
-	bw          *bufio.Writer // reused by each append
-	nextID      uint32
-	packSizes   map[uint32]int64
-	chunks      int64
-	bytesStored int64
+	chunks, bytesStored atomic.Int64 // see Stats
 
-	// Lock order: gcMu, then rmu, then wmu.
+	// wmu guards the fields below. The commit loop holds it for stage 1 of
+	// a batch (commit.go); GC and the scrub hold it, through lockIdle, to
+	// drop index entries, so that a chunk cannot be dropped between a Put
+	// finding it present and that Put returning.
+	wmu       sync.Mutex
+	cur       File          // the pack being appended to; nil after a failed rotation
+	curID     uint32        // its ID
+	curSize   int64         // bytes of cur written by batches whose writes succeeded
+	curDirty  bool          // cur may hold bytes past curSize (a failed append)
+	bw        *bufio.Writer // reused by each append
+	nextID    uint32
+	packSizes map[uint32]int64 // written length of each pack
+
+	// pmu guards syncing and failed, shared by the loop and the syncer.
+	pmu     sync.Mutex
+	idle    *sync.Cond   // on pmu: signalled when syncing drops
+	syncing int          // batches between stage 1 and their answer
+	failed  []failedPack // packs whose fsync failed, for the loop to cut back
+
+	// Lock order: gcMu, then rmu, then wmu, then pmu.
 	//
 	// rmu is held shared by readers and exclusively while a pack file is
 	// deleted, so that no read finds its pack gone under it.
@@ -138,6 +144,7 @@ func Open(cfg Config) (*Store, error) {
 		packSizes: make(map[uint32]int64),
 		readers:   make(map[uint32]File),
 	}
+	s.idle = sync.NewCond(&s.pmu)
 	if err := s.fs.MkdirAll(s.packDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating pack directory: %w", err)
 	}
@@ -166,7 +173,7 @@ func (s *Store) Close() error {
 	// relocations get ErrClosed); wait for it before closing the index.
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
-	s.wmu.Lock()
+	s.lockIdle()
 	defer s.wmu.Unlock()
 	err := s.db.Put(keyClean, nil, syncWrite)
 	if cerr := s.db.Close(); err == nil {
@@ -312,9 +319,9 @@ func (s *Store) Stats() Stats {
 		Batches:    s.batches.Load(),
 		Corrupt:    s.corrupt.Load(),
 	}
+	st.Chunks = s.chunks.Load()
+	st.BytesStored = s.bytesStored.Load()
 	s.wmu.Lock()
-	st.Chunks = s.chunks
-	st.BytesStored = s.bytesStored
 	for _, n := range s.packSizes {
 		st.BytesOnDisk += n
 	}

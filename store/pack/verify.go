@@ -25,10 +25,10 @@ func (s *Store) Verify() (VerifyReport, error) {
 	if s.closed.Load() {
 		return rep, ErrClosed
 	}
-	// Lock order everywhere: gcMu, then rmu, then wmu.
+	// Lock order everywhere: gcMu, then rmu, then wmu (here through lockIdle).
 	s.rmu.RLock()
 	defer s.rmu.RUnlock()
-	s.wmu.Lock()
+	s.lockIdle()
 	defer s.wmu.Unlock()
 	it := s.db.NewIterator(util.BytesPrefix([]byte{prefixChunk}), nil)
 	for it.Next() {
