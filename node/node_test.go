@@ -28,6 +28,12 @@ import (
 // testNode creates a vault in a fresh home and runs its node on loopback.
 func testNode(t *testing.T) (*Node, string) {
 	t.Helper()
+	return testNodeWith(t, Config{})
+}
+
+// testNodeWith is testNode with some Config fields set by the caller.
+func testNodeWith(t *testing.T, cfg Config) (*Node, string) {
+	t.Helper()
 	dir := t.TempDir()
 	h, err := home.Open(filepath.Join(dir, "home"))
 	if err != nil {
@@ -37,8 +43,9 @@ func testNode(t *testing.T) (*Node, string) {
 	if _, _, err := InitVault(h, folderPath, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	n, err := New(Config{Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: "-",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cfg.Home, cfg.ListenAddrs, cfg.APIAddr = h, []string{"/ip4/127.0.0.1/tcp/0"}, "-"
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
