@@ -288,6 +288,7 @@ func (v *vault) commitIndex(path string, rec vaultdb.Record) error {
 	}
 	v.mu.Lock()
 	v.setIndexLocked(path, rec)
+	v.grewLocked() // what this device holds in full may have grown
 	v.mu.Unlock()
 	return nil
 }
@@ -697,6 +698,9 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 			return
 		}
 		v.mu.Lock()
+		if len(done) > 0 {
+			v.grewLocked()
+		}
 		for _, i := range done {
 			it := batch[i]
 			v.setIndexLocked(it.path, recordFromInfo(it.id, it.ver, res[i].Outcome.Info))

@@ -114,11 +114,16 @@ func (v *vault) serveLog(ctx context.Context, f *frameConn, dev keys.DeviceID, t
 				return err
 			}
 		}
-		if lastStatus == nil || lastStatus.Compare(mine) != protocol.Equal {
-			if err := f.send(wire.MsgLogStatus, wire.LogRequest{Vector: vectorToWire(mine)}); err != nil {
+		// The status reports what this device holds in full: entries whose
+		// file contents it has too (applied, inline, or superseded), so the
+		// opener counts its work as safe only once it would survive the
+		// opener being switched off.
+		held := v.heldVector()
+		if lastStatus == nil || lastStatus.Compare(held) != protocol.Equal {
+			if err := f.send(wire.MsgLogStatus, wire.LogRequest{Vector: vectorToWire(held)}); err != nil {
 				return err
 			}
-			lastStatus = mine
+			lastStatus = held
 		}
 		if err := f.flush(); err != nil {
 			return err

@@ -218,6 +218,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		peerVec:       map[keys.DeviceID]protocol.Vector{},
 		errs:          map[string]string{},
 		danglingSince: map[string]time.Time{},
+		heldUpTo:      map[keys.DeviceID]uint64{},
 	}
 	folding, err := folder.Probe(fsys)
 	if err != nil {

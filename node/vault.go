@@ -60,9 +60,10 @@ type vault struct {
 	dirty         map[string]struct{}
 	grow          chan struct{} // closed and replaced whenever the log grows
 	peerVec       map[keys.DeviceID]protocol.Vector
-	waiting       map[waitKey][]byte   // entries ahead of their author's head
-	waitingBytes  int                  // total size of waiting
-	danglingSince map[string]time.Time // paths waiting for superseded versions
+	waiting       map[waitKey][]byte       // entries ahead of their author's head
+	waitingBytes  int                      // total size of waiting
+	danglingSince map[string]time.Time     // paths waiting for superseded versions
+	heldUpTo      map[keys.DeviceID]uint64 // see heldVector
 	scanning      bool
 	scanned       bool // the first full scan has completed
 	pending       pendingCounts
@@ -411,4 +412,50 @@ func symlinkHash(target string) [32]byte {
 	sum := chunk.SumCID([]byte("weft symlink\x00" + target)).Hash()
 	copy(h[:], sum[len(sum)-32:])
 	return h
+}
+
+// heldVector is, per author, the highest sequence up to which this device
+// holds every entry in full: the entry itself and the content of each of
+// its versions (inline in the entry, applied in the folder, or superseded
+// by a version that is). It is what LogStatus reports, so a peer counts its
+// entries as safe here only once their chunks are here too. It advances
+// incrementally from the last answer.
+func (v *vault) heldVector() protocol.Vector {
+	heads := v.db.Heads()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := protocol.Vector{}
+	for author, head := range heads {
+		s := v.heldUpTo[author]
+		for s < head.Seq && v.entryHeldLocked(author, s+1) {
+			s++
+		}
+		v.heldUpTo[author] = s
+		if s > 0 {
+			out[author] = s
+		}
+	}
+	return out
+}
+
+// entryHeldLocked reports whether the content of every version of entry
+// (author, seq) is held here. v.mu must be held.
+func (v *vault) entryHeldLocked(author keys.DeviceID, seq uint64) bool {
+	for i := uint32(0); ; i++ {
+		id := protocol.VersionID{Author: author, Seq: seq, Index: i}
+		ver, ok := v.bodies[id]
+		if !ok {
+			return true
+		}
+		if len(ver.Chunks) == 0 {
+			continue // the entry carries the content
+		}
+		if rec, ok := v.index[ver.Path]; ok && rec.Kind == entry.KindFile && rec.Hash == ver.Hash {
+			continue // applied
+		}
+		if !slices.ContainsFunc(v.graph.Heads(ver.Path), func(h protocol.Version) bool { return h.ID == id }) {
+			continue // superseded
+		}
+		return false
+	}
 }
