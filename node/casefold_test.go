@@ -8,12 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
 	"lukechampine.com/blake3"
 
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol/entry"
-	"github.com/weftsync/weft/protocol/wire"
 )
 
 // TestCaseCollisionOnFoldingFS checks the node on a case-insensitive file
@@ -39,20 +37,7 @@ func TestCaseCollisionOnFoldingFS(t *testing.T) {
 		}
 		es, prev = append(es, e), e.Head()
 	}
-	h.SetStreamHandler(ProtoLog, func(s network.Stream) {
-		defer s.Close()
-		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
-			return
-		}
-		_ = wire.WriteFrame(s, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: v.id}.AppendBinary(nil))
-		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
-			return
-		}
-		for _, e := range es {
-			_ = wire.WriteFrame(s, wire.MsgEntry, e.Bytes())
-		}
-		_, _, _ = wire.ReadFrame(s, wire.MaxFrameSize)
-	})
+	serveLog(h, v.id, es, nil)
 	connect(t, h, n)
 	read := func(p string) string {
 		f, err := mem.Open(p)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
 	"lukechampine.com/blake3"
 
 	"github.com/weftsync/weft/protocol/chunk"
@@ -38,18 +37,7 @@ func TestStatusReportsOnlyContentHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The member serves its log but never its chunks (no chunk handler).
-	h.SetStreamHandler(ProtoLog, func(st network.Stream) {
-		defer st.Close()
-		if _, _, err := wire.ReadFrame(st, wire.MaxFrameSize); err != nil {
-			return
-		}
-		_ = wire.WriteFrame(st, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: v.id}.AppendBinary(nil))
-		if _, _, err := wire.ReadFrame(st, wire.MaxFrameSize); err != nil {
-			return
-		}
-		_ = wire.WriteFrame(st, wire.MsgEntry, e.Bytes())
-		_, _, _ = wire.ReadFrame(st, wire.MaxFrameSize)
-	})
+	serveLog(h, v.id, []*entry.Entry{e}, nil)
 	connect(t, h, n)
 	deadline := time.Now().Add(20 * time.Second)
 	for v.db.Head(id.ID()).Seq != 1 {

@@ -239,21 +239,7 @@ func TestHostileEntryPathsWriteNothing(t *testing.T) {
 		prev = e.Head()
 	}
 	served := make(chan struct{}, 8)
-	h.SetStreamHandler(ProtoLog, func(s network.Stream) {
-		defer s.Close()
-		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
-			return
-		}
-		_ = wire.WriteFrame(s, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: v.id}.AppendBinary(nil))
-		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
-			return
-		}
-		for _, e := range bad {
-			_ = wire.WriteFrame(s, wire.MsgEntry, e.Bytes())
-		}
-		served <- struct{}{}
-		_, _, _ = wire.ReadFrame(s, wire.MaxFrameSize) // until the node hangs up
-	})
+	serveLog(h, v.id, bad, func() { served <- struct{}{} })
 	connect(t, h, n)
 	select {
 	case <-served:
@@ -295,20 +281,7 @@ func TestEntriesOutOfOrder(t *testing.T) {
 		es = append(es, e)
 		prev = e.Head()
 	}
-	h.SetStreamHandler(ProtoLog, func(s network.Stream) {
-		defer s.Close()
-		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
-			return
-		}
-		_ = wire.WriteFrame(s, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: v.id}.AppendBinary(nil))
-		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
-			return
-		}
-		for _, i := range []int{2, 1, 0} {
-			_ = wire.WriteFrame(s, wire.MsgEntry, es[i].Bytes())
-		}
-		_, _, _ = wire.ReadFrame(s, wire.MaxFrameSize)
-	})
+	serveLog(h, v.id, []*entry.Entry{es[2], es[1], es[0]}, nil)
 	connect(t, h, n)
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -323,4 +296,27 @@ func TestEntriesOutOfOrder(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("head %d after entries 3, 2, 1; want 3 with every file applied", v.db.Head(id.ID()).Seq)
+}
+
+// serveLog makes h answer /weft/log/1 for vault like a member would,
+// sending entries (in the given order) after the opener's request, then
+// calling served, then waiting for the opener to hang up.
+func serveLog(h host.Host, vault keys.VaultID, entries []*entry.Entry, served func()) {
+	h.SetStreamHandler(ProtoLog, func(s network.Stream) {
+		defer s.Close()
+		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
+			return
+		}
+		_ = wire.WriteFrame(s, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: vault}.AppendBinary(nil))
+		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
+			return
+		}
+		for _, e := range entries {
+			_ = wire.WriteFrame(s, wire.MsgEntry, e.Bytes())
+		}
+		if served != nil {
+			served()
+		}
+		_, _, _ = wire.ReadFrame(s, wire.MaxFrameSize) // until the node hangs up
+	})
 }
