@@ -489,7 +489,11 @@ func (r *runner) settle(limit time.Duration) (bool, string) {
 	var last string
 	for time.Now().Before(deadline) {
 		same, desc := r.identical()
-		if same && r.idle() {
+		idle, busy := r.idleWhy()
+		if same && !idle {
+			desc = busy
+		}
+		if same && idle {
 			if stable++; stable >= 3 {
 				return true, ""
 			}
@@ -500,6 +504,23 @@ func (r *runner) settle(limit time.Duration) (bool, string) {
 		time.Sleep(300 * time.Millisecond)
 	}
 	return false, last
+}
+
+// idleWhy is idle with a description of the first device that has work
+// pending, and on what.
+func (r *runner) idleWhy() (bool, string) {
+	for i, d := range r.devices() {
+		n := d.Node()
+		if n == nil {
+			continue
+		}
+		for _, f := range n.Status().Folders {
+			if f.Pending > 0 || f.PendingApply > 0 || f.PendingFetch > 0 {
+				return false, fmt.Sprintf("device %d: %d to apply, %d to fetch, errors %v", i, f.PendingApply, f.PendingFetch, f.Errors)
+			}
+		}
+	}
+	return true, ""
 }
 
 // idle reports whether no present device has work pending.

@@ -35,14 +35,14 @@ var calmProbs = Probs{Write: 50, Delete: 10, Rename: 8, Partition: 4, Heal: 4}
 
 func TestS1Small(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
-		runScenario(t, Config{Scenario: "S1", Seed: seed, Devices: 5, Steps: 40, Duration: 4 * time.Second, Probs: calmProbs, Settle: 30 * time.Second})
+		runScenario(t, Config{Scenario: "S1", Seed: seed, Devices: 5, Steps: 40, Duration: 4 * time.Second, Probs: calmProbs, Settle: 60 * time.Second})
 	}
 }
 
 // TestS1FullMix runs S1's full mix, with concurrent edits and restarts.
 func TestS1FullMix(t *testing.T) {
 	for _, seed := range []uint64{2, 4} {
-		runScenario(t, Config{Scenario: "S1", Seed: seed, Devices: 5, Steps: 40, Duration: 4 * time.Second, Probs: DefaultProbs, Settle: 30 * time.Second})
+		runScenario(t, Config{Scenario: "S1", Seed: seed, Devices: 5, Steps: 40, Duration: 4 * time.Second, Probs: DefaultProbs, Settle: 60 * time.Second})
 	}
 }
 
