@@ -105,26 +105,16 @@ func (v *vault) reconcileOne(ctx context.Context, path string) {
 	}
 }
 
-// takenForLocked returns the core's "is this name in use?" for resolving
-// path. It answers from the replicated state, so every device names
-// conflict copies alike: a name is taken when it has a live non-deletion
-// head, unless that head holds the content of one of path's own heads — a
-// copy of this very conflict recorded earlier (by this device or another),
-// which the decision must reuse rather than copy again under a new name.
-// v.mu must be held.
-func (v *vault) takenForLocked(path string) func(string) bool {
-	own := map[[32]byte]bool{}
-	for _, h := range v.graph.Heads(path) {
-		own[h.ContentHash] = true
-	}
-	return func(name string) bool {
-		for _, h := range v.graph.Heads(name) {
-			if h.Kind != protocol.KindDeletion && !own[h.ContentHash] {
-				return true
-			}
+// takenLocked answers the core's "is this path in use?" from the
+// replicated state (a live non-deletion head), so every device names
+// conflict copies alike. v.mu must be held.
+func (v *vault) takenLocked(p string) bool {
+	for _, h := range v.graph.Heads(p) {
+		if h.Kind != protocol.KindDeletion {
+			return true
 		}
-		return false
 	}
+	return false
 }
 
 // danglingWait is how long a path whose heads supersede versions this
@@ -159,7 +149,7 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 		}
 	}
 	delete(v.danglingSince, path)
-	dec, err := v.graph.Resolve(path, v.takenForLocked(path))
+	dec, err := v.graph.Resolve(path, v.takenLocked)
 	if err != nil {
 		v.mu.Unlock()
 		return fmt.Errorf("resolving: %w", err)
@@ -729,7 +719,7 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 			continue
 		}
 		v.mu.Lock()
-		dec, err := v.graph.Resolve(p, v.takenForLocked(p))
+		dec, err := v.graph.Resolve(p, v.takenLocked)
 		var it item
 		ok := err == nil && len(dec.Superseded) <= 1 && dec.Merge == nil && len(dec.Copies) == 0
 		if ok {
