@@ -39,6 +39,7 @@ bench: build
 # sim: the simulation over many seeds (SEEDS=N, SCENARIO=S1..S5, DEVICES=N).
 SEEDS ?= 20
 sim:
+	WEFT_SIM=1 $(GO) test -count=1 -timeout 30m -run 'TestS1' -v ./simulation/
 	for s in $$(seq 1 $(SEEDS)); do SIM_SCENARIO=$${SCENARIO:-S1} SIM_SEED=$$s SIM_DEVICES=$${DEVICES:-10} $(GO) test -count=1 -timeout 30m -run TestScenarioFromEnv ./simulation/ || exit 1; done
 
 # crash: the store's SIGKILL crash test at full length.
