@@ -10,19 +10,12 @@ import (
 // holds every note byte-identical.
 func runB1(rc *runCtx) error {
 	z := sizesFor(rc.cfg.Scale)
-	a, b, err := pair(rc.ctx, rc.cfg.Bin, rc.dir)
+	a, b, ns, err := pairWithNotes(rc, z.notes, uint64(rc.run)+1)
 	if err != nil {
 		return err
 	}
 	defer a.kill()
 	defer b.kill()
-	ns := makeNotes(z.notes, 2<<10, 60, uint64(rc.run)+1)
-	if err := ns.write(a.folder); err != nil {
-		return err
-	}
-	if _, err := a.waitState(rc.ctx, z.syncTimeout, 50*time.Millisecond, indexed(len(ns))); err != nil {
-		return err
-	}
 	ua0, err := a.usage()
 	if err != nil {
 		return err
@@ -142,4 +135,25 @@ func fsyncB1(rc *runCtx) error {
 	rc.add("fsyncs per note, A sending", "calls", float64(nSend)/n)
 	rc.add("fsyncs per note, B receiving", "calls", float64(nB)/n)
 	return a.stop()
+}
+
+// pairWithNotes pairs two devices, writes n notes of 2 KiB in 60 folders
+// into A's folder and waits until A has indexed them. On error nothing is
+// left running.
+func pairWithNotes(rc *runCtx, n int, seed uint64) (a, b *device, ns notes, err error) {
+	z := sizesFor(rc.cfg.Scale)
+	a, b, err = pair(rc.ctx, rc.cfg.Bin, rc.dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ns = makeNotes(n, 2<<10, 60, seed)
+	if err = ns.write(a.folder); err == nil {
+		_, err = a.waitState(rc.ctx, z.syncTimeout, 50*time.Millisecond, indexed(len(ns)))
+	}
+	if err != nil {
+		a.kill()
+		b.kill()
+		return nil, nil, nil, err
+	}
+	return a, b, ns, nil
 }

@@ -9,19 +9,12 @@ import (
 // initial scan done.
 func runB10(rc *runCtx) error {
 	z := sizesFor(rc.cfg.Scale)
-	a, b, err := pair(rc.ctx, rc.cfg.Bin, rc.dir)
+	a, b, ns, err := pairWithNotes(rc, z.restartSet, uint64(rc.run)+21)
 	if err != nil {
 		return err
 	}
 	defer a.kill()
 	defer b.kill()
-	ns := makeNotes(z.restartSet, 2<<10, 60, uint64(rc.run)+21)
-	if err := ns.write(a.folder); err != nil {
-		return err
-	}
-	if _, err := a.waitState(rc.ctx, z.syncTimeout, 50*time.Millisecond, indexed(len(ns))); err != nil {
-		return err
-	}
 	if err := b.up(rc.ctx, false); err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -154,35 +153,12 @@ func (d denyFS) Open(p string) (folder.File, error) {
 // file "secret.txt" cannot be read.
 func apiNode(t *testing.T) (*Node, *home.Home, string) {
 	t.Helper()
-	dir := t.TempDir()
-	h, err := home.Open(filepath.Join(dir, "home"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	folderPath := filepath.Join(dir, "folder")
-	if _, _, err := InitVault(h, folderPath, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	n, err := New(Config{Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, NoWatcher: true,
+	n, folderPath := testNodeWith(t, Config{APIAddr: "127.0.0.1:0", NoWatcher: true,
 		FolderFS: func(d string) (folder.FS, error) {
 			f, err := folder.OpenOS(d)
 			return denyFS{f, "secret.txt"}, err
-		},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- n.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("node run: %v", err)
-		}
-	})
-	<-n.Ready()
-	return n, h, folderPath
+		}})
+	return n, n.cfg.Home, folderPath
 }
 
 func TestDoctorNamesUnreadableFile(t *testing.T) {

@@ -43,7 +43,10 @@ func testNodeWith(t *testing.T, cfg Config) (*Node, string) {
 	if _, _, err := InitVault(h, folderPath, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Home, cfg.ListenAddrs, cfg.APIAddr = h, []string{"/ip4/127.0.0.1/tcp/0"}, "-"
+	cfg.Home, cfg.ListenAddrs = h, []string{"/ip4/127.0.0.1/tcp/0"}
+	if cfg.APIAddr == "" {
+		cfg.APIAddr = "-" // no API unless the test asks for one
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	n, err := New(cfg)
 	if err != nil {
