@@ -219,6 +219,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		errs:          map[string]string{},
 		danglingSince: map[string]time.Time{},
 		heldUpTo:      map[keys.DeviceID]uint64{},
+		foldedUpTo:    map[keys.DeviceID]uint64{},
 	}
 	folding, err := folder.Probe(fsys)
 	if err != nil {

@@ -64,6 +64,7 @@ type vault struct {
 	waitingBytes  int                      // total size of waiting
 	danglingSince map[string]time.Time     // paths waiting for superseded versions
 	heldUpTo      map[keys.DeviceID]uint64 // see heldVector
+	foldedUpTo    map[keys.DeviceID]uint64 // highest seq per author whose body is in the graph
 	scanning      bool
 	scanned       bool // the first full scan has completed
 	pending       pendingCounts
@@ -271,6 +272,7 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head) er
 // paths for reconciliation. v.mu must be held.
 func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
 	v.clock = max(v.clock, e.Clock())
+	v.foldedUpTo[e.Author()] = max(v.foldedUpTo[e.Author()], e.Seq())
 	for i, ver := range body.Versions {
 		id := toCoreID(e.VersionID(i))
 		cv := coreVersion(id, e.Clock(), ver)
@@ -426,8 +428,11 @@ func (v *vault) heldVector() protocol.Vector {
 	defer v.mu.Unlock()
 	out := protocol.Vector{}
 	for author, head := range heads {
+		// An entry is stored before its body is folded into the graph;
+		// until then its versions are unknown here, so it is not held.
+		limit := min(head.Seq, v.foldedUpTo[author])
 		s := v.heldUpTo[author]
-		for s < head.Seq && v.entryHeldLocked(author, s+1) {
+		for s < limit && v.entryHeldLocked(author, s+1) {
 			s++
 		}
 		v.heldUpTo[author] = s
