@@ -64,6 +64,8 @@ func (n *Node) startAPI(ctx context.Context, addr string) (*apiServer, error) {
 	mux.HandleFunc("GET /v1/events", a.eventStream)
 	mux.HandleFunc("POST /v1/scan", a.scan)
 	mux.HandleFunc("GET /v1/doctor", a.doctor)
+	mux.HandleFunc("GET /v1/relays", a.relaysList)
+	mux.HandleFunc("POST /v1/relays", a.relaysChange)
 	mux.Handle("GET /metrics", a.mon.metrics.handler())
 	a.srv = &http.Server{Handler: a.auth(mux), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	if err := n.cfg.Home.WriteAPIInfo(home.APIInfo{Addr: a.addr, Token: a.token, PID: os.Getpid()}); err != nil {

@@ -31,7 +31,7 @@ func (n *Node) handleChunk(s network.Stream) {
 		_ = s.Reset()
 		return
 	}
-	f := newFrameConn(s, n.counters(dev))
+	f := wire.NewConn(s, n.counters(dev))
 	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
 	v, err := n.acceptHello(f, dev)
 	if err != nil {
@@ -39,29 +39,29 @@ func (n *Node) handleChunk(s network.Stream) {
 	}
 	_ = s.SetReadDeadline(time.Time{})
 	for {
-		p, err := f.expect(wire.MsgWantChunks)
+		p, err := f.Expect(wire.MsgWantChunks)
 		if err != nil {
 			return
 		}
 		want, err := wire.ParseWantChunks(p)
 		if err != nil {
-			f.sendError(wire.CodeProtocol, err.Error())
+			f.SendError(wire.CodeProtocol, err.Error())
 			return
 		}
 		for _, c := range want.CIDs {
 			env, err := v.localEnvelope(c)
 			if err != nil {
-				if err := f.send(wire.MsgChunkMissing, wire.ChunkMissing{CID: c}); err != nil {
+				if err := f.Send(wire.MsgChunkMissing, wire.ChunkMissing{CID: c}); err != nil {
 					return
 				}
 				continue
 			}
-			if err := f.send(wire.MsgChunk, wire.Chunk{CID: c, Envelope: env}); err != nil {
+			if err := f.Send(wire.MsgChunk, wire.Chunk{CID: c, Envelope: env}); err != nil {
 				return
 			}
 			v.n.stats.chunksServed.Add(1)
 		}
-		if err := f.flush(); err != nil {
+		if err := f.Flush(); err != nil {
 			return
 		}
 	}
@@ -93,8 +93,8 @@ func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, c
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	f := newFrameConn(s, v.n.counters(dev))
-	if err := f.openHello(v.id); err != nil {
+	f := wire.NewConn(s, v.n.counters(dev))
+	if err := f.OpenHello(v.id); err != nil {
 		return cids, err
 	}
 	// Writer: all want batches up front (the answerer reads them as it
@@ -103,12 +103,12 @@ func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, c
 	go func() {
 		for i := 0; i < len(cids); i += fetchBatch {
 			end := min(i+fetchBatch, len(cids))
-			if err := f.send(wire.MsgWantChunks, wire.WantChunks{CIDs: cids[i:end]}); err != nil {
+			if err := f.Send(wire.MsgWantChunks, wire.WantChunks{CIDs: cids[i:end]}); err != nil {
 				werr <- err
 				return
 			}
 		}
-		werr <- f.flush()
+		werr <- f.Flush()
 	}()
 	pending := make(map[cid.Cid]bool, len(cids))
 	for _, c := range cids {
@@ -118,7 +118,7 @@ func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, c
 		// A peer that stops answering must not stall this device's sync:
 		// each answer has to come within chunkIdle.
 		_ = s.SetReadDeadline(time.Now().Add(chunkIdle))
-		t, payload, err := f.read()
+		t, payload, err := f.Read()
 		if err != nil {
 			return remaining(cids, pending), err
 		}
@@ -129,7 +129,7 @@ func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, c
 				return remaining(cids, pending), err
 			}
 			if !pending[ch.CID] {
-				return remaining(cids, pending), fmt.Errorf("%w: chunk %s was not asked for", errUnexpected, ch.CID)
+				return remaining(cids, pending), fmt.Errorf("%w: chunk %s was not asked for", wire.ErrUnexpected, ch.CID)
 			}
 			if err := chunk.VerifyCID(ch.CID, ch.Envelope); err != nil {
 				return remaining(cids, pending), fmt.Errorf("chunk from %s: %w", dev, err)
@@ -149,7 +149,7 @@ func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, c
 			missing = append(missing, m.CID)
 			delete(pending, m.CID)
 		default:
-			return remaining(cids, pending), fmt.Errorf("%w on chunk stream: %s", errUnexpected, t)
+			return remaining(cids, pending), fmt.Errorf("%w on chunk stream: %s", wire.ErrUnexpected, t)
 		}
 	}
 	if err := <-werr; err != nil {

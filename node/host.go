@@ -17,14 +17,15 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 
 	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/wire"
 )
 
 // Stream protocol IDs. Each is versioned by its path; an incompatible change
 // gets a new path (docs/protocol/framing.md).
 const (
-	ProtoLog   p2pprotocol.ID = "/weft/log/1"
-	ProtoChunk p2pprotocol.ID = "/weft/chunk/1"
-	ProtoPair  p2pprotocol.ID = "/weft/pair/1"
+	ProtoLog   p2pprotocol.ID = wire.ProtoLog
+	ProtoChunk p2pprotocol.ID = wire.ProtoChunk
+	ProtoPair  p2pprotocol.ID = wire.ProtoPair
 )
 
 // DefaultListenAddrs are used when the configuration names none: every

@@ -30,21 +30,21 @@ func (n *Node) handleLog(s network.Stream) {
 		_ = s.Reset()
 		return
 	}
-	f := newFrameConn(s, n.counters(dev))
+	f := wire.NewConn(s, n.counters(dev))
 	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
 	v, err := n.acceptHello(f, dev)
 	if err != nil {
 		n.log.Debug("log stream refused", "peer", dev, "err", err)
 		return
 	}
-	p, err := f.expect(wire.MsgLogRequest)
+	p, err := f.Expect(wire.MsgLogRequest)
 	if err != nil {
 		return
 	}
 	_ = s.SetReadDeadline(time.Time{})
 	req, err := wire.ParseLogRequest(p)
 	if err != nil {
-		f.sendError(wire.CodeProtocol, err.Error())
+		f.SendError(wire.CodeProtocol, err.Error())
 		return
 	}
 	if err := v.serveLog(n.ctx, f, dev, vectorFromWire(req.Vector)); err != nil && !isEOF(err) && !errors.Is(err, context.Canceled) {
@@ -53,56 +53,44 @@ func (n *Node) handleLog(s network.Stream) {
 }
 
 // acceptHello reads the opener's Hello, checks that this node serves the
-// vault and that the opener is one of its members, and answers.
-func (n *Node) acceptHello(f *frameConn, dev keys.DeviceID) (*vault, error) {
-	p, err := f.expect(wire.MsgHello)
+// vault and that the opener is one of its members or relays, and answers.
+func (n *Node) acceptHello(f *wire.Conn, dev keys.DeviceID) (*vault, error) {
+	h, err := f.ReadHello()
 	if err != nil {
 		return nil, err
-	}
-	h, err := wire.ParseHello(p)
-	if err != nil {
-		f.sendError(wire.CodeProtocol, err.Error())
-		return nil, err
-	}
-	if h.Version != wire.ProtocolVersion {
-		f.sendError(wire.CodeBadVersion, fmt.Sprintf("protocol version %d not supported", h.Version))
-		return nil, fmt.Errorf("peer speaks protocol version %d", h.Version)
 	}
 	v := n.vault(h.Vault)
 	if v == nil {
-		f.sendError(wire.CodeUnknownVault, "vault not served here")
+		f.SendError(wire.CodeUnknownVault, "vault not served here")
 		return nil, fmt.Errorf("unknown vault %s", h.Vault)
 	}
-	if !v.isMember(dev) {
-		f.sendError(wire.CodeNotMember, "not a member of this vault")
+	if !v.isPeer(dev) {
+		f.SendError(wire.CodeNotMember, "not a member of this vault")
 		return nil, fmt.Errorf("%s is not a member", dev)
 	}
-	if err := f.send(wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: h.Vault}); err != nil {
-		return nil, err
-	}
-	return v, f.flush()
+	return v, f.AcceptHello(h.Vault)
 }
 
 // serveLog streams to the opener what it lacks, then pushes growth until
 // the stream or ctx ends.
-func (v *vault) serveLog(ctx context.Context, f *frameConn, dev keys.DeviceID, theirs protocol.Vector) error {
+func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, theirs protocol.Vector) error {
 	sentMembers := 0
 	var lastStatus protocol.Vector
-	if err := f.send(wire.MsgPeers, v.peerAddrs(dev)); err != nil {
+	if err := f.Send(wire.MsgPeers, v.peerAddrs(dev)); err != nil {
 		return err
 	}
 	for {
 		grown := v.growthSignal()
 		records := v.memberRecords()
 		for ; sentMembers < len(records); sentMembers++ {
-			if err := f.sendRaw(wire.MsgMember, records[sentMembers].Encode()); err != nil {
+			if err := f.SendRaw(wire.MsgMember, records[sentMembers].Encode()); err != nil {
 				return err
 			}
 		}
 		mine := v.vector()
 		for _, r := range mine.Missing(theirs) {
 			err := v.db.Range(r.Author, r.From, r.To, func(e *entry.Entry) error {
-				return f.sendRaw(wire.MsgEntry, e.Bytes())
+				return f.SendRaw(wire.MsgEntry, e.Bytes())
 			})
 			if err != nil {
 				return fmt.Errorf("sending entries of %s: %w", r.Author, err)
@@ -120,12 +108,12 @@ func (v *vault) serveLog(ctx context.Context, f *frameConn, dev keys.DeviceID, t
 		// opener being switched off.
 		held := v.heldVector()
 		if lastStatus == nil || lastStatus.Compare(held) != protocol.Equal {
-			if err := f.send(wire.MsgLogStatus, wire.LogRequest{Vector: vectorToWire(held)}); err != nil {
+			if err := f.Send(wire.MsgLogStatus, wire.LogRequest{Vector: vectorToWire(held)}); err != nil {
 				return err
 			}
 			lastStatus = held
 		}
-		if err := f.flush(); err != nil {
+		if err := f.Flush(); err != nil {
 			return err
 		}
 		select {
@@ -146,18 +134,18 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	f := newFrameConn(s, v.n.counters(dev))
-	if err := f.openHello(v.id); err != nil {
+	f := wire.NewConn(s, v.n.counters(dev))
+	if err := f.OpenHello(v.id); err != nil {
 		return err
 	}
-	if err := f.send(wire.MsgLogRequest, wire.LogRequest{Vector: vectorToWire(v.vector())}); err != nil {
+	if err := f.Send(wire.MsgLogRequest, wire.LogRequest{Vector: vectorToWire(v.vector())}); err != nil {
 		return err
 	}
-	if err := f.flush(); err != nil {
+	if err := f.Flush(); err != nil {
 		return err
 	}
 	for {
-		t, payload, err := f.read()
+		t, payload, err := f.Read()
 		if err != nil {
 			return err
 		}
@@ -190,8 +178,16 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 				return err
 			}
 			v.peerHolds(dev, vectorFromWire(st.Vector))
+		case wire.MsgRelayStatus:
+			st, err := wire.ParseRelayStatus(payload)
+			if err != nil {
+				return err
+			}
+			if st.Vault == v.id {
+				v.setRelayStatus(dev, relayStatus{status: st, at: v.n.now()})
+			}
 		default:
-			return fmt.Errorf("%w on log stream: %s", errUnexpected, t)
+			return fmt.Errorf("%w on log stream: %s", wire.ErrUnexpected, t)
 		}
 	}
 }

@@ -115,12 +115,14 @@ type peerCounters struct {
 	msgsSent, msgsReceived   atomic.Int64
 }
 
-func (c *peerCounters) sent(n int) {
+// Sent counts a frame sent (wire.Counter).
+func (c *peerCounters) Sent(n int) {
 	c.bytesSent.Add(int64(n))
 	c.msgsSent.Add(1)
 }
 
-func (c *peerCounters) received(n int) {
+// Received counts a frame received (wire.Counter).
+func (c *peerCounters) Received(n int) {
 	c.bytesReceived.Add(int64(n))
 	c.msgsReceived.Add(1)
 }
@@ -493,7 +495,7 @@ func connectionKind(c network.Conn) string {
 
 func (n *Node) onConnected(c network.Conn) {
 	dev, err := DeviceIDOf(c.RemotePeer())
-	if err != nil || !n.isMemberAnywhere(dev) {
+	if err != nil || !n.isPeerAnywhere(dev) {
 		return
 	}
 	ps := n.peerState(dev)
@@ -535,7 +537,8 @@ func (n *Node) syncWith(p peer.ID) {
 	}
 	ps := n.peerState(dev)
 	for _, v := range n.vaultList {
-		if !v.isMember(dev) {
+		isRelay := v.isRelay(dev)
+		if !isRelay && !v.isMember(dev) {
 			continue
 		}
 		n.mu.Lock()
@@ -551,6 +554,10 @@ func (n *Node) syncWith(p peer.ID) {
 				ps.pulling[v] = false
 				n.mu.Unlock()
 			}()
+			if isRelay {
+				n.syncWithRelay(v, p, dev)
+				return
+			}
 			backoff := 200 * time.Millisecond
 			for n.ctx.Err() == nil && n.host.Network().Connectedness(p) == network.Connected {
 				err := v.pullLog(n.ctx, p, dev)
@@ -585,11 +592,15 @@ type connected struct {
 	dev keys.DeviceID
 }
 
-// connectedMembers lists the vault's members this node is connected to,
-// in a stable order.
+// connectedMembers lists the vault's members and relays this node is
+// connected to, members first, each in a stable order.
 func (n *Node) connectedMembers(v *vault) []connected {
 	var out []connected
-	for _, d := range v.memberList() {
+	peers := v.memberList()
+	for _, r := range v.relays() {
+		peers = append(peers, r.dev)
+	}
+	for _, d := range peers {
 		if d == n.id.ID() {
 			continue
 		}
@@ -613,8 +624,15 @@ func (n *Node) dialLoop(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		for _, v := range n.vaultList {
-			for d, addrs := range v.knownPeers() {
-				if d == n.id.ID() || !v.isMember(d) || n.now().Before(next[d]) {
+			known := v.knownPeers()
+			if known == nil {
+				known = map[keys.DeviceID][]string{}
+			}
+			for _, r := range v.relays() {
+				known[r.dev] = append(known[r.dev], multiaddrStrings(r.info)...)
+			}
+			for d, addrs := range known {
+				if d == n.id.ID() || !v.isPeer(d) || n.now().Before(next[d]) {
 					continue
 				}
 				pid, err := PeerIDOf(d)

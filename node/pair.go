@@ -109,41 +109,41 @@ func (n *Node) handlePair(s network.Stream) {
 		return
 	}
 	_ = s.SetDeadline(n.now().Add(time.Minute))
-	f := newFrameConn(s, n.counters(dev))
-	p, err := f.expect(wire.MsgPairRequest)
+	f := wire.NewConn(s, n.counters(dev))
+	p, err := f.Expect(wire.MsgPairRequest)
 	if err != nil {
 		return
 	}
 	req, err := wire.ParsePairRequest(p)
 	if err != nil {
-		f.sendError(wire.CodeProtocol, err.Error())
+		f.SendError(wire.CodeProtocol, err.Error())
 		return
 	}
 	pi, err := n.invites.take(dev, req.Proof, n.now())
 	if err != nil {
 		n.log.Warn("pairing refused", "peer", dev, "err", err)
-		f.sendError(wire.CodeInviteInvalid, err.Error())
+		f.SendError(wire.CodeInviteInvalid, err.Error())
 		return
 	}
 	v := pi.vault
 	if err := v.admit(dev); err != nil {
 		n.log.Error("admitting device", "peer", dev, "err", err)
-		f.sendError(wire.CodeInternal, "the inviter could not record the new member")
+		f.SendError(wire.CodeInternal, "the inviter could not record the new member")
 		return
 	}
 	wrapped, err := pi.inv.Wrap(rand.Reader, dev, v.root[:])
 	if err != nil {
-		f.sendError(wire.CodeInternal, "wrapping keys")
+		f.SendError(wire.CodeInternal, "wrapping keys")
 		return
 	}
 	var records [][]byte
 	for _, r := range v.memberRecords() {
 		records = append(records, r.Encode())
 	}
-	if err := f.send(wire.MsgPairAccept, wire.PairAccept{WrappedKeys: wrapped, Records: records}); err != nil {
+	if err := f.Send(wire.MsgPairAccept, wire.PairAccept{WrappedKeys: wrapped, Records: records}); err != nil {
 		return
 	}
-	if err := f.flush(); err != nil {
+	if err := f.Flush(); err != nil {
 		return
 	}
 	n.rememberPeer(v, dev, n.host.Peerstore().Addrs(remote))
@@ -190,14 +190,14 @@ func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member
 		return j, fmt.Errorf("opening pairing stream: %w", err)
 	}
 	defer s.Close()
-	f := newFrameConn(s, &peerCounters{})
-	if err := f.send(wire.MsgPairRequest, wire.PairRequest{Proof: inv.Proof(id.ID())}); err != nil {
+	f := wire.NewConn(s, &peerCounters{})
+	if err := f.Send(wire.MsgPairRequest, wire.PairRequest{Proof: inv.Proof(id.ID())}); err != nil {
 		return j, err
 	}
-	if err := f.flush(); err != nil {
+	if err := f.Flush(); err != nil {
 		return j, err
 	}
-	p, err := f.expect(wire.MsgPairAccept)
+	p, err := f.Expect(wire.MsgPairAccept)
 	if err != nil {
 		var we wire.Error
 		if errors.As(err, &we) {

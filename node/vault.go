@@ -39,6 +39,10 @@ type vault struct {
 	fs   folder.FS
 	log  *slog.Logger
 
+	// relayStat is what each relay last said about this vault (quota);
+	// guarded by mu.
+	relayStat map[keys.DeviceID]relayStatus
+
 	folding folder.Folding
 	scanner *folder.Scanner
 	applier *folder.Applier

@@ -18,7 +18,8 @@ import (
 )
 
 func initCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var relays []string
+	c := &cobra.Command{
 		Use:   "init FOLDER",
 		Short: "Create a vault that syncs FOLDER and show its recovery phrase once",
 		Args:  usageArgs(cobra.ExactArgs(1)),
@@ -27,7 +28,7 @@ func initCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			root, hv, err := node.InitVault(h, args[0], time.Now())
+			root, hv, err := node.InitVault(h, args[0], time.Now(), relays...)
 			if err != nil {
 				return err
 			}
@@ -42,6 +43,8 @@ func initCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	c.Flags().StringArrayVar(&relays, "relay", nil, "relay multiaddr ending in /p2p/ID to record in the vault (repeatable)")
+	return c
 }
 
 func upCmd(g *globals) *cobra.Command {

@@ -86,6 +86,6 @@ func newRoot() *cobra.Command {
 		conflictsCmd(g), devicesCmd(g), scanCmd(g), versionCmd(), demoCmd(g),
 	)
 	root.AddCommand(eventsCmd(g), doctorCmd(g))
-	root.AddCommand(benchCmd(g), simCmd(g))
+	root.AddCommand(benchCmd(g), simCmd(g), relayCmd(g))
 	return root
 }

@@ -60,6 +60,10 @@ func TestMessageGolden(t *testing.T) {
 			func(p []byte) (any, error) { return ParsePeers(p) }},
 		{"pair accept", PairAccept{WrappedKeys: []byte{7}, Records: [][]byte{{1}, {2, 3}}}, "0107" + "02" + "0101" + "020203",
 			func(p []byte) (any, error) { return ParsePairAccept(p) }},
+		{"enroll", Enroll{Vault: keys.VaultID{0xcc}, Records: [][]byte{{1, 2}}}, "cc" + zeros(31) + "01" + "020102",
+			func(p []byte) (any, error) { return ParseEnroll(p) }},
+		{"relay status", RelayStatus{Vault: keys.VaultID{0xcc}, Bytes: 300, BytesLimit: 1000, Entries: 2, EntriesLimit: 0, Full: true}, "cc" + zeros(31) + "ac02" + "e807" + "02" + "00" + "01",
+			func(p []byte) (any, error) { return ParseRelayStatus(p) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,6 +132,8 @@ func FuzzParseMessages(f *testing.F) {
 	f.Add(WantChunks{CIDs: []cid.Cid{c1, c1}}.AppendBinary(nil))
 	f.Add(Chunk{CID: c1, Envelope: []byte("x")}.AppendBinary(nil))
 	f.Add(PairAccept{WrappedKeys: []byte{1}, Records: [][]byte{{1}}}.AppendBinary(nil))
+	f.Add(Enroll{Records: [][]byte{{1}, {2, 3}}}.AppendBinary(nil))
+	f.Add(RelayStatus{Bytes: 1 << 40, Full: true}.AppendBinary(nil))
 	f.Fuzz(func(t *testing.T, p []byte) {
 		check := func(m message, err error) {
 			if err != nil {
@@ -155,5 +161,9 @@ func FuzzParseMessages(f *testing.F) {
 		check(pa, err)
 		pe, err := ParsePeers(p)
 		check(pe, err)
+		en, err := ParseEnroll(p)
+		check(en, err)
+		rs, err := ParseRelayStatus(p)
+		check(rs, err)
 	})
 }

@@ -77,7 +77,16 @@ const (
 	// listen. Layout in msg_peers.go.
 	MsgPeers MsgType = 0x40
 
-	// 0x50..0x5f: relay store-and-forward (reserved).
+	// 0x50..0x5f: /weft/relay/1 and relay store-and-forward.
+
+	// MsgEnroll asks a relay to serve a vault, carrying its membership
+	// log. Layout in msg_relay.go.
+	MsgEnroll MsgType = 0x50
+	// MsgRelayStatus is a relay's account of a vault's quota, in answer
+	// to Enroll and on log streams a device opens to a relay. Layout in
+	// msg_relay.go.
+	MsgRelayStatus MsgType = 0x51
+
 	// 0xf0..0xff: experiments; never in a released protocol.
 )
 
@@ -94,6 +103,8 @@ var msgNames = map[MsgType]string{
 	MsgWantChunks:   "WantChunks",
 	MsgChunk:        "Chunk",
 	MsgChunkMissing: "ChunkMissing",
+	MsgEnroll:       "Enroll",
+	MsgRelayStatus:  "RelayStatus",
 }
 
 // Known reports whether t is a type code this version of the package
@@ -111,3 +122,13 @@ func (t MsgType) String() string {
 	}
 	return fmt.Sprintf("MsgType(%#02x)", byte(t))
 }
+
+// Stream protocol IDs. Each is versioned by its path; an incompatible change
+// gets a new path (docs/protocol/framing.md). They are plain strings here so
+// that protocol/ needs no libp2p; node/ and relay/ convert them.
+const (
+	ProtoLog   = "/weft/log/1"
+	ProtoChunk = "/weft/chunk/1"
+	ProtoPair  = "/weft/pair/1"
+	ProtoRelay = "/weft/relay/1"
+)

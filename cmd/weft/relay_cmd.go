@@ -1,0 +1,252 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/relay"
+	"github.com/weftsync/weft/store/home"
+)
+
+// relayCmd runs a relay (`weft relay`) and manages a vault's relays from a
+// device (`weft relay add|remove|list`).
+func relayCmd(g *globals) *cobra.Command {
+	var listen, allow []string
+	var quotaBytes string
+	var quotaEntries uint64
+	var noQuota bool
+	var maxVaults int
+	var metrics string
+	c := &cobra.Command{
+		Use:   "relay",
+		Short: "Run a relay: an always-on store-and-forward node for vaults that list it",
+		Long: `Run a relay in the foreground. It prints its multiaddrs (with its peer ID);
+record one in a vault with ` + "`weft relay add MULTIADDR`" + ` on an admin device, or
+` + "`weft init FOLDER --relay MULTIADDR`" + `. The relay holds no vault key: it stores
+signed entries and encrypted chunks, and serves them to the vault's members.
+
+Its home (--home, else $WEFT_RELAY_HOME, else relay/ in the user config
+directory) holds its key and the replicas; it must not be a device's home.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := g.relayHome()
+			if err != nil {
+				return err
+			}
+			cfg := relay.Config{Home: dir, ListenAddrs: listen, NoQuota: noQuota, MaxVaults: maxVaults, Logger: g.logger()}
+			if quotaBytes != "" {
+				n, err := parseSize(quotaBytes)
+				if err != nil {
+					return exitUsage{fmt.Errorf("--quota-bytes: %w", err)}
+				}
+				cfg.Quota.Bytes = n
+			}
+			cfg.Quota.Entries = quotaEntries
+			if cfg.Quota != (relay.Quota{}) {
+				if cfg.Quota.Bytes == 0 {
+					cfg.Quota.Bytes = relay.DefaultQuota.Bytes
+				}
+				if cfg.Quota.Entries == 0 {
+					cfg.Quota.Entries = relay.DefaultQuota.Entries
+				}
+			}
+			for _, a := range allow {
+				id, err := keys.ParseVaultID(a)
+				if err != nil {
+					return exitUsage{fmt.Errorf("--allow %q: %w", a, err)}
+				}
+				cfg.Allow = append(cfg.Allow, id)
+			}
+			r, err := relay.New(cfg)
+			if err != nil {
+				return err
+			}
+			errc := make(chan error, 1)
+			go func() { errc <- r.Run(cmd.Context()) }()
+			extra := ""
+			if metrics != "" {
+				addr, err := r.ServeMetrics(cmd.Context(), metrics)
+				if err != nil {
+					return err
+				}
+				extra = " metrics=http://" + addr.String() + "/metrics"
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "ready relay=%s listen=%s%s\n", r.ID(), strings.Join(r.Addrs(), ","), extra)
+			for _, a := range r.Addrs() {
+				fmt.Fprintf(out, "  %s\n", a)
+			}
+			return <-errc
+		},
+	}
+	c.Flags().StringArrayVar(&listen, "listen", nil, "listen multiaddr (repeatable; default TCP and QUIC on port 4001, every interface)")
+	c.Flags().StringVar(&quotaBytes, "quota-bytes", "", "per-vault limit on stored chunk bytes, e.g. 20GiB (default 20GiB)")
+	c.Flags().Uint64Var(&quotaEntries, "quota-entries", 0, "per-vault limit on stored log entries (default 2000000)")
+	c.Flags().BoolVar(&noQuota, "no-quota", false, "no per-vault quota")
+	c.Flags().StringArrayVar(&allow, "allow", nil, "serve only this vault ID (repeatable; default any vault that lists this relay)")
+	c.Flags().IntVar(&maxVaults, "max-vaults", 0, "most vaults served (default 100)")
+	c.Flags().StringVar(&metrics, "metrics", "", "serve Prometheus /metrics on this address, e.g. 127.0.0.1:9100")
+	c.AddCommand(relayAddCmd(g, false), relayAddCmd(g, true), relayListCmd(g))
+	return c
+}
+
+// relayHome is the relay's home directory.
+func (g *globals) relayHome() (string, error) {
+	dir := g.home
+	if dir == "" {
+		dir = os.Getenv("WEFT_RELAY_HOME")
+	}
+	if dir == "" {
+		d, err := home.DefaultDir()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(d, "relay")
+	}
+	h, err := home.Open(dir)
+	if err != nil {
+		return "", err
+	}
+	if vs, err := h.Vaults(); err == nil && len(vs) > 0 {
+		return "", fmt.Errorf("%s is a device's home (it syncs %s); give the relay its own --home", dir, vs[0].Folder)
+	}
+	return h.Dir, nil
+}
+
+func relayAddCmd(g *globals, remove bool) *cobra.Command {
+	var vault string
+	use, short := "add MULTIADDR", "Record a relay in the vault's membership (admin devices only)"
+	if remove {
+		use, short = "remove MULTIADDR|PEERID", "Remove a relay from the vault's membership (admin devices only)"
+	}
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			addr := strings.TrimSpace(args[0])
+			if !remove {
+				if _, _, err := relay.ParseAddr(addr); err != nil {
+					return exitUsage{err}
+				}
+			}
+			h, err := g.openHome()
+			if err != nil {
+				return err
+			}
+			var list []string
+			if cl, err := g.client(); err == nil {
+				var infos []node.RelayInfo
+				if err := cl.post("/v1/relays", map[string]any{"vault": vault, "addr": addr, "remove": remove}, &infos); err != nil {
+					return err
+				}
+				for _, ri := range infos {
+					list = append(list, ri.Addr)
+				}
+			} else if errors.Is(err, home.ErrNoAgent) {
+				if list, err = node.ChangeRelays(h, vault, addr, remove, time.Now()); err != nil {
+					return err
+				}
+			} else {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Relays of the vault (%d):\n", len(list))
+			for _, a := range list {
+				fmt.Fprintf(out, "  %s\n", a)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&vault, "vault", "", "vault ID (needed when the device has several)")
+	return c
+}
+
+func relayListCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List the vaults' relays and what each holds (needs a running agent)",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			var infos []node.RelayInfo
+			if err := cl.get("/v1/relays", &infos); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, infos)
+			}
+			if len(infos) == 0 {
+				fmt.Fprintln(out, "No relays. Add one with `weft relay add MULTIADDR`.")
+			}
+			for _, ri := range infos {
+				state := "offline"
+				if ri.Connected {
+					state = "connected"
+				}
+				fmt.Fprintf(out, "%s  %s  holds %d of this device's entries\n", ri.Addr, state, ri.Holds)
+				switch {
+				case ri.Error != "":
+					fmt.Fprintf(out, "  refused: %s\n", ri.Error)
+				case ri.Quota != nil:
+					q := ri.Quota
+					fmt.Fprintf(out, "  stores %s (limit %s), %d entries (limit %d)", humanBytes(int64(q.Bytes)), limitText(q.BytesLimit, true), q.Entries, q.EntriesLimit)
+					if q.Full {
+						fmt.Fprint(out, "  QUOTA REACHED: it takes nothing new for this vault")
+					}
+					fmt.Fprintln(out)
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func limitText(n uint64, bytes bool) string {
+	if n == 0 {
+		return "none"
+	}
+	if bytes {
+		return humanBytes(int64(n))
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+// parseSize parses "20GiB", "500MB", "1048576".
+func parseSize(s string) (uint64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   uint64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+			if err != nil || n < 0 {
+				return 0, fmt.Errorf("size %q", s)
+			}
+			return uint64(n * float64(u.mult)), nil
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: want a number with an optional unit (KiB, MiB, GiB, TiB, KB, MB, GB, TB)", s)
+	}
+	return n, nil
+}

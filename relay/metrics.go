@@ -1,0 +1,146 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// stats is the relay's Prometheus registry (private: nothing registers in
+// the process-wide default) and its counters. It is also the wire.Counter
+// of every stream, so bytes are counted as application payload without
+// framing, like a device's. Per-vault gauges are read from the replicas at
+// scrape time. docs/operations.md lists every metric.
+type stats struct {
+	reg           *prometheus.Registry
+	circuit       relayv2.MetricsTracer
+	bytesSent     prometheus.Counter
+	bytesReceived prometheus.Counter
+	entriesStored prometheus.Counter
+	entriesServed prometheus.Counter
+	chunksStored  prometheus.Counter
+	chunksServed  prometheus.Counter
+	devices       prometheus.Gauge
+}
+
+func newStats() *stats {
+	reg := prometheus.NewRegistry()
+	counter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "weft", Subsystem: "relay", Name: name, Help: help})
+		reg.MustRegister(c)
+		return c
+	}
+	st := &stats{
+		reg:           reg,
+		circuit:       relayv2.NewMetricsTracer(relayv2.WithRegisterer(reg)),
+		bytesSent:     counter("bytes_sent_total", "Application payload bytes sent to devices (framing not included)."),
+		bytesReceived: counter("bytes_received_total", "Application payload bytes received from devices (framing not included)."),
+		entriesStored: counter("entries_stored_total", "Log entries verified and stored."),
+		entriesServed: counter("entries_served_total", "Log entries sent to devices."),
+		chunksStored:  counter("chunks_stored_total", "Encrypted chunks verified against their CID and stored."),
+		chunksServed:  counter("chunks_served_total", "Encrypted chunks sent to devices."),
+		devices: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "weft", Subsystem: "relay",
+			Name: "devices_connected", Help: "Devices of served vaults connected now."}),
+	}
+	reg.MustRegister(st.devices, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return st
+}
+
+// Sent and Received make stats a wire.Counter.
+func (s *stats) Sent(n int)     { s.bytesSent.Add(float64(n)) }
+func (s *stats) Received(n int) { s.bytesReceived.Add(float64(n)) }
+
+// devicesChanged recounts the connected devices of served vaults.
+func (s *stats) devicesChanged(r *Relay) {
+	n := 0
+	for _, p := range r.host.Network().Peers() {
+		if r.host.Network().Connectedness(p) != network.Connected {
+			continue
+		}
+		if d, err := DeviceIDOf(p); err == nil && len(r.vaultsOf(d)) > 0 {
+			n++
+		}
+	}
+	s.devices.Set(float64(n))
+}
+
+// replicaCollector reports each served vault's store at scrape time.
+type replicaCollector struct{ r *Relay }
+
+var (
+	descVaults  = prometheus.NewDesc("weft_relay_vaults", "Vaults this relay serves.", nil, nil)
+	descBytes   = prometheus.NewDesc("weft_relay_vault_bytes_stored", "Encrypted chunk bytes stored for a vault.", []string{"vault"}, nil)
+	descDisk    = prometheus.NewDesc("weft_relay_vault_bytes_on_disk", "Pack file bytes on disk for a vault.", []string{"vault"}, nil)
+	descChunks  = prometheus.NewDesc("weft_relay_vault_chunks", "Chunks stored for a vault.", []string{"vault"}, nil)
+	descEntries = prometheus.NewDesc("weft_relay_vault_entries", "Log entries stored for a vault.", []string{"vault"}, nil)
+	descWanted  = prometheus.NewDesc("weft_relay_vault_chunks_wanted", "Chunks referenced by stored entries and not yet fetched.", []string{"vault"}, nil)
+	descFull    = prometheus.NewDesc("weft_relay_vault_quota_full", "1 when a vault's quota is reached.", []string{"vault"}, nil)
+)
+
+func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descVaults, descBytes, descDisk, descChunks, descEntries, descWanted, descFull} {
+		ch <- d
+	}
+}
+
+func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
+	c.r.mu.Lock()
+	reps := make([]*replica, 0, len(c.r.vaults))
+	for _, rep := range c.r.vaults {
+		reps = append(reps, rep)
+	}
+	closed := c.r.closed
+	c.r.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(descVaults, prometheus.GaugeValue, float64(len(reps)))
+	if closed {
+		return
+	}
+	for _, rep := range reps {
+		v := rep.id.String()
+		ps := rep.chunks.Stats()
+		st := rep.status()
+		rep.mu.Lock()
+		wanted := len(rep.wanted)
+		rep.mu.Unlock()
+		full := 0.0
+		if st.Full {
+			full = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descBytes, prometheus.GaugeValue, float64(ps.BytesStored), v)
+		ch <- prometheus.MustNewConstMetric(descDisk, prometheus.GaugeValue, float64(ps.BytesOnDisk), v)
+		ch <- prometheus.MustNewConstMetric(descChunks, prometheus.GaugeValue, float64(ps.Chunks), v)
+		ch <- prometheus.MustNewConstMetric(descEntries, prometheus.GaugeValue, float64(st.Entries), v)
+		ch <- prometheus.MustNewConstMetric(descWanted, prometheus.GaugeValue, float64(wanted), v)
+		ch <- prometheus.MustNewConstMetric(descFull, prometheus.GaugeValue, full, v)
+	}
+}
+
+// ServeMetrics serves /metrics on addr until ctx ends. It returns the
+// address it listens on (addr may name port 0) once listening.
+func (r *Relay) ServeMetrics(ctx context.Context, addr string) (net.Addr, error) {
+	if err := r.stats.reg.Register(replicaCollector{r}); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) {
+			return nil, fmt.Errorf("registering metrics: %w", err)
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(r.stats.reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	return ln.Addr(), nil
+}

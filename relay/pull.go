@@ -1,0 +1,294 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/member"
+	"github.com/weftsync/weft/protocol/wire"
+)
+
+// onConnected starts pulling from a device of a served vault and retries
+// chunks no device had: the newcomer may hold them. It also wakes the log
+// streams of the vault so members learn of the newcomer's addresses.
+func (r *Relay) onConnected(p peer.ID) {
+	dev, err := DeviceIDOf(p)
+	if err != nil {
+		return
+	}
+	r.stats.devicesChanged(r)
+	for _, rep := range r.vaultsOf(dev) {
+		r.startPull(rep, p, dev)
+		rep.retryUnavailable()
+		rep.mu.Lock()
+		rep.grewLocked()
+		rep.mu.Unlock()
+	}
+}
+
+// startPull keeps a log stream open to device p of rep's vault while it
+// stays connected, once per (vault, device).
+func (r *Relay) startPull(rep *replica, p peer.ID, dev keys.DeviceID) {
+	ctx := r.context()
+	if ctx == nil {
+		return
+	}
+	key := pullKey{rep.id, p}
+	r.mu.Lock()
+	if r.pulling[key] {
+		r.mu.Unlock()
+		return
+	}
+	r.pulling[key] = true
+	r.mu.Unlock()
+	go func() {
+		defer func() {
+			r.mu.Lock()
+			delete(r.pulling, key)
+			r.mu.Unlock()
+		}()
+		backoff := 200 * time.Millisecond
+		for ctx.Err() == nil && r.host.Network().Connectedness(p) == network.Connected && rep.isMember(dev) {
+			err := r.pullLog(ctx, rep, p, dev)
+			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, ErrQuota) {
+				backoff = time.Minute
+			}
+			r.log.Debug("log stream from device ended", "vault", rep.id, "device", dev, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 30*time.Second)
+		}
+	}()
+}
+
+// pullLog opens a log stream to a device and stores what it sends until
+// the stream ends: membership records, then entries, each verified.
+func (r *Relay) pullLog(ctx context.Context, rep *replica, p peer.ID, dev keys.DeviceID) error {
+	s, err := r.host.NewStream(ctx, p, ProtoLog)
+	if err != nil {
+		return fmt.Errorf("opening log stream: %w", err)
+	}
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
+	c := wire.NewConn(s, r.stats)
+	if err := c.OpenHello(rep.id); err != nil {
+		return err
+	}
+	mine := map[keys.DeviceID]uint64{}
+	for a, h := range rep.db.Heads() {
+		mine[a] = h.Seq
+	}
+	if err := c.Send(wire.MsgLogRequest, wire.LogRequest{Vector: vectorToWire(mine)}); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	for {
+		t, payload, err := c.Read()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case wire.MsgMember:
+			rec, err := member.Decode(payload)
+			if err != nil {
+				return fmt.Errorf("membership record from %s: %w", dev, err)
+			}
+			if err := rep.addMember(rec); err != nil {
+				return fmt.Errorf("membership record from %s: %w", dev, err)
+			}
+		case wire.MsgEntry:
+			if err := rep.ingestEntry(payload); err != nil {
+				if errors.Is(err, ErrQuota) {
+					r.log.Warn("vault quota reached; taking no more entries", "vault", rep.id)
+				}
+				return fmt.Errorf("entry from %s: %w", dev, err)
+			}
+			r.stats.entriesStored.Inc()
+		case wire.MsgPeers, wire.MsgLogStatus:
+			// A device's peers and vector tell a relay nothing it needs.
+		default:
+			return fmt.Errorf("%w on log stream: %s", wire.ErrUnexpected, t)
+		}
+	}
+}
+
+// fetchBatch is the number of CIDs per WantChunks message, and fetchRound
+// the number of chunks one round asks for.
+const (
+	fetchBatch = 64
+	fetchRound = 512
+	chunkIdle  = 30 * time.Second
+)
+
+// fetchLoop fetches the chunks rep's stored entries reference and the
+// relay lacks, from the vault's connected devices, until ctx ends.
+func (r *Relay) fetchLoop(ctx context.Context, rep *replica) {
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-rep.fetchKick:
+		case <-tick.C:
+		}
+		for ctx.Err() == nil {
+			want := rep.wantList(fetchRound)
+			if len(want) == 0 {
+				break
+			}
+			missing := want
+			for _, p := range r.connectedMembers(rep) {
+				if len(missing) == 0 {
+					break
+				}
+				left, err := r.fetchFrom(ctx, rep, p, missing)
+				if err != nil {
+					r.log.Debug("fetching chunks", "vault", rep.id, "peer", p, "err", err)
+					if errors.Is(err, ErrQuota) {
+						break
+					}
+				}
+				missing = left
+			}
+			for _, c := range missing {
+				rep.missedChunk(c)
+			}
+			rep.settle()
+			if len(missing) == len(want) {
+				break // nobody had anything; wait for a device or an entry
+			}
+		}
+	}
+}
+
+// connectedMembers lists rep's members the relay is connected to.
+func (r *Relay) connectedMembers(rep *replica) []peer.ID {
+	var out []peer.ID
+	for _, d := range rep.members() {
+		p, err := PeerIDOf(d)
+		if err == nil && r.host.Network().Connectedness(p) == network.Connected {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// fetchFrom asks device p for want and stores what it sends. It returns
+// the CIDs p did not deliver.
+func (r *Relay) fetchFrom(ctx context.Context, rep *replica, p peer.ID, want []cid.Cid) ([]cid.Cid, error) {
+	s, err := r.host.NewStream(ctx, p, ProtoChunk)
+	if err != nil {
+		return want, fmt.Errorf("opening chunk stream: %w", err)
+	}
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
+	_ = s.SetDeadline(time.Now().Add(helloTimeout))
+	c := wire.NewConn(s, r.stats)
+	if err := c.OpenHello(rep.id); err != nil {
+		return want, err
+	}
+	for i := 0; i < len(want); i += fetchBatch {
+		if err := c.Send(wire.MsgWantChunks, wire.WantChunks{CIDs: want[i:min(i+fetchBatch, len(want))]}); err != nil {
+			return want, err
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return want, err
+	}
+	var missing []cid.Cid
+	for i, id := range want {
+		_ = s.SetReadDeadline(time.Now().Add(chunkIdle))
+		t, payload, err := c.Read()
+		if err != nil {
+			return append(missing, want[i:]...), err
+		}
+		switch t {
+		case wire.MsgChunk:
+			ch, err := wire.ParseChunk(payload)
+			if err != nil || !ch.CID.Equals(id) {
+				return append(missing, want[i:]...), fmt.Errorf("%w: chunk answer out of order", wire.ErrUnexpected)
+			}
+			if err := rep.putChunk(id, ch.Envelope); err != nil {
+				if errors.Is(err, ErrQuota) {
+					return append(missing, want[i:]...), err
+				}
+				// A chunk that does not hash to its CID is not kept;
+				// another device may have a good copy.
+				r.log.Warn("chunk refused", "vault", rep.id, "peer", p, "cid", id, "err", err)
+				missing = append(missing, id)
+				continue
+			}
+			r.stats.chunksStored.Inc()
+		case wire.MsgChunkMissing:
+			missing = append(missing, id)
+		default:
+			return append(missing, want[i:]...), fmt.Errorf("%w on chunk stream: %s", wire.ErrUnexpected, t)
+		}
+	}
+	return missing, nil
+}
+
+// peersFor lists the vault's members connected to the relay other than
+// dev, with the addresses the relay sees them at and a circuit address
+// through the relay, so dev can dial them directly or through the relay
+// (and then try a hole punch).
+func (r *Relay) peersFor(rep *replica, dev keys.DeviceID) wire.Peers {
+	var out wire.Peers
+	members := rep.members()
+	slices.SortFunc(members, func(a, b keys.DeviceID) int { return compareIDs(a, b) })
+	for _, d := range members {
+		if d == dev {
+			continue
+		}
+		p, err := PeerIDOf(d)
+		if err != nil || r.host.Network().Connectedness(p) != network.Connected {
+			continue
+		}
+		var addrs []string
+		for _, c := range r.host.Network().ConnsToPeer(p) {
+			if c.Stat().Limited {
+				continue
+			}
+			addrs = append(addrs, c.RemoteMultiaddr().String())
+		}
+		for _, a := range r.host.Addrs() {
+			addrs = append(addrs, a.Encapsulate(ma.StringCast("/p2p/"+r.host.ID().String()+"/p2p-circuit")).String())
+		}
+		slices.Sort(addrs)
+		addrs = slices.Compact(addrs)
+		if len(addrs) > wire.MaxPeerAddrs {
+			addrs = addrs[:wire.MaxPeerAddrs]
+		}
+		out.Peers = append(out.Peers, wire.PeerAddrs{Device: d, Addrs: addrs})
+	}
+	return out
+}
+
+func compareIDs(a, b keys.DeviceID) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return int(a[i]) - int(b[i])
+		}
+	}
+	return 0
+}

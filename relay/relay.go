@@ -1,0 +1,375 @@
+package relay
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	p2pprotocol "github.com/libp2p/go-libp2p/core/protocol"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+	yamux "github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
+	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/wire"
+	"github.com/weftsync/weft/store/home"
+)
+
+// Stream protocols a relay speaks, as libp2p IDs.
+const (
+	ProtoLog   p2pprotocol.ID = wire.ProtoLog
+	ProtoChunk p2pprotocol.ID = wire.ProtoChunk
+	ProtoRelay p2pprotocol.ID = wire.ProtoRelay
+)
+
+// DHTPrefix is the protocol prefix of weft's own Kademlia DHT: it is not
+// the public IPFS DHT, so weft nodes never join or answer that one.
+const DHTPrefix = "/weft"
+
+// DefaultListenAddrs are a relay's listen addresses unless configured:
+// every interface, the conventional libp2p port 4001, TCP and QUIC.
+var DefaultListenAddrs = []string{
+	"/ip4/0.0.0.0/tcp/4001",
+	"/ip4/0.0.0.0/udp/4001/quic-v1",
+}
+
+// DefaultMaxVaults bounds the vaults one relay serves unless configured, so
+// a stranger who lists this relay in a vault of their own cannot make it
+// store without end. Quotas bound each vault.
+const DefaultMaxVaults = 100
+
+// Config is what New needs.
+type Config struct {
+	// Home is the relay's directory: its key and every replica.
+	Home string
+	// ListenAddrs are multiaddrs to listen on; nil means DefaultListenAddrs.
+	ListenAddrs []string
+	// Quota bounds each vault; the zero value means DefaultQuota. Use
+	// NoQuota for none.
+	Quota Quota
+	// NoQuota turns per-vault quotas off.
+	NoQuota bool
+	// Allow, when not empty, is the only vaults this relay serves.
+	Allow []keys.VaultID
+	// MaxVaults bounds the vaults served; 0 means DefaultMaxVaults.
+	MaxVaults int
+	// Circuit limits each relayed connection (DCUtR signalling needs
+	// little); nil means libp2p's default (2 minutes, 128 KiB each way).
+	// Data between devices that cannot connect directly goes through the
+	// relay's store, not through a circuit.
+	Circuit *relayv2.RelayLimit
+	// Bootstrap are other DHT servers to join; a relay needs none.
+	Bootstrap []peer.AddrInfo
+	// Host replaces the libp2p host (simulations); New does not close it.
+	Host host.Host
+	// NoDHT leaves the DHT server off (simulations with many relays).
+	NoDHT bool
+	// Logger receives the relay's log; nil discards it.
+	Logger *slog.Logger
+}
+
+// Relay is a running relay. Create it with New, then Run.
+type Relay struct {
+	cfg     Config
+	log     *slog.Logger
+	id      *keys.Identity
+	host    host.Host
+	ownHost bool
+	dht     *dht.IpfsDHT
+	stats   *stats
+
+	loops sync.WaitGroup // fetch loops
+
+	mu      sync.Mutex
+	ctx     context.Context // set by Run
+	vaults  map[keys.VaultID]*replica
+	pulling map[pullKey]bool
+	closed  bool
+}
+
+type pullKey struct {
+	vault keys.VaultID
+	peer  peer.ID
+}
+
+// New opens the relay's home (creating its key on first use), every
+// replica in it, and its libp2p host.
+func New(cfg Config) (*Relay, error) {
+	if cfg.Home == "" {
+		return nil, errors.New("relay: no home directory")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.NoQuota {
+		cfg.Quota = Quota{}
+	} else if cfg.Quota == (Quota{}) {
+		cfg.Quota = DefaultQuota
+	}
+	if cfg.MaxVaults == 0 {
+		cfg.MaxVaults = DefaultMaxVaults
+	}
+	h, err := home.Open(cfg.Home)
+	if err != nil {
+		return nil, fmt.Errorf("relay home: %w", err)
+	}
+	cfg.Home = h.Dir
+	id, err := h.Identity()
+	if err != nil {
+		return nil, fmt.Errorf("relay key: %w", err)
+	}
+	r := &Relay{
+		cfg: cfg, log: cfg.Logger, id: id, stats: newStats(),
+		vaults: map[keys.VaultID]*replica{}, pulling: map[pullKey]bool{},
+	}
+	if err := r.openReplicas(); err != nil {
+		r.closeReplicas()
+		return nil, err
+	}
+	if cfg.Host != nil {
+		r.host = cfg.Host
+	} else {
+		r.host, err = r.newHost()
+		if err != nil {
+			r.closeReplicas()
+			return nil, err
+		}
+		r.ownHost = true
+	}
+	return r, nil
+}
+
+// openReplicas opens every replica found in the home.
+func (r *Relay) openReplicas() error {
+	dir := filepath.Join(r.cfg.Home, "replicas")
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing replicas: %w", err)
+	}
+	for _, e := range ents {
+		b, err := hex.DecodeString(e.Name())
+		if err != nil || len(b) != len(keys.VaultID{}) || !e.IsDir() {
+			continue
+		}
+		var id keys.VaultID
+		copy(id[:], b)
+		rep, err := openReplica(r.cfg.Home, id, r.cfg.Quota, r.log)
+		if err != nil {
+			return err
+		}
+		r.vaults[id] = rep
+	}
+	return nil
+}
+
+func (r *Relay) closeReplicas() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	for _, rep := range r.vaults {
+		rep.close()
+	}
+}
+
+// ID is the relay's peer ID.
+func (r *Relay) ID() peer.ID { return r.host.ID() }
+
+// Host is the relay's libp2p host.
+func (r *Relay) Host() host.Host { return r.host }
+
+// Addrs returns the relay's listen multiaddrs with /p2p/<ID>, the form
+// devices record with `weft relay add`.
+func (r *Relay) Addrs() []string {
+	var out []string
+	for _, a := range r.host.Addrs() {
+		out = append(out, a.Encapsulate(ma.StringCast("/p2p/"+r.host.ID().String())).String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// newHost builds the relay's libp2p host: TCP and QUIC, Noise, yamux, the
+// resource manager, a connection manager sized for many devices, the
+// circuit relay v2 service (open only to members of served vaults), and
+// AutoNAT services so devices learn whether they are reachable. The relay
+// declares itself publicly reachable: it is run where devices can dial it.
+func (r *Relay) newHost() (host.Host, error) {
+	k, err := libp2pKey(r.id)
+	if err != nil {
+		return nil, err
+	}
+	listen := r.cfg.ListenAddrs
+	if len(listen) == 0 {
+		listen = DefaultListenAddrs
+	}
+	limits := rcmgr.DefaultLimits
+	libp2p.SetDefaultServiceLimits(&limits)
+	sync := rcmgr.BaseLimit{StreamsInbound: 4096, StreamsOutbound: 4096, Streams: 8192, Memory: 512 << 20}
+	perPeer := rcmgr.BaseLimit{StreamsInbound: 32, StreamsOutbound: 32, Streams: 64, Memory: 64 << 20}
+	for _, p := range []p2pprotocol.ID{ProtoLog, ProtoChunk, ProtoRelay} {
+		limits.AddProtocolLimit(p, sync, rcmgr.BaseLimitIncrease{})
+		limits.AddProtocolPeerLimit(p, perPeer, rcmgr.BaseLimitIncrease{})
+	}
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()))
+	if err != nil {
+		return nil, fmt.Errorf("resource manager: %w", err)
+	}
+	cm, err := connmgr.NewConnManager(900, 1000, connmgr.WithGracePeriod(time.Minute))
+	if err != nil {
+		return nil, fmt.Errorf("connection manager: %w", err)
+	}
+	res := relayv2.DefaultResources()
+	if r.cfg.Circuit != nil {
+		res.Limit = r.cfg.Circuit
+	}
+	h, err := libp2p.New(
+		libp2p.Identity(k),
+		libp2p.ListenAddrStrings(listen...),
+		libp2p.Transport(tcp.NewTCPTransport),
+		libp2p.Transport(quic.NewTransport),
+		libp2p.Security(noise.ID, noise.New),
+		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+		libp2p.ResourceManager(rm),
+		libp2p.ConnectionManager(cm),
+		libp2p.ForceReachabilityPublic(),
+		libp2p.EnableRelayService(
+			relayv2.WithResources(res),
+			relayv2.WithACL(acl{r}),
+			// Devices on a LAN or behind a VPN are served too; a
+			// reservation's addresses are only hints.
+			relayv2.WithReservationAddressFilter(func(ma.Multiaddr) bool { return true }),
+			relayv2.WithMetricsTracer(r.stats.circuit),
+		),
+		libp2p.EnableNATService(),
+		libp2p.EnableAutoNATv2(),
+		libp2p.DisableMetrics(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("starting libp2p host: %w", err)
+	}
+	return h, nil
+}
+
+// acl opens the circuit relay service to the members of served vaults
+// only: a reservation needs a member, a circuit needs two devices that
+// share a vault.
+type acl struct{ r *Relay }
+
+func (a acl) AllowReserve(p peer.ID, _ ma.Multiaddr) bool {
+	d, err := DeviceIDOf(p)
+	return err == nil && len(a.r.vaultsOf(d)) > 0
+}
+
+func (a acl) AllowConnect(src peer.ID, _ ma.Multiaddr, dst peer.ID) bool {
+	s, err1 := DeviceIDOf(src)
+	d, err2 := DeviceIDOf(dst)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	for _, rep := range a.r.vaultsOf(s) {
+		if rep.isMember(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// vaultsOf lists the served vaults d is a member of.
+func (r *Relay) vaultsOf(d keys.DeviceID) []*replica {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*replica
+	for _, rep := range r.vaults {
+		if rep.isMember(d) && Listed(rep.relays(), r.host.ID()) {
+			out = append(out, rep)
+		}
+	}
+	return out
+}
+
+// replica returns the served replica of vault id, or nil.
+func (r *Relay) replica(id keys.VaultID) *replica {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.vaults[id]
+}
+
+// Run serves until ctx ends and returns nil after a clean shutdown.
+func (r *Relay) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer r.closeReplicas()
+	if r.ownHost {
+		defer r.host.Close()
+	}
+	if !r.cfg.NoDHT {
+		d, err := dht.New(r.host, dht.Mode(dht.ModeServer), dht.ProtocolPrefix(DHTPrefix),
+			dht.BootstrapPeers(r.cfg.Bootstrap...))
+		if err != nil {
+			return fmt.Errorf("starting DHT server: %w", err)
+		}
+		defer d.Close()
+		r.dht = d
+	}
+	r.host.SetStreamHandler(ProtoRelay, r.handleEnroll)
+	r.host.SetStreamHandler(ProtoLog, r.handleLog)
+	r.host.SetStreamHandler(ProtoChunk, r.handleChunk)
+	defer r.host.RemoveStreamHandler(ProtoRelay)
+	defer r.host.RemoveStreamHandler(ProtoLog)
+	defer r.host.RemoveStreamHandler(ProtoChunk)
+	notifee := &network.NotifyBundle{
+		ConnectedF:    func(_ network.Network, c network.Conn) { go r.onConnected(c.RemotePeer()) },
+		DisconnectedF: func(_ network.Network, c network.Conn) { r.stats.devicesChanged(r) },
+	}
+	r.host.Network().Notify(notifee)
+	defer r.host.Network().StopNotify(notifee)
+
+	r.mu.Lock()
+	r.ctx = ctx
+	for _, rep := range r.vaults {
+		r.startFetchLocked(rep)
+	}
+	r.mu.Unlock()
+	for _, p := range r.host.Network().Peers() {
+		go r.onConnected(p)
+	}
+	<-ctx.Done()
+	r.loops.Wait()
+	return nil
+}
+
+// startFetchLocked starts rep's chunk fetcher once Run has started.
+func (r *Relay) startFetchLocked(rep *replica) {
+	if r.ctx == nil {
+		return
+	}
+	ctx := r.ctx
+	r.loops.Go(func() { r.fetchLoop(ctx, rep) })
+}
+
+// context returns Run's context, or nil before Run.
+func (r *Relay) context() context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ctx
+}

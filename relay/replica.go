@@ -1,0 +1,383 @@
+package relay
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/member"
+	"github.com/weftsync/weft/protocol/wire"
+	"github.com/weftsync/weft/store/pack"
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// replica is one vault as a relay holds it: the membership log and every
+// author's entries (store/vaultdb, the same store devices use, without a
+// folder index) and the vault's encrypted chunks (store/pack).
+//
+// It keeps, per author, the length of the prefix of the log it holds in
+// full ("held"): entries whose every version either has all its chunks
+// here or was superseded by a version in an entry stored here. That is the
+// vector it reports to devices in LogStatus, so a device counts its work
+// safe only once the relay could hand all of it to another device.
+type replica struct {
+	id     keys.VaultID
+	dir    string
+	db     *vaultdb.DB
+	chunks *pack.Store
+	quota  Quota
+	log    *slog.Logger
+
+	mu         sync.Mutex
+	state      *member.State
+	held       map[keys.DeviceID]uint64
+	superseded map[entry.VersionID]bool // versions named as superseded by a stored entry
+	wanted     map[cid.Cid]bool         // chunks referenced by stored entries and not here
+	unavail    map[cid.Cid]int          // fetch rounds in which no connected device had the chunk
+	full       bool                     // a quota is reached
+	grown      chan struct{}            // closed and replaced when anything a device could want changes
+	fetchKick  chan struct{}
+}
+
+// Quota bounds what a relay stores for one vault. Zero means no limit.
+type Quota struct {
+	Bytes   uint64 // chunk bytes stored
+	Entries uint64 // log entries stored
+}
+
+// DefaultQuota is a relay's per-vault quota unless configured otherwise:
+// enough for a large notes vault and a photo library on a small VPS.
+var DefaultQuota = Quota{Bytes: 20 << 30, Entries: 2_000_000}
+
+// replicaDir is where a vault's replica lives in the relay's home (replicas/): named
+// by the vault ID, which the relay knows anyway.
+func replicaDir(home string, id keys.VaultID) string {
+	return filepath.Join(home, "replicas", hex.EncodeToString(id[:]))
+}
+
+// openReplica opens (creating if needed) the replica of vault id.
+func openReplica(home string, id keys.VaultID, quota Quota, log *slog.Logger) (*replica, error) {
+	dir := replicaDir(home, id)
+	db, rep, err := vaultdb.OpenConfig(vaultdb.Config{Dir: filepath.Join(dir, "log"), Vault: id, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("opening replica of vault %s: %w", id, err)
+	}
+	if err := rep.Err(); err != nil {
+		log.Warn("replica recovered with damage; missing entries are fetched again", "vault", id, "err", err)
+	}
+	chunks, err := pack.Open(pack.Config{Dir: filepath.Join(dir, "chunks"), Logger: log})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening chunk store of vault %s: %w", id, err)
+	}
+	r := &replica{
+		id: id, dir: dir, db: db, chunks: chunks, quota: quota, log: log.With("vault", id.String()),
+		state:      db.MemberState(),
+		held:       map[keys.DeviceID]uint64{},
+		superseded: map[entry.VersionID]bool{},
+		wanted:     map[cid.Cid]bool{},
+		unavail:    map[cid.Cid]int{},
+		grown:      make(chan struct{}),
+		fetchKick:  make(chan struct{}, 1),
+	}
+	if err := r.load(); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// load rebuilds the in-memory view from the stored entries.
+func (r *replica) load() error {
+	for a, h := range r.db.Heads() {
+		err := r.db.Range(a, 1, h.Seq, func(e *entry.Entry) error {
+			r.noteLocked(e)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("reading stored entries of %s: %w", a, err)
+		}
+	}
+	r.advanceLocked()
+	r.full = r.overQuotaLocked()
+	return nil
+}
+
+func (r *replica) close() {
+	r.chunks.Close()
+	r.db.Close()
+}
+
+// noteLocked records what a stored entry supersedes and which of its
+// chunks are missing.
+func (r *replica) noteLocked(e *entry.Entry) {
+	for _, h := range e.Headers() {
+		for _, s := range h.Supersedes {
+			r.superseded[s] = true
+		}
+		for _, c := range h.Refs {
+			if !r.wanted[c] {
+				if ok, err := r.chunks.Has(c); err == nil && !ok {
+					r.wanted[c] = true
+				}
+			}
+		}
+	}
+}
+
+// entryHeldLocked reports whether every version of e is here in full or
+// superseded by a stored entry.
+func (r *replica) entryHeldLocked(e *entry.Entry) bool {
+	for i, h := range e.Headers() {
+		if r.superseded[e.VersionID(i)] {
+			continue
+		}
+		for _, c := range h.Refs {
+			if r.wanted[c] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// advanceLocked extends each author's held prefix as far as it goes.
+func (r *replica) advanceLocked() bool {
+	moved := false
+	for a, h := range r.db.Heads() {
+		from := r.held[a] + 1
+		if from > h.Seq {
+			continue
+		}
+		errStop := errors.New("stop")
+		err := r.db.Range(a, from, h.Seq, func(e *entry.Entry) error {
+			if !r.entryHeldLocked(e) {
+				return errStop
+			}
+			r.held[a] = e.Seq()
+			moved = true
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStop) {
+			r.log.Warn("reading stored entries", "author", a, "err", err)
+		}
+	}
+	return moved
+}
+
+// grewLocked wakes every log stream waiting on the replica.
+func (r *replica) grewLocked() {
+	close(r.grown)
+	r.grown = make(chan struct{})
+}
+
+func (r *replica) growthSignal() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.grown
+}
+
+func (r *replica) kickFetch() {
+	select {
+	case r.fetchKick <- struct{}{}:
+	default:
+	}
+}
+
+// isMember reports whether d may read and write the vault through this
+// relay: a current member. Revoked devices are refused.
+func (r *replica) isMember(d keys.DeviceID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state.IsMember(d)
+}
+
+func (r *replica) members() []keys.DeviceID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state.Members()
+}
+
+func (r *replica) relays() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state.Relays()
+}
+
+func (r *replica) records() []member.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state.Records()
+}
+
+// addMember stores a membership record that extends the log.
+func (r *replica) addMember(rec member.Record) error {
+	if err := r.db.AppendMember(rec); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.state = r.db.MemberState()
+	r.grewLocked()
+	return nil
+}
+
+// entryCount is the number of entries stored.
+func (r *replica) entryCountLocked() uint64 {
+	var n uint64
+	for _, h := range r.db.Heads() {
+		n += h.Seq
+	}
+	return n
+}
+
+func (r *replica) overQuotaLocked() bool {
+	if r.quota.Entries > 0 && r.entryCountLocked() >= r.quota.Entries {
+		return true
+	}
+	if r.quota.Bytes > 0 && uint64(r.chunks.Stats().BytesStored) >= r.quota.Bytes {
+		return true
+	}
+	return false
+}
+
+// status is the replica's RelayStatus.
+func (r *replica) status() wire.RelayStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return wire.RelayStatus{
+		Vault: r.id, Bytes: uint64(max(r.chunks.Stats().BytesStored, 0)), BytesLimit: r.quota.Bytes,
+		Entries: r.entryCountLocked(), EntriesLimit: r.quota.Entries, Full: r.full,
+	}
+}
+
+// ErrQuota means a vault's quota on this relay is reached.
+var ErrQuota = errors.New("vault quota reached on this relay")
+
+// ingestEntry verifies and stores one entry pulled from a device: a
+// current member's, extending its author's chain (vaultdb checks the
+// signature, vault and chain). An entry already held is a no-op.
+func (r *replica) ingestEntry(raw []byte) error {
+	e, err := entry.Decode(raw)
+	if err != nil {
+		return fmt.Errorf("decoding entry: %w", err)
+	}
+	if !r.isMember(e.Author()) {
+		return fmt.Errorf("entry by %s: %w", e.Author(), errNotMember)
+	}
+	r.mu.Lock()
+	if h := r.db.Head(e.Author()); e.Seq() <= h.Seq {
+		r.mu.Unlock()
+		// Held already, or a fork, which vaultdb reports.
+		return r.db.Append(e)
+	}
+	if r.overQuotaLocked() {
+		r.full = true
+		r.mu.Unlock()
+		return ErrQuota
+	}
+	r.mu.Unlock()
+	if err := r.db.Append(e); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.noteLocked(e)
+	r.advanceLocked()
+	r.grewLocked()
+	r.mu.Unlock()
+	r.kickFetch()
+	return nil
+}
+
+var errNotMember = errors.New("not a member of the vault")
+
+// wantList returns up to n chunks to fetch.
+func (r *replica) wantList(n int) []cid.Cid {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.full {
+		return nil
+	}
+	out := make([]cid.Cid, 0, min(n, len(r.wanted)))
+	for c := range r.wanted {
+		if r.unavail[c] > 0 {
+			continue
+		}
+		out = append(out, c)
+		if len(out) == n {
+			break
+		}
+	}
+	return out
+}
+
+// putChunk verifies env against c and stores it.
+func (r *replica) putChunk(c cid.Cid, env []byte) error {
+	r.mu.Lock()
+	if !r.wanted[c] {
+		r.mu.Unlock()
+		return nil
+	}
+	if r.quota.Bytes > 0 && uint64(r.chunks.Stats().BytesStored)+uint64(len(env)) > r.quota.Bytes {
+		r.full = true
+		r.grewLocked()
+		r.mu.Unlock()
+		return ErrQuota
+	}
+	r.mu.Unlock()
+	// pack.Put checks the CID against the bytes.
+	if err := r.chunks.Put(c, env); err != nil {
+		return fmt.Errorf("storing chunk %s: %w", c, err)
+	}
+	r.mu.Lock()
+	delete(r.wanted, c)
+	delete(r.unavail, c)
+	r.mu.Unlock()
+	return nil
+}
+
+// missedChunk records that no device asked in one round had c.
+func (r *replica) missedChunk(c cid.Cid) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.wanted[c] {
+		r.unavail[c]++
+	}
+}
+
+// retryUnavailable makes every chunk no device had eligible again: called
+// when a device connects, which may hold them.
+func (r *replica) retryUnavailable() {
+	r.mu.Lock()
+	clear(r.unavail)
+	r.mu.Unlock()
+	r.kickFetch()
+}
+
+// settle advances the held prefix after chunks arrived and wakes readers
+// if it moved.
+func (r *replica) settle() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.advanceLocked() {
+		r.grewLocked()
+	}
+}
+
+// heldVector is the vector reported to devices.
+func (r *replica) heldVector() map[keys.DeviceID]uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[keys.DeviceID]uint64, len(r.held))
+	for a, s := range r.held {
+		out[a] = s
+	}
+	return out
+}

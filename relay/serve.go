@@ -1,0 +1,345 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/member"
+	"github.com/weftsync/weft/protocol/wire"
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// helloTimeout bounds how long an opener may take to say what it wants.
+const helloTimeout = 10 * time.Second
+
+// peersRefresh is how often a log stream re-sends the list of connected
+// members when nothing else happens (a device that connected or left).
+const peersRefresh = 10 * time.Second
+
+// handleEnroll answers /weft/relay/1: a member asks the relay to serve its
+// vault, or brings newer membership records.
+func (r *Relay) handleEnroll(s network.Stream) {
+	defer s.Close()
+	dev, err := DeviceIDOf(s.Conn().RemotePeer())
+	if err != nil {
+		_ = s.Reset()
+		return
+	}
+	c := wire.NewConn(s, r.stats)
+	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
+	p, err := c.Expect(wire.MsgEnroll)
+	if err != nil {
+		return
+	}
+	en, err := wire.ParseEnroll(p)
+	if err != nil {
+		c.SendError(wire.CodeProtocol, err.Error())
+		return
+	}
+	recs, err := checkMembership(en)
+	if err != nil {
+		c.SendError(wire.CodeProtocol, err.Error())
+		return
+	}
+	st := member.NewState(en.Vault)
+	for _, rec := range recs {
+		_ = st.Apply(rec) // checked above
+	}
+	if !Listed(st.Relays(), r.host.ID()) {
+		c.SendError(wire.CodeNotMember, "this relay is not listed in the vault's membership; add it with `weft relay add`")
+		return
+	}
+	if !st.IsMember(dev) {
+		c.SendError(wire.CodeNotMember, "not a member of this vault")
+		return
+	}
+	rep, err := r.enroll(en.Vault, recs)
+	if err != nil {
+		code := wire.CodeInternal
+		switch {
+		case errors.Is(err, errNotAllowed):
+			code = wire.CodeUnknownVault
+		case errors.Is(err, errTooManyVaults):
+			code = wire.CodeQuotaExceeded
+		case errors.Is(err, vaultdb.ErrFork), errors.Is(err, member.ErrSequence), errors.Is(err, member.ErrPrevMismatch):
+			code = wire.CodeProtocol
+		}
+		r.log.Info("enrollment refused", "vault", en.Vault, "device", dev, "err", err)
+		c.SendError(code, err.Error())
+		return
+	}
+	if err := c.Send(wire.MsgRelayStatus, rep.status()); err != nil {
+		return
+	}
+	_ = c.Flush()
+	r.log.Info("device enrolled", "vault", en.Vault, "device", dev)
+	r.startPull(rep, s.Conn().RemotePeer(), dev)
+}
+
+// checkMembership decodes an Enroll's records and checks that they form a
+// valid membership log of its vault.
+func checkMembership(en wire.Enroll) ([]member.Record, error) {
+	if len(en.Records) == 0 {
+		return nil, errors.New("enroll without membership records")
+	}
+	st := member.NewState(en.Vault)
+	recs := make([]member.Record, 0, len(en.Records))
+	for i, raw := range en.Records {
+		rec, err := member.Decode(raw)
+		if err != nil {
+			return nil, fmt.Errorf("membership record %d: %w", i+1, err)
+		}
+		if err := st.Apply(rec); err != nil {
+			return nil, fmt.Errorf("membership record %d: %w", i+1, err)
+		}
+		recs = append(recs, rec)
+	}
+	return recs, nil
+}
+
+var (
+	errNotAllowed    = errors.New("this relay does not serve that vault (operator allow-list)")
+	errTooManyVaults = errors.New("this relay serves as many vaults as its operator allows")
+)
+
+// enroll returns the replica of vault id, creating it on first enrollment,
+// with recs added to its membership log.
+func (r *Relay) enroll(id keys.VaultID, recs []member.Record) (*replica, error) {
+	r.mu.Lock()
+	rep := r.vaults[id]
+	if rep == nil {
+		if r.closed {
+			r.mu.Unlock()
+			return nil, errors.New("relay shutting down")
+		}
+		if len(r.cfg.Allow) > 0 && !containsVault(r.cfg.Allow, id) {
+			r.mu.Unlock()
+			return nil, errNotAllowed
+		}
+		if len(r.vaults) >= r.cfg.MaxVaults {
+			r.mu.Unlock()
+			return nil, errTooManyVaults
+		}
+		var err error
+		rep, err = openReplica(r.cfg.Home, id, r.cfg.Quota, r.log)
+		if err != nil {
+			r.mu.Unlock()
+			return nil, err
+		}
+		r.vaults[id] = rep
+		r.startFetchLocked(rep)
+	}
+	r.mu.Unlock()
+	for _, rec := range recs {
+		if err := rep.addMember(rec); err != nil {
+			return nil, fmt.Errorf("membership record %d: %w", rec.Seq, err)
+		}
+	}
+	return rep, nil
+}
+
+func containsVault(ids []keys.VaultID, id keys.VaultID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptHello answers a stream's Hello when the relay serves the vault
+// and the opener is one of its current members.
+func (r *Relay) acceptHello(c *wire.Conn, dev keys.DeviceID) (*replica, error) {
+	h, err := c.ReadHello()
+	if err != nil {
+		return nil, err
+	}
+	rep := r.replica(h.Vault)
+	if rep == nil || !Listed(rep.relays(), r.host.ID()) {
+		c.SendError(wire.CodeUnknownVault, "vault not served here; enroll it first")
+		return nil, fmt.Errorf("vault %s not served", h.Vault)
+	}
+	if !rep.isMember(dev) {
+		c.SendError(wire.CodeNotMember, "not a member of this vault")
+		return nil, fmt.Errorf("%s: %w", dev, errNotMember)
+	}
+	return rep, c.AcceptHello(h.Vault)
+}
+
+// handleLog answers a device's log stream: the vault's membership, the
+// entries it lacks, the relay's status and held vector, then every new
+// entry as it arrives, for as long as the stream lasts.
+func (r *Relay) handleLog(s network.Stream) {
+	defer s.Close()
+	dev, err := DeviceIDOf(s.Conn().RemotePeer())
+	if err != nil {
+		_ = s.Reset()
+		return
+	}
+	c := wire.NewConn(s, r.stats)
+	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
+	rep, err := r.acceptHello(c, dev)
+	if err != nil {
+		return
+	}
+	p, err := c.Expect(wire.MsgLogRequest)
+	if err != nil {
+		return
+	}
+	_ = s.SetReadDeadline(time.Time{})
+	req, err := wire.ParseLogRequest(p)
+	if err != nil {
+		c.SendError(wire.CodeProtocol, err.Error())
+		return
+	}
+	ctx := r.context()
+	if ctx == nil {
+		return
+	}
+	// The opener only reads; a reader on our side notices when it goes.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, _ = s.Read(make([]byte, 1))
+		cancel()
+	}()
+	if err := r.serveLog(ctx, c, rep, dev, vectorFromWire(req.Vector)); err != nil && !errors.Is(err, context.Canceled) {
+		r.log.Debug("serving log", "device", dev, "err", err)
+	}
+}
+
+func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev keys.DeviceID, theirs protocol.Vector) error {
+	sentMembers := 0
+	var lastStatus wire.RelayStatus
+	var lastHeld protocol.Vector
+	var lastPeers string
+	tick := time.NewTicker(peersRefresh)
+	defer tick.Stop()
+	for {
+		grown := rep.growthSignal()
+		peers := r.peersFor(rep, dev)
+		if key := fmt.Sprint(peers); key != lastPeers {
+			if err := c.Send(wire.MsgPeers, peers); err != nil {
+				return err
+			}
+			lastPeers = key
+		}
+		if st := rep.status(); st != lastStatus {
+			if err := c.Send(wire.MsgRelayStatus, st); err != nil {
+				return err
+			}
+			lastStatus = st
+		}
+		records := rep.records()
+		for ; sentMembers < len(records); sentMembers++ {
+			if err := c.SendRaw(wire.MsgMember, records[sentMembers].Encode()); err != nil {
+				return err
+			}
+		}
+		mine := protocol.Vector{}
+		for a, h := range rep.db.Heads() {
+			mine[a] = h.Seq
+		}
+		for _, rg := range mine.Missing(theirs) {
+			n := 0
+			err := rep.db.Range(rg.Author, rg.From, rg.To, func(e *entry.Entry) error {
+				n++
+				r.stats.entriesServed.Inc()
+				return c.SendRaw(wire.MsgEntry, e.Bytes())
+			})
+			if err != nil {
+				return fmt.Errorf("sending entries of %s: %w", rg.Author, err)
+			}
+			if theirs == nil {
+				theirs = protocol.Vector{}
+			}
+			if err := theirs.Apply(rg); err != nil {
+				return err
+			}
+		}
+		held := protocol.Vector(rep.heldVector())
+		if lastHeld == nil || lastHeld.Compare(held) != protocol.Equal {
+			if err := c.Send(wire.MsgLogStatus, wire.LogRequest{Vector: vectorToWire(held)}); err != nil {
+				return err
+			}
+			lastHeld = held
+		}
+		if err := c.Flush(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-grown:
+		case <-tick.C:
+		}
+	}
+}
+
+// handleChunk serves chunks from the replica's store. A chunk that fails
+// its CID check on read is reported missing, never sent.
+func (r *Relay) handleChunk(s network.Stream) {
+	defer s.Close()
+	dev, err := DeviceIDOf(s.Conn().RemotePeer())
+	if err != nil {
+		_ = s.Reset()
+		return
+	}
+	c := wire.NewConn(s, r.stats)
+	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
+	rep, err := r.acceptHello(c, dev)
+	if err != nil {
+		return
+	}
+	_ = s.SetReadDeadline(time.Time{})
+	for {
+		p, err := c.Expect(wire.MsgWantChunks)
+		if err != nil {
+			return
+		}
+		want, err := wire.ParseWantChunks(p)
+		if err != nil {
+			c.SendError(wire.CodeProtocol, err.Error())
+			return
+		}
+		for _, id := range want.CIDs {
+			env, err := rep.chunks.Get(id)
+			if err != nil {
+				if err := c.Send(wire.MsgChunkMissing, wire.ChunkMissing{CID: id}); err != nil {
+					return
+				}
+				continue
+			}
+			if err := c.Send(wire.MsgChunk, wire.Chunk{CID: id, Envelope: env}); err != nil {
+				return
+			}
+			r.stats.chunksServed.Inc()
+		}
+		if err := c.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+func vectorToWire(v protocol.Vector) []wire.VectorEntry {
+	out := make([]wire.VectorEntry, 0, len(v))
+	for a, s := range v {
+		out = append(out, wire.VectorEntry{Author: a, Seq: s})
+	}
+	return out
+}
+
+func vectorFromWire(es []wire.VectorEntry) protocol.Vector {
+	v := make(protocol.Vector, len(es))
+	for _, e := range es {
+		v[e.Author] = e.Seq
+	}
+	return v
+}
