@@ -144,6 +144,7 @@ type PathMessage struct {
 // PeerStatus is one peer's state.
 type PeerStatus struct {
 	ID            string     `json:"id"`
+	Role          string     `json:"role"`       // device, relay
 	Connection    string     `json:"connection"` // lan, direct, holepunched, relayed, offline
 	BytesSent     int64      `json:"bytes_sent"`
 	BytesReceived int64      `json:"bytes_received"`
@@ -160,6 +161,7 @@ func (n *Node) Status() Status {
 		st.Addrs = []string{}
 	}
 	members := map[keys.DeviceID]bool{}
+	relays := map[keys.DeviceID]bool{}
 	for _, v := range n.vaultList {
 		fs := v.status()
 		if len(n.connectedMembers(v)) == 0 && len(v.memberList()) > 1 && fs.State == "in-sync" {
@@ -171,13 +173,21 @@ func (n *Node) Status() Status {
 				members[d] = true
 			}
 		}
+		for _, r := range v.relays() {
+			relays[r.dev] = true
+			members[r.dev] = true
+		}
 	}
 	now := n.now().UTC()
 	for d := range members {
 		ps := n.peerState(d)
+		role := "device"
+		if relays[d] {
+			role = "relay"
+		}
 		n.mu.Lock()
 		p := PeerStatus{
-			ID: d.String(), Connection: "offline", InSync: n.peerInSync(d),
+			ID: d.String(), Role: role, Connection: "offline", InSync: n.peerInSync(d),
 			BytesSent: ps.counters.bytesSent.Load(), BytesReceived: ps.counters.bytesReceived.Load(),
 			MsgsSent: ps.counters.msgsSent.Load(), MsgsReceived: ps.counters.msgsReceived.Load(),
 		}
@@ -199,7 +209,7 @@ func (n *Node) Status() Status {
 // shared vault, as far as its last LogStatus said.
 func (n *Node) peerInSync(d keys.DeviceID) bool {
 	for _, v := range n.vaultList {
-		if !v.isMember(d) {
+		if !v.isPeer(d) {
 			continue
 		}
 		mine := v.vector()

@@ -12,6 +12,7 @@ import (
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	yamux "github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
@@ -35,10 +36,14 @@ var DefaultListenAddrs = []string{
 	"/ip4/0.0.0.0/udp/0/quic-v1",
 }
 
-// HostConfig is what newHost needs.
+// HostConfig is what newHost and hostOptions need.
 type HostConfig struct {
 	Identity    *keys.Identity
 	ListenAddrs []string
+	// Punches, if set, is told of every hole punch (DCUtR) the host
+	// makes, so the node can report a connection as holepunched. Give the
+	// same tracer to Config.Punches when the node runs on this host.
+	Punches *PunchTracer
 }
 
 // libp2pKey converts the device key into libp2p's form, so the peer ID is
@@ -76,10 +81,36 @@ func DeviceIDOf(p peer.ID) (keys.DeviceID, error) {
 	return d, nil
 }
 
-// newHost builds the device's libp2p host: TCP and QUIC, Noise, yamux, a
-// resource manager sized for sync (many streams to a few peers) and a
-// connection manager. Identify runs by default in every libp2p host.
+// newHost builds the device's libp2p host from hostOptions.
 func newHost(cfg HostConfig) (host.Host, error) {
+	opts, err := hostOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	h, err := libp2p.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("starting libp2p host: %w", err)
+	}
+	return h, nil
+}
+
+// hostOptions is the option list of a device's libp2p host: TCP and QUIC,
+// Noise, yamux, a resource manager sized for sync (many streams to a few
+// peers), a connection manager, and NAT traversal (docs/connectivity.md):
+//
+//   - the circuit v2 relay client transport (libp2p's default), so the
+//     device can dial and be dialled through a relay it holds a
+//     reservation on (keepReservations);
+//   - hole punching (DCUtR), which turns a relayed connection into a
+//     direct one when both sides' NATs allow it, reported to cfg.Punches;
+//   - the AutoNAT v2 client, so the host learns which of its addresses
+//     are reachable from outside.
+//
+// Identify runs in every libp2p host. There are no public bootstrap peers
+// and no UPnP/NAT-PMP port mapping (libp2p.NATPortMap stays off): a device
+// does not reconfigure the user's router. Callers may append options, for
+// example a simulated QUIC transport in tests; libp2p applies them in order.
+func hostOptions(cfg HostConfig) ([]libp2p.Option, error) {
 	priv, err := libp2pKey(cfg.Identity)
 	if err != nil {
 		return nil, err
@@ -103,11 +134,17 @@ func newHost(cfg HostConfig) (host.Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resource manager: %w", err)
 	}
+	// Relay and member connections are protected from trimming
+	// (protectConn); the watermarks only bound everything else.
 	cm, err := connmgr.NewConnManager(64, 128, connmgr.WithGracePeriod(time.Minute))
 	if err != nil {
 		return nil, fmt.Errorf("connection manager: %w", err)
 	}
-	h, err := libp2p.New(
+	var punchOpts []holepunch.Option
+	if cfg.Punches != nil {
+		punchOpts = append(punchOpts, holepunch.WithTracer(cfg.Punches))
+	}
+	return []libp2p.Option{
 		libp2p.Identity(priv),
 		libp2p.ListenAddrStrings(listen...),
 		libp2p.Transport(tcp.NewTCPTransport),
@@ -116,10 +153,9 @@ func newHost(cfg HostConfig) (host.Host, error) {
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
+		libp2p.EnableRelay(),
+		libp2p.EnableHolePunching(punchOpts...),
+		libp2p.EnableAutoNATv2(),
 		libp2p.DisableMetrics(),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("starting libp2p host: %w", err)
-	}
-	return h, nil
+	}, nil
 }

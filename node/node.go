@@ -17,7 +17,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	ma "github.com/multiformats/go-multiaddr"
-	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
@@ -63,6 +62,14 @@ type Config struct {
 	// periodic rescans and Scan calls. Needed with a FolderFS that is not
 	// the OS's, which fsnotify cannot watch.
 	NoWatcher bool
+
+	// Relays are circuit v2 relays (multiaddrs ending in /p2p/<ID>) the
+	// device keeps a reservation on, besides its vaults' relays
+	// (docs/connectivity.md).
+	Relays []string
+	// Punches, if set, is the hole-punch tracer of Host (HostConfig.
+	// Punches); New makes one for the host it builds.
+	Punches *PunchTracer
 }
 
 // Node is a running weft device.
@@ -145,6 +152,9 @@ func New(cfg Config) (*Node, error) {
 	if cfg.RescanEvery <= 0 {
 		cfg.RescanEvery = 10 * time.Minute
 	}
+	if cfg.Host == nil {
+		cfg.Punches = NewPunchTracer()
+	}
 	id, err := cfg.Home.Identity()
 	if err != nil {
 		return nil, err
@@ -171,7 +181,7 @@ func New(cfg Config) (*Node, error) {
 		n.host = cfg.Host
 		return n, nil
 	}
-	n.host, err = newHost(HostConfig{Identity: id, ListenAddrs: cfg.ListenAddrs})
+	n.host, err = newHost(HostConfig{Identity: id, ListenAddrs: cfg.ListenAddrs, Punches: cfg.Punches})
 	if err != nil {
 		n.closeVaults()
 		return nil, err
@@ -425,6 +435,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	wg.Go(func() { n.reconcileLoop(ctx) })
 	wg.Go(func() { n.dialLoop(ctx) })
+	wg.Go(func() { n.keepConnectivity(ctx) })
 	close(n.ready)
 	<-ctx.Done()
 	return nil
@@ -481,18 +492,6 @@ func (n *Node) isMemberAnywhere(d keys.DeviceID) bool {
 	return false
 }
 
-// connectionKind names how a connection reaches its peer.
-func connectionKind(c network.Conn) string {
-	addr := c.RemoteMultiaddr()
-	if _, err := addr.ValueForProtocol(ma.P_CIRCUIT); err == nil {
-		return "relayed"
-	}
-	if manet.IsPrivateAddr(addr) || manet.IsIPLoopback(addr) {
-		return "lan"
-	}
-	return "direct"
-}
-
 func (n *Node) onConnected(c network.Conn) {
 	dev, err := DeviceIDOf(c.RemotePeer())
 	if err != nil || !n.isPeerAnywhere(dev) {
@@ -500,7 +499,7 @@ func (n *Node) onConnected(c network.Conn) {
 	}
 	ps := n.peerState(dev)
 	n.mu.Lock()
-	ps.connected, ps.conn, ps.lastSeen = true, connectionKind(c), n.now()
+	ps.connected, ps.conn, ps.lastSeen = true, n.connectionKind(c), n.now()
 	n.mu.Unlock()
 	n.events.publish(Event{Type: EventPeerConnected, Peer: dev.String(), Kind: ps.conn})
 	go n.syncWith(c.RemotePeer())

@@ -1,0 +1,104 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/relay"
+)
+
+// testRelay runs a relay on loopback for the test's lifetime.
+func testRelay(t *testing.T, cfg relay.Config) *relay.Relay {
+	t.Helper()
+	cfg.Home = filepath.Join(t.TempDir(), "relay")
+	cfg.ListenAddrs = []string{"/ip4/127.0.0.1/tcp/0"}
+	cfg.NoDHT = true
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	r, err := relay.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("relay run: %v", err)
+		}
+	})
+	return r
+}
+
+// waitUntil polls cond every 20 ms until it returns nil or limit passes.
+func waitUntil(t *testing.T, limit time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("after %s: %v", limit, err)
+}
+
+// TestRelayQuota: a relay whose per-vault entry quota is reached keeps
+// what it stores, takes nothing more, and tells the device, whose unsafe
+// count stays truthful (the entries the relay refused are not safe).
+func TestRelayQuota(t *testing.T) {
+	r := testRelay(t, relay.Config{Quota: relay.Quota{Entries: 3, Bytes: 1 << 30}})
+	n, folder := testNode(t)
+	if err := n.ChangeRelay(keys.VaultID{}, r.Addrs()[0], false); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 5 {
+		if err := os.WriteFile(filepath.Join(folder, fmt.Sprintf("note-%d.md", i)), fmt.Appendf(nil, "note %d", i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Scan(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, 30*time.Second, func() error {
+		rs := n.Relays()
+		if len(rs) != 1 || rs[0].Quota == nil {
+			return fmt.Errorf("relay has not reported: %+v", rs)
+		}
+		if q := rs[0].Quota; !q.Full || q.Entries != 3 || q.EntriesLimit != 3 {
+			return fmt.Errorf("quota %+v, want full with 3 of 3 entries", *q)
+		}
+		if rs[0].Holds != 3 {
+			return fmt.Errorf("relay holds %d entries, want 3", rs[0].Holds)
+		}
+		return nil
+	})
+	st := n.Status()
+	// The watcher may record a file in an entry of its own besides Scan's,
+	// so count the entries actually written.
+	head := n.vaultList[0].db.Head(n.ID()).Seq
+	if head < 5 {
+		t.Fatalf("head %d, want at least 5 entries", head)
+	}
+	if got := st.Folders[0].Unsafe; got != head-3 {
+		t.Errorf("unsafe %d, want %d (%d entries written, the relay holds three)", got, head-3, head)
+	}
+	var relayPeer *PeerStatus
+	for i, p := range st.Peers {
+		if p.Role == "relay" {
+			relayPeer = &st.Peers[i]
+		}
+	}
+	if relayPeer == nil || relayPeer.Connection == "offline" {
+		t.Errorf("status lists the relay as %+v, want a connected peer with role relay", relayPeer)
+	}
+}

@@ -1,0 +1,284 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/weftsync/weft/protocol/keys"
+)
+
+// Timing of relay reservations and of dialling members through relays.
+const (
+	// reservationCheck is how often the loop looks at its relays: whether
+	// the set changed, a connection dropped, a renewal or retry is due.
+	reservationCheck = 5 * time.Second
+	// reserveTimeout bounds one reservation request or relayed dial.
+	reserveTimeout = 30 * time.Second
+	// retryMin and retryMax bound the backoff after a failed reservation
+	// or relayed dial; it doubles from retryMin on each failure.
+	retryMin = time.Second
+	retryMax = 5 * time.Minute
+	// punchRetryMin and punchRetryMax bound how long a member may stay
+	// reachable only through a relay before the relayed connection is
+	// closed and dialled again, which makes libp2p try DCUtR again (it
+	// tries once per new relayed connection, and not at all if its own
+	// public address was not known yet). The wait doubles per retry.
+	punchRetryMin = 30 * time.Second
+	punchRetryMax = 30 * time.Minute
+)
+
+// parseRelays turns relay multiaddrs (each ending in /p2p/<relay ID>) into
+// address infos, merging addresses of the same relay.
+func parseRelays(addrs []string) ([]peer.AddrInfo, error) {
+	var ms []ma.Multiaddr
+	for _, a := range addrs {
+		m, err := ma.NewMultiaddr(a)
+		if err != nil {
+			return nil, fmt.Errorf("relay address %q: %w", a, err)
+		}
+		ms = append(ms, m)
+	}
+	infos, err := peer.AddrInfosFromP2pAddrs(ms...)
+	if err != nil {
+		return nil, fmt.Errorf("relay addresses (each must end in /p2p/<relay ID>): %w", err)
+	}
+	return infos, nil
+}
+
+// keepConnectivity runs until ctx ends: it keeps connection kinds and
+// connection-manager protection current (watchConns) and holds
+// reservations on Config.Relays and on every vault's relays (from its
+// signed membership, so a relay added on any device is picked up).
+func (n *Node) keepConnectivity(ctx context.Context) {
+	static, err := parseRelays(n.cfg.Relays)
+	if err != nil {
+		n.log.Warn("ignoring configured relays", "err", err)
+	}
+	n.keepReservations(ctx, func() []peer.AddrInfo {
+		out := slices.Clone(static)
+		seen := map[peer.ID]bool{}
+		for _, i := range out {
+			seen[i.ID] = true
+		}
+		for _, v := range n.vaultList {
+			for _, r := range v.relays() {
+				if !seen[r.info.ID] {
+					seen[r.info.ID] = true
+					out = append(out, r.info)
+				}
+			}
+		}
+		return out
+	})
+}
+
+// relayState is what keepReservations knows about one relay.
+type relayState struct {
+	info    peer.AddrInfo
+	held    bool          // a reservation is held (as far as we know)
+	expires time.Time     // of the held reservation
+	next    time.Time     // when to reserve (renew or retry) next
+	backoff time.Duration // after the last failure; 0 after a success
+}
+
+// keepReservations holds a circuit v2 reservation on every relay relays()
+// returns, until ctx ends, and dials members that are not connected
+// through the relays it holds one on. relays is called again on every
+// check, so the set may change while it runs.
+//
+// A reservation is renewed halfway to its expiry, and again at once when
+// the connection to the relay drops (the relay forgets the reservation
+// with the connection). A failed reservation is retried with a backoff
+// doubling from retryMin to retryMax.
+func (n *Node) keepReservations(ctx context.Context, relays func() []peer.AddrInfo) {
+	var mu sync.Mutex // guards state for the notifee's isRelay
+	state := map[peer.ID]*relayState{}
+	isRelay := func(p peer.ID) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return state[p] != nil
+	}
+	stop := n.watchConns(isRelay)
+	defer stop()
+
+	dialer := newRelayDialer()
+	tick := time.NewTicker(reservationCheck)
+	defer tick.Stop()
+	for {
+		current := relays()
+		seen := map[peer.ID]bool{}
+		var held []peer.AddrInfo
+		for _, info := range current {
+			if info.ID == n.host.ID() {
+				continue
+			}
+			seen[info.ID] = true
+			mu.Lock()
+			st := state[info.ID]
+			if st == nil {
+				st = &relayState{}
+				state[info.ID] = st
+			}
+			mu.Unlock()
+			st.info = info
+			n.reserve(ctx, st)
+			if st.held {
+				held = append(held, info)
+			}
+		}
+		mu.Lock()
+		for id := range state {
+			if !seen[id] {
+				delete(state, id)
+				n.host.ConnManager().Unprotect(id, protectRelay)
+			}
+		}
+		mu.Unlock()
+		n.dialViaRelays(ctx, held, dialer)
+
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// reserve makes or renews the reservation on st's relay if one is due.
+func (n *Node) reserve(ctx context.Context, st *relayState) {
+	now := n.now()
+	if st.held && n.host.Network().Connectedness(st.info.ID) != network.Connected {
+		st.held, st.next = false, now // the relay dropped it with the connection
+	}
+	if now.Before(st.next) {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, reserveTimeout)
+	rsv, err := client.Reserve(rctx, n.host, st.info)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		st.held = false
+		st.backoff = min(max(2*st.backoff, retryMin), retryMax)
+		st.next = n.now().Add(st.backoff)
+		n.log.Debug("relay reservation failed", "relay", st.info.ID, "retry_in", st.backoff, "err", err)
+		return
+	}
+	now = n.now()
+	if !st.held {
+		n.log.Info("relay reservation held", "relay", st.info.ID, "expires", rsv.Expiration)
+	} else {
+		n.log.Debug("relay reservation renewed", "relay", st.info.ID, "expires", rsv.Expiration)
+	}
+	n.host.ConnManager().Protect(st.info.ID, protectRelay)
+	st.held, st.expires, st.backoff = true, rsv.Expiration, 0
+	st.next = now.Add(max(rsv.Expiration.Sub(now)/2, retryMin))
+}
+
+// relayDialer spaces out relayed dials and hole-punch retries per member.
+type relayDialer struct {
+	next      map[keys.DeviceID]time.Time
+	backoff   map[keys.DeviceID]time.Duration
+	punchWait map[keys.DeviceID]time.Duration // 0: punchRetryMin
+}
+
+func newRelayDialer() *relayDialer {
+	return &relayDialer{
+		next: map[keys.DeviceID]time.Time{}, backoff: map[keys.DeviceID]time.Duration{},
+		punchWait: map[keys.DeviceID]time.Duration{},
+	}
+}
+
+// stale reports whether the member reached only through relayed
+// connections conns has waited long enough for a direct one; if so it
+// closes them (so the member can be dialled again) and lengthens the next
+// wait.
+func (d *relayDialer) stale(dev keys.DeviceID, conns []network.Conn, now time.Time) bool {
+	wait := max(d.punchWait[dev], punchRetryMin)
+	for _, c := range conns {
+		if now.Sub(c.Stat().Opened) < wait {
+			return false
+		}
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	d.punchWait[dev] = min(2*wait, punchRetryMax)
+	return true
+}
+
+// circuitAddrs are the addresses at which a device holding a reservation
+// on one of relays can be dialled: <relay addr>/p2p/<relay>/p2p-circuit.
+// The device's own ID is added by the dial (peer.AddrInfo.ID).
+func circuitAddrs(relays []peer.AddrInfo) []ma.Multiaddr {
+	var out []ma.Multiaddr
+	for _, r := range relays {
+		circuit, err := ma.NewMultiaddr("/p2p/" + r.ID.String() + "/p2p-circuit")
+		if err != nil {
+			continue
+		}
+		for _, a := range r.Addrs {
+			out = append(out, a.Encapsulate(circuit))
+		}
+	}
+	return out
+}
+
+// dialViaRelays dials every member of this device's vaults that it has no
+// connection to at all through the relays it holds a reservation on: a
+// member that holds a reservation on the same relay answers, and DCUtR
+// may then turn the relayed connection into a direct one. A member that
+// stays reachable only through relays is dialled again from time to time
+// (relayDialer.stale), so that DCUtR is tried again. The circuit
+// addresses go into the peerstore (host.Connect adds them), so later dials
+// of the member try them too.
+func (n *Node) dialViaRelays(ctx context.Context, relays []peer.AddrInfo, d *relayDialer) {
+	addrs := circuitAddrs(relays)
+	if len(addrs) == 0 {
+		return
+	}
+	self := n.id.ID()
+	done := map[keys.DeviceID]bool{}
+	for _, v := range n.vaultList {
+		for _, dev := range v.memberList() {
+			if dev == self || done[dev] || n.now().Before(d.next[dev]) {
+				continue
+			}
+			done[dev] = true
+			pid, err := PeerIDOf(dev)
+			if err != nil {
+				continue
+			}
+			switch n.host.Network().Connectedness(pid) {
+			case network.Connected:
+				d.punchWait[dev] = 0
+				continue
+			case network.Limited: // relayed only
+				if !d.stale(dev, n.host.Network().ConnsToPeer(pid), n.now()) {
+					continue
+				}
+			}
+			// A limited (relayed) connection is what this dial is for.
+			dctx, cancel := context.WithTimeout(network.WithAllowLimitedConn(ctx, "weft-relayed-dial"), reserveTimeout)
+			err = n.host.Connect(dctx, peer.AddrInfo{ID: pid, Addrs: addrs})
+			cancel()
+			if err != nil {
+				d.backoff[dev] = min(max(2*d.backoff[dev], retryMin), retryMax)
+				d.next[dev] = n.now().Add(d.backoff[dev])
+				n.log.Debug("dialling member through relay", "peer", dev, "retry_in", d.backoff[dev], "err", err)
+				continue
+			}
+			d.backoff[dev] = 0
+		}
+	}
+}
