@@ -64,6 +64,8 @@ func (n *Node) startAPI(ctx context.Context, addr string) (*apiServer, error) {
 	mux.HandleFunc("GET /v1/events", a.eventStream)
 	mux.HandleFunc("POST /v1/scan", a.scan)
 	mux.HandleFunc("GET /v1/doctor", a.doctor)
+	mux.HandleFunc("GET /v1/history", a.history)
+	mux.HandleFunc("POST /v1/restore", a.restore)
 	mux.HandleFunc("GET /v1/relays", a.relaysList)
 	mux.HandleFunc("POST /v1/relays", a.relaysChange)
 	mux.Handle("GET /metrics", a.mon.metrics.handler())
@@ -131,6 +133,7 @@ type FolderStatus struct {
 	PendingFetch    int           `json:"pending_fetch"`
 	PendingUpload   int           `json:"pending_upload"`
 	Unsafe          uint64        `json:"unsafe"`
+	Written         uint64        `json:"written"` // this device's own entries, durable here
 	Conflicts       int           `json:"conflicts"`
 	Errors          []PathMessage `json:"errors"`
 }
@@ -238,7 +241,7 @@ func (v *vault) status() FolderStatus {
 		Path: v.cfg.Folder, Vault: v.id.String(), InitialScanDone: view.scanned,
 		Files: view.files, Bytes: view.bytes, Conflicts: len(view.conflicts),
 		PendingApply: view.toApply, PendingFetch: view.toFetch, PendingUpload: upload, Unsafe: unsafe,
-		Errors: []PathMessage{},
+		Written: v.db.Head(v.n.id.ID()).Seq, Errors: []PathMessage{},
 	}
 	// pending is what this device must still do itself; what peers
 	// still need from it is pending_upload (and peers[].in_sync).

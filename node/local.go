@@ -402,7 +402,9 @@ func (v *vault) watch(ctx context.Context, useWatcher bool, settle time.Duration
 			}
 			var err error
 			if b.Rescan {
-				v.noteWatcherRescan()
+				if !b.Ready {
+					v.noteWatcherRescan()
+				}
 				_, err = v.scan(ctx, nil)
 			} else {
 				_, err = v.scan(ctx, b.Paths)

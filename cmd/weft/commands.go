@@ -173,22 +173,31 @@ func statusCmd(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(out, "device %s\n\n", st.Device)
 			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "FOLDER\tSTATE\tFILES\tBYTES\tPENDING\tUNSAFE\tCONFLICTS")
+			fmt.Fprintln(tw, "FOLDER\tSTATE\tFILES\tBYTES\tPENDING\tWRITTEN\tSAFE\tCONFLICTS")
 			for _, f := range st.Folders {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%d\n", f.Path, f.State, f.Files, humanBytes(f.Bytes), f.Pending, f.Unsafe, f.Conflicts)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%d\n", f.Path, f.State, f.Files, humanBytes(f.Bytes), f.Pending, f.Written, safeText(f), f.Conflicts)
 			}
 			tw.Flush()
 			fmt.Fprintln(out)
 			tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PEER\tCONNECTION\tIN SYNC\tSENT\tRECEIVED")
+			fmt.Fprintln(tw, "PEER\tROLE\tCONNECTION\tIN SYNC\tSENT\tRECEIVED")
 			for _, p := range st.Peers {
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", p.ID, p.Connection, p.InSync, humanBytes(p.BytesSent), humanBytes(p.BytesReceived))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", p.ID, p.Role, p.Connection, p.InSync, humanBytes(p.BytesSent), humanBytes(p.BytesReceived))
 			}
 			return tw.Flush()
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the documented JSON shape (docs/api.md)")
 	return c
+}
+
+// safeText says how much of a folder's own work another device or a relay
+// holds: "all" when none is unsafe (this device can be switched off).
+func safeText(f node.FolderStatus) string {
+	if f.Unsafe == 0 {
+		return "all"
+	}
+	return fmt.Sprintf("%d (%d not yet)", f.Written-min(f.Unsafe, f.Written), f.Unsafe)
 }
 
 func conflictsCmd(g *globals) *cobra.Command {

@@ -26,9 +26,15 @@ const defaultMaxPending = 10000
 // Scanner.ScanPaths), or, when Rescan is set, a request for a full scan
 // because events were lost (inotify overflow, too many pending paths, a
 // watch that could not be added).
+//
+// The first batch has Ready set (and Rescan): the watches are in place, and
+// whatever changed before they were (between the caller's first scan and
+// now) was not seen, so the caller scans everything once more. That is not
+// a loss of events and should not be reported as one.
 type Batch struct {
 	Paths  []string // sorted, relative, slash-separated
 	Rescan bool
+	Ready  bool
 }
 
 // WatcherConfig configures a Watcher.
@@ -95,6 +101,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	if err := l.addTree("", false); err != nil {
 		return fmt.Errorf("watching folder: %w", err)
 	}
+	l.pending, l.has = Batch{Rescan: true, Ready: true}, true
 	return l.run(ctx)
 }
 

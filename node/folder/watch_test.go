@@ -225,3 +225,29 @@ func TestWatcherReal(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestWatcherFirstBatchIsReady: the first report says the watches are in
+// place and asks for one full scan, so a change made between the caller's
+// first scan and the watches being added is not missed.
+func TestWatcherFirstBatchIsReady(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWatcher(WatcherConfig{Dir: dir, Settle: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	select {
+	case b := <-w.Batches():
+		if !b.Ready || !b.Rescan || len(b.Paths) != 0 {
+			t.Errorf("first batch %+v, want Ready and Rescan with no paths", b)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no first batch")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
+	}
+}

@@ -1,0 +1,655 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// Restore brings old versions back as new versions (docs/history.md).
+//
+// A restore is a local edit made on the user's behalf: the old content is
+// written through the applier (temporary file, fsync, rename, directory
+// fsync; it refuses to replace anything changed since its last scan), then
+// the written paths are scanned and recorded like any local change, except
+// that each new version supersedes every head of its path. Before anything
+// is written, a restore checks that each path is settled (every head is
+// applied here), that nothing changed on disk since the last scan, and
+// fetches into memory every chunk it needs that no local file holds, so a
+// restore that cannot get its content fails with nothing changed.
+
+// RestoreRequest is the body of POST /v1/restore.
+type RestoreRequest struct {
+	// Path is an absolute path inside a synced folder. Required unless
+	// All is set; with All it narrows the restore to that folder or
+	// subtree.
+	Path string `json:"path,omitempty"`
+	// Version is a HistoryVersion.ID of the path. Exclusive with At.
+	Version string `json:"version,omitempty"`
+	// At is RFC 3339, or relative to the agent's clock: "-2h", "-90m",
+	// "-3d". The version current at that time is restored (see versionAt).
+	At string `json:"at,omitempty"`
+	// All restores every path (under Path, if given) as of At.
+	All bool `json:"all,omitempty"`
+	// DryRun lists what would change and changes nothing.
+	DryRun bool `json:"dry_run,omitempty"`
+}
+
+// RestoreResult is the answer of POST /v1/restore and `weft restore
+// --json`.
+type RestoreResult struct {
+	// At is the moment restored to, when the request gave one.
+	At     *time.Time `json:"at,omitempty"`
+	DryRun bool       `json:"dry_run"`
+	// Changes are the paths changed (or that would change, on a dry run),
+	// in the order they were written. Empty when everything already
+	// matches.
+	Changes []RestoreChange `json:"changes"`
+}
+
+// RestoreChange is one path a restore changed.
+type RestoreChange struct {
+	Folder string `json:"folder"`
+	Path   string `json:"path"`
+	// Action is "restore" (an older content comes back) or "delete" (the
+	// path did not exist then, or the version restored is a deletion).
+	Action string `json:"action"`
+	// From is the ID of the version whose content comes back ("" for a
+	// delete); Kind and Size describe it.
+	From string `json:"from,omitempty"`
+	Kind string `json:"kind,omitempty"`
+	Size uint64 `json:"size"`
+	// Version is the ID of the new version that records the restore
+	// (empty on a dry run).
+	Version string `json:"version,omitempty"`
+}
+
+// restoreCacheLimit bounds the chunk bytes a restore fetches up front.
+// Beyond it the content is streamed from peers while it is written, as
+// the applier does, and a file whose chunks cannot all be had is left as
+// it was, but files restored before it stay restored.
+const restoreCacheLimit = 256 << 20
+
+// ParseAt parses a --at value: RFC 3339 ("2026-11-30T06:00:00Z"), or a
+// time before now: "-" followed by a Go duration ("-2h", "-1h30m") or a
+// number of days ("-3d").
+func ParseAt(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(s, "-"); ok {
+		if days, ok := strings.CutSuffix(rest, "d"); ok {
+			n, err := strconv.ParseFloat(days, 64)
+			if err != nil || n < 0 || n > 100_000 { // beyond ~270 years a Duration overflows
+				return time.Time{}, fmt.Errorf("%w: time %q: want -Nd, -DURATION or RFC 3339", errBadRestore, s)
+			}
+			return now.Add(-time.Duration(n * float64(24*time.Hour))), nil
+		}
+		d, err := time.ParseDuration(rest)
+		if err != nil || d < 0 {
+			return time.Time{}, fmt.Errorf("%w: time %q: want -Nd, -DURATION or RFC 3339", errBadRestore, s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: time %q: want -Nd, -DURATION or RFC 3339", errBadRestore, s)
+	}
+	return t, nil
+}
+
+// Restore carries out (or, with DryRun, plans) a restore. Errors wrap
+// errBadRestore, errNotInFolder, errNoHistory, errNoSuchVersion,
+// errNotSettled, errChangedSinceScan or errContentUnavailable; all of them
+// but a failure part-way through a large --all restore (see
+// restoreCacheLimit) mean nothing was changed.
+func (n *Node) Restore(ctx context.Context, req RestoreRequest) (RestoreResult, error) {
+	res := RestoreResult{DryRun: req.DryRun, Changes: []RestoreChange{}}
+	var at time.Time
+	switch {
+	case req.Version != "" && (req.At != "" || req.All):
+		return res, fmt.Errorf("%w: a version names one path's version; it goes without --at and --all", errBadRestore)
+	case req.All && req.At == "":
+		return res, fmt.Errorf("%w: --all needs --at", errBadRestore)
+	case !req.All && req.Path == "":
+		return res, fmt.Errorf("%w: a path is needed (or --all)", errBadRestore)
+	case !req.All && req.Version == "" && req.At == "":
+		return res, fmt.Errorf("%w: say which version: --version ID or --at TIME", errBadRestore)
+	}
+	if req.At != "" {
+		var err error
+		if at, err = ParseAt(req.At, n.now()); err != nil {
+			return res, err
+		}
+		u := at.UTC()
+		res.At = &u
+	}
+	type job struct {
+		v     *vault
+		items []restoreItem
+	}
+	var jobs []job
+	if req.Path == "" {
+		for _, v := range n.vaultList {
+			items, err := v.planAll("", at.UnixMilli())
+			if err != nil {
+				return res, err
+			}
+			jobs = append(jobs, job{v, items})
+		}
+	} else {
+		v, rel, err := n.resolvePath(req.Path)
+		if err != nil {
+			return res, err
+		}
+		var items []restoreItem
+		if req.All {
+			items, err = v.planAll(rel, at.UnixMilli())
+		} else {
+			items, err = v.planOne(rel, req.Version, at.UnixMilli())
+		}
+		if err != nil {
+			return res, err
+		}
+		jobs = append(jobs, job{v, items})
+	}
+	for _, j := range jobs {
+		if req.DryRun {
+			for _, it := range j.items {
+				res.Changes = append(res.Changes, it.change(j.v.cfg.Folder))
+			}
+			continue
+		}
+		done, err := j.v.restore(ctx, j.items)
+		res.Changes = append(res.Changes, done...)
+		if err != nil {
+			if len(res.Changes) > 0 {
+				return res, fmt.Errorf("restored %d paths, then: %w", len(res.Changes), err)
+			}
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// restoreItem is one path to restore: to from's content, or deleted when
+// from is nil.
+type restoreItem struct {
+	path string
+	from *pathVersion
+}
+
+// change describes the item for a RestoreResult.
+func (it restoreItem) change(folderPath string) RestoreChange {
+	c := RestoreChange{Folder: folderPath, Path: it.path, Action: "delete"}
+	if it.from != nil {
+		c.Action, c.From, c.Kind, c.Size = "restore", versionIDString(it.from.id), it.from.ver.Kind.String(), it.from.ver.Size
+	}
+	return c
+}
+
+// planOne plans restoring path to the version named by id, or else to the
+// one current at t (unix ms). The plan is empty when the disk already
+// holds that content.
+func (v *vault) planOne(path, id string, t int64) ([]restoreItem, error) {
+	v.mu.Lock()
+	pvs := v.versionsOfLocked(path)
+	cur, had := v.index[path]
+	v.mu.Unlock()
+	if len(pvs) == 0 {
+		return nil, fmt.Errorf("%s: %w", path, errNoHistory)
+	}
+	var target *pathVersion
+	if id != "" {
+		for i := range pvs {
+			if matchVersionID(id, pvs[i].id) {
+				if target != nil {
+					return nil, fmt.Errorf("%w: %q names several versions of %s; use the author's full device ID", errBadRestore, id, path)
+				}
+				target = &pvs[i]
+			}
+		}
+		if target == nil {
+			return nil, fmt.Errorf("%s: version %q: %w (see `weft history`)", path, id, errNoSuchVersion)
+		}
+		if target.ver.Kind == entry.KindDeletion {
+			target = nil
+		}
+	} else {
+		if err := v.entryTimes(pvs, map[entryRef]int64{}); err != nil {
+			return nil, err
+		}
+		if pv, ok := versionAt(pvs, t); ok {
+			target = &pv
+		}
+	}
+	if holds(target, cur, had) {
+		return nil, nil
+	}
+	return []restoreItem{{path: path, from: target}}, nil
+}
+
+// planAll plans restoring every path at or under prefix to what was
+// current at t (unix ms): paths whose current content differs get that
+// version back, paths that did not exist then are deleted. Non-deletions
+// come first, parents before children, then deletions, children first,
+// then kind changes of directories (which wait for the directory to be
+// emptied).
+func (v *vault) planAll(prefix string, t int64) ([]restoreItem, error) {
+	v.mu.Lock()
+	byPath := v.versionsByPathLocked(func(p string) bool { return under(p, prefix) })
+	index := map[string]vaultdb.Record{}
+	for p := range byPath {
+		if r, ok := v.index[p]; ok {
+			index[p] = r
+		}
+	}
+	v.mu.Unlock()
+	cache := map[entryRef]int64{}
+	var adds, dels, after []restoreItem
+	for p, pvs := range byPath {
+		if err := v.entryTimes(pvs, cache); err != nil {
+			return nil, err
+		}
+		cur, had := index[p]
+		var target *pathVersion
+		if pv, ok := versionAt(pvs, t); ok {
+			target = &pv
+		}
+		if holds(target, cur, had) {
+			continue
+		}
+		it := restoreItem{path: p, from: target}
+		switch {
+		case target == nil:
+			dels = append(dels, it)
+		case had && cur.Kind == entry.KindDir:
+			after = append(after, it)
+		default:
+			adds = append(adds, it)
+		}
+	}
+	byName := func(a, b restoreItem) int { return strings.Compare(a.path, b.path) }
+	slices.SortFunc(adds, byName)
+	slices.SortFunc(dels, func(a, b restoreItem) int { return -byName(a, b) })
+	slices.SortFunc(after, byName)
+	return slices.Concat(adds, dels, after), nil
+}
+
+// holds reports whether the disk (as the index records it) already holds
+// target's content (nil: nothing at the path).
+func holds(target *pathVersion, cur vaultdb.Record, had bool) bool {
+	if target == nil {
+		return !had
+	}
+	if !had || cur.Kind != target.ver.Kind {
+		return false
+	}
+	switch cur.Kind {
+	case entry.KindFile:
+		return cur.Hash == target.ver.Hash && cur.Mode&0o111 == target.ver.Mode&0o111
+	case entry.KindSymlink:
+		return cur.Target == target.ver.Target
+	}
+	return true
+}
+
+// restore writes items and records them as new versions. It returns the
+// changes made. Nothing is written unless every check passes (see the
+// package comment above); a failure while writing stops the restore, and
+// what was written until then is recorded.
+func (v *vault) restore(ctx context.Context, items []restoreItem) ([]RestoreChange, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	// Hold off scans (and the reconciler's writes) until the restore is
+	// written and recorded: a watcher scan in between would record the
+	// restored files without their supersedes.
+	v.scanMu.Lock()
+	defer v.scanMu.Unlock()
+	if err := v.restoreChecks(ctx, items); err != nil {
+		return nil, err
+	}
+	cache, err := v.prefetch(ctx, items)
+	if err != nil {
+		return nil, err
+	}
+	now := v.n.now().UnixNano()
+	var written []restoreItem
+	var scanPaths []string
+	var werr error
+	for _, it := range items {
+		if werr = ctx.Err(); werr != nil {
+			break
+		}
+		v.mu.Lock()
+		top := topNewAncestorLocked(v, it.path)
+		v.mu.Unlock()
+		if werr = v.writeRestored(ctx, it, now, cache); werr != nil {
+			werr = fmt.Errorf("restoring %s: %w", it.path, classifyRestoreErr(werr))
+			break
+		}
+		written = append(written, it)
+		scanPaths = append(scanPaths, top)
+	}
+	if err := v.recordRestored(ctx, scanPaths); err != nil {
+		return nil, errors.Join(werr, fmt.Errorf("recording the restore: %w", err))
+	}
+	out := make([]RestoreChange, 0, len(written))
+	v.mu.Lock()
+	for _, it := range written {
+		c := it.change(v.cfg.Folder)
+		if hs := v.graph.Heads(it.path); len(hs) == 1 && hs[0].ID.Author == v.n.id.ID() {
+			c.Version = versionIDString(toEntryID(hs[0].ID))
+		}
+		out = append(out, c)
+	}
+	v.mu.Unlock()
+	return out, werr
+}
+
+// restoreChecks refuses a restore that would lose something: a path with
+// heads not applied here (a remote version still on its way would be
+// superseded unseen), or a path changed on disk since its last scan. The
+// check scans without recording; v.scanMu must be held.
+func (v *vault) restoreChecks(ctx context.Context, items []restoreItem) error {
+	var busy []string
+	paths := make([]string, 0, len(items))
+	v.mu.Lock()
+	for _, it := range items {
+		if _, ok := v.appliedHeadsLocked(it.path); !ok {
+			busy = append(busy, it.path)
+		}
+		paths = append(paths, it.path)
+	}
+	v.mu.Unlock()
+	if len(busy) > 0 {
+		return fmt.Errorf("%s: %w (versions not applied here yet); try again once `weft status` shows the folder in sync", listPaths(busy), errNotSettled)
+	}
+	res, err := v.scanner.ScanPaths(ctx, paths)
+	if err != nil {
+		return fmt.Errorf("checking the folder: %w", err)
+	}
+	changed := slices.Clone(res.Unsettled)
+	for _, c := range res.Changes {
+		changed = append(changed, c.Path)
+	}
+	if len(changed) > 0 {
+		slices.Sort(changed)
+		return fmt.Errorf("%s: %w; nothing was restored: let weft record the edit (`weft scan`) and restore again", listPaths(changed), errChangedSinceScan)
+	}
+	return nil
+}
+
+// listPaths names up to five paths.
+func listPaths(ps []string) string {
+	if len(ps) > 5 {
+		return strings.Join(ps[:5], ", ") + fmt.Sprintf(" and %d more", len(ps)-5)
+	}
+	return strings.Join(ps, ", ")
+}
+
+// appliedHeadsLocked returns the heads of path, sorted and capped for a
+// Supersedes list, and whether this device has applied every one of
+// them: the index holds the head's content, or nothing for a deletion.
+// v.mu must be held.
+func (v *vault) appliedHeadsLocked(path string) ([]entry.VersionID, bool) {
+	cur, had := v.index[path]
+	var ids []entry.VersionID
+	for _, h := range v.graph.Heads(path) {
+		applied := !had
+		if h.Kind != protocol.KindDeletion {
+			applied = had && entry.Kind(h.Kind) == cur.Kind && sameContent(h, cur)
+		}
+		if !applied {
+			return nil, false
+		}
+		ids = append(ids, toEntryID(h.ID))
+	}
+	slices.SortFunc(ids, func(a, b entry.VersionID) int { return a.Compare(b) })
+	if len(ids) > entry.MaxSupersedes {
+		ids = ids[:entry.MaxSupersedes]
+	}
+	return ids, true
+}
+
+// topNewAncestorLocked returns the highest ancestor of p that the index
+// does not hold (the applier creates it), or p itself: the path whose
+// scan records everything the restore of p writes. v.mu must be held.
+func topNewAncestorLocked(v *vault, p string) string {
+	top := p
+	for d := parentDir(p); d != ""; d = parentDir(d) {
+		if _, ok := v.index[d]; ok {
+			break
+		}
+		top = d
+	}
+	return top
+}
+
+// prefetch fetches, before anything is written, every chunk the items
+// need that no local file holds, and returns their plaintexts. Beyond
+// restoreCacheLimit it fetches nothing and returns nil: the content is
+// then streamed while it is written.
+func (v *vault) prefetch(ctx context.Context, items []restoreItem) (map[cid.Cid][]byte, error) {
+	var need []cid.Cid
+	var total int64
+	seen := map[cid.Cid]bool{}
+	v.mu.Lock()
+	for _, it := range items {
+		if it.from == nil {
+			continue
+		}
+		for _, r := range it.from.ver.Chunks {
+			if seen[r.CID] || len(v.chunkLoc[r.CID]) > 0 {
+				continue
+			}
+			seen[r.CID] = true
+			need = append(need, r.CID)
+			total += int64(r.Size)
+		}
+	}
+	v.mu.Unlock()
+	cache := map[cid.Cid][]byte{}
+	if len(need) == 0 {
+		return cache, nil
+	}
+	if total > restoreCacheLimit {
+		return nil, nil
+	}
+	var mu sync.Mutex
+	err := v.fetchFromPeers(ctx, need, func(c cid.Cid, env []byte) error {
+		b, err := chunk.Open(v.ck, c, env)
+		if err != nil {
+			return fmt.Errorf("chunk %s: %w", c, err)
+		}
+		mu.Lock()
+		cache[c] = b
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w (%d of its chunks are held by no connected device; nothing was restored): %v", errContentUnavailable, len(need)-len(cache), err)
+	}
+	return cache, nil
+}
+
+// classifyRestoreErr names the restore errors a user can act on.
+func classifyRestoreErr(err error) error {
+	switch {
+	case errors.Is(err, folder.ErrLocalChange):
+		return fmt.Errorf("%w: %v", errChangedSinceScan, err)
+	case errors.Is(err, errChunkMissing):
+		return fmt.Errorf("%w: %v", errContentUnavailable, err)
+	}
+	return err
+}
+
+// writeRestored makes the disk at it.path hold it.from's content (mtime
+// now: a restore is a new edit) or nothing. v.scanMu must be held.
+func (v *vault) writeRestored(ctx context.Context, it restoreItem, now int64, cache map[cid.Cid][]byte) error {
+	a := v.applier
+	if it.from == nil {
+		return a.Delete(ctx, it.path)
+	}
+	ver := it.from.ver
+	switch ver.Kind {
+	case entry.KindDir:
+		_, err := a.MakeDir(ctx, it.path, fs.FileMode(ver.Mode).Perm()|0o700)
+		return err
+	case entry.KindSymlink:
+		_, err := a.WriteSymlink(ctx, it.path, ver.Target)
+		return err
+	case entry.KindFile:
+		var content io.Reader
+		if cache != nil {
+			content = &restoreReader{ctx: ctx, v: v, refs: ver.Chunks, cache: cache}
+			if len(ver.Chunks) == 0 {
+				content = bytes.NewReader(ver.Inline)
+			}
+		} else {
+			r, stop := v.contentReader(ctx, ver)
+			defer stop()
+			content = r
+		}
+		_, err := a.WriteFile(ctx, folder.FileVersion{
+			Path: it.path, Size: int64(ver.Size), MTime: now, Executable: ver.Mode&0o111 != 0,
+		}, content)
+		return err
+	}
+	return fmt.Errorf("version of unknown kind %s", ver.Kind)
+}
+
+// restoreReader yields a file's plaintext chunk by chunk: from the
+// prefetched cache, else re-created from a local file, else fetched.
+type restoreReader struct {
+	ctx   context.Context
+	v     *vault
+	refs  []entry.ChunkRef
+	cache map[cid.Cid][]byte
+	cur   []byte
+}
+
+func (r *restoreReader) Read(p []byte) (int, error) {
+	for len(r.cur) == 0 {
+		if len(r.refs) == 0 {
+			return 0, io.EOF
+		}
+		ref := r.refs[0]
+		r.refs = r.refs[1:]
+		b, ok := r.cache[ref.CID]
+		if !ok {
+			var err error
+			if b, err = r.v.localPlaintext(ref.CID); err != nil {
+				// The local file changed since the plan: fetch instead.
+				var mu sync.Mutex
+				err = r.v.fetchFromPeers(r.ctx, []cid.Cid{ref.CID}, func(c cid.Cid, env []byte) error {
+					plain, err := chunk.Open(r.v.ck, c, env)
+					mu.Lock()
+					b = plain
+					mu.Unlock()
+					return err
+				})
+				if err != nil {
+					return 0, err
+				}
+			}
+		}
+		if len(b) != int(ref.Size) {
+			return 0, fmt.Errorf("chunk %s: %d bytes, want %d", ref.CID, len(b), ref.Size)
+		}
+		r.cur = b
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
+}
+
+// recordRestored scans what the restore wrote and records it like any
+// local change, except that a version at a path whose heads this device
+// had all applied supersedes every one of them (a restore replaces what
+// is current, including a deletion). A path whose heads changed meanwhile
+// (a remote version arrived) keeps the normal rule, and meets that
+// version as a concurrent one. v.scanMu must be held.
+func (v *vault) recordRestored(ctx context.Context, paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	start := time.Now()
+	res, err := v.scanner.ScanPaths(ctx, paths)
+	v.noteScan(start, paths, res, err)
+	if err != nil {
+		return err
+	}
+	v.authorMu.Lock()
+	defer v.authorMu.Unlock()
+	var (
+		batch   []entry.Version
+		records []vaultdb.Record
+		changed []string
+		inline  int
+	)
+	flush := func() error {
+		if len(batch) == 0 && len(changed) == 0 {
+			return nil
+		}
+		err := v.author(batch, changed, records)
+		batch, records, changed, inline = nil, nil, nil, 0
+		return err
+	}
+	for _, c := range res.Changes {
+		v.noteLocalChange(c)
+		v.mu.Lock()
+		heads, settled := v.appliedHeadsLocked(c.Path)
+		v.mu.Unlock()
+		ver, rec, ok := v.versionFor(c)
+		if !ok && settled && len(heads) > 0 && c.Type == folder.Deleted {
+			ver, ok = entry.Version{Path: c.Path, Kind: entry.KindDeletion}, true
+		}
+		if ok {
+			if settled && len(heads) > 0 {
+				ver.Supersedes = heads
+			}
+			if len(batch) == maxVersionsPerEntry || inline+len(ver.Inline) > maxInlinePerEntry {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			batch = append(batch, ver)
+			inline += len(ver.Inline)
+		}
+		changed = append(changed, c.Path)
+		records = append(records, rec)
+	}
+	return flush()
+}
+
+func (a *apiServer) restore(w http.ResponseWriter, r *http.Request) {
+	var req RestoreRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+		http.Error(w, "restore request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	res, err := a.n.Restore(r.Context(), req)
+	if err != nil {
+		http.Error(w, err.Error(), restoreStatus(err))
+		return
+	}
+	writeJSON(w, res)
+}
