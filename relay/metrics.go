@@ -30,6 +30,16 @@ type stats struct {
 	chunksStored  prometheus.Counter
 	chunksServed  prometheus.Counter
 	devices       prometheus.Gauge
+
+	// Garbage collection (gc.go), over all vaults.
+	gcRuns           prometheus.Counter
+	gcErrors         prometheus.Counter
+	gcChunks         prometheus.Counter
+	gcBytes          prometheus.Counter
+	gcDiskFreed      prometheus.Counter
+	gcPacksRewritten prometheus.Counter
+	gcLast           prometheus.Gauge
+	gcDuration       prometheus.Gauge
 }
 
 func newStats() *stats {
@@ -51,8 +61,35 @@ func newStats() *stats {
 		devices: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "weft", Subsystem: "relay",
 			Name: "devices_connected", Help: "Devices of served vaults connected now."}),
 	}
+	gauge := func(name, help string) prometheus.Gauge {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "weft", Subsystem: "relay", Name: name, Help: help})
+		reg.MustRegister(g)
+		return g
+	}
+	st.gcRuns = counter("gc_runs_total", "Garbage collections of a vault's chunks, finished or not.")
+	st.gcErrors = counter("gc_errors_total", "Garbage collections that stopped on an error (nothing is dropped from a partial view).")
+	st.gcChunks = counter("gc_chunks_reclaimed_total", "Chunks no retained version references, dropped from the chunk store.")
+	st.gcBytes = counter("gc_bytes_reclaimed_total", "Encrypted bytes of the chunks reclaimed.")
+	st.gcDiskFreed = counter("gc_disk_bytes_freed_total", "Pack file bytes given back to the file system by GC.")
+	st.gcPacksRewritten = counter("gc_packs_rewritten_total", "Pack files rewritten by GC to give dead space back.")
+	st.gcLast = gauge("gc_last_run_timestamp_seconds", "Unix time at which the last garbage collection ended.")
+	st.gcDuration = gauge("gc_last_duration_seconds", "How long the last garbage collection of a vault took.")
 	reg.MustRegister(st.devices, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return st
+}
+
+// gcDone records one vault's garbage collection, ended at end.
+func (s *stats) gcDone(res gcResult, err error, end time.Time, took time.Duration) {
+	s.gcRuns.Inc()
+	if err != nil {
+		s.gcErrors.Inc()
+	}
+	s.gcChunks.Add(float64(res.Dropped))
+	s.gcBytes.Add(float64(max(res.DroppedBytes, 0)))
+	s.gcDiskFreed.Add(float64(max(res.BytesOnDiskBefore-res.BytesOnDiskAfter, 0)))
+	s.gcPacksRewritten.Add(float64(res.PacksRewritten))
+	s.gcLast.Set(float64(end.UnixMilli()) / 1000)
+	s.gcDuration.Set(took.Seconds())
 }
 
 // Sent and Received make stats a wire.Counter.

@@ -83,6 +83,14 @@ type Config struct {
 	NoDHT bool
 	// Logger receives the relay's log; nil discards it.
 	Logger *slog.Logger
+	// Retention says which old versions each vault keeps (retention.go);
+	// the zero value means DefaultRetention.
+	Retention Retention
+	// GCInterval is how often each vault's unreferenced chunks are
+	// collected (gc.go); 0 means DefaultGCInterval.
+	GCInterval time.Duration
+	// Now is the clock retention is judged by; nil means time.Now.
+	Now func() time.Time
 }
 
 // Relay is a running relay. Create it with New, then Run.
@@ -95,7 +103,10 @@ type Relay struct {
 	dht     *dht.IpfsDHT
 	stats   *stats
 
-	loops sync.WaitGroup // fetch loops
+	loops sync.WaitGroup // fetch and GC loops
+
+	gcMu    sync.Mutex                          // one vault's GC at a time
+	afterGC func(keys.VaultID, gcResult, error) // tests: told after each GC run
 
 	mu      sync.Mutex
 	ctx     context.Context // set by Run
@@ -358,13 +369,15 @@ func (r *Relay) Run(ctx context.Context) error {
 	return nil
 }
 
-// startFetchLocked starts rep's chunk fetcher once Run has started.
+// startFetchLocked starts rep's chunk fetcher and garbage collector once
+// Run has started.
 func (r *Relay) startFetchLocked(rep *replica) {
 	if r.ctx == nil {
 		return
 	}
 	ctx := r.ctx
 	r.loops.Go(func() { r.fetchLoop(ctx, rep) })
+	r.loops.Go(func() { r.gcLoop(ctx, rep) })
 }
 
 // context returns Run's context, or nil before Run.

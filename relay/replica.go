@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/ipfs/go-cid"
 
@@ -44,6 +45,14 @@ type replica struct {
 	full       bool                     // a quota is reached
 	grown      chan struct{}            // closed and replaced when anything a device could want changes
 	fetchKick  chan struct{}
+
+	// Garbage collection (gc.go). gcBar is held shared while a stored
+	// entry's chunks are noted and exclusively while GC drops chunks.
+	gcBar   sync.RWMutex
+	gcNoted map[cid.Cid]struct{} // under mu: while GC runs, chunks of entries noted since its scan began
+	sinceGC int                  // under mu: versions superseded since the last GC
+	gcKick  chan struct{}
+	gcGrace time.Duration // store/pack's GC grace; 0 means pack.DefaultGCGrace
 }
 
 // Quota bounds what a relay stores for one vault. Zero means no limit.
@@ -86,6 +95,7 @@ func openReplica(home string, id keys.VaultID, quota Quota, log *slog.Logger) (*
 		unavail:    map[cid.Cid]int{},
 		grown:      make(chan struct{}),
 		fetchKick:  make(chan struct{}, 1),
+		gcKick:     make(chan struct{}, 1),
 	}
 	if err := r.load(); err != nil {
 		r.close()
@@ -119,6 +129,7 @@ func (r *replica) close() {
 // chunks are missing.
 func (r *replica) noteLocked(e *entry.Entry) {
 	for _, h := range e.Headers() {
+		r.gcNoteLocked(h)
 		for _, s := range h.Supersedes {
 			r.superseded[s] = true
 		}
@@ -287,11 +298,13 @@ func (r *replica) ingestEntry(raw []byte) error {
 	if err := r.db.Append(e); err != nil {
 		return err
 	}
+	r.gcBar.RLock() // GC is not dropping chunks while these are noted
 	r.mu.Lock()
 	r.noteLocked(e)
 	r.advanceLocked()
 	r.grewLocked()
 	r.mu.Unlock()
+	r.gcBar.RUnlock()
 	r.kickFetch()
 	return nil
 }

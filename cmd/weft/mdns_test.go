@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,30 +12,15 @@ import (
 // It skips the test where namespaces cannot be made (not root, no ip).
 func newNetns(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create a network namespace")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs iproute2 (ip) to create a network namespace")
-	}
-	name := fmt.Sprintf("weft-mdns-%d", os.Getpid())
-	run := func(args ...string) error {
-		out, err := exec.Command("ip", args...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-		return nil
-	}
-	if err := run("netns", "add", name); err != nil {
-		t.Skipf("cannot create a network namespace here: %v", err)
-	}
-	t.Cleanup(func() { _ = run("netns", "delete", name) })
+	requireNetns(t)
+	removeStaleNetns(t, "mdns")
+	name := netnsName("mdns", "")
+	addNetns(t, name)
 	for _, args := range [][]string{
-		{"-n", name, "link", "set", "lo", "up"},
 		{"-n", name, "link", "set", "lo", "multicast", "on"},
 		{"-n", name, "route", "add", "224.0.0.0/4", "dev", "lo"},
 	} {
-		if err := run(args...); err != nil {
+		if err := ipRun(args...); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -26,6 +26,7 @@ func relayCmd(g *globals) *cobra.Command {
 	var noQuota bool
 	var maxVaults int
 	var metrics string
+	var keepAll, keepDaily time.Duration
 	c := &cobra.Command{
 		Use:   "relay",
 		Short: "Run a relay: an always-on store-and-forward node for vaults that list it",
@@ -43,6 +44,10 @@ directory) holds its key and the replicas; it must not be a device's home.`,
 				return err
 			}
 			cfg := relay.Config{Home: dir, ListenAddrs: listen, NoQuota: noQuota, MaxVaults: maxVaults, Logger: g.logger()}
+			if keepAll < 0 || keepDaily < 0 {
+				return exitUsage{errors.New("--keep-all and --keep-daily cannot be negative")}
+			}
+			cfg.Retention = relay.Retention{KeepAll: offIfZero(keepAll), Daily: offIfZero(keepDaily)}
 			if quotaBytes != "" {
 				n, err := parseSize(quotaBytes)
 				if err != nil {
@@ -94,9 +99,20 @@ directory) holds its key and the replicas; it must not be a device's home.`,
 	c.Flags().BoolVar(&noQuota, "no-quota", false, "no per-vault quota")
 	c.Flags().StringArrayVar(&allow, "allow", nil, "serve only this vault ID (repeatable; default any vault that lists this relay)")
 	c.Flags().IntVar(&maxVaults, "max-vaults", 0, "most vaults served (default 100)")
+	c.Flags().DurationVar(&keepAll, "keep-all", relay.DefaultRetention.KeepAll, "keep every version for this long after it was superseded (0: none)")
+	c.Flags().DurationVar(&keepDaily, "keep-daily", relay.DefaultRetention.Daily, "then keep one version a day per file until this long after it was superseded (0: none)")
 	c.Flags().StringVar(&metrics, "metrics", "", "serve Prometheus /metrics on this address, e.g. 127.0.0.1:9100")
 	c.AddCommand(relayAddCmd(g, false), relayAddCmd(g, true), relayListCmd(g))
 	return c
+}
+
+// offIfZero maps a retention flag of 0 ("none") to relay.Retention's
+// "off" (negative): a zero field would mean the default.
+func offIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // relayHome is the relay's home directory.

@@ -1,0 +1,397 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weftsync/weft/node"
+)
+
+// The NAT test network (docs/relay.md, "Tested behind NATs"). Only
+// documentation ranges are used, so nothing here can collide with a real
+// network, and libp2p treats none of it as public (it will not try a hole
+// punch: this test proves the store-and-forward path).
+//
+//	         public 203.0.113.0/24 (bridge in namespace "sw")
+//	relay 203.0.113.10   router A 203.0.113.1   router B 203.0.113.2
+//	                          | MASQUERADE           | MASQUERADE
+//	               198.51.100.0/25          198.51.100.128/25
+//	               device A .10             device B .130
+const (
+	natRelayIP   = "203.0.113.10"
+	natRouterAIP = "203.0.113.1"
+	natRouterBIP = "203.0.113.2"
+	natDeviceAIP = "198.51.100.10"
+	natDeviceBIP = "198.51.100.130"
+	natRelayPort = "4001"
+	natMetrics   = natRelayIP + ":9100"
+)
+
+// natLab names the namespaces of the NAT test network.
+type natLab struct {
+	sw, relay, routerA, routerB, a, b string
+}
+
+// newNATLab builds the network above; every namespace (and with it every
+// veth and the bridge) is deleted when the test ends. Namespaces left by
+// a killed earlier run are removed first.
+func newNATLab(t *testing.T) natLab {
+	t.Helper()
+	removeStaleNetns(t, "nat")
+	lab := natLab{
+		sw: netnsName("nat", "sw"), relay: netnsName("nat", "relay"),
+		routerA: netnsName("nat", "ra"), routerB: netnsName("nat", "rb"),
+		a: netnsName("nat", "a"), b: netnsName("nat", "b"),
+	}
+	for _, ns := range []string{lab.sw, lab.relay, lab.routerA, lab.routerB, lab.a, lab.b} {
+		addNetns(t, ns)
+	}
+	// Veth pairs are made inside the namespaces (ip -n ... peer netns ...),
+	// so no interface name is ever taken in the host's namespace.
+	steps := [][]string{
+		{"-n", lab.sw, "link", "add", "br0", "type", "bridge"},
+		{"-n", lab.sw, "link", "set", "br0", "up"},
+	}
+	for _, leg := range []struct{ port, ns, addr string }{
+		{"p-relay", lab.relay, natRelayIP},
+		{"p-ra", lab.routerA, natRouterAIP},
+		{"p-rb", lab.routerB, natRouterBIP},
+	} {
+		steps = append(steps,
+			[]string{"-n", lab.sw, "link", "add", leg.port, "type", "veth", "peer", "name", "wan", "netns", leg.ns},
+			[]string{"-n", lab.sw, "link", "set", leg.port, "master", "br0", "up"},
+			[]string{"-n", leg.ns, "addr", "add", leg.addr + "/24", "dev", "wan"},
+			[]string{"-n", leg.ns, "link", "set", "wan", "up"},
+		)
+	}
+	for _, lan := range []struct{ router, dev, gw, addr string }{
+		{lab.routerA, lab.a, "198.51.100.1", natDeviceAIP},
+		{lab.routerB, lab.b, "198.51.100.129", natDeviceBIP},
+	} {
+		steps = append(steps,
+			[]string{"-n", lan.router, "link", "add", "lan", "type", "veth", "peer", "name", "eth0", "netns", lan.dev},
+			[]string{"-n", lan.router, "addr", "add", lan.gw + "/25", "dev", "lan"},
+			[]string{"-n", lan.router, "link", "set", "lan", "up"},
+			[]string{"-n", lan.dev, "addr", "add", lan.addr + "/25", "dev", "eth0"},
+			[]string{"-n", lan.dev, "link", "set", "eth0", "up"},
+			[]string{"-n", lan.dev, "route", "add", "default", "via", lan.gw},
+		)
+	}
+	for _, s := range steps {
+		if err := ipRun(s...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The routers forward and masquerade what leaves on the public side.
+	// They have no default route: a packet for the other private network
+	// has nowhere to go, as on the internet.
+	for _, r := range []string{lab.routerA, lab.routerB} {
+		err := inNetns(r, func() error {
+			return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644)
+		})
+		if err != nil {
+			t.Fatalf("forwarding on in %s: %v", r, err)
+		}
+		if err := nsRun(r, "iptables", "-t", "nat", "-A", "POSTROUTING", "-o", "wan", "-j", "MASQUERADE"); err != nil {
+			t.Skipf("iptables cannot masquerade inside a namespace here: %v", err)
+		}
+	}
+	return lab
+}
+
+// listenIn listens on addr (IP:port, port 0 for any) inside namespace ns.
+func listenIn(t *testing.T, ns, addr string) *net.TCPListener {
+	t.Helper()
+	var ln net.Listener
+	err := inNetns(ns, func() (err error) {
+		ln, err = net.Listen("tcp", addr)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("listening on %s in %s: %v", addr, ns, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln.(*net.TCPListener)
+}
+
+// dialIn dials addr from inside namespace ns, giving up after 5 seconds.
+func dialIn(ns, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := inNetns(ns, func() (err error) {
+		c, err = net.DialTimeout("tcp", addr, 5*time.Second)
+		return err
+	})
+	return c, err
+}
+
+// checkNAT proves the network is what the test claims: each device
+// reaches the relay and the relay sees it as its router's public address;
+// neither device, nor the relay, reaches a private address across it.
+func (lab natLab) checkNAT(t *testing.T) {
+	t.Helper()
+	probe := listenIn(t, lab.relay, natRelayIP+":0")
+	for _, c := range []struct{ name, ns, want string }{
+		{"a", lab.a, natRouterAIP},
+		{"b", lab.b, natRouterBIP},
+	} {
+		conn, err := dialIn(c.ns, probe.Addr().String())
+		if err != nil {
+			t.Fatalf("device %s cannot reach the relay's network: %v", c.name, err)
+		}
+		_ = probe.SetDeadline(time.Now().Add(10 * time.Second))
+		in, err := probe.Accept()
+		conn.Close()
+		if err != nil {
+			t.Fatalf("relay side of device %s's probe: %v", c.name, err)
+		}
+		got, _, _ := net.SplitHostPort(in.RemoteAddr().String())
+		in.Close()
+		if got != c.want {
+			t.Fatalf("the relay sees device %s at %s, want its router's address %s (no NAT?)", c.name, got, c.want)
+		}
+	}
+	lnA := listenIn(t, lab.a, natDeviceAIP+":0")
+	lnB := listenIn(t, lab.b, natDeviceBIP+":0")
+	for _, c := range []struct{ from, ns, to string }{
+		{"b", lab.b, lnA.Addr().String()},
+		{"a", lab.a, lnB.Addr().String()},
+		{"the relay", lab.relay, lnA.Addr().String()},
+		{"the relay", lab.relay, lnB.Addr().String()},
+	} {
+		if conn, err := dialIn(c.ns, c.to); err == nil {
+			conn.Close()
+			t.Fatalf("%s reached the private address %s: the networks are not separated", c.from, c.to)
+		}
+	}
+}
+
+// scrapeMetrics reads the relay's /metrics from inside namespace ns and
+// returns every sample by its series ("name" or `name{labels}`).
+func scrapeMetrics(ns, addr string) (map[string]float64, error) {
+	conn, err := dialIn(ns, addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Close = true
+	if err := req.Write(conn); err != nil {
+		return nil, fmt.Errorf("metrics request: %w", err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		return nil, fmt.Errorf("metrics response: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("metrics body: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("metrics: %s: %s", resp.Status, body)
+	}
+	m := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		m[line[:i]] = v
+	}
+	return m, nil
+}
+
+// metricSum adds every series of metric name.
+func metricSum(m map[string]float64, name string) float64 {
+	var sum float64
+	for series, v := range m {
+		if series == name || strings.HasPrefix(series, name+"{") {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// requireReservations checks that every device in ds holds a circuit v2
+// reservation on the relay in namespace ns (node/reservations.go): the
+// relay counts at least len(ds) reservations open, and each device logged
+// one held.
+func requireReservations(t *testing.T, ns string, ds ...*device) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		m, err := scrapeMetrics(ns, natMetrics)
+		held := m[`libp2p_relaysvc_reservations_total{type="opened"}`] - m[`libp2p_relaysvc_reservations_total{type="closed"}`]
+		if err == nil && held >= float64(len(ds)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("relay reservations held: got %v (err %v), want %d", held, err, len(ds))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, d := range ds {
+		if !strings.Contains(d.logAll(), "relay reservation held") {
+			t.Errorf("%s: no \"relay reservation held\" in its log", d.name)
+		}
+	}
+}
+
+// logAll is the device's whole agent log (up() writes it beside home).
+func (d *device) logAll() string {
+	b, _ := os.ReadFile(filepath.Join(filepath.Dir(d.home), d.name+".log"))
+	return string(b)
+}
+
+// waitHas waits until d's folder holds every file of want, byte-identical.
+func waitHas(t *testing.T, d *device, want map[string][]byte, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		got, err := tree(d.folder)
+		missing := ""
+		if err != nil {
+			missing = err.Error()
+		}
+		for name, body := range want {
+			if err == nil && got[name] != "file:"+string(body) {
+				missing = name
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s not there (or not byte-identical) after %s\n%s", d.name, missing, limit, d.logTail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestSyncThroughRelayBehindNATs runs a relay and two devices as real
+// processes, each device behind its own masquerading router, so neither
+// can reach the other and both reach the relay. A's files reach B and B's
+// reach A byte-identical, through the relay's store: the relay's metrics
+// count what it stored and served, and neither device ever exchanged a
+// byte with the other.
+func TestSyncThroughRelayBehindNATs(t *testing.T) {
+	requireNetns(t, "iptables")
+	lab := newNATLab(t)
+	lab.checkNAT(t)
+
+	rl := startRelay(t, lab.relay, "--listen", "/ip4/"+natRelayIP+"/tcp/"+natRelayPort, "--metrics", natMetrics)
+	if !strings.HasPrefix(rl.addr(), "/ip4/"+natRelayIP+"/tcp/"+natRelayPort+"/p2p/") {
+		t.Fatalf("relay address: got %s, want it on %s", rl.addr(), natRelayIP)
+	}
+	a, b := newDevice(t, "a"), newDevice(t, "b")
+	a.netns = lab.a
+	a.upArgs = []string{"--listen", "/ip4/" + natDeviceAIP + "/tcp/4001", "--mdns=false"}
+	a.must("init", a.folder, "--relay", rl.addr())
+	a.up()
+	// Joining dials the inviter at the addresses in the code, which are
+	// a's private ones: b joins on a's network (a laptop paired at home),
+	// then runs behind its own NAT from then on.
+	lines := strings.Split(strings.TrimSpace(a.must("invite")), "\n")
+	b.netns = lab.a
+	b.must("join", lines[len(lines)-1], b.folder)
+	// Pairing itself sent a a few bytes from b; from here on, none.
+	pairing := map[string]int64{}
+	for _, p := range a.status().Peers {
+		pairing[p.ID] = p.BytesReceived
+	}
+	b.netns = lab.b
+	b.upArgs = []string{"--listen", "/ip4/" + natDeviceBIP + "/tcp/4001", "--mdns=false"}
+	b.up()
+
+	rng := rand.New(rand.NewPCG(11, 12))
+	files := func(who string) map[string][]byte {
+		out := map[string][]byte{}
+		for i := range 5 {
+			out[fmt.Sprintf("notes/%s-%d.md", who, i)] = fmt.Appendf(nil, "# note %d from %s\n%x\n", i, who, rng.Uint64())
+		}
+		out["bin/"+who+".bin"] = randBytes(rng, 2<<20)
+		return out
+	}
+	fromA := files("a")
+	for name, body := range fromA {
+		a.write(name, body)
+	}
+	waitHas(t, b, fromA, 2*time.Minute)
+	fromB := files("b")
+	for name, body := range fromB {
+		b.write(name, body)
+	}
+	waitHas(t, a, fromB, 2*time.Minute)
+	waitSame(t, a, b, time.Minute, nil)
+
+	// The bytes went through the relay's store.
+	m, err := scrapeMetrics(lab.relay, natMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("relay: %v entries and %v chunks stored, %v entries and %v chunks served, %v bytes sent",
+		metricSum(m, "weft_relay_entries_stored_total"), metricSum(m, "weft_relay_chunks_stored_total"),
+		metricSum(m, "weft_relay_entries_served_total"), metricSum(m, "weft_relay_chunks_served_total"),
+		metricSum(m, "weft_relay_bytes_sent_total"))
+	for _, name := range []string{"weft_relay_entries_stored_total", "weft_relay_chunks_stored_total", "weft_relay_entries_served_total", "weft_relay_chunks_served_total"} {
+		if metricSum(m, name) <= 0 {
+			t.Errorf("relay metric %s: got %v, want > 0", name, metricSum(m, name))
+		}
+	}
+	if got := metricSum(m, "weft_relay_bytes_sent_total"); got < 2*(2<<20) {
+		t.Errorf("relay sent %v bytes, want at least both 2 MiB files", got)
+	}
+	// And never directly between the devices: each got the other's big
+	// file from the relay and not one byte from the other device.
+	for _, d := range []*device{a, b} {
+		st := d.status()
+		before := pairing
+		if d == b {
+			before = nil // b's agent never met a
+		}
+		var relays int
+		for _, p := range st.Peers {
+			t.Logf("%s: peer %s (%s) %s, %d bytes received", d.name, p.ID, p.Role, p.Connection, p.BytesReceived)
+			switch p.Role {
+			case "relay":
+				relays++
+				if p.Connection == "offline" || p.BytesReceived < 2<<20 {
+					t.Errorf("%s: relay peer %+v, want connected with at least 2 MiB received from it", d.name, p)
+				}
+			default:
+				if p.Connection != "offline" && p.Connection != node.ConnRelayed {
+					t.Errorf("%s: peer %s connected %q, want no direct connection (offline or relayed)", d.name, p.ID, p.Connection)
+				}
+				if got := p.BytesReceived - before[p.ID]; got != 0 {
+					t.Errorf("%s: received %d bytes from device %s since pairing, want 0 (everything through the relay)", d.name, got, p.ID)
+				}
+			}
+		}
+		if relays != 1 {
+			t.Errorf("%s: %d relays among its peers, want 1: %+v", d.name, relays, st.Peers)
+		}
+	}
+	requireReservations(t, lab.relay, a, b)
+}

@@ -1,0 +1,271 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/store/pack"
+)
+
+// DefaultGCInterval is how often a relay collects each vault's garbage
+// unless configured otherwise. Retention is measured in days, so an hour
+// late costs little; a large change starts a collection sooner.
+const DefaultGCInterval = time.Hour
+
+// gcAfterSuperseded is how many versions superseded since a vault's last
+// collection start the next one at once (a large change: a folder
+// rewritten, a restore --all).
+const gcAfterSuperseded = 10_000
+
+// rewriteOnlyGrace is a GC grace so long that no chunk is old enough to be
+// dropped: the second pass of a collection only rewrites packs.
+const rewriteOnlyGrace = 100 * 365 * 24 * time.Hour
+
+// gcResult reports one collection of one vault.
+type gcResult struct {
+	Entries  int       // entries scanned
+	Plan     planStats // stored versions by retention outcome
+	Live     int       // distinct chunks kept live
+	Unwanted int       // chunks no longer fetched: no retained version references them
+
+	Dropped           int   // chunks reclaimed
+	DroppedBytes      int64 // their bytes
+	PacksRewritten    int
+	BytesOnDiskBefore int64
+	BytesOnDiskAfter  int64
+}
+
+// collect reclaims the chunks of vault r that no retained version
+// references, deciding retention at now under pol.
+//
+// Never collected: a chunk referenced by a version retained under pol
+// (every current head among them), by any version of an entry beyond its
+// author's held prefix, or by an entry stored while collect runs; a chunk
+// still wanted for any of those; and, through store/pack's grace, a chunk
+// stored less than r.gcGrace ago. The held vector is not changed: every
+// entry counted held keeps, for each version that is not superseded, all
+// its chunks.
+//
+// It runs in three steps. (1) Without blocking anything, scan every
+// stored entry into a retention plan and collect the live set; entries
+// stored meanwhile have their chunks recorded in r.gcNoted. (2) Holding
+// r.gcBar, which keeps ingestEntry from noting new entries, add the
+// recorded chunks, stop fetching chunks that are no longer needed, and
+// drop the rest from the chunk store (pack.GC without rewrites). An entry
+// stored after this sees the dropped chunks as missing and wants them
+// again, so nothing counted held can lose a chunk. (3) Rewrite packs with
+// much dead space, unblocked: that pass drops nothing.
+//
+// A read error anywhere aborts the collection before anything is dropped:
+// a partial view of the log must never define the live set. collect must
+// not run concurrently with itself on one replica; the GC loop is its only
+// caller outside tests.
+func (r *replica) collect(ctx context.Context, pol Retention, now time.Time) (gcResult, error) {
+	var res gcResult
+
+	// Step 1: the plan and the live set, from a consistent start.
+	r.mu.Lock()
+	r.gcNoted = map[cid.Cid]struct{}{}
+	held := make(map[keys.DeviceID]uint64, len(r.held))
+	for a, s := range r.held {
+		held[a] = s
+	}
+	heads := r.db.Heads()
+	r.sinceGC = 0
+	select {
+	case <-r.gcKick:
+	default:
+	}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.gcNoted = nil
+		r.mu.Unlock()
+	}()
+
+	pl := newPlan(pol, now)
+	need := map[cid.Cid]struct{}{}
+	refs := map[entry.VersionID][]cid.Cid{} // chunks of held versions, decided after the scan
+	for a, h := range heads {
+		err := r.db.Range(a, 1, h.Seq, func(e *entry.Entry) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			res.Entries++
+			isHeld := e.Seq() <= held[a]
+			for i, hd := range e.Headers() {
+				id := e.VersionID(i)
+				pl.add(id, e.Time(), e.Clock(), isHeld, hd.Supersedes)
+				switch {
+				case len(hd.Refs) == 0:
+				case !isHeld:
+					for _, c := range hd.Refs {
+						need[c] = struct{}{}
+					}
+				default:
+					refs[id] = hd.Refs
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return res, fmt.Errorf("reading entries of %s for GC: %w", a.Short(), err)
+		}
+	}
+	res.Plan = pl.finish()
+	for id, cs := range refs {
+		if pl.retained(id) {
+			for _, c := range cs {
+				need[c] = struct{}{}
+			}
+		}
+	}
+	refs = nil
+
+	// Step 2: drop, with no entry being noted meanwhile.
+	r.gcBar.Lock()
+	r.mu.Lock()
+	for c := range r.gcNoted {
+		need[c] = struct{}{}
+	}
+	r.gcNoted = nil
+	for c := range r.wanted {
+		if _, ok := need[c]; !ok {
+			delete(r.wanted, c)
+			delete(r.unavail, c)
+			res.Unwanted++
+		}
+	}
+	r.mu.Unlock()
+	res.Live = len(need)
+	drop, err := r.chunks.GC(ctx, pack.GCOptions{
+		Live:  cidSet(need),
+		Grace: r.gcGrace,
+		// Rewrites come in step 3, so that they do not hold up entries.
+		RewriteThreshold: 1,
+		// An empty live set is legitimate once the log says so (every
+		// head inline, every old version expired); with no entry read it
+		// is not.
+		AllowEmptyLiveSet: res.Entries > 0,
+	})
+	r.gcBar.Unlock()
+	res.Dropped, res.DroppedBytes = drop.Dropped, drop.DroppedBytes
+	res.BytesOnDiskBefore, res.BytesOnDiskAfter = drop.BytesOnDiskBefore, drop.BytesOnDiskAfter
+	if err != nil {
+		return res, fmt.Errorf("dropping unreferenced chunks: %w", err)
+	}
+
+	// Step 3: give the space back. Nothing is old enough to drop here.
+	rw, err := r.chunks.GC(ctx, pack.GCOptions{Live: cidSet(nil), Grace: rewriteOnlyGrace, AllowEmptyLiveSet: true})
+	res.PacksRewritten = rw.PacksRewritten
+	if err != nil {
+		return res, fmt.Errorf("rewriting packs: %w", err)
+	}
+	res.BytesOnDiskAfter = rw.BytesOnDiskAfter
+
+	// Space freed may bring a full vault back under its quota.
+	r.mu.Lock()
+	wasFull := r.full
+	r.full = r.overQuotaLocked()
+	if wasFull != r.full || res.Dropped > 0 || res.Unwanted > 0 {
+		r.grewLocked() // the status devices see changed
+	}
+	r.mu.Unlock()
+	if wasFull && !r.full {
+		r.kickFetch()
+	}
+	return res, nil
+}
+
+func cidSet(m map[cid.Cid]struct{}) iter.Seq[cid.Cid] {
+	return func(yield func(cid.Cid) bool) {
+		for c := range m {
+			if !yield(c) {
+				return
+			}
+		}
+	}
+}
+
+// gcNoteLocked is noteLocked's hook for one version header of a stored
+// entry: while a collection runs it records the chunks, and it starts a
+// collection early after many versions were superseded.
+func (r *replica) gcNoteLocked(h entry.VersionHeader) {
+	if r.gcNoted != nil {
+		for _, c := range h.Refs {
+			r.gcNoted[c] = struct{}{}
+		}
+	}
+	r.sinceGC += len(h.Supersedes)
+	if r.sinceGC >= gcAfterSuperseded {
+		r.sinceGC = 0
+		select {
+		case r.gcKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// gcLoop collects rep's garbage at start, every GC interval, and after a
+// large change, until ctx ends.
+func (r *Relay) gcLoop(ctx context.Context, rep *replica) {
+	for {
+		r.collectVault(ctx, rep)
+		t := time.NewTimer(r.gcInterval())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		case <-rep.gcKick:
+			t.Stop()
+		}
+	}
+}
+
+// collectVault runs one collection of rep (one vault at a time across the
+// relay, to bound the IO) and records it in the metrics and the log.
+func (r *Relay) collectVault(ctx context.Context, rep *replica) {
+	r.gcMu.Lock()
+	defer r.gcMu.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
+	start := time.Now()
+	res, err := rep.collect(ctx, r.cfg.Retention, r.now())
+	took := time.Since(start)
+	r.stats.gcDone(res, err, r.now(), took)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		r.log.Warn("garbage collection", "vault", rep.id, "err", err)
+	case err == nil:
+		r.log.Info("garbage collection", "vault", rep.id, "entries", res.Entries,
+			"versions", res.Plan.Versions, "expired", res.Plan.Expired, "live_chunks", res.Live,
+			"reclaimed_chunks", res.Dropped, "reclaimed_bytes", res.DroppedBytes,
+			"packs_rewritten", res.PacksRewritten, "took", took)
+	}
+	if r.afterGC != nil {
+		r.afterGC(rep.id, res, err)
+	}
+}
+
+// now is the relay's clock for retention decisions.
+func (r *Relay) now() time.Time {
+	if r.cfg.Now != nil {
+		return r.cfg.Now()
+	}
+	return time.Now()
+}
+
+func (r *Relay) gcInterval() time.Duration {
+	if r.cfg.GCInterval > 0 {
+		return r.cfg.GCInterval
+	}
+	return DefaultGCInterval
+}
