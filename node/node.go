@@ -70,6 +70,16 @@ type Config struct {
 	// Punches, if set, is the hole-punch tracer of Host (HostConfig.
 	// Punches); New makes one for the host it builds.
 	Punches *PunchTracer
+
+	// Bootstrap are servers of weft's DHT (multiaddrs ending in
+	// /p2p/<ID>) to meet through, besides the vaults' relays; weft ships
+	// none (docs/connectivity.md, "DHT rendezvous").
+	Bootstrap []string
+	// DHTServer runs the DHT in server mode (storing records for others)
+	// instead of client mode.
+	DHTServer bool
+	// NoDHT turns DHT rendezvous off (simulations).
+	NoDHT bool
 }
 
 // Node is a running weft device.
@@ -94,6 +104,8 @@ type Node struct {
 
 	mu    sync.Mutex // guards peers
 	peers map[keys.DeviceID]*peerState
+
+	rdv rendezvous // DHT rendezvous state and test knobs (rendezvous.go)
 }
 
 // nodeStats are counters over the node's life.
@@ -154,6 +166,9 @@ func New(cfg Config) (*Node, error) {
 	}
 	if cfg.Host == nil {
 		cfg.Punches = NewPunchTracer()
+	}
+	if _, err := parseBootstrap(cfg.Bootstrap); err != nil {
+		return nil, err
 	}
 	id, err := cfg.Home.Identity()
 	if err != nil {
@@ -436,6 +451,7 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { n.reconcileLoop(ctx) })
 	wg.Go(func() { n.dialLoop(ctx) })
 	wg.Go(func() { n.keepConnectivity(ctx) })
+	wg.Go(func() { n.rendezvousLoop(ctx) })
 	close(n.ready)
 	<-ctx.Done()
 	return nil

@@ -53,6 +53,7 @@ func upCmd(g *globals) *cobra.Command {
 	var settle time.Duration
 	var quiet bool
 	var cpuprofile string
+	var bootstrap []string
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Run the agent in the foreground, syncing every folder in the home",
@@ -73,7 +74,10 @@ func upCmd(g *globals) *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			n, err := node.New(node.Config{Home: h, ListenAddrs: listen, MDNS: mdns, Settle: settle, Logger: g.logger()})
+			// WEFT_BOOTSTRAP adds DHT bootstrap peers, separated by commas
+			// or white space (docs/connectivity.md, "DHT rendezvous").
+			bootstrap = append(bootstrap, strings.Fields(strings.ReplaceAll(os.Getenv("WEFT_BOOTSTRAP"), ",", " "))...)
+			n, err := node.New(node.Config{Home: h, ListenAddrs: listen, MDNS: mdns, Settle: settle, Bootstrap: bootstrap, Logger: g.logger()})
 			if err != nil {
 				return err
 			}
@@ -94,6 +98,7 @@ func upCmd(g *globals) *cobra.Command {
 	c.Flags().StringArrayVar(&listen, "listen", nil, "listen multiaddr (repeatable; default all interfaces, TCP and QUIC, random ports)")
 	c.Flags().BoolVar(&mdns, "mdns", true, "discover devices on the LAN with mDNS")
 	c.Flags().DurationVar(&settle, "settle", 100*time.Millisecond, "quiet time before a changed file is taken")
+	c.Flags().StringArrayVar(&bootstrap, "bootstrap", nil, "DHT bootstrap peer, a multiaddr ending in /p2p/<peer ID> (repeatable; also $WEFT_BOOTSTRAP); the vault's relays are always used")
 	c.Flags().BoolVar(&quiet, "quiet", false, "do not show progress of long syncs")
 	c.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
 	_ = c.Flags().MarkHidden("cpuprofile")
