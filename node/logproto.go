@@ -22,6 +22,10 @@ import (
 // and pushes each new entry (and a new LogStatus) as it is written. There
 // is no polling: growth of the answerer's log wakes the pusher.
 
+// eventKindInvalidEntry is the Kind of the error event for an entry a
+// peer sent that failed validation.
+const eventKindInvalidEntry = "invalid-entry"
+
 // handleLog answers a log stream.
 func (n *Node) handleLog(s network.Stream) {
 	defer s.Close()
@@ -156,6 +160,14 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 			}
 		case wire.MsgEntry:
 			if err := v.ingestEntry(payload); err != nil {
+				if !errors.Is(err, errTooFarAhead) {
+					// A forged, altered or foreign entry: nothing of it
+					// is kept; say so, since only a faulty or hostile
+					// peer sends one.
+					v.log.Warn("refused an invalid entry from a peer; ending the stream", "peer", dev, "err", err)
+					v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Peer: dev.String(),
+						Kind: eventKindInvalidEntry, Error: err.Error()})
+				}
 				return fmt.Errorf("entry from %s: %w", dev, err)
 			}
 		case wire.MsgPeers:
@@ -177,7 +189,9 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 			if err != nil {
 				return err
 			}
-			v.peerHolds(dev, vectorFromWire(st.Vector))
+			vec := vectorFromWire(st.Vector)
+			v.checkWithheld(dev, vec) // rollback.go
+			v.peerHolds(dev, vec)
 		case wire.MsgRelayStatus:
 			st, err := wire.ParseRelayStatus(payload)
 			if err != nil {

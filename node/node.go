@@ -279,7 +279,13 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 			return nil, err
 		}
 	}
-	for _, d := range v.members.Members() {
+	// What members and relays said they hold, so "unsafe" is truthful
+	// from the start (nothing is locked yet: the vault is not shared).
+	peers := v.members.Members()
+	for _, r := range v.relays() {
+		peers = append(peers, r.dev)
+	}
+	for _, d := range peers {
 		acked, err := db.Acked(d)
 		if err != nil {
 			db.Close()

@@ -345,8 +345,15 @@ func (v *vault) headIDsLocked(path string) []entry.VersionID {
 	return out
 }
 
-// peerHolds records what a peer says it holds (its LogStatus).
+// peerHolds records what a peer says it holds (its LogStatus). What a
+// relay says goes through relayHolds (rollback.go), which also catches a
+// relay reporting less than before.
 func (v *vault) peerHolds(d keys.DeviceID, vec protocol.Vector) {
+	if v.isRelay(d) {
+		v.relayHolds(d, vec)
+		v.n.events.publish(Event{Type: EventPeerStatus, Folder: v.cfg.Folder, Peer: d.String()})
+		return
+	}
 	self := v.n.id.ID()
 	v.mu.Lock()
 	before := v.peerVec[d][self]

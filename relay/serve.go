@@ -75,6 +75,17 @@ func (r *Relay) handleEnroll(s network.Stream) {
 		c.SendError(code, err.Error())
 		return
 	}
+	// The log sent may be an old prefix: judge the device and the listing
+	// by the whole log the replica now holds (a device revoked later, or
+	// a vault that has since removed this relay, is refused).
+	if !Listed(rep.relays(), r.host.ID()) {
+		c.SendError(wire.CodeNotMember, "this relay is no longer listed in the vault's membership")
+		return
+	}
+	if !rep.isMember(dev) {
+		c.SendError(wire.CodeNotMember, "not a member of this vault")
+		return
+	}
 	if err := c.Send(wire.MsgRelayStatus, rep.status()); err != nil {
 		return
 	}

@@ -1,0 +1,237 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"testing"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/network"
+	p2pprotocol "github.com/libp2p/go-libp2p/core/protocol"
+	"lukechampine.com/blake3"
+
+	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/member"
+	"github.com/weftsync/weft/protocol/wire"
+)
+
+// TestRelayAccess runs a real relay serving two vaults, X and Y, each
+// enrolled by its admin, and checks that a non-member gets nothing from
+// it, that a member of one vault gets nothing of the other, and that an
+// Enroll with a forged, foreign or tampered membership log, or for a vault
+// that does not list the relay, is refused. A member of X getting X's
+// entry and chunk is the positive control.
+func TestRelayAccess(t *testing.T) {
+	r := runRelay(t)
+	raddr := r.Addrs()[0]
+	addRelay := member.Record{Op: member.OpAddRelay, Relay: raddr}
+
+	a := newTestDevice(t) // admin of X
+	x := newTestVault(t, a.id)
+	x.add(t, a.id, addRelay)
+	b := newTestDevice(t) // admin of Y
+	y := newTestVault(t, b.id)
+	y.add(t, b.id, addRelay)
+	c := newTestDevice(t) // admin of Z, which does not list the relay
+	z := newTestVault(t, c.id)
+	out := newTestDevice(t) // no vault at all
+
+	// X has an entry with a chunk; its admin serves both to the relay.
+	plain := make([]byte, 8<<10)
+	if _, err := rand.Read(plain); err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := chunk.Seal(chunk.KeysFrom(x.ek), plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := entry.New(entry.Config{Identity: a.id, Vault: x.id, Clock: 1, Keys: x.ek, Time: 1, Rand: rand.Reader},
+		&entry.Body{Versions: []entry.Version{{Path: "secret.bin", Kind: entry.KindFile, Mode: 0o644, MTime: 1,
+			Size: uint64(len(plain)), Hash: blake3.Sum256(plain), Chunks: []entry.ChunkRef{{CID: sealed.CID, Size: uint32(len(plain))}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.h.SetStreamHandler(ProtoLog, func(s network.Stream) {
+		defer s.Close()
+		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
+			return
+		}
+		_ = wire.WriteFrame(s, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: x.id}.AppendBinary(nil))
+		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
+			return
+		}
+		_ = wire.WriteFrame(s, wire.MsgEntry, e.Bytes())
+		for {
+			if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
+				return
+			}
+		}
+	})
+	a.h.SetStreamHandler(ProtoChunk, func(s network.Stream) {
+		defer s.Close()
+		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
+			return
+		}
+		_ = wire.WriteFrame(s, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: x.id}.AppendBinary(nil))
+		for {
+			_, p, err := wire.ReadFrame(s, wire.MaxFrameSize)
+			if err != nil {
+				return
+			}
+			want, err := wire.ParseWantChunks(p)
+			if err != nil {
+				return
+			}
+			for _, id := range want.CIDs {
+				if id.Equals(sealed.CID) {
+					_ = wire.WriteFrame(s, wire.MsgChunk, wire.Chunk{CID: id, Envelope: sealed.Envelope}.AppendBinary(nil))
+				} else {
+					_ = wire.WriteFrame(s, wire.MsgChunkMissing, wire.ChunkMissing{CID: id}.AppendBinary(nil))
+				}
+			}
+		}
+	})
+
+	for _, d := range []*testDevice{a, b, c, out} {
+		d.connect(t, r)
+	}
+	for _, en := range []struct {
+		d *testDevice
+		v *testVault
+	}{{a, x}, {b, y}} {
+		got := open(t, en.d, r, ProtoRelay, enrollFrame(t, en.v.id, en.v.encoded()))
+		if got.typ != wire.MsgRelayStatus || got.status.Vault != en.v.id {
+			t.Fatalf("enrolling %s: got %s %v, want RelayStatus for the vault", en.v.id, got.typ, got.err)
+		}
+	}
+	waitUntil(t, "the relay to hold X's entry and chunk", func() bool {
+		rep := r.replica(x.id)
+		return rep != nil && rep.heldVector()[a.id.ID()] == 1
+	})
+
+	// Positive control: X's admin gets X's entry and chunk.
+	entries, chunks := fetchAll(t, a, r, x.id, sealed.CID)
+	if len(entries) != 1 || !bytes.Equal(entries[0], e.Bytes()) || len(chunks) != 1 || !bytes.Equal(chunks[0], sealed.Envelope) {
+		t.Fatalf("member of X: got %d entries and %d chunks, want X's entry and chunk", len(entries), len(chunks))
+	}
+
+	// A log of vault X that an outsider wrote itself: a genesis admitting
+	// itself, naming the relay.
+	forged := member.NewState(x.id)
+	if err := forged.Apply(member.Genesis(out.id, x.id, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := forged.Apply(forged.Next(out.id, addRelay, 2)); err != nil {
+		t.Fatal(err)
+	}
+	var forgedLog [][]byte
+	for _, rec := range forged.Records() {
+		forgedLog = append(forgedLog, rec.Encode())
+	}
+	// X's log with the relay record's signature altered.
+	tampered := x.encoded()
+	tampered[1] = bytes.Clone(tampered[1])
+	tampered[1][len(tampered[1])-1] ^= 0x01
+
+	logReq := frame(t, wire.MsgLogRequest, wire.LogRequest{})
+	want := frame(t, wire.MsgWantChunks, wire.WantChunks{CIDs: []cid.Cid{sealed.CID}})
+	tests := []struct {
+		name   string
+		d      *testDevice
+		proto  p2pprotocol.ID
+		frames [][]byte
+		code   wire.ErrorCode
+	}{
+		{"outsider reads X's log", out, ProtoLog, [][]byte{hello(t, x.id), logReq}, wire.CodeNotMember},
+		{"outsider reads X's chunk", out, ProtoChunk, [][]byte{hello(t, x.id), want}, wire.CodeNotMember},
+		{"outsider reads a vault not served", out, ProtoLog, [][]byte{hello(t, keys.VaultID{9}), logReq}, wire.CodeUnknownVault},
+		{"outsider enrolls X's own log", out, ProtoRelay, [][]byte{enrollFrame(t, x.id, x.encoded())}, wire.CodeNotMember},
+		{"outsider enrolls a forged log of X", out, ProtoRelay, [][]byte{enrollFrame(t, x.id, forgedLog)}, wire.CodeProtocol},
+		{"outsider enrolls X's log, tampered", out, ProtoRelay, [][]byte{enrollFrame(t, x.id, tampered)}, wire.CodeProtocol},
+		{"outsider enrolls Y's log as X", out, ProtoRelay, [][]byte{enrollFrame(t, x.id, y.encoded())}, wire.CodeProtocol},
+		{"member of Y reads X's log", b, ProtoLog, [][]byte{hello(t, x.id), logReq}, wire.CodeNotMember},
+		{"member of Y reads X's chunk", b, ProtoChunk, [][]byte{hello(t, x.id), want}, wire.CodeNotMember},
+		{"member of Y enrolls X's log", b, ProtoRelay, [][]byte{enrollFrame(t, x.id, x.encoded())}, wire.CodeNotMember},
+		{"member of Y enrolls Y's log as X", b, ProtoRelay, [][]byte{enrollFrame(t, x.id, y.encoded())}, wire.CodeProtocol},
+		{"member of X reads Y's log", a, ProtoLog, [][]byte{hello(t, y.id), logReq}, wire.CodeNotMember},
+		{"member of X reads X's chunk under Y", a, ProtoChunk, [][]byte{hello(t, y.id), want}, wire.CodeNotMember},
+		{"admin of Z enrolls Z, which does not list the relay", c, ProtoRelay, [][]byte{enrollFrame(t, z.id, z.encoded())}, wire.CodeNotMember},
+		{"admin of Z reads Z's log", c, ProtoLog, [][]byte{hello(t, z.id), logReq}, wire.CodeUnknownVault},
+		{"admin of Z reads X's log", c, ProtoLog, [][]byte{hello(t, x.id), logReq}, wire.CodeNotMember},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := open(t, tt.d, r, tt.proto, tt.frames...)
+			if got.typ != wire.MsgError || got.err.Code != tt.code {
+				t.Fatalf("got %s %v, want Error with code %d", got.typ, got.err, tt.code)
+			}
+			if len(got.rest) != 0 {
+				t.Fatalf("got %v after the error, want nothing", got.rest)
+			}
+		})
+	}
+
+	// None of it changed what the relay serves: X still lists only its
+	// admin, and the outsider still gets nothing.
+	if rep := r.replica(x.id); rep.isMember(out.id.ID()) || rep.isMember(b.id.ID()) || len(rep.members()) != 1 {
+		t.Fatalf("X's members on the relay: got %v, want only its admin", rep.members())
+	}
+	if r.replica(z.id) != nil {
+		t.Fatalf("the relay keeps a replica of Z, which does not list it")
+	}
+	if got := open(t, out, r, ProtoLog, hello(t, x.id), logReq); got.typ != wire.MsgError || got.err.Code != wire.CodeNotMember {
+		t.Fatalf("outsider after the forged enrollments: got %s %v, want Error %d", got.typ, got.err, wire.CodeNotMember)
+	}
+}
+
+// fetchAll reads vault v's entries from the relay as d, and asks for the
+// chunk c.
+func fetchAll(t *testing.T, d *testDevice, r *Relay, v keys.VaultID, c cid.Cid) (entries, chunks [][]byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := d.h.NewStream(ctx, r.ID(), ProtoLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = s.Write(append(hello(t, v), frame(t, wire.MsgLogRequest, wire.LogRequest{})...))
+	for {
+		mt, p, err := wire.ReadFrame(s, wire.MaxFrameSize)
+		if err != nil {
+			t.Fatalf("reading X's log as a member: %v", err)
+		}
+		if mt == wire.MsgEntry {
+			entries = append(entries, p)
+		}
+		if mt == wire.MsgLogStatus {
+			break // after every entry the opener lacks
+		}
+	}
+	s.Close()
+	s, err = d.h.NewStream(ctx, r.ID(), ProtoChunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = s.Write(append(hello(t, v), frame(t, wire.MsgWantChunks, wire.WantChunks{CIDs: []cid.Cid{c}})...))
+	for range 2 {
+		mt, p, err := wire.ReadFrame(s, wire.MaxFrameSize)
+		if err != nil {
+			t.Fatalf("reading X's chunk as a member: %v", err)
+		}
+		if mt == wire.MsgChunk {
+			ch, err := wire.ParseChunk(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chunks = append(chunks, ch.Envelope)
+		}
+	}
+	return entries, chunks
+}

@@ -1,0 +1,218 @@
+package relay
+
+import (
+	"context"
+	"crypto/rand"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	p2pprotocol "github.com/libp2p/go-libp2p/core/protocol"
+	yamux "github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/member"
+	"github.com/weftsync/weft/protocol/wire"
+)
+
+// Helpers for tests that run a real relay on loopback and talk to it from
+// bare libp2p hosts with device keys: no node, membership logs built with
+// protocol/member directly.
+
+// runRelay starts a relay with a temporary home on 127.0.0.1 and stops it
+// when the test ends.
+func runRelay(t *testing.T) *Relay {
+	t.Helper()
+	r, err := New(Config{Home: t.TempDir(), ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, NoDHT: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("relay run: %v", err)
+		}
+	})
+	return r
+}
+
+// testDevice is a libp2p host whose peer ID is a device key.
+type testDevice struct {
+	id *keys.Identity
+	h  host.Host
+}
+
+func newTestDevice(t *testing.T) *testDevice {
+	t.Helper()
+	id, err := keys.GenerateIdentity(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := libp2pKey(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := libp2p.New(
+		libp2p.Identity(k),
+		libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"),
+		libp2p.Transport(tcp.NewTCPTransport),
+		libp2p.Security(noise.ID, noise.New),
+		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+		libp2p.DisableMetrics(),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return &testDevice{id: id, h: h}
+}
+
+func (d *testDevice) connect(t *testing.T, r *Relay) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.h.Connect(ctx, peer.AddrInfo{ID: r.ID(), Addrs: r.Host().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testVault is a vault's keys and membership log.
+type testVault struct {
+	root  keys.RootSecret
+	id    keys.VaultID
+	ek    keys.EpochKeys
+	state *member.State
+}
+
+// newTestVault makes a vault whose genesis admits admin.
+func newTestVault(t *testing.T, admin *keys.Identity) *testVault {
+	t.Helper()
+	var root keys.RootSecret
+	if _, err := rand.Read(root[:]); err != nil {
+		t.Fatal(err)
+	}
+	v := &testVault{root: root, id: root.Vault().ID, ek: root.Epoch0().Keys(0)}
+	v.state = member.NewState(v.id)
+	v.apply(t, member.Genesis(admin, v.id, 1))
+	return v
+}
+
+func (v *testVault) apply(t *testing.T, r member.Record) {
+	t.Helper()
+	if err := v.state.Apply(r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// add appends a record signed by admin.
+func (v *testVault) add(t *testing.T, admin *keys.Identity, op member.Record) {
+	t.Helper()
+	v.apply(t, v.state.Next(admin, op, 2))
+}
+
+// encoded returns the membership log as Enroll carries it.
+func (v *testVault) encoded() [][]byte {
+	var out [][]byte
+	for _, r := range v.state.Records() {
+		out = append(out, r.Encode())
+	}
+	return out
+}
+
+// answer is the first frame a relay sent back on a stream.
+type answer struct {
+	typ    wire.MsgType
+	err    wire.Error       // when typ is MsgError
+	status wire.RelayStatus // when typ is MsgRelayStatus
+	rest   []wire.MsgType   // frames after the first, until the stream ended
+}
+
+// open opens proto on the relay, writes frames, and reads what comes back
+// until the stream ends (or, for a stream that stays open, for a while).
+func open(t *testing.T, d *testDevice, r *Relay, proto p2pprotocol.ID, frames ...[]byte) answer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := d.h.NewStream(ctx, r.ID(), proto)
+	if err != nil {
+		t.Fatalf("opening %s: %v", proto, err)
+	}
+	defer s.Close()
+	for _, f := range frames {
+		if _, err := s.Write(f); err != nil {
+			t.Fatalf("writing on %s: %v", proto, err)
+		}
+	}
+	return readAnswer(t, s)
+}
+
+func readAnswer(t *testing.T, s network.Stream) answer {
+	t.Helper()
+	_ = s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var a answer
+	for i := 0; ; i++ {
+		mt, p, err := wire.ReadFrame(s, wire.MaxFrameSize)
+		if err != nil {
+			if i == 0 {
+				t.Fatalf("reading the relay's answer: %v", err)
+			}
+			return a
+		}
+		if i > 0 {
+			a.rest = append(a.rest, mt)
+			continue
+		}
+		a.typ = mt
+		switch mt {
+		case wire.MsgError:
+			a.err, err = wire.ParseError(p)
+		case wire.MsgRelayStatus:
+			a.status, err = wire.ParseRelayStatus(p)
+		}
+		if err != nil {
+			t.Fatalf("parsing %s: %v", mt, err)
+		}
+	}
+}
+
+// frame encodes one frame.
+func frame(t *testing.T, mt wire.MsgType, m wire.Message) []byte {
+	t.Helper()
+	var b bytesWriter
+	if err := wire.WriteFrame(&b, mt, m.AppendBinary(nil)); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type bytesWriter []byte
+
+func (b *bytesWriter) Write(p []byte) (int, error) { *b = append(*b, p...); return len(p), nil }
+
+func hello(t *testing.T, v keys.VaultID) []byte {
+	return frame(t, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: v})
+}
+
+func enrollFrame(t *testing.T, v keys.VaultID, recs [][]byte) []byte {
+	return frame(t, wire.MsgEnroll, wire.Enroll{Vault: v, Records: recs})
+}
+
+// waitUntil polls cond until it holds, failing after a generous deadline.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
