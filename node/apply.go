@@ -105,16 +105,33 @@ func (v *vault) reconcileOne(ctx context.Context, path string) {
 	}
 }
 
-// takenLocked answers the core's "is this path in use?" from the
-// replicated state (a live non-deletion head), so every device names
-// conflict copies alike. v.mu must be held.
-func (v *vault) takenLocked(p string) bool {
-	for _, h := range v.graph.Heads(p) {
-		if h.Kind != protocol.KindDeletion {
-			return true
+// takenLocked answers the core's "what does this conflict-copy name
+// hold?" from the replicated state (the version graph's live heads), so
+// every device names conflict copies alike, and a name that already holds
+// the loser's content is reused instead of copied again. v.mu must be held.
+func (v *vault) takenLocked(name string, content protocol.Version) protocol.NameUse {
+	return v.graph.NameUse(name, content)
+}
+
+// conflictCopy is one conflict copy of a decision, as node/ carries it out.
+type conflictCopy struct {
+	ver entry.Version // the loser's body, with Path set to the copy's name
+	// existing is set when the name already holds this content in the
+	// graph (protocol.ConflictCopy.Exists): the ID of a head there with
+	// it. The copy is written to disk if missing, under that ID, and no
+	// new version is recorded for it.
+	existing entry.VersionID
+}
+
+// sameContentHeadLocked returns a head at path with c's kind and content
+// hash, in canonical order. v.mu must be held.
+func (v *vault) sameContentHeadLocked(path string, c protocol.Version) (entry.VersionID, bool) {
+	for _, h := range v.graph.Heads(path) {
+		if h.Kind == c.Kind && h.ContentHash == c.ContentHash {
+			return toEntryID(h.ID), true
 		}
 	}
-	return false
+	return entry.VersionID{}, false
 }
 
 // danglingWait is how long a path whose heads supersede versions this
@@ -155,10 +172,13 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 		return fmt.Errorf("resolving: %w", err)
 	}
 	winner := v.bodies[dec.Winner.ID]
-	copies := make([]entry.Version, len(dec.Copies))
+	copies := make([]conflictCopy, len(dec.Copies))
 	for i, c := range dec.Copies {
-		copies[i] = v.bodies[c.Version.ID]
-		copies[i].Path = c.Path
+		copies[i].ver = v.bodies[c.Version.ID]
+		copies[i].ver.Path = c.Path
+		if c.Exists {
+			copies[i].existing, _ = v.sameContentHeadLocked(c.Path, c.Version)
+		}
 	}
 	v.mu.Unlock()
 
@@ -200,19 +220,23 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 var errWaitingForHistory = errors.New("waiting for earlier versions of this path to arrive")
 
 // writeDecision writes the conflict copies, then the winner (or the merged
-// text), and returns their index records. v.scanMu must be held.
-func (v *vault) writeDecision(ctx context.Context, path string, winnerID entry.VersionID, winner entry.Version, merged []byte, copies []entry.Version) (vaultdb.Record, []vaultdb.Record, error) {
+// text), and returns their index records. A copy that already exists in
+// the graph is written only if the disk lacks it (applyVersion leaves equal
+// content alone), under the existing version's ID. v.scanMu must be held.
+func (v *vault) writeDecision(ctx context.Context, path string, winnerID entry.VersionID, winner entry.Version, merged []byte, copies []conflictCopy) (vaultdb.Record, []vaultdb.Record, error) {
 	var copyRecs []vaultdb.Record
 	for _, c := range copies {
 		v.mu.Lock()
-		cur, had := v.index[c.Path]
+		cur, had := v.index[c.ver.Path]
 		v.mu.Unlock()
-		r, err := v.applyVersion(ctx, entry.VersionID{}, c, cur, had)
+		r, err := v.applyVersion(ctx, c.existing, c.ver, cur, had)
 		if err != nil {
-			return vaultdb.Record{}, nil, fmt.Errorf("writing conflict copy %s: %w", c.Path, err)
+			return vaultdb.Record{}, nil, fmt.Errorf("writing conflict copy %s: %w", c.ver.Path, err)
 		}
 		copyRecs = append(copyRecs, r)
-		v.n.events.publish(Event{Type: EventConflict, Folder: v.cfg.Folder, Path: c.Path})
+		if c.existing == (entry.VersionID{}) {
+			v.n.events.publish(Event{Type: EventConflict, Folder: v.cfg.Folder, Path: c.ver.Path})
+		}
 	}
 	v.mu.Lock()
 	cur, had := v.index[path]
@@ -231,9 +255,9 @@ func (v *vault) writeDecision(ctx context.Context, path string, winnerID entry.V
 
 // recordDecision commits what writeDecision wrote: the index alone for a
 // single head or identical contents, else one entry that supersedes every
-// head (and adds one version per conflict copy) together with the index.
-// v.scanMu must be held.
-func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.Version, merged []byte, rec vaultdb.Record, copies []entry.Version, copyRecs []vaultdb.Record) error {
+// head (and adds one version per conflict copy not already in the graph)
+// together with the index. v.scanMu must be held.
+func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.Version, merged []byte, rec vaultdb.Record, copies []conflictCopy, copyRecs []vaultdb.Record) error {
 	if len(dec.Superseded) <= 1 || dec.Outcome == protocol.OutcomeIdentical {
 		return v.commitIndex(path, rec)
 	}
@@ -253,15 +277,19 @@ func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.
 	paths := []string{path}
 	records := []vaultdb.Record{rec}
 	v.mu.Lock()
-	for i, c := range copies {
+	for i, cc := range copies {
+		c := cc.ver
+		paths = append(paths, c.Path)
+		records = append(records, copyRecs[i])
+		if cc.existing != (entry.VersionID{}) {
+			continue // already recorded, by this device or another: index only
+		}
 		if cur, ok := v.index[c.Path]; ok && cur.Version.Seq > 0 {
 			c.Supersedes = []entry.VersionID{cur.Version}
 		} else {
 			c.Supersedes = nil
 		}
 		versions = append(versions, c)
-		paths = append(paths, c.Path)
-		records = append(records, copyRecs[i])
 	}
 	v.mu.Unlock()
 	v.authorMu.Lock()

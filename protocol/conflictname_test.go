@@ -8,19 +8,22 @@ func TestConflictName(t *testing.T) {
 	if want := "9xCm2jWj"; short != want {
 		t.Fatalf("dev(2).Short(): got %q, want %q (the names below assume it)", short, want)
 	}
+	if got, want := hashHex("x"), "2d7116"; got != want {
+		t.Fatalf("content hash of %q: got %s, want %s (the names below assume it)", "x", got, want)
+	}
 	tests := []struct {
 		path string
 		n    int
 		want string
 	}{
-		{"notes.md", 1, "notes.conflict-9xCm2jWj-20261130-054657.md"},
-		{"notes.md", 0, "notes.conflict-9xCm2jWj-20261130-054657.md"},
-		{"notes.md", 2, "notes.conflict-9xCm2jWj-20261130-054657-2.md"},
-		{"dir/sub/todo.txt", 1, "dir/sub/todo.conflict-9xCm2jWj-20261130-054657.txt"},
-		{"Makefile", 1, "Makefile.conflict-9xCm2jWj-20261130-054657"},
-		{".bashrc", 1, ".bashrc.conflict-9xCm2jWj-20261130-054657"},
-		{"a.tar.gz", 3, "a.tar.conflict-9xCm2jWj-20261130-054657-3.gz"},
-		{"dir.d/file", 1, "dir.d/file.conflict-9xCm2jWj-20261130-054657"},
+		{"notes.md", 1, "notes.conflict-9xCm2jWj-20261130-054657-2d7116.md"},
+		{"notes.md", 0, "notes.conflict-9xCm2jWj-20261130-054657-2d7116.md"},
+		{"notes.md", 2, "notes.conflict-9xCm2jWj-20261130-054657-2d7116-2.md"},
+		{"dir/sub/todo.txt", 1, "dir/sub/todo.conflict-9xCm2jWj-20261130-054657-2d7116.txt"},
+		{"Makefile", 1, "Makefile.conflict-9xCm2jWj-20261130-054657-2d7116"},
+		{".bashrc", 1, ".bashrc.conflict-9xCm2jWj-20261130-054657-2d7116"},
+		{"a.tar.gz", 3, "a.tar.conflict-9xCm2jWj-20261130-054657-2d7116-3.gz"},
+		{"dir.d/file", 1, "dir.d/file.conflict-9xCm2jWj-20261130-054657-2d7116"},
 	}
 	for _, tt := range tests {
 		if got := ConflictName(tt.path, loser, tt.n); got != tt.want {
@@ -32,21 +35,46 @@ func TestConflictName(t *testing.T) {
 func TestConflictNameUsesUTCOfRecordedMTime(t *testing.T) {
 	v := fileV(2, 1, 1, 0, "x")
 	v.MTime = 0 // the epoch, whatever the local zone is
-	if got, want := ConflictName("n.md", v, 1), "n.conflict-"+dev(2).Short()+"-19700101-000000.md"; got != want {
+	if got, want := ConflictName("n.md", v, 1), "n.conflict-"+dev(2).Short()+"-19700101-000000-2d7116.md"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
 
-func TestConflictCopiesDoNotCollide(t *testing.T) {
-	// Two losers by one author in one second, and the first name taken in
-	// the index: the counter makes every name distinct, in loser order.
+func TestConflictCopiesOneAuthorOneSecond(t *testing.T) {
+	// Two losers by one author in one second get distinct names from their
+	// contents, with no counter, whichever order they come in.
 	l1 := fileV(2, 1, 1, 0, "x")
 	l2 := fileV(2, 2, 1, 0, "y")
 	l2.MTime += 5e8 // same second
-	taken := func(p string) bool { return p == ConflictName("n.md", l1, 1) }
-	got := conflictCopies("n.md", []Version{l1, l2}, taken)
-	want := []string{ConflictName("n.md", l1, 2), ConflictName("n.md", l1, 3)}
-	if len(got) != 2 || got[0].Path != want[0] || got[1].Path != want[1] {
-		t.Errorf("got %v, want paths %v", got, want)
+	for _, losers := range [][]Version{{l1, l2}, {l2, l1}} {
+		got := conflictCopies("n.md", losers, nil, nil)
+		want := map[VersionID]string{l1.ID: "n.conflict-9xCm2jWj-20261130-054657-2d7116.md", l2.ID: "n.conflict-9xCm2jWj-20261130-054657-a1fce4.md"}
+		if len(got) != 2 || got[0].Path != want[got[0].Version.ID] || got[1].Path != want[got[1].Version.ID] {
+			t.Errorf("got %v, want paths %v", got, want)
+		}
+	}
+}
+
+func TestConflictCopiesNameUse(t *testing.T) {
+	l := fileV(2, 1, 1, 0, "x")
+	first, second := ConflictName("n.md", l, 1), ConflictName("n.md", l, 2)
+	tests := []struct {
+		name       string
+		use        map[string]NameUse
+		wantPath   string
+		wantExists bool
+	}{
+		{"free", nil, first, false},
+		{"already holds this content: reused", map[string]NameUse{first: NameHolds}, first, true},
+		{"taken by other content: counter", map[string]NameUse{first: NameTaken}, second, false},
+		{"taken, and the next one holds it", map[string]NameUse{first: NameTaken, second: NameHolds}, second, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := conflictCopies("n.md", []Version{l}, nil, func(name string, _ Version) NameUse { return tt.use[name] })
+			if len(got) != 1 || got[0].Path != tt.wantPath || got[0].Exists != tt.wantExists {
+				t.Errorf("got %+v, want path %s exists %v", got, tt.wantPath, tt.wantExists)
+			}
+		})
 	}
 }

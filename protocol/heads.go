@@ -219,8 +219,62 @@ func (g *Graph) CommonAncestor(ids ...VersionID) (v Version, ok bool) {
 	return *best, true
 }
 
-// Resolve returns the decision for path's current heads: Resolve(g.Heads(path), g, taken).
+// Restates returns the known versions that version id restates: the
+// versions at its path with its content (kind and hash) reachable from it
+// through valid supersedes edges that never leave that content, id itself
+// excluded, in canonical ID order. A resolution that keeps a head's content,
+// and a copy recorded again at its name, restate what they supersede; a
+// version that changed the content restates nothing. The result is empty
+// when id is unknown.
+func (g *Graph) Restates(id VersionID) []Version {
+	v, ok := g.versions[id]
+	if !ok {
+		return nil
+	}
+	seen := map[VersionID]bool{id: true}
+	var out []Version
+	stack := []*Version{v}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, p := range c.Supersedes {
+			pv, ok := g.versions[p]
+			if !ok || seen[p] || !g.validEdge(c, p) || pv.Path != v.Path || !sameContent(*pv, *v) {
+				continue
+			}
+			seen[p] = true
+			out = append(out, *pv)
+			stack = append(stack, pv)
+		}
+	}
+	slices.SortFunc(out, func(a, b Version) int { return a.ID.Compare(b.ID) })
+	return out
+}
+
+// NameUse answers Resolve's question about a candidate conflict-copy name
+// from the graph: NameFree when name has no live (non-deletion) head,
+// NameHolds when every live head there has content's kind and content hash,
+// NameTaken otherwise.
+func (g *Graph) NameUse(name string, content Version) NameUse {
+	use := NameFree
+	for _, h := range g.Heads(name) {
+		switch {
+		case h.Kind == KindDeletion:
+		case sameContent(h, content):
+			use = NameHolds
+		default:
+			return NameTaken
+		}
+	}
+	return use
+}
+
+// Resolve returns the decision for path's current heads:
+// Resolve(g.Heads(path), g, use), where a nil use means g.NameUse.
 // A path with no heads returns an error wrapping ErrNoHeads.
-func (g *Graph) Resolve(path string, taken func(path string) bool) (Decision, error) {
-	return Resolve(g.Heads(path), g, taken)
+func (g *Graph) Resolve(path string, use NameUseFunc) (Decision, error) {
+	if use == nil {
+		use = g.NameUse
+	}
+	return Resolve(g.Heads(path), g, use)
 }

@@ -12,6 +12,10 @@ type Ancestry interface {
 	CommonAncestor(ids ...VersionID) (v Version, ok bool)
 	// Descends reports whether a descends from b (a == b included).
 	Descends(a, b VersionID) bool
+	// Restates returns the versions id restates: same path, same content,
+	// reachable through supersedes edges that stay on that content (see
+	// Graph.Restates).
+	Restates(id VersionID) []Version
 }
 
 // Outcome says what kind of decision Resolve made, and so what node/ has
@@ -25,7 +29,7 @@ const (
 	// OutcomeIdentical: several heads all put the same thing at the path
 	// (same kind and content; all directories; or all deletions). Winner
 	// keeps the name, and its mode applies; the others are in Dropped. No
-	// conflict copy.
+	// conflict copy, and nothing to record: the heads may stay standing.
 	OutcomeIdentical
 	// OutcomeEditBeatsDeletion: some heads were deletions and the rest
 	// resolve without a copy. Winner keeps the name (so a device that
@@ -44,6 +48,12 @@ const (
 	// otherwise Winner is chosen by WinnerOrder. Each other content is
 	// written as a conflict copy of its own kind.
 	OutcomeKindClash
+	// OutcomeOutdated: some heads only restated a content that another
+	// head has since replaced (rule 2 of Resolve); they are in Dropped, and
+	// what remains is one content (or only deletions). Winner keeps the
+	// name. No conflict copy, but node/ records a version that supersedes
+	// every head, so the outdated heads stop being heads.
+	OutcomeOutdated
 )
 
 func (o Outcome) String() string {
@@ -60,6 +70,8 @@ func (o Outcome) String() string {
 		return "conflict"
 	case OutcomeKindClash:
 		return "kind-clash"
+	case OutcomeOutdated:
+		return "outdated"
 	}
 	return fmt.Sprintf("outcome(%d)", uint8(o))
 }
@@ -108,6 +120,11 @@ type MergePlan struct {
 type ConflictCopy struct {
 	Version Version // the content to write, as the loser recorded it
 	Path    string  // the conflict copy's name (see ConflictName)
+	// Exists is true when Path already holds this content in the version
+	// graph (NameHolds): an earlier decision, on this device or another,
+	// wrote this very copy. node/ makes sure the disk holds it but records
+	// no new version for it.
+	Exists bool
 }
 
 // Resolve decides how the concurrent heads of one path are resolved, by the
@@ -115,30 +132,53 @@ type ConflictCopy struct {
 // them out:
 //
 //  1. One head: it stands (OutcomeSingle).
-//  2. Deletions lose to any concurrent non-deletion and are dropped without
+//  2. An outdated restatement is dropped without a copy: a head that
+//     restates a content (Ancestry.Restates: typically another device's
+//     resolution that kept that content) from which a head with other
+//     content descends. That head's author already had the content and
+//     moved on (merged it, copied it, replaced or deleted it), so the
+//     restatement brings nothing new; resolving it again would copy a
+//     content a second time or undo a later edit or deletion. If every
+//     head is outdated, none is dropped. When one content (or only
+//     deletions) remains, the outcome is OutcomeOutdated.
+//  3. Deletions lose to any concurrent non-deletion and are dropped without
 //     a copy; if all heads are deletions the path stays deleted.
-//  3. Heads with the same kind and content are one content: the best of
-//     them by WinnerOrder stands for it, the others are dropped. If one
-//     content remains, it stands (OutcomeIdentical / EditBeatsDeletion).
-//  4. A directory beats files and symlinks (OutcomeKindClash); directories
+//  4. Heads with the same kind and content are one content: the best of
+//     them by the resolve order stands for it, the others are dropped. If
+//     one content remains, it stands (OutcomeIdentical / EditBeatsDeletion).
+//  5. A directory beats files and symlinks (OutcomeKindClash); directories
 //     are all alike.
-//  5. Several text-file contents whose nearest common ancestor is a text
+//  6. Several text-file contents whose nearest common ancestor is a text
 //     file ask for a three-way merge (OutcomeMerge), within MaxMergeBytes.
-//  6. Otherwise the best content by WinnerOrder keeps the name and each
-//     other content becomes a conflict copy (OutcomeConflict, or
+//  7. Otherwise the best content by the resolve order keeps the name and
+//     each other content becomes a conflict copy (OutcomeConflict, or
 //     OutcomeKindClash when kinds differ).
 //
-// The decision depends only on the set of heads and on anc, never on the
-// order of heads. anc may be nil: then no merge is planned and heads are not
-// checked for ancestry. taken reports whether a path is already in use, so
-// that conflict copies avoid it; it must answer from the replicated index
-// (paths with a live head), not from the local disk, so every device names
-// copies alike. taken may be nil.
+// The resolve order is WinnerOrder applied to each head's origin (the best,
+// by WinnerOrder, of the versions that first put its content at the path:
+// the head itself unless it restates something), then to the heads
+// themselves. A resolution that keeps a content therefore ranks exactly as
+// that content did, whichever device recorded it, so decisions over
+// different sets of heads never disagree on which of two contents wins.
+//
+// A conflict copy is named after its content's origin (ConflictName), so
+// the same losing content gets the same name in every decision on every
+// device. use says what a candidate name holds: a name that holds other
+// content is skipped (the counter n grows), a name that already holds the
+// loser's content is reused (ConflictCopy.Exists) rather than copied again.
+// use must answer from the replicated version graph (Graph.NameUse), not
+// from the local disk, so every device names copies alike. use may be nil
+// (every name free).
+//
+// The decision depends only on the set of heads, on anc and on use, never
+// on the order of heads. anc may be nil: then no merge is planned, heads
+// are not checked for ancestry, no head is outdated and every head is its own
+// origin.
 //
 // Errors: ErrNoHeads for no heads, ErrMixedPaths for heads of different
 // paths, ErrInvalidVersion, ErrDuplicateVersion for one ID twice with
 // different fields, ErrNotHead when one head descends from another.
-func Resolve(heads []Version, anc Ancestry, taken func(path string) bool) (Decision, error) {
+func Resolve(heads []Version, anc Ancestry, use NameUseFunc) (Decision, error) {
 	if len(heads) == 0 {
 		return Decision{}, ErrNoHeads
 	}
@@ -159,8 +199,23 @@ func Resolve(heads []Version, anc Ancestry, taken func(path string) bool) (Decis
 		}
 		hs = append(hs, h)
 	}
+	origin := make(map[VersionID]Version, len(hs))
+	restates := make(map[VersionID][]Version, len(hs))
+	for _, h := range hs {
+		origin[h.ID] = h
+		if anc != nil && len(hs) > 1 {
+			r := anc.Restates(h.ID)
+			restates[h.ID] = r
+			origin[h.ID] = originOf(h, r)
+		}
+	}
 	// Best first. From here on nothing depends on the caller's order.
-	slices.SortFunc(hs, func(a, b Version) int { return WinnerOrder(b, a) })
+	slices.SortFunc(hs, func(a, b Version) int {
+		if c := WinnerOrder(origin[b.ID], origin[a.ID]); c != 0 {
+			return c
+		}
+		return WinnerOrder(b, a)
+	})
 
 	if anc != nil {
 		for _, a := range hs {
@@ -184,7 +239,28 @@ func Resolve(heads []Version, anc Ancestry, taken func(path string) bool) (Decis
 		return d, nil
 	}
 
-	// Rule 2: deletions.
+	// Rule 2: outdated restatements.
+	outdated := false
+	if anc != nil {
+		var fresh, stale []Version
+		for _, h := range hs {
+			if isStale(h, hs, restates[h.ID], anc) {
+				stale = append(stale, h)
+			} else {
+				fresh = append(fresh, h)
+			}
+		}
+		if len(fresh) > 0 && len(stale) > 0 {
+			d.Dropped = append(d.Dropped, stale...)
+			hs, outdated = fresh, true
+		}
+		if len(hs) == 1 {
+			d.Outcome, d.Winner = OutcomeOutdated, hs[0]
+			return d, nil
+		}
+	}
+
+	// Rule 3: deletions.
 	var live []Version
 	for _, h := range hs {
 		if h.Kind != KindDeletion {
@@ -192,7 +268,11 @@ func Resolve(heads []Version, anc Ancestry, taken func(path string) bool) (Decis
 		}
 	}
 	if len(live) == 0 {
-		d.Outcome, d.Winner, d.Dropped = OutcomeIdentical, hs[0], hs[1:]
+		d.Outcome, d.Winner = OutcomeIdentical, hs[0]
+		if outdated {
+			d.Outcome = OutcomeOutdated
+		}
+		d.Dropped = append(d.Dropped, hs[1:]...)
 		return d, nil
 	}
 	deleted := len(live) < len(hs)
@@ -202,7 +282,7 @@ func Resolve(heads []Version, anc Ancestry, taken func(path string) bool) (Decis
 		}
 	}
 
-	// Rules 3 and 4: one representative per content, directories first.
+	// Rules 4 and 5: one representative per content, directories first.
 	var reps []Version
 	var dir *Version
 	for _, h := range live {
@@ -227,14 +307,17 @@ func Resolve(heads []Version, anc Ancestry, taken func(path string) bool) (Decis
 	if len(reps) == 1 {
 		d.Winner = reps[0]
 		d.Outcome = OutcomeIdentical
-		if deleted {
+		switch {
+		case deleted:
 			d.Outcome = OutcomeEditBeatsDeletion
+		case outdated:
+			d.Outcome = OutcomeOutdated
 		}
 		return d, nil
 	}
 
 	d.Winner = reps[0]
-	d.Copies = conflictCopies(path, reps[1:], taken)
+	d.Copies = conflictCopies(path, reps[1:], origin, use)
 	d.Outcome = OutcomeConflict
 	for _, r := range reps[1:] {
 		if r.Kind != reps[0].Kind {
@@ -254,6 +337,48 @@ func Resolve(heads []Version, anc Ancestry, taken func(path string) bool) (Decis
 	return d, nil
 }
 
+// originOf returns the origin of head h given what it restates: among h and
+// the restated versions, those that restate nothing further within the set
+// (the versions that first put this content at the path), the best by
+// WinnerOrder. It is h itself when h restates nothing.
+func originOf(h Version, restated []Version) Version {
+	if len(restated) == 0 {
+		return h
+	}
+	in := make(map[VersionID]bool, len(restated))
+	for _, r := range restated {
+		in[r.ID] = true
+	}
+	var best *Version
+	for i, r := range restated {
+		if slices.ContainsFunc(r.Supersedes, func(p VersionID) bool { return in[p] }) {
+			continue
+		}
+		if best == nil || WinnerOrder(r, *best) > 0 {
+			best = &restated[i]
+		}
+	}
+	if best == nil { // only through edges the graph would not count; never for a *Graph
+		return h
+	}
+	return *best
+}
+
+// isStale reports whether head h restates a content from which a head
+// with other content descends (rule 2 of Resolve). Heads with h's own
+// content do not count: two devices that kept one content both descend
+// from it, and neither replaced it.
+func isStale(h Version, heads []Version, restated []Version, anc Ancestry) bool {
+	for _, r := range restated {
+		for _, k := range heads {
+			if k.ID != h.ID && !sameContent(k, h) && anc.Descends(k.ID, r.ID) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // mergeable reports whether every version is a text file small enough to
 // merge.
 func mergeable(vs ...Version) bool {
@@ -265,19 +390,32 @@ func mergeable(vs ...Version) bool {
 	return true
 }
 
-// conflictCopies names a conflict copy for each loser, in order, avoiding
-// names taken in the index and names given to earlier copies.
-func conflictCopies(path string, losers []Version, taken func(string) bool) []ConflictCopy {
+// conflictCopies names a conflict copy for each loser, in order: after the
+// loser's origin, skipping names given to earlier copies and names that
+// hold other content, and reusing a name that already holds the loser's
+// content.
+func conflictCopies(path string, losers []Version, origin map[VersionID]Version, use NameUseFunc) []ConflictCopy {
 	used := map[string]bool{path: true}
 	out := make([]ConflictCopy, 0, len(losers))
 	for _, l := range losers {
+		o, ok := origin[l.ID]
+		if !ok {
+			o = l
+		}
 		for n := 1; ; n++ {
-			name := ConflictName(path, l, n)
-			if used[name] || (taken != nil && taken(name)) {
+			name := ConflictName(path, o, n)
+			if used[name] {
+				continue
+			}
+			u := NameFree
+			if use != nil {
+				u = use(name, l)
+			}
+			if u == NameTaken {
 				continue
 			}
 			used[name] = true
-			out = append(out, ConflictCopy{Version: l, Path: name})
+			out = append(out, ConflictCopy{Version: l, Path: name, Exists: u == NameHolds})
 			break
 		}
 	}

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -51,13 +52,17 @@ func genHistory(t *rapid.T) []Version {
 func TestResolveOrderIndependent(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		vs := genHistory(t)
-		taken := func(p string) bool { return len(p)%3 == 0 } // any fixed rule
+		taken := func(p string, v Version) NameUse { return NameUse((len(p) + int(v.ContentHash[0])) % 3) } // any fixed rule
+		var g1 *Graph
 		decide := func(order []Version) ([]Version, Decision) {
 			g := NewGraph()
 			for _, v := range order {
 				if err := g.Add(v); err != nil {
 					t.Fatalf("Add: %v", err)
 				}
+			}
+			if g1 == nil {
+				g1 = g
 			}
 			heads := g.Heads("notes.md")
 			heads = rapid.Permutation(heads).Draw(t, "heads order")
@@ -75,12 +80,40 @@ func TestResolveOrderIndependent(t *testing.T) {
 		if diff := cmp.Diff(d1, d2); diff != "" {
 			t.Fatalf("decision depends on order (-first +second):\n%s", diff)
 		}
-		checkDecision(t, h1, d1)
+		checkDecision(t, g1, h1, d1)
 	})
 }
 
+// staleHeads returns the heads Resolve's rule 2 drops: those that restate a
+// content another head descends from, unless every head would be dropped.
+func staleHeads(g *Graph, heads []Version) map[VersionID]bool {
+	stale := map[VersionID]bool{}
+	if len(heads) < 2 {
+		return stale
+	}
+	for _, h := range heads {
+		for _, r := range g.Restates(h.ID) {
+			for _, k := range heads {
+				if k.ID != h.ID && !sameContent(k, h) && g.Descends(k.ID, r.ID) {
+					stale[h.ID] = true
+				}
+			}
+		}
+	}
+	if len(stale) == len(heads) {
+		return map[VersionID]bool{}
+	}
+	return stale
+}
+
 // checkDecision checks invariants every decision keeps.
-func checkDecision(t *rapid.T, heads []Version, d Decision) {
+func checkDecision(t *rapid.T, g *Graph, heads []Version, d Decision) {
+	stale := staleHeads(g, heads)
+	for id := range stale {
+		if !slices.ContainsFunc(d.Dropped, func(v Version) bool { return v.ID == id }) {
+			t.Fatalf("stale head %v not dropped", id)
+		}
+	}
 	accounted := map[VersionID]int{d.Winner.ID: 1}
 	for _, v := range d.Dropped {
 		accounted[v.ID]++
@@ -100,6 +133,9 @@ func checkDecision(t *rapid.T, heads []Version, d Decision) {
 		if accounted[h.ID] != 1 {
 			t.Fatalf("head %v accounted for %d times, want once", h.ID, accounted[h.ID])
 		}
+		if stale[h.ID] {
+			continue
+		}
 		if h.Kind != KindDeletion && d.Winner.Kind == KindDeletion {
 			t.Fatalf("a deletion won over %v", h.Kind)
 		}
@@ -112,6 +148,9 @@ func checkDecision(t *rapid.T, heads []Version, d Decision) {
 	}
 	if (d.Merge != nil) != (d.Outcome == OutcomeMerge) {
 		t.Fatalf("merge plan %v with outcome %v", d.Merge != nil, d.Outcome)
+	}
+	if (d.Outcome == OutcomeOutdated) != (len(stale) > 0 && len(d.Copies) == 0 && d.Merge == nil && d.Outcome != OutcomeEditBeatsDeletion) {
+		t.Fatalf("outcome %v with %d outdated heads", d.Outcome, len(stale))
 	}
 	if (len(d.Copies) > 0) != (d.Outcome == OutcomeMerge || d.Outcome == OutcomeConflict || d.Outcome == OutcomeKindClash) {
 		t.Fatalf("%d copies with outcome %v", len(d.Copies), d.Outcome)

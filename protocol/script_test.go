@@ -194,7 +194,12 @@ func (s *script) run(t *testing.T, line string) string {
 		for _, p := range strings.Split(kv["taken"], ",") {
 			taken[p] = true
 		}
-		d, err := s.g.Resolve(args[1], func(p string) bool { return taken[p] })
+		d, err := s.g.Resolve(args[1], func(p string, _ Version) NameUse {
+			if taken[p] {
+				return NameTaken
+			}
+			return NameFree
+		})
 		if err != nil {
 			return fmt.Sprintf("error: %v\n", err)
 		}
