@@ -68,6 +68,7 @@ func (n *Node) startAPI(ctx context.Context, addr string) (*apiServer, error) {
 	mux.HandleFunc("POST /v1/restore", a.restore)
 	mux.HandleFunc("GET /v1/relays", a.relaysList)
 	mux.HandleFunc("POST /v1/relays", a.relaysChange)
+	mux.HandleFunc("POST /v1/revoke", a.revoke)
 	mux.Handle("GET /metrics", a.mon.metrics.handler())
 	a.srv = &http.Server{Handler: a.auth(mux), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	if err := n.cfg.Home.WriteAPIInfo(home.APIInfo{Addr: a.addr, Token: a.token, PID: os.Getpid()}); err != nil {

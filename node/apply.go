@@ -16,7 +16,6 @@ import (
 
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
-	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -385,7 +384,7 @@ func (v *vault) applyVersion(ctx context.Context, id entry.VersionID, ver entry.
 // writeBytes writes merged text at path; the returned record carries the
 // merged content's hash and chunk list.
 func (v *vault) writeBytes(ctx context.Context, path string, like entry.Version, b []byte, cur vaultdb.Record, had bool) (vaultdb.Record, error) {
-	h, err := chunkHasher{keys: v.ck}.Hash(ctx, path, bytes.NewReader(b), int64(len(b)))
+	h, err := chunkHasher{keys: v.chunkKeys()}.Hash(ctx, path, bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		return vaultdb.Record{}, err
 	}
@@ -473,7 +472,7 @@ func (v *vault) produce(ctx context.Context, refs []entry.ChunkRef, w io.Writer)
 			v.addPendingFetch(len(need))
 			var mu sync.Mutex
 			err := v.fetchFromPeers(ctx, need, func(c cid.Cid, env []byte) error {
-				b, err := chunk.Open(v.ck, c, env)
+				b, err := v.openChunk(c, env)
 				if err != nil {
 					return fmt.Errorf("chunk %s: %w", c, err)
 				}
@@ -637,7 +636,7 @@ func (v *vault) chunkAt(c cid.Cid, loc chunkLocation) (plain, env []byte, err er
 	if err := readAt(f, buf, loc.offset); err != nil {
 		return nil, nil, fmt.Errorf("reading %s: %w", loc.path, err)
 	}
-	s, err := chunk.Seal(v.ck, buf)
+	s, err := v.sealLocal(c, buf)
 	if err != nil {
 		return nil, nil, err
 	}

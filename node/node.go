@@ -232,7 +232,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	}
 	ek := root.Epoch0().Keys(0)
 	v := &vault{
-		n: n, cfg: hv, id: vk.ID, root: root, ek: ek, ck: chunk.KeysFrom(ek), db: db, fs: fsys,
+		n: n, cfg: hv, id: vk.ID, root: root, ek: ek, ck: chunk.KeysFrom(ek), eps: &epochSet{}, db: db, fs: fsys,
 		log:           n.log.With("folder", hv.Folder),
 		members:       db.MemberState(),
 		graph:         protocol.NewGraph(),
@@ -248,6 +248,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		heldUpTo:      map[keys.DeviceID]uint64{},
 		foldedUpTo:    map[keys.DeviceID]uint64{},
 	}
+	v.learnEpochsLocked() // the epoch keys this device holds, from the membership log
 	folding, err := folder.Probe(fsys)
 	if err != nil {
 		db.Close()
@@ -255,7 +256,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	}
 	v.folding = folding
 	idx := indexView{v}
-	if v.scanner, err = folder.NewScanner(folder.ScannerConfig{FS: fsys, Index: idx, Hasher: chunkHasher{keys: v.ck}, Folding: folding, Logger: v.log}); err != nil {
+	if v.scanner, err = folder.NewScanner(folder.ScannerConfig{FS: fsys, Index: idx, Hasher: epochHasher{v}, Folding: folding, Logger: v.log}); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -267,7 +268,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	// keys (the log verified itself when the database opened).
 	for author, head := range db.Heads() {
 		err := db.Range(author, 1, head.Seq, func(e *entry.Entry) error {
-			body, err := entry.OpenBody(e, ek)
+			body, err := v.openBody(e)
 			if err != nil {
 				return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
 			}

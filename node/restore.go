@@ -19,7 +19,6 @@ import (
 
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
-	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -475,7 +474,7 @@ func (v *vault) prefetch(ctx context.Context, items []restoreItem) (map[cid.Cid]
 	}
 	var mu sync.Mutex
 	err := v.fetchFromPeers(ctx, need, func(c cid.Cid, env []byte) error {
-		b, err := chunk.Open(v.ck, c, env)
+		b, err := v.openChunk(c, env)
 		if err != nil {
 			return fmt.Errorf("chunk %s: %w", c, err)
 		}
@@ -560,7 +559,7 @@ func (r *restoreReader) Read(p []byte) (int, error) {
 				// The local file changed since the plan: fetch instead.
 				var mu sync.Mutex
 				err = r.v.fetchFromPeers(r.ctx, []cid.Cid{ref.CID}, func(c cid.Cid, env []byte) error {
-					plain, err := chunk.Open(r.v.ck, c, env)
+					plain, err := r.v.openChunk(c, env)
 					mu.Lock()
 					b = plain
 					mu.Unlock()

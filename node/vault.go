@@ -33,8 +33,9 @@ type vault struct {
 	cfg  home.Vault
 	id   keys.VaultID
 	root keys.RootSecret
-	ek   keys.EpochKeys
-	ck   chunk.Keys
+	ek   keys.EpochKeys // epoch 0's keys, fixed at open; code uses the methods of epochs.go
+	ck   chunk.Keys     // epoch 0's chunk keys, likewise
+	eps  *epochSet      // the key epochs this device knows (epochs.go)
 	db   *vaultdb.DB
 	fs   folder.FS
 	log  *slog.Logger
@@ -93,7 +94,7 @@ type chunkLocation struct {
 func (v *vault) vector() protocol.Vector {
 	out := protocol.Vector{}
 	for a, h := range v.db.Heads() {
-		out[a] = h.Seq
+		out[a] = v.acceptedSeq(a, h.Seq) // a revoked author's log ends at its revocation's upto
 	}
 	return out
 }
@@ -155,6 +156,7 @@ func (v *vault) ingestMember(raw []byte) error {
 	if err := v.members.Apply(r); err != nil {
 		return err
 	}
+	v.memberAppliedLocked(r)
 	v.grewLocked()
 	if r.Op == member.OpAdd {
 		go v.n.syncWithDevice(r.Device)
@@ -166,7 +168,11 @@ func (v *vault) ingestMember(raw []byte) error {
 func (v *vault) admit(d keys.DeviceID) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	r := v.members.Next(v.n.id, member.Record{Op: member.OpAdd, Device: d, Role: member.RoleMember}, v.n.now().UnixMilli())
+	op, err := v.addOpLocked(d) // seals the epoch secrets after 0 to d
+	if err != nil {
+		return err
+	}
+	r := v.members.Next(v.n.id, op, v.n.now().UnixMilli())
 	if err := v.db.AppendMember(r); err != nil {
 		return err
 	}
@@ -199,8 +205,8 @@ func (v *vault) ingestEntry(raw []byte) error {
 		return err
 	}
 	author := dec.Author()
-	if !v.isMember(author) {
-		return fmt.Errorf("entry author %s is not a member", author)
+	if err := v.checkAuthor(author, dec.Seq()); err != nil { // a non-member, or revoked before this entry
+		return err
 	}
 	head := v.db.Head(author)
 	switch {
@@ -256,7 +262,7 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head) er
 	if err != nil {
 		return err
 	}
-	body, err := entry.OpenBody(e, v.ek)
+	body, err := v.openBody(e)
 	if err != nil {
 		return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
 	}

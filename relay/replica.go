@@ -273,17 +273,19 @@ func (r *replica) status() wire.RelayStatus {
 var ErrQuota = errors.New("vault quota reached on this relay")
 
 // ingestEntry verifies and stores one entry pulled from a device: a
-// current member's, extending its author's chain (vaultdb checks the
+// current member's or a revoked device's up to its revocation's upto
+// (member.State.CheckAuthor), extending its author's chain (vaultdb checks the
 // signature, vault and chain). An entry already held is a no-op.
 func (r *replica) ingestEntry(raw []byte) error {
 	e, err := entry.Decode(raw)
 	if err != nil {
 		return fmt.Errorf("decoding entry: %w", err)
 	}
-	if !r.isMember(e.Author()) {
-		return fmt.Errorf("entry by %s: %w", e.Author(), errNotMember)
-	}
 	r.mu.Lock()
+	if err := r.state.CheckAuthor(e.Author(), e.Seq()); err != nil { // a non-member, or revoked before this entry
+		r.mu.Unlock()
+		return fmt.Errorf("storing entry: %w", err)
+	}
 	if h := r.db.Head(e.Author()); e.Seq() <= h.Seq {
 		r.mu.Unlock()
 		// Held already, or a fork, which vaultdb reports.

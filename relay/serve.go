@@ -291,6 +291,11 @@ func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev ke
 		case <-grown:
 		case <-tick.C:
 		}
+		// A device revoked while its stream is open gets nothing more.
+		if !rep.isMember(dev) {
+			c.SendError(wire.CodeNotMember, "revoked from this vault")
+			return fmt.Errorf("%s: %w", dev, errNotMember)
+		}
 	}
 }
 
@@ -313,6 +318,10 @@ func (r *Relay) handleChunk(s network.Stream) {
 	for {
 		p, err := c.Expect(wire.MsgWantChunks)
 		if err != nil {
+			return
+		}
+		if !rep.isMember(dev) {
+			c.SendError(wire.CodeNotMember, "revoked from this vault")
 			return
 		}
 		want, err := wire.ParseWantChunks(p)

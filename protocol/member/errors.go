@@ -15,6 +15,15 @@ var (
 	ErrTooLarge      = errors.New("membership record: over its size limit")
 	ErrRevoked       = errors.New("device is revoked")
 
+	// ErrRevokedEntry means an entry was signed by a revoked device after
+	// the last sequence number its revocation keeps (Record.Upto).
+	ErrRevokedEntry = errors.New("entry signed by a revoked device after its revocation")
+	// ErrNotMember means an entry's author is not and never was a member.
+	ErrNotMember = errors.New("not a member of the vault")
+	// ErrMissingEpoch means an add record cannot be built because the
+	// admin lacks the secret of an epoch the new device must receive.
+	ErrMissingEpoch = errors.New("epoch secret not known")
+
 	ErrInviteMalformed = errors.New("invite code is malformed")
 	ErrInviteChecksum  = errors.New("invite code has a typo (checksum mismatch)")
 	ErrInviteExpired   = errors.New("invite code has expired")

@@ -56,7 +56,11 @@ func TestApplyAccepts(t *testing.T) {
 		t.Fatalf("got admin role %v, want admin", r)
 	}
 	relay := "/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWxyz"
-	for _, op := range []Record{{Op: OpAddRelay, Relay: relay}, {Op: OpRevoke, Device: dev.ID(), Epoch: 1}} {
+	revoke, _, err := s.RevokeOp(seeded(5), dev.ID(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []Record{{Op: OpAddRelay, Relay: relay}, revoke} {
 		if err := s.Apply(s.Next(admin, op, 3000)); err != nil {
 			t.Fatalf("%s: %v", op.Op, err)
 		}
@@ -152,7 +156,11 @@ func TestApplyRejects(t *testing.T) {
 	})
 	t.Run("revoked device cannot be re-added", func(t *testing.T) {
 		s, admin, dev := fixture(t)
-		if err := s.Apply(s.Next(admin, Record{Op: OpRevoke, Device: dev.ID(), Epoch: 1}, 1)); err != nil {
+		op, _, err := s.RevokeOp(seeded(5), dev.ID(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Apply(s.Next(admin, op, 1)); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Apply(s.Next(admin, Record{Op: OpAdd, Device: dev.ID(), Role: RoleMember}, 1)); !errors.Is(err, ErrRevoked) {
@@ -183,7 +191,7 @@ func TestDecodeRejects(t *testing.T) {
 }
 
 func TestGoldenRecord(t *testing.T) {
-	s, _, _ := fixture(t)
+	s := revokedFixture(t)
 	var b strings.Builder
 	for _, r := range s.Records() {
 		b.WriteString(hexString(r.Encode()) + "\n" + r.CID().String() + "\n")
@@ -285,6 +293,9 @@ func FuzzDecodeRecord(f *testing.F) {
 	admin := must(keys.GenerateIdentity(seeded(1)))
 	f.Add(Genesis(admin, vault, 1).Encode())
 	f.Add([]byte{0x80})
+	for _, r := range revokedFixtureRecords() {
+		f.Add(r.Encode()) // revoke with sealed keys and upto; add with sealed keys
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := Decode(b)
 		if err != nil {

@@ -15,8 +15,13 @@ import (
 // Format is the record format version this code writes and accepts.
 const Format = 1
 
-// MaxRecordSize bounds an encoded record; checked before decoding.
-const MaxRecordSize = 4 << 10
+// MaxRecordSize bounds an encoded record; checked before decoding. A
+// record holding MaxKeys sealed epoch secrets fits.
+const MaxRecordSize = 16 << 10
+
+// MaxKeys bounds the sealed epoch secrets of one record: the remaining
+// members of a revocation, or the epochs after 0 sealed to an added device.
+const MaxKeys = 128
 
 // Op is what a record does.
 type Op uint8
@@ -25,7 +30,7 @@ type Op uint8
 const (
 	OpGenesis     Op = 1 // the creating device admits itself as admin; seq 1 only
 	OpAdd         Op = 2 // admit Device with Role
-	OpRevoke      Op = 3 // revoke Device; starts key epoch Epoch
+	OpRevoke      Op = 3 // revoke Device; starts key epoch Epoch; Device's entries after Upto are void
 	OpAddRelay    Op = 4 // Relay serves the vault
 	OpRemoveRelay Op = 5 // Relay no longer serves the vault
 )
@@ -79,9 +84,23 @@ type Record struct {
 	Role   Role          // OpGenesis, OpAdd
 	Relay  string        // OpAddRelay, OpRemoveRelay: the relay's multiaddr with /p2p/ID
 	Epoch  uint32        // OpRevoke: the key epoch that starts
+	Upto   uint64        // OpRevoke: the revoked device's last accepted sequence number
+	Keys   []SealedKey   // OpRevoke, OpAdd: sealed epoch secrets (see SealedKey)
 	Time   int64         // signer's wall clock, unix milliseconds (informational)
 	Signer keys.DeviceID
 	Sig    []byte
+}
+
+// SealedKey is one epoch secret sealed to one device
+// (keys.SealEpochSecret). In a revocation, Keys holds the new epoch's secret
+// sealed to every remaining member, one each, sorted by device ID; in an
+// add, Keys[i] is the secret of epoch i+1 sealed to the added device, for
+// every epoch after 0 up to the current one (epoch 0 derives from the root
+// secret the device receives at pairing).
+type SealedKey struct {
+	_      struct{} `cbor:",toarray"`
+	Device keys.DeviceID
+	Sealed []byte
 }
 
 const sigDomain = "weft/member/v1\x00"
@@ -99,7 +118,7 @@ func init() {
 	decMode, err = cbor.DecOptions{
 		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
 		IndefLength:      cbor.IndefLengthForbidden,
-		MaxArrayElements: 64,
+		MaxArrayElements: 2 * MaxKeys,
 		MaxMapPairs:      64,
 		MaxNestedLevels:  4,
 	}.DecMode()
@@ -156,6 +175,11 @@ func Decode(b []byte) (Record, error) {
 	}
 	if r.Format != Format {
 		return r, fmt.Errorf("%w: %d", ErrUnknownFormat, r.Format)
+	}
+	if r.Keys != nil && len(r.Keys) == 0 {
+		// An empty array and null would both mean "no keys"; only null
+		// (what Encode writes for none) is canonical.
+		return r, fmt.Errorf("%w: empty key list", ErrNonCanonical)
 	}
 	if !bytes.Equal(r.Encode(), b) {
 		return r, ErrNonCanonical

@@ -20,13 +20,14 @@ type State struct {
 	Epoch   uint32  // current key epoch
 	members map[keys.DeviceID]Role
 	revoked map[keys.DeviceID]bool
+	upto    map[keys.DeviceID]uint64 // revoked device -> last accepted sequence number
 	relays  []string
 	records []Record
 }
 
 // NewState returns the empty membership of vault.
 func NewState(vault keys.VaultID) *State {
-	return &State{Vault: vault, members: map[keys.DeviceID]Role{}, revoked: map[keys.DeviceID]bool{}}
+	return &State{Vault: vault, members: map[keys.DeviceID]Role{}, revoked: map[keys.DeviceID]bool{}, upto: map[keys.DeviceID]uint64{}}
 }
 
 // Role returns d's role and whether d is a current member.
@@ -92,6 +93,7 @@ func (s *State) Apply(r Record) error {
 	case OpRevoke:
 		delete(s.members, r.Device)
 		s.revoked[r.Device] = true
+		s.upto[r.Device] = r.Upto
 		s.Epoch = r.Epoch
 	case OpAddRelay:
 		s.relays = append(s.relays, r.Relay)
@@ -105,6 +107,12 @@ func (s *State) Apply(r Record) error {
 }
 
 func (s *State) checkOp(r Record) error {
+	if r.Op != OpRevoke && (r.Epoch != 0 || r.Upto != 0) {
+		return fmt.Errorf("%w: %s with an epoch or upto", ErrBadOp, r.Op)
+	}
+	if r.Op != OpRevoke && r.Op != OpAdd && len(r.Keys) > 0 {
+		return fmt.Errorf("%w: %s with sealed keys", ErrBadOp, r.Op)
+	}
 	if s.Seq == 0 {
 		if r.Op != OpGenesis || r.Device != r.Signer || r.Role != RoleAdmin {
 			return fmt.Errorf("%w: the first record must be a genesis that admits its signer as admin", ErrBadOp)
@@ -125,6 +133,9 @@ func (s *State) checkOp(r Record) error {
 		if _, ok := s.members[r.Device]; ok {
 			return fmt.Errorf("%w: %s is already a member", ErrBadOp, r.Device)
 		}
+		if err := s.checkAddKeys(r); err != nil {
+			return err
+		}
 	case OpRevoke:
 		if _, ok := s.members[r.Device]; !ok {
 			return fmt.Errorf("%w: %s is not a member", ErrBadOp, r.Device)
@@ -134,6 +145,9 @@ func (s *State) checkOp(r Record) error {
 		}
 		if r.Epoch != s.Epoch+1 {
 			return fmt.Errorf("%w: revocation must start epoch %d, got %d", ErrBadOp, s.Epoch+1, r.Epoch)
+		}
+		if err := s.checkRevokeKeys(r); err != nil {
+			return err
 		}
 	case OpAddRelay:
 		if r.Relay == "" || slices.Contains(s.relays, r.Relay) {
@@ -157,12 +171,17 @@ func Genesis(id *keys.Identity, vault keys.VaultID, timeMs int64) Record {
 }
 
 // Next makes the record that follows the state's head, signed by admin.
-// Only the operation fields of op are read (Op, Device, Role, Relay, Epoch).
+// Only the operation fields of op are read (Op, Device, Role, Relay, Epoch,
+// Upto, Keys).
 // The result still has to pass Apply.
 func (s *State) Next(admin *keys.Identity, op Record, timeMs int64) Record {
 	r := Record{
 		Format: Format, Vault: s.Vault, Seq: s.Seq + 1, Prev: s.Head.Bytes(),
-		Op: op.Op, Device: op.Device, Role: op.Role, Relay: op.Relay, Epoch: op.Epoch, Time: timeMs,
+		Op: op.Op, Device: op.Device, Role: op.Role, Relay: op.Relay, Epoch: op.Epoch,
+		Upto: op.Upto, Keys: op.Keys, Time: timeMs,
+	}
+	if len(r.Keys) == 0 {
+		r.Keys = nil // the canonical "no keys"
 	}
 	r.Sign(admin)
 	return r

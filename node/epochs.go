@@ -1,0 +1,223 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/member"
+)
+
+// Key epochs. A vault starts in epoch 0, whose secret derives from the
+// root secret; each revocation starts the next epoch with a random secret
+// sealed to every remaining member in the revocation record, and an add
+// record carries every later epoch's secret sealed to the new device. So a
+// device recovers all the epoch secrets it may know from the membership
+// log and its own key (member.State.EpochSecrets): at open, and again
+// whenever a membership record arrives. Nothing besides the log is stored.
+//
+// New entries and new chunks are written under the newest epoch this
+// device knows; an entry's body and a chunk's envelope are opened with the
+// keys of the epoch they carry. A revoked device never learns the secret of
+// the epoch its revocation starts, so it cannot read what is written after.
+
+// epochSet holds the keys of the epochs this device knows for one vault.
+// It is safe for concurrent use.
+type epochSet struct {
+	mu     sync.RWMutex // guards the fields below
+	keys   map[uint32]keys.EpochKeys
+	newest uint32
+}
+
+// errUnknownEpoch means an entry or chunk is of a key epoch whose secret
+// this device does not hold (it was revoked before that epoch began, or
+// the membership record that carries the secret has not arrived yet).
+var errUnknownEpoch = errors.New("key epoch not known to this device")
+
+// set replaces the known epochs with secrets.
+func (s *epochSet) set(secrets map[uint32]keys.EpochSecret) {
+	ks := make(map[uint32]keys.EpochKeys, len(secrets))
+	var newest uint32
+	for e, sec := range secrets {
+		ks[e] = sec.Keys(e)
+		newest = max(newest, e)
+	}
+	s.mu.Lock()
+	s.keys, s.newest = ks, newest
+	s.mu.Unlock()
+}
+
+// get returns the keys of epoch e.
+func (s *epochSet) get(e uint32) (keys.EpochKeys, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	k, ok := s.keys[e]
+	if !ok {
+		return keys.EpochKeys{}, fmt.Errorf("epoch %d: %w", e, errUnknownEpoch)
+	}
+	return k, nil
+}
+
+// current returns the keys of the newest known epoch.
+func (s *epochSet) current() keys.EpochKeys {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.keys[s.newest]
+}
+
+// others returns the keys of every known epoch but the newest, newest
+// first.
+func (s *epochSet) others() []keys.EpochKeys {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]keys.EpochKeys, 0, len(s.keys))
+	for e := s.newest; e > 0; e-- {
+		if k, ok := s.keys[e-1]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// epochSecretsLocked returns the secrets of the epochs this device knows,
+// for sealing them to a device being admitted. v.mu must be held.
+func (v *vault) epochSecretsLocked() (map[uint32]keys.EpochSecret, error) {
+	return v.members.EpochSecrets(v.n.id, v.root)
+}
+
+// learnEpochsLocked recomputes the known epochs from the membership log.
+// A sealed secret that does not open is logged; the epochs that did open
+// are still used. v.mu must be held.
+func (v *vault) learnEpochsLocked() {
+	secrets, err := v.epochSecretsLocked()
+	if err != nil {
+		v.log.Error("opening epoch secrets sealed to this device", "err", err)
+	}
+	v.eps.set(secrets)
+}
+
+// memberAppliedLocked does what follows a membership record being applied:
+// learning any new epoch secret and, for a revocation, ending every
+// connection with the revoked device (streams opened before it was revoked
+// would otherwise keep serving it). v.mu must be held.
+func (v *vault) memberAppliedLocked(r member.Record) {
+	v.learnEpochsLocked()
+	if r.Op != member.OpRevoke {
+		return
+	}
+	if pid, err := PeerIDOf(r.Device); err == nil && v.n.host != nil {
+		// Closing runs disconnect notifications that take v.mu.
+		go func() { _ = v.n.host.Network().ClosePeer(pid) }()
+	}
+}
+
+// addOpLocked builds the record that admits d as a member, with every
+// epoch secret after 0 sealed to it. v.mu must be held.
+func (v *vault) addOpLocked(d keys.DeviceID) (member.Record, error) {
+	// A sealed secret that did not open matters only if the new device
+	// needs that epoch, which AddOp reports.
+	secrets, openErr := v.epochSecretsLocked()
+	op, err := v.members.AddOp(rand.Reader, d, member.RoleMember, secrets)
+	if err != nil {
+		return member.Record{}, errors.Join(err, openErr)
+	}
+	return op, nil
+}
+
+// writeKeys returns the keys new entries are sealed with: the newest epoch.
+func (v *vault) writeKeys() keys.EpochKeys { return v.eps.current() }
+
+// chunkKeys returns the keys new chunks are sealed with: the newest epoch.
+func (v *vault) chunkKeys() chunk.Keys { return chunk.KeysFrom(v.eps.current()) }
+
+// openBody opens an entry's body with the keys of the entry's epoch.
+func (v *vault) openBody(e *entry.Entry) (*entry.Body, error) {
+	k, err := v.eps.get(e.Epoch())
+	if err != nil {
+		return nil, fmt.Errorf("opening body of %s/%d: %w", e.Author(), e.Seq(), err)
+	}
+	return entry.OpenBody(e, k)
+}
+
+// openChunk opens a chunk envelope with the keys of the epoch in its
+// header. Failures are chunk.Open's, the CID check first (so a chunk
+// altered in transit reads as a CID mismatch, not as a bad header); an
+// epoch this device does not know is errUnknownEpoch. The header is read
+// before the CID is checked only to pick the keys: chunk.Open checks the
+// CID before using anything else.
+func (v *vault) openChunk(c cid.Cid, env []byte) ([]byte, error) {
+	h, herr := chunk.ParseHeader(env)
+	if herr == nil {
+		if k, err := v.eps.get(h.Epoch); err == nil {
+			return chunk.Open(chunk.KeysFrom(k), c, env)
+		}
+	}
+	if err := chunk.VerifyCID(c, env); err != nil {
+		return nil, fmt.Errorf("opening chunk: %w", err)
+	}
+	if herr != nil {
+		return nil, fmt.Errorf("opening chunk %v: %w", c, herr)
+	}
+	return nil, fmt.Errorf("opening chunk %v: epoch %d: %w", c, h.Epoch, errUnknownEpoch)
+}
+
+// sealLocal re-creates chunk c from plaintext read out of the folder. The
+// chunk may belong to a version written in any epoch, and the CID does not
+// say which, so it seals under the newest epoch first (where new chunks
+// are) and then under each older one, newest first, until the CID matches.
+// When none does it returns the newest epoch's sealing, whose CID the
+// caller finds not to match.
+func (v *vault) sealLocal(c cid.Cid, plain []byte) (chunk.Sealed, error) {
+	first, err := chunk.Seal(v.chunkKeys(), plain)
+	if err != nil || first.CID.Equals(c) {
+		return first, err
+	}
+	for _, k := range v.eps.others() {
+		s, err := chunk.Seal(chunk.KeysFrom(k), plain)
+		if err == nil && s.CID.Equals(c) {
+			return s, nil
+		}
+	}
+	return first, nil
+}
+
+// epochHasher is the scanner's Hasher: it chunks and seals with the keys of
+// the newest epoch at the time each file is hashed, so versions recorded
+// after a revocation reference chunks of the new epoch.
+type epochHasher struct{ v *vault }
+
+// Hash implements folder.Hasher.
+func (h epochHasher) Hash(ctx context.Context, path string, r io.Reader, size int64) (folder.HashResult, error) {
+	return chunkHasher{keys: h.v.chunkKeys()}.Hash(ctx, path, r, size)
+}
+
+// checkAuthor decides whether an entry of author with sequence seq may be
+// accepted (member.State.CheckAuthor): a member's, or a revoked device's
+// written before its revocation.
+func (v *vault) checkAuthor(author keys.DeviceID, seq uint64) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.members.CheckAuthor(author, seq)
+}
+
+// acceptedSeq caps head, the stored head of author's log, at the last
+// sequence number its revocation keeps, so a device neither offers nor
+// counts entries every other device refuses (one that arrived here before
+// the revocation did).
+func (v *vault) acceptedSeq(author keys.DeviceID, head uint64) uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if u, ok := v.members.Upto(author); ok {
+		return min(head, u)
+	}
+	return head
+}
