@@ -27,7 +27,15 @@
 // BLAKE3 over the same bytes. Throughputs are printed with their ratio to
 // the ceiling, the slower of TCP and disk.
 //
+// The relay scenarios (B1-relay, B3-relay, B4, B7, B8) also start a
+// `weft relay` process with its own home, listening on 127.0.0.1 with its
+// Prometheus /metrics on an ephemeral port (relayproc.go); devices list it
+// in their vault (`weft init FOLDER --relay MA`). Its CPU and memory come
+// from /proc like an agent's; what it stores (bytes, chunks, entries) and
+// the bytes it received come from its /metrics; its disk use from the size
+// of its home. "Uploaded" means the uploading device's status says
+// `unsafe` 0: the relay holds every entry and chunk.
+//
 // Each scenario repeats Config.Runs times and reports the median with min
-// and max. Scenarios that need the relay are reported as skipped until it
-// exists.
+// and max.
 package bench

@@ -13,6 +13,7 @@ import (
 type procUsage struct {
 	CPUSeconds float64 // user + system, all threads
 	PeakRSS    int64   // bytes (VmHWM)
+	RSS        int64   // bytes resident now (VmRSS)
 }
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat. It
@@ -20,7 +21,7 @@ type procUsage struct {
 const clockTicks = 100
 
 // readProc reads a process's CPU time from /proc/PID/stat and its peak
-// resident set size from /proc/PID/status.
+// resident set size (and the current one) from /proc/PID/status.
 func readProc(pid int) (procUsage, error) {
 	var u procUsage
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -51,16 +52,22 @@ func readProc(pid int) (procUsage, error) {
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "VmHWM:") {
+		var dst *int64
+		switch {
+		case strings.HasPrefix(line, "VmHWM:"):
+			dst = &u.PeakRSS
+		case strings.HasPrefix(line, "VmRSS:"):
+			dst = &u.RSS
+		default:
 			continue
 		}
-		fs := strings.Fields(strings.TrimPrefix(line, "VmHWM:"))
-		if len(fs) >= 1 {
-			kb, err := strconv.ParseInt(fs[0], 10, 64)
+		fs := strings.Fields(line)
+		if len(fs) >= 2 {
+			kb, err := strconv.ParseInt(fs[1], 10, 64)
 			if err != nil {
-				return u, fmt.Errorf("/proc/%d/status: VmHWM %q", pid, line)
+				return u, fmt.Errorf("/proc/%d/status: %q", pid, line)
 			}
-			u.PeakRSS = kb << 10
+			*dst = kb << 10
 		}
 	}
 	return u, nil

@@ -19,7 +19,7 @@ type Scale string
 const (
 	Smoke Scale = "smoke" // fits in CI on 2 cores, under a minute each
 	Full  Scale = "full"  // the sizes of BENCHMARKS.md, or the largest that fits
-	Tiny  Scale = "tiny"  // B1 and B2 only, for `go test`
+	Tiny  Scale = "tiny"  // B1, B2 and B1-relay only, for `go test`
 )
 
 // Config is one invocation of the harness.
@@ -111,7 +111,8 @@ func (rc *runCtx) sample(series string, x, y float64) {
 // scenario is one B-scenario.
 type scenario struct {
 	id, title, target string
-	relay             bool // needs the relay (issue 5)
+	relay             bool // runs a `weft relay` process
+	tiny              bool // runs at the Tiny scale (`go test`)
 	params            func(Scale) string
 	run               func(rc *runCtx) error
 	// fsyncPass, if set, runs once after the timed runs with agents under
@@ -157,21 +158,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	for _, sc := range scenarios() {
-		if len(only) > 0 && !only[sc.id] {
+		if len(only) > 0 && !only[strings.ToUpper(sc.id)] {
 			continue
 		}
-		if cfg.Scale == Tiny && sc.id != "B1" && sc.id != "B2" && !sc.relay {
+		if cfg.Scale == Tiny && !sc.tiny {
 			continue
 		}
 		res := Result{ID: sc.id, Title: sc.title, Target: sc.target, Series: map[string][]Point{}}
 		if sc.params != nil {
 			res.Params = sc.params(cfg.Scale)
-		}
-		if sc.relay {
-			res.Skipped = "needs the relay (issue 5)"
-			rep.Results = append(rep.Results, res)
-			printResult(cfg.Out, res)
-			continue
 		}
 		fmt.Fprintf(cfg.Out, "\n== %s %s (%s)\n", sc.id, sc.title, res.Params)
 		per := []*runCtx{}

@@ -123,6 +123,21 @@ func (rep *Report) WriteSVG(dir string) ([]string, error) {
 					return written, err
 				}
 			}
+		case "B3-relay":
+			byRun := map[int][][2]float64{}
+			for _, p := range r.Series[b3RelaySeries] {
+				byRun[p.Run] = append(byRun[p.Run], [2]float64{p.X, p.Y})
+			}
+			var lines []svgLine
+			for run := range len(byRun) {
+				lines = append(lines, svgLine{name: fmt.Sprintf("run %d", run+1), pts: byRun[run]})
+			}
+			if len(lines) > 0 {
+				title := fmt.Sprintf("B3-relay upload: %s, %s scale", r.Params, rep.Scale)
+				if err := save("b3-relay-stored.svg", lineChart(title, "seconds since the file appeared on A", "MiB stored by the relay", lines)); err != nil {
+					return written, err
+				}
+			}
 		case "B3", "B5":
 			for s, ps := range r.Series {
 				byRun := map[int][][2]float64{}

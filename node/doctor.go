@@ -218,6 +218,12 @@ func (n *Node) folderFacts(v *vault, fs FolderStatus, asked string, onePath bool
 	if n.cfg.FolderFS == nil {
 		fo.DiskFreeBytes, fo.DiskTotalBytes = diskSpace(v.cfg.Folder)
 	}
+	for _, r := range n.Relays() {
+		if r.Folder == v.cfg.Folder {
+			fo.relays = append(fo.relays, r)
+		}
+	}
+	fo.rollbacks = v.relayRollbacks()
 	if m := n.monitor(); m != nil {
 		fo.skipped, fo.unsettled, fo.Watcher.OverflowRescans, fo.Watcher.Failed = m.scanProblems(v)
 	}

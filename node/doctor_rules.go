@@ -26,7 +26,8 @@ type Finding struct {
 	// local-edit, conflict, resolving, ignored, unreadable, permission,
 	// disk-full, read-only, cannot-sync, apply-error, applying, unsafe,
 	// uploading, watcher-limit, watcher-overflow, watcher-failed,
-	// clock-skew, scanning.
+	// clock-skew, scanning, relay-offline, relay-refused, relay-full,
+	// relay-rollback.
 	Kind    string `json:"kind"`
 	Folder  string `json:"folder,omitempty"`
 	Path    string `json:"path,omitempty"`
@@ -54,6 +55,8 @@ type folderFacts struct {
 	ignored   bool        // the path asked about is ignored
 	anyPeer   bool        // some member is connected
 	shared    bool        // the vault has other members
+	relays    []RelayInfo // the vault's relays
+	rollbacks []RelayRollback
 }
 
 type pathFacts struct {
@@ -181,6 +184,7 @@ func diagnose(f doctorFacts) []Finding {
 				add(Finding{SeverityInfo, "scanning", folder, "", "", "the folder is being scanned", "nothing; wait for the scan to finish"})
 			}
 			out = append(out, folderHealth(fo)...)
+			out = append(out, relayFindings(fo)...)
 		}
 	}
 	for _, p := range f.peers {
@@ -414,4 +418,48 @@ func peerFindings(f doctorFacts, p PeerDiagnosis, needed bool) []Finding {
 		}
 	}
 	return out
+}
+
+// relayFindings explains what is wrong with a folder's relays: one that
+// is unreachable, refused the vault, is full, or went back on what it
+// said it held.
+func relayFindings(fo folderFacts) []Finding {
+	var out []Finding
+	folder := fo.Path
+	for _, r := range fo.relays {
+		name := peerName(r.ID)
+		switch {
+		case r.Error != "":
+			out = append(out, Finding{SeverityProblem, "relay-refused", folder, "", r.ID,
+				fmt.Sprintf("relay %s refused to serve this vault: %s", name, r.Error),
+				"ask the relay's operator to allow the vault (weft relay --allow, --max-vaults), or remove the relay with `weft relay remove`"})
+		case !r.Connected:
+			sev, why := SeverityInfo, "devices that are offline now get this device's changes from other devices only"
+			if fo.Unsafe > 0 {
+				sev, why = SeverityWarning, fmt.Sprintf("%d entries written here are held by no other device or relay yet", fo.Unsafe)
+			}
+			out = append(out, Finding{sev, "relay-offline", folder, "", r.ID,
+				fmt.Sprintf("relay %s (%s) is not reachable: %s", name, r.Addr, why),
+				"check that the relay runs and that its ports (TCP and UDP, usually 4001) are open; `weft relay list` shows the address"})
+		case r.Quota != nil && r.Quota.Full:
+			out = append(out, Finding{SeverityWarning, "relay-full", folder, "", r.ID,
+				fmt.Sprintf("relay %s has reached its quota for this vault (%s of %s, %d of %d entries): it keeps what it has and takes nothing new",
+					name, humanSize(int64(r.Quota.Bytes)), limitSize(r.Quota.BytesLimit), r.Quota.Entries, r.Quota.EntriesLimit),
+				"ask the relay's operator to raise --quota-bytes or --quota-entries; old versions it no longer retains are freed by its garbage collection"})
+		}
+	}
+	for _, rb := range fo.rollbacks {
+		out = append(out, Finding{SeverityWarning, "relay-rollback", folder, "", rb.Relay,
+			rb.Message + " (at " + rb.At.UTC().Format(time.RFC3339) + ")",
+			"its earlier acknowledgements no longer count as safe; keep another device or relay holding your data, and ask the relay's operator whether it was restored from a backup or is faulty"})
+	}
+	return out
+}
+
+// limitSize shows a quota limit; 0 is none.
+func limitSize(n uint64) string {
+	if n == 0 {
+		return "no limit"
+	}
+	return humanSize(int64(n))
 }

@@ -91,6 +91,21 @@ func TestDiagnoseRules(t *testing.T) {
 			[]string{"problem:disk-full"}, nil},
 		{"clock skew", doctorFacts{folders: []folderFacts{folderOK}, peers: []PeerDiagnosis{func() PeerDiagnosis { p := online; p.ClockSkewMillis = ms(-90 * time.Second); return p }()}},
 			[]string{"warning:clock-skew"}, nil},
+		{"relay unreachable with unsafe work", doctorFacts{folders: []folderFacts{with(func(f *folderFacts) {
+			f.Unsafe, f.relays = 3, []RelayInfo{{ID: peerA, Addr: "/ip4/203.0.113.7/tcp/4001/p2p/" + peerA}}
+		})}}, []string{"warning:relay-offline"}, []string{"info:in-sync"}},
+		{"relay unreachable, nothing unsafe", doctorFacts{folders: []folderFacts{with(func(f *folderFacts) {
+			f.relays = []RelayInfo{{ID: peerA, Addr: "/ip4/203.0.113.7/tcp/4001/p2p/" + peerA}}
+		})}}, []string{"info:relay-offline", "info:in-sync"}, []string{"warning:relay-offline"}},
+		{"relay refused the vault", doctorFacts{folders: []folderFacts{with(func(f *folderFacts) {
+			f.relays = []RelayInfo{{ID: peerA, Connected: true, Error: "this relay does not serve that vault (operator allow-list)"}}
+		})}}, []string{"problem:relay-refused"}, nil},
+		{"relay full", doctorFacts{folders: []folderFacts{with(func(f *folderFacts) {
+			f.relays = []RelayInfo{{ID: peerA, Connected: true, Quota: &RelayQuota{Bytes: 10 << 30, BytesLimit: 10 << 30, Entries: 5, EntriesLimit: 100, Full: true}}}
+		})}}, []string{"warning:relay-full"}, []string{"info:in-sync"}},
+		{"relay rolled back", doctorFacts{folders: []folderFacts{with(func(f *folderFacts) {
+			f.rollbacks = []RelayRollback{{Relay: peerA, Had: 9, Now: 4, Message: "relay X reported an older state than before", At: seen}}
+		})}}, []string{"warning:relay-rollback"}, nil},
 		{"small skew is fine", doctorFacts{folders: []folderFacts{folderOK}, peers: []PeerDiagnosis{func() PeerDiagnosis { p := online; p.ClockSkewMillis = ms(time.Second); return p }()}},
 			[]string{"info:in-sync"}, []string{"warning:clock-skew"}},
 	}

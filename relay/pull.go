@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -192,9 +193,15 @@ func (r *Relay) connectedMembers(rep *replica) []peer.ID {
 	return out
 }
 
+// putParallel bounds the chunks of one fetch being stored at once. The
+// chunk store commits concurrent puts in groups sharing one fsync, so
+// storing while the next chunks are read keeps the store from syncing
+// once per chunk; the bound keeps memory at a few MiB.
+const putParallel = 32
+
 // fetchFrom asks device p for want and stores what it sends. It returns
-// the CIDs p did not deliver.
-func (r *Relay) fetchFrom(ctx context.Context, rep *replica, p peer.ID, want []cid.Cid) ([]cid.Cid, error) {
+// the CIDs p did not deliver (or that could not be stored).
+func (r *Relay) fetchFrom(ctx context.Context, rep *replica, p peer.ID, want []cid.Cid) (missing []cid.Cid, err error) {
 	s, err := r.host.NewStream(ctx, p, ProtoChunk)
 	if err != nil {
 		return want, fmt.Errorf("opening chunk stream: %w", err)
@@ -215,37 +222,76 @@ func (r *Relay) fetchFrom(ctx context.Context, rep *replica, p peer.ID, want []c
 	if err := c.Flush(); err != nil {
 		return want, err
 	}
-	var missing []cid.Cid
+
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex // guards lost and quotaErr
+		lost     []cid.Cid
+		quotaErr error
+		slots    = make(chan struct{}, putParallel)
+	)
+	miss := func(ids ...cid.Cid) {
+		mu.Lock()
+		lost = append(lost, ids...)
+		mu.Unlock()
+	}
+	// Every return waits for the puts in flight and then reports what
+	// was lost, whatever the return statement said.
+	defer func() {
+		wg.Wait()
+		missing = lost
+		if err == nil && quotaErr != nil {
+			err = quotaErr
+		}
+	}()
 	for i, id := range want {
+		mu.Lock()
+		full := quotaErr != nil
+		mu.Unlock()
+		if full {
+			miss(want[i:]...)
+			return nil, nil // the deferred wait reports the quota
+		}
 		_ = s.SetReadDeadline(time.Now().Add(chunkIdle))
 		t, payload, err := c.Read()
 		if err != nil {
-			return append(missing, want[i:]...), err
+			miss(want[i:]...)
+			return nil, err
 		}
 		switch t {
 		case wire.MsgChunk:
 			ch, err := wire.ParseChunk(payload)
 			if err != nil || !ch.CID.Equals(id) {
-				return append(missing, want[i:]...), fmt.Errorf("%w: chunk answer out of order", wire.ErrUnexpected)
+				miss(want[i:]...)
+				return nil, fmt.Errorf("%w: chunk answer out of order", wire.ErrUnexpected)
 			}
-			if err := rep.putChunk(id, ch.Envelope); err != nil {
-				if errors.Is(err, ErrQuota) {
-					return append(missing, want[i:]...), err
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				err := rep.putChunk(id, ch.Envelope)
+				switch {
+				case err == nil:
+					r.stats.chunksStored.Inc()
+				case errors.Is(err, ErrQuota):
+					mu.Lock()
+					quotaErr = err
+					lost = append(lost, id)
+					mu.Unlock()
+				default:
+					// A chunk that does not hash to its CID is not kept;
+					// another device may have a good copy.
+					r.log.Warn("chunk refused", "vault", rep.id, "peer", p, "cid", id, "err", err)
+					miss(id)
 				}
-				// A chunk that does not hash to its CID is not kept;
-				// another device may have a good copy.
-				r.log.Warn("chunk refused", "vault", rep.id, "peer", p, "cid", id, "err", err)
-				missing = append(missing, id)
-				continue
-			}
-			r.stats.chunksStored.Inc()
+			})
 		case wire.MsgChunkMissing:
-			missing = append(missing, id)
+			miss(id)
 		default:
-			return append(missing, want[i:]...), fmt.Errorf("%w on chunk stream: %s", wire.ErrUnexpected, t)
+			miss(want[i:]...)
+			return nil, fmt.Errorf("%w on chunk stream: %s", wire.ErrUnexpected, t)
 		}
 	}
-	return missing, nil
+	return nil, nil
 }
 
 // peersFor lists the vault's members connected to the relay other than
