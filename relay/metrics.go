@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -21,6 +22,7 @@ import (
 // framing, like a device's. Per-vault gauges are read from the replicas at
 // scrape time. docs/operations.md lists every metric.
 type stats struct {
+	frames        atomic.Int64 // frames sent and received: activity, for idleLoop
 	reg           *prometheus.Registry
 	circuit       relayv2.MetricsTracer
 	bytesSent     prometheus.Counter
@@ -93,8 +95,8 @@ func (s *stats) gcDone(res gcResult, err error, end time.Time, took time.Duratio
 }
 
 // Sent and Received make stats a wire.Counter.
-func (s *stats) Sent(n int)     { s.bytesSent.Add(float64(n)) }
-func (s *stats) Received(n int) { s.bytesReceived.Add(float64(n)) }
+func (s *stats) Sent(n int)     { s.bytesSent.Add(float64(n)); s.frames.Add(1) }
+func (s *stats) Received(n int) { s.bytesReceived.Add(float64(n)); s.frames.Add(1) }
 
 // devicesChanged recounts the connected devices of served vaults.
 func (s *stats) devicesChanged(r *Relay) {

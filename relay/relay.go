@@ -364,6 +364,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	for _, p := range r.host.Network().Peers() {
 		go r.onConnected(p)
 	}
+	r.loops.Go(func() { r.idleLoop(ctx) })
 	<-ctx.Done()
 	r.loops.Wait()
 	return nil

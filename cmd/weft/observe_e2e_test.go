@@ -37,6 +37,7 @@ type statusDoc struct {
 		PendingFetch    int    `json:"pending_fetch"`
 		PendingUpload   int    `json:"pending_upload"`
 		Unsafe          uint64 `json:"unsafe"`
+		Written         uint64 `json:"written"`
 		Conflicts       int    `json:"conflicts"`
 		Errors          []struct {
 			Path   string `json:"path"`
@@ -45,6 +46,7 @@ type statusDoc struct {
 	} `json:"folders"`
 	Peers []struct {
 		ID            string     `json:"id"`
+		Role          string     `json:"role"`
 		Connection    string     `json:"connection"`
 		BytesSent     int64      `json:"bytes_sent"`
 		BytesReceived int64      `json:"bytes_received"`
@@ -81,8 +83,14 @@ func strictStatus(t *testing.T, d *device) statusDoc {
 		if f.Errors == nil {
 			t.Errorf("errors is null, want a list")
 		}
+		if f.Unsafe > f.Written {
+			t.Errorf("unsafe %d > written %d: unsafe counts this device's own entries", f.Unsafe, f.Written)
+		}
 	}
 	for _, p := range st.Peers {
+		if !slices.Contains([]string{"device", "relay"}, p.Role) {
+			t.Errorf("peer role %q is not a documented value", p.Role)
+		}
 		if !slices.Contains([]string{"lan", "direct", "holepunched", "relayed", "offline"}, p.Connection) {
 			t.Errorf("peer connection %q is not a documented value", p.Connection)
 		}
