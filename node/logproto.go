@@ -206,18 +206,6 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 	}
 }
 
-func vectorToWire(v protocol.Vector) []wire.VectorEntry {
-	out := make([]wire.VectorEntry, 0, len(v))
-	for a, s := range v {
-		out = append(out, wire.VectorEntry{Author: a, Seq: s})
-	}
-	return out
-}
+func vectorToWire(v protocol.Vector) []wire.VectorEntry { return wire.VectorOf(v) }
 
-func vectorFromWire(es []wire.VectorEntry) protocol.Vector {
-	v := make(protocol.Vector, len(es))
-	for _, e := range es {
-		v[e.Author] = e.Seq
-	}
-	return v
-}
+func vectorFromWire(es []wire.VectorEntry) protocol.Vector { return wire.VectorMap(es) }

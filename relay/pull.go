@@ -95,7 +95,7 @@ func (r *Relay) pullLog(ctx context.Context, rep *replica, p peer.ID, dev keys.D
 	for a, h := range rep.db.Heads() {
 		mine[a] = h.Seq
 	}
-	if err := c.Send(wire.MsgLogRequest, wire.LogRequest{Vector: vectorToWire(mine)}); err != nil {
+	if err := c.Send(wire.MsgLogRequest, wire.LogRequest{Vector: wire.VectorOf(mine)}); err != nil {
 		return err
 	}
 	if err := c.Flush(); err != nil {

@@ -184,22 +184,36 @@ func (r *Relay) acceptHello(c *wire.Conn, dev keys.DeviceID) (*replica, error) {
 	return rep, c.AcceptHello(h.Vault)
 }
 
+// openStream runs the answerer's Hello step of a device's stream: it names
+// the device, checks the vault is served and the device a member, and
+// answers. ok is false when the stream is to be dropped (already answered
+// with an Error, or reset when the peer is not a weft device).
+func (r *Relay) openStream(s network.Stream) (dev keys.DeviceID, c *wire.Conn, rep *replica, ok bool) {
+	dev, err := DeviceIDOf(s.Conn().RemotePeer())
+	if err != nil {
+		_ = s.Reset()
+		return dev, nil, nil, false
+	}
+	c = wire.NewConn(s, r.stats)
+	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
+	rep, err = r.acceptHello(c, dev)
+	if err != nil {
+		return dev, nil, nil, false
+	}
+	_ = s.SetReadDeadline(time.Time{})
+	return dev, c, rep, true
+}
+
 // handleLog answers a device's log stream: the vault's membership, the
 // entries it lacks, the relay's status and held vector, then every new
 // entry as it arrives, for as long as the stream lasts.
 func (r *Relay) handleLog(s network.Stream) {
 	defer s.Close()
-	dev, err := DeviceIDOf(s.Conn().RemotePeer())
-	if err != nil {
-		_ = s.Reset()
+	dev, c, rep, ok := r.openStream(s)
+	if !ok {
 		return
 	}
-	c := wire.NewConn(s, r.stats)
 	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
-	rep, err := r.acceptHello(c, dev)
-	if err != nil {
-		return
-	}
 	p, err := c.Expect(wire.MsgLogRequest)
 	if err != nil {
 		return
@@ -221,7 +235,7 @@ func (r *Relay) handleLog(s network.Stream) {
 		_, _ = s.Read(make([]byte, 1))
 		cancel()
 	}()
-	if err := r.serveLog(ctx, c, rep, dev, vectorFromWire(req.Vector)); err != nil && !errors.Is(err, context.Canceled) {
+	if err := r.serveLog(ctx, c, rep, dev, wire.VectorMap(req.Vector)); err != nil && !errors.Is(err, context.Canceled) {
 		r.log.Debug("serving log", "device", dev, "err", err)
 	}
 }
@@ -277,7 +291,7 @@ func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev ke
 		}
 		held := protocol.Vector(rep.heldVector())
 		if lastHeld == nil || lastHeld.Compare(held) != protocol.Equal {
-			if err := c.Send(wire.MsgLogStatus, wire.LogRequest{Vector: vectorToWire(held)}); err != nil {
+			if err := c.Send(wire.MsgLogStatus, wire.LogRequest{Vector: wire.VectorOf(held)}); err != nil {
 				return err
 			}
 			lastHeld = held
@@ -303,18 +317,10 @@ func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev ke
 // its CID check on read is reported missing, never sent.
 func (r *Relay) handleChunk(s network.Stream) {
 	defer s.Close()
-	dev, err := DeviceIDOf(s.Conn().RemotePeer())
-	if err != nil {
-		_ = s.Reset()
+	dev, c, rep, ok := r.openStream(s)
+	if !ok {
 		return
 	}
-	c := wire.NewConn(s, r.stats)
-	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
-	rep, err := r.acceptHello(c, dev)
-	if err != nil {
-		return
-	}
-	_ = s.SetReadDeadline(time.Time{})
 	for {
 		p, err := c.Expect(wire.MsgWantChunks)
 		if err != nil {
@@ -346,20 +352,4 @@ func (r *Relay) handleChunk(s network.Stream) {
 			return
 		}
 	}
-}
-
-func vectorToWire(v protocol.Vector) []wire.VectorEntry {
-	out := make([]wire.VectorEntry, 0, len(v))
-	for a, s := range v {
-		out = append(out, wire.VectorEntry{Author: a, Seq: s})
-	}
-	return out
-}
-
-func vectorFromWire(es []wire.VectorEntry) protocol.Vector {
-	v := make(protocol.Vector, len(es))
-	for _, e := range es {
-		v[e.Author] = e.Seq
-	}
-	return v
 }

@@ -76,3 +76,22 @@ type LogStatus = LogRequest
 func ParseLogStatus(p []byte) (LogStatus, error) { return ParseLogRequest(p) }
 
 func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
+
+// VectorOf lists a version vector (author -> highest sequence) as wire
+// entries, in no particular order (AppendBinary sorts).
+func VectorOf(v map[keys.DeviceID]uint64) []VectorEntry {
+	out := make([]VectorEntry, 0, len(v))
+	for a, s := range v {
+		out = append(out, VectorEntry{Author: a, Seq: s})
+	}
+	return out
+}
+
+// VectorMap is the inverse of VectorOf.
+func VectorMap(es []VectorEntry) map[keys.DeviceID]uint64 {
+	v := make(map[keys.DeviceID]uint64, len(es))
+	for _, e := range es {
+		v[e.Author] = e.Seq
+	}
+	return v
+}

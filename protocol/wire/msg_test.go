@@ -167,3 +167,11 @@ func FuzzParseMessages(f *testing.F) {
 		check(rs, err)
 	})
 }
+
+func TestVectorOfAndMap(t *testing.T) {
+	v := map[keys.DeviceID]uint64{{1}: 5, {2}: 300}
+	back := VectorMap(VectorOf(v))
+	if len(back) != 2 || back[keys.DeviceID{1}] != 5 || back[keys.DeviceID{2}] != 300 {
+		t.Errorf("got %v, want %v", back, v)
+	}
+}
