@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -178,6 +179,10 @@ func (r *Relay) ServeMetrics(ctx context.Context, addr string) (net.Addr, error)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(r.stats.reg, promhttp.HandlerOpts{}))
+	// Go's profiles, for an operator chasing memory or CPU (the address is
+	// the operator's monitoring one, never public: docs/operations.md).
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	context.AfterFunc(ctx, func() { _ = srv.Close() })

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +29,7 @@ func relayCmd(g *globals) *cobra.Command {
 	var maxVaults int
 	var metrics string
 	var keepAll, keepDaily time.Duration
+	var cpuprofile, memprofile string
 	c := &cobra.Command{
 		Use:   "relay",
 		Short: "Run a relay: an always-on store-and-forward node for vaults that list it",
@@ -71,6 +74,11 @@ directory) holds its key and the replicas; it must not be a device's home.`,
 				}
 				cfg.Allow = append(cfg.Allow, id)
 			}
+			stop, err := startProfiles(cpuprofile, memprofile)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			r, err := relay.New(cfg)
 			if err != nil {
 				return err
@@ -102,6 +110,10 @@ directory) holds its key and the replicas; it must not be a device's home.`,
 	c.Flags().DurationVar(&keepAll, "keep-all", relay.DefaultRetention.KeepAll, "keep every version for this long after it was superseded (0: none)")
 	c.Flags().DurationVar(&keepDaily, "keep-daily", relay.DefaultRetention.Daily, "then keep one version a day per file until this long after it was superseded (0: none)")
 	c.Flags().StringVar(&metrics, "metrics", "", "serve Prometheus /metrics on this address, e.g. 127.0.0.1:9100")
+	c.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
+	c.Flags().StringVar(&memprofile, "memprofile", "", "write a heap profile to this file at shutdown (for benchmarks)")
+	_ = c.Flags().MarkHidden("cpuprofile")
+	_ = c.Flags().MarkHidden("memprofile")
 	c.AddCommand(relayAddCmd(g, false), relayAddCmd(g, true), relayListCmd(g))
 	return c
 }
@@ -265,4 +277,33 @@ func parseSize(s string) (uint64, error) {
 		return 0, fmt.Errorf("size %q: want a number with an optional unit (KiB, MiB, GiB, TiB, KB, MB, GB, TB)", s)
 	}
 	return n, nil
+}
+
+// startProfiles starts a CPU profile into cpu and arranges a heap profile
+// into mem, either may be empty; stop ends both (the heap profile is taken
+// then, after a garbage collection, so it shows what is live).
+func startProfiles(cpu, mem string) (stop func(), err error) {
+	var cf *os.File
+	if cpu != "" {
+		if cf, err = os.Create(cpu); err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(cf); err != nil {
+			cf.Close()
+			return nil, err
+		}
+	}
+	return func() {
+		if cf != nil {
+			pprof.StopCPUProfile()
+			cf.Close()
+		}
+		if mem != "" {
+			if f, err := os.Create(mem); err == nil {
+				runtime.GC()
+				_ = pprof.WriteHeapProfile(f)
+				f.Close()
+			}
+		}
+	}, nil
 }
