@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -86,6 +87,11 @@ func (v *vault) winnerIsDeletion(path string) bool {
 func (v *vault) reconcileOne(ctx context.Context, path string) {
 	defer v.noteApply(time.Now())
 	err := v.reconcilePath(ctx, path)
+	// A decision made stale by a scan that ran while it was being prepared
+	// is made again at once, on the state that scan left.
+	for try := 1; errors.Is(err, errDecisionStale) && try < staleRetries && ctx.Err() == nil; try++ {
+		err = v.reconcilePath(ctx, path)
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if err == nil {
@@ -94,7 +100,7 @@ func (v *vault) reconcileOne(ctx context.Context, path string) {
 		return
 	}
 	v.dirty[path] = struct{}{}
-	if errors.Is(err, errWaitingForHistory) {
+	if errors.Is(err, errWaitingForHistory) || errors.Is(err, errDecisionStale) {
 		return
 	}
 	v.errs[path] = err.Error()
@@ -170,6 +176,7 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 		v.mu.Unlock()
 		return fmt.Errorf("resolving: %w", err)
 	}
+	stamp := v.stampLocked(decisionPaths(path, dec)...)
 	winner := v.bodies[dec.Winner.ID]
 	copies := make([]conflictCopy, len(dec.Copies))
 	for i, c := range dec.Copies {
@@ -180,6 +187,7 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 		}
 	}
 	v.mu.Unlock()
+	testHookDecided(path)
 
 	winnerID := toEntryID(dec.Winner.ID)
 	var merged []byte
@@ -199,6 +207,15 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 	}
 
 	v.scanMu.Lock()
+	// The decision was made without the scan lock (the merge above may
+	// fetch from peers). A scan in between may have recorded a local edit
+	// of the path: the index then describes that edit, so the applier's
+	// "unchanged since the last scan" check would pass and the edit would
+	// be overwritten by a decision that never saw it. Decide again instead.
+	if !v.stampStill(stamp) {
+		v.scanMu.Unlock()
+		return fmt.Errorf("%s: %w", path, errDecisionStale)
+	}
 	rec, copyRecs, err := v.writeDecision(ctx, path, winnerID, winner, merged, copies)
 	if err == nil {
 		err = v.recordDecision(path, dec, winner, merged, rec, copies, copyRecs)
@@ -217,6 +234,80 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 // errWaitingForHistory keeps a path pending while versions its heads
 // supersede are still on their way.
 var errWaitingForHistory = errors.New("waiting for earlier versions of this path to arrive")
+
+// errDecisionStale reports that the heads or the index record of a path
+// changed between deciding it and taking the scan lock to carry the
+// decision out; the path is decided again.
+var errDecisionStale = errors.New("decision outdated by a concurrent scan")
+
+// staleRetries bounds how often reconcileOne decides a path again at once
+// when its decision went stale; past it the path stays dirty for the next
+// round.
+const staleRetries = 3
+
+// decisionStamp is what a decision was made from: the heads of every path
+// it writes and the index records there. A decision may be carried out
+// only while its stamp still holds (checked with v.scanMu held, so no scan
+// can record a local edit between the check and the write).
+type decisionStamp struct {
+	paths []string
+	heads [][]protocol.VersionID
+	index []vaultdb.Record
+	had   []bool
+}
+
+// decisionPaths lists the paths a decision writes: the path and its
+// conflict copies.
+func decisionPaths(path string, dec protocol.Decision) []string {
+	out := []string{path}
+	for _, c := range dec.Copies {
+		out = append(out, c.Path)
+	}
+	return out
+}
+
+// stampLocked records the current heads and index records of paths.
+// v.mu must be held.
+func (v *vault) stampLocked(paths ...string) decisionStamp {
+	s := decisionStamp{paths: paths}
+	for _, p := range paths {
+		var ids []protocol.VersionID
+		for _, h := range v.graph.Heads(p) {
+			ids = append(ids, h.ID)
+		}
+		rec, had := v.index[p]
+		s.heads = append(s.heads, ids)
+		s.index = append(s.index, rec)
+		s.had = append(s.had, had)
+	}
+	return s
+}
+
+// stampStill reports whether the heads and index records s recorded are
+// still current. v.mu must not be held; v.scanMu should be.
+func (v *vault) stampStill(s decisionStamp) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := v.stampLocked(s.paths...)
+	for i := range s.paths {
+		if !slices.Equal(s.heads[i], now.heads[i]) || s.had[i] != now.had[i] ||
+			(s.had[i] && !sameRecord(s.index[i], now.index[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// testHookDecidedFn, when set (tests only), runs after a path's decision
+// is made and before the scan lock is taken to carry it out: the window
+// in which a concurrent scan can make the decision stale.
+var testHookDecidedFn atomic.Pointer[func(path string)]
+
+func testHookDecided(path string) {
+	if f := testHookDecidedFn.Load(); f != nil {
+		(*f)(path)
+	}
+}
 
 // writeDecision writes the conflict copies, then the winner (or the merged
 // text), and returns their index records. A copy that already exists in
@@ -673,9 +764,10 @@ const smallBatch = 256
 // paths it did not handle, in order.
 func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 	type item struct {
-		path string
-		id   entry.VersionID
-		ver  entry.Version
+		path  string
+		id    entry.VersionID
+		ver   entry.Version
+		stamp decisionStamp
 	}
 	var rest []string
 	var batch []item
@@ -684,17 +776,32 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 		if len(batch) == 0 {
 			return
 		}
-		ws := make([]folder.FileWrite, len(batch))
-		for i, it := range batch {
-			ws[i] = folder.FileWrite{
-				Version: folder.FileVersion{Path: it.path, Size: int64(it.ver.Size), MTime: it.ver.MTime, Executable: it.ver.Mode&0o111 != 0},
-				Content: bytes.NewReader(it.ver.Inline),
-			}
-		}
 		// Hold off scans while the batch lands and is indexed: a watcher
 		// scan in between would see our own writes as local additions.
 		v.scanMu.Lock()
 		defer v.scanMu.Unlock()
+		// A scan since the decisions may have recorded a local edit of a
+		// path (see reconcilePath): such a path is decided again, one by
+		// one, after the batch.
+		keep := batch[:0]
+		for _, it := range batch {
+			if v.stampStill(it.stamp) {
+				keep = append(keep, it)
+			} else {
+				rest = append(rest, it.path)
+			}
+		}
+		batch = keep
+		if len(batch) == 0 {
+			return
+		}
+		ws := make([]folder.FileWrite, 0, len(batch))
+		for _, it := range batch {
+			ws = append(ws, folder.FileWrite{
+				Version: folder.FileVersion{Path: it.path, Size: int64(it.ver.Size), MTime: it.ver.MTime, Executable: it.ver.Mode&0o111 != 0},
+				Content: bytes.NewReader(it.ver.Inline),
+			})
+		}
 		res := v.applier.WriteFiles(ctx, ws)
 		u := &vaultdb.Update{}
 		var done []int
@@ -754,12 +861,14 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 			cur, had := v.index[p]
 			ok = it.ver.Kind == entry.KindFile && len(it.ver.Chunks) == 0 &&
 				!(had && (cur.Version == it.id || cur.Hash == it.ver.Hash))
+			it.stamp = v.stampLocked(p)
 		}
 		v.mu.Unlock()
 		if !ok {
 			rest = append(rest, p)
 			continue
 		}
+		testHookDecided(p)
 		batch = append(batch, it)
 		if len(batch) == smallBatch {
 			flush()

@@ -38,7 +38,10 @@ type Result struct {
 	// that named them wrote.
 	BadContent    int `json:"bad_content"`
 	ConflictFiles int `json:"conflict_files"`
-	FinalFiles    int `json:"final_files"`
+	// TempFiles counts applier temporary files left in the final trees
+	// (every present device's); any is a failure.
+	TempFiles  int `json:"temp_files"`
+	FinalFiles int `json:"final_files"`
 
 	Converged       bool    `json:"converged"`
 	ConvergeSeconds float64 `json:"converge_seconds"`
@@ -169,6 +172,9 @@ func setPercentiles(res *Result) {
 //     and content hash, is a version in the vault log of every other
 //     present device; the count of missing ones is reported.
 //   - Every file whose content names a write hashes to that write's hash.
+//   - No applier temporary file (.weft-tmp-) is left on any device.
+//   - Conflict copies: no path holds conflictMark twice (a copy of a copy)
+//     and no content is in two conflict copies (copyProblems).
 func (r *runner) check(res *Result) {
 	devs := r.devices()
 	var present []*Device
@@ -188,6 +194,15 @@ func (r *runner) check(res *Result) {
 		if err != nil {
 			res.Failures = append(res.Failures, err.Error())
 			continue
+		}
+		if temps := tempFiles(t); len(temps) > 0 {
+			res.TempFiles += len(temps)
+			res.Failures = append(res.Failures, fmt.Sprintf("seed %d: d%d has applier temp files left in its folder: %s", r.cfg.Seed, d.Index, strings.Join(temps, ", ")))
+		}
+		if i == 0 {
+			for _, msg := range copyProblems(t) {
+				res.Failures = append(res.Failures, fmt.Sprintf("seed %d: d%d: %s", r.cfg.Seed, d.Index, msg))
+			}
 		}
 		for p, it := range t {
 			if it.Dir {

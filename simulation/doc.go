@@ -14,7 +14,9 @@
 // lets the devices settle and checks (Check): every device's tree is
 // identical, every acknowledged write is present or was superseded by a
 // later user operation that saw it, every write was observed by every
-// other device, and every file's bytes hash to what was written. The
+// other device, every file's bytes hash to what was written, no applier
+// temporary file is left in any folder, and no conflict copy is a copy of
+// a copy or repeats another copy of the same path's content. The
 // schedule is a pure function of the seed; the interleaving of the
 // devices' goroutines is not, so a replay (Config.Until) re-runs the same
 // operations, not the same thread schedule. docs/simulation.md has the

@@ -156,7 +156,10 @@ func Tree(fsys *folder.MemFS) (map[string]Item, error) {
 }
 
 // Files lists the regular files of fsys (outside the work directory),
-// sorted, for ops that pick an existing file.
+// sorted, for ops that pick an existing file. The applier's temporary
+// files are not the user's: they exist only while an apply is under way,
+// and a user op on one (renaming it over a pool name, deleting it) would
+// test the simulated user, not weft.
 func Files(fsys *folder.MemFS) []string {
 	var out []string
 	var walk func(dir string)
@@ -171,7 +174,7 @@ func Files(fsys *folder.MemFS) []string {
 			case p == folder.WorkDir:
 			case fi.Kind == folder.KindDir:
 				walk(p)
-			case fi.Kind == folder.KindFile:
+			case fi.Kind == folder.KindFile && !strings.HasPrefix(fi.Name, folder.TempPrefix):
 				out = append(out, p)
 			}
 		}

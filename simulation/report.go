@@ -19,6 +19,7 @@ func WriteTable(w io.Writer, res *Result) {
 	row("writes acked / superseded / lost", fmt.Sprintf("%d / %d / %d", res.Acked, res.Superseded, len(res.Lost)))
 	row("observations missing", fmt.Sprintf("%d of %d", res.ObservationsMissing, res.ObservationsExpected))
 	row("conflict copies in final tree", res.ConflictFiles)
+	row("applier temp files left", res.TempFiles)
 	row("bad content", res.BadContent)
 	row("bytes sent per byte changed", fmt.Sprintf("%.3f (%d sent, %d changed x %d others)", res.BytesPerByte, res.BytesSent, res.BytesChanged, max(res.Devices-1, 0)))
 	row("messages per node", fmt.Sprintf("%.1f", res.MsgsPerNode))

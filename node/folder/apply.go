@@ -35,6 +35,9 @@ type ApplierConfig struct {
 // caller's Index record; if the item is unknown to the index or changed
 // since (size, mtime, inode, ctime, mode, kind), it returns ErrLocalChange
 // and touches nothing: the caller rescans and treats it as a conflict.
+// Where the FS is an AtomicReplacer, the final rename cannot destroy a
+// change made after that check either (see replaceAtomic); an apply that
+// fails or loses such a race removes its temp file before returning.
 //
 // Ordering obligation: within one batch of versions, apply deletions
 // before writes (and a directory's children before the directory when
@@ -312,8 +315,8 @@ func (a *Applier) WriteFile(ctx context.Context, v FileVersion, content io.Reade
 		return out, fmt.Errorf("closing %q: %w", p.target, err)
 	}
 	if err := a.commit(p.tmp, p.target, p.cur); err != nil {
-		if errors.Is(err, errAborted) {
-			ok = true // leave the temp file, as a crash would
+		if errors.Is(err, errAborted) || errors.Is(err, errKeepTemp) {
+			ok = true // leave the temp file: as a crash would, or it is the user's
 		}
 		return out, err
 	}
@@ -362,7 +365,7 @@ func (a *Applier) WriteSymlink(ctx context.Context, p, target string) (Outcome, 
 		return out, fmt.Errorf("creating symlink for %q: %w", dst, err)
 	}
 	if err := a.commit(tmp, dst, cur); err != nil {
-		if !errors.Is(err, errAborted) {
+		if !errors.Is(err, errAborted) && !errors.Is(err, errKeepTemp) {
 			a.cfg.FS.Remove(tmp)
 		}
 		return out, err
@@ -492,8 +495,8 @@ func (a *Applier) Rename(ctx context.Context, from, to string) (Outcome, error) 
 	if dst.real != "" && !(dst.real == from && a.cfg.Folding.Key(from) == a.cfg.Folding.Key(to)) {
 		return out, fmt.Errorf("renaming %q: %w: %q exists", from, ErrLocalChange, dst.real)
 	}
-	if err := a.cfg.FS.Rename(from, to); err != nil {
-		return out, fmt.Errorf("renaming %q to %q: %w", from, to, err)
+	if err := a.move(from, to, dst.real == ""); err != nil {
+		return out, err
 	}
 	dirs := []string{}
 	for _, p := range []string{from, to} {

@@ -97,6 +97,10 @@ func (a *Applier) WriteFiles(ctx context.Context, ws []FileWrite) []WriteResult 
 			if errors.Is(err, errAborted) {
 				continue // leave the temp file, as a crash would
 			}
+			if errors.Is(err, errKeepTemp) {
+				res[p.i].Err = err // the temp name holds the user's item
+				continue
+			}
 			res[p.i].Err = err
 			cleanup(p)
 			continue
@@ -202,6 +206,12 @@ func (a *Applier) rename(tmp, target string, cur existing) error {
 	if h := a.cfg.TestOnlyBeforeRename; h != nil {
 		if err := h(tmp, target); err != nil {
 			return fmt.Errorf("%w: %w", errAborted, err)
+		}
+	}
+	if ar, ok := a.cfg.FS.(AtomicReplacer); ok {
+		err := a.replaceAtomic(ar, tmp, target, cur)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return err
 		}
 	}
 	if err := a.cfg.FS.Rename(tmp, target); err != nil {

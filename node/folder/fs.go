@@ -57,3 +57,19 @@ type File interface {
 	// Path is the file's path relative to the FS root.
 	Path() string
 }
+
+// AtomicReplacer is implemented by file systems that can put an item under
+// a name with no window in which a concurrent writer's item there is
+// destroyed unseen: Linux (renameat2) and MemFS. The applier uses it when
+// offered (see Applier); elsewhere a change made between its last check
+// and its rename can be overwritten. A method returns an error matching
+// errors.ErrUnsupported when the underlying file system cannot do it; the
+// caller then falls back to Rename.
+type AtomicReplacer interface {
+	// RenameNoReplace moves from onto to, which must not exist: an error
+	// matching fs.ErrExist otherwise, and nothing changes.
+	RenameNoReplace(from, to string) error
+	// Exchange swaps the items at a and b, which must both exist, in one
+	// step.
+	Exchange(a, b string) error
+}

@@ -514,3 +514,7 @@ func (m *MemFS) SyncFS() error {
 	walk(m.root)
 	return nil
 }
+
+// errNotSupportedHere refuses what MemFS does not model (moving
+// directories with RenameNoReplace or Exchange: the applier never does).
+var errNotSupportedHere = fmt.Errorf("MemFS, directories: %w", errors.ErrUnsupported)

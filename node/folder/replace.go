@@ -1,0 +1,91 @@
+package folder
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+)
+
+// errKeepTemp marks an apply error after which the temp name holds the
+// user's item, not the applier's: the caller must not remove it.
+var errKeepTemp = errors.New("folder: temp name holds a local item")
+
+// replaceAtomic puts the complete temp item tmp at target without ever
+// destroying a local change made after stillSame looked (a plain rename
+// would: a user's save landing between the check and the rename is
+// overwritten unseen).
+//
+//   - Nothing was at target (or an empty directory clearDir removed):
+//     RenameNoReplace, so an item that appeared since is ErrLocalChange.
+//   - Otherwise Exchange: tmp then holds what was at target. If that is
+//     the item place looked at (kind, size, mtime, inode and mode; an
+//     exchange moves the ctime), it is removed. If not, a local change
+//     raced in: the two are exchanged back and the apply fails with
+//     ErrLocalChange, the local item untouched under its name.
+//
+// An error matching errors.ErrUnsupported means the FS cannot do this
+// here; the caller falls back to Rename.
+func (a *Applier) replaceAtomic(ar AtomicReplacer, tmp, target string, cur existing) error {
+	if cur.real == "" || cur.info.Kind == KindDir {
+		err := ar.RenameNoReplace(tmp, target)
+		switch {
+		case err == nil, errors.Is(err, errors.ErrUnsupported):
+			return err
+		case errors.Is(err, fs.ErrExist):
+			return fmt.Errorf("%w: %q appeared", ErrLocalChange, target)
+		}
+		return fmt.Errorf("renaming into %q: %w", target, err)
+	}
+	if err := ar.Exchange(tmp, target); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %q vanished", ErrLocalChange, target)
+	} else if err != nil {
+		if errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
+		return fmt.Errorf("replacing %q: %w", target, err)
+	}
+	old, err := a.cfg.FS.Lstat(tmp)
+	if err == nil && sameReplaced(old, cur.info) {
+		if err := a.cfg.FS.Remove(tmp); err != nil {
+			// The new item is in place; the old one stays under a temp
+			// name, which CleanTemps removes at the next start.
+			a.cfg.Logger.Warn("removing the replaced item", "path", target, "temp", tmp, "err", err)
+		}
+		return nil
+	}
+	if err := ar.Exchange(tmp, target); err != nil {
+		a.cfg.Logger.Error("a local change raced an apply and could not be put back; it is kept under a temporary name",
+			"path", target, "temp", tmp, "err", err)
+		return fmt.Errorf("%w: %q: putting the local item back: %w (%w)", ErrLocalChange, target, err, errKeepTemp)
+	}
+	return fmt.Errorf("%w: %q changed while being replaced", ErrLocalChange, target)
+}
+
+// sameReplaced reports whether what an exchange moved out of the target is
+// the item that was checked: everything sameStat compares but the ctime,
+// which the exchange itself moves.
+func sameReplaced(got, want FileInfo) bool {
+	return got.Kind == want.Kind && got.Size == want.Size && got.MTime == want.MTime &&
+		got.Inode == want.Inode && got.Mode == want.Mode
+}
+
+// move renames from to to for Rename. When to was free (free), an item
+// that appeared there since is not replaced where the FS can refuse it
+// (RenameNoReplace): ErrLocalChange.
+func (a *Applier) move(from, to string, free bool) error {
+	if ar, ok := a.cfg.FS.(AtomicReplacer); ok && free {
+		err := ar.RenameNoReplace(from, to)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, fs.ErrExist):
+			return fmt.Errorf("renaming %q: %w: %q appeared", from, ErrLocalChange, to)
+		case !errors.Is(err, errors.ErrUnsupported):
+			return fmt.Errorf("renaming %q to %q: %w", from, to, err)
+		}
+	}
+	if err := a.cfg.FS.Rename(from, to); err != nil {
+		return fmt.Errorf("renaming %q to %q: %w", from, to, err)
+	}
+	return nil
+}

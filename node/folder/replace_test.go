@@ -1,0 +1,145 @@
+package folder
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// plainFS hides a FS's AtomicReplacer methods: the applier then replaces
+// with a plain Rename.
+type plainFS struct{ FS }
+
+// A user's save (write to a temp file, rename over the target) lands after
+// the applier's last check and before its rename: Findings 5 of
+// docs/simulation.md. The save must survive, the apply must report
+// ErrLocalChange (the node then rescans and treats it as a conflict), and
+// no temp file may stay. TestOnlyBeforeRename runs in exactly that window.
+func TestApplyRacingLocalSave(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		old   string // "" : nothing at the target before the apply
+		batch bool
+	}{
+		{"replace", "old", false},
+		{"create", "", false},
+		{"replace in a batch", "old", true},
+		{"create in a batch", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eachFS(t, func(t *testing.T, fsys FS) {
+				const p = "docs/f0.txt"
+				idx := MapIndex{}
+				a := newApplier(t, fsys, idx, Folding{})
+				mkdirs(t, fsys, "docs")
+				if tc.old != "" {
+					if _, err := writeVersion(t, a, idx, p, tc.old, false); err != nil {
+						t.Fatal(err)
+					}
+				}
+				a.cfg.TestOnlyBeforeRename = func(tmp, target string) error {
+					put(t, fsys, target, "the user's save")
+					return nil
+				}
+				var err error
+				if tc.batch {
+					res := a.WriteFiles(ctx, []FileWrite{{Version: FileVersion{Path: p, Size: 4, MTime: 1}, Content: strings.NewReader("new!")}})
+					err = res[0].Err
+				} else {
+					_, err = writeVersion(t, a, idx, p, "new!", false)
+				}
+				if !errors.Is(err, ErrLocalChange) {
+					t.Errorf("got error %v, want ErrLocalChange", err)
+				}
+				if got, _ := read(t, fsys, p); got != "the user's save" {
+					t.Errorf("got %s = %q, want the user's save", p, got)
+				}
+				noTemps(t, fsys)
+			})
+		})
+	}
+}
+
+// Without AtomicReplacer the applier falls back to Rename: a plain
+// replace and a plain create still work, and leave no temp file.
+func TestApplyWithoutAtomicReplace(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS) {
+		pf := plainFS{fsys}
+		if _, ok := FS(pf).(AtomicReplacer); ok {
+			t.Fatal("plainFS should hide AtomicReplacer")
+		}
+		idx := MapIndex{}
+		a := newApplier(t, pf, idx, Folding{})
+		for _, c := range []string{"first", "second"} {
+			if _, err := writeVersion(t, a, idx, "d/f", c, false); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := read(t, fsys, "d/f"); got != c {
+				t.Errorf("got %q, want %q", got, c)
+			}
+		}
+		if _, err := a.Rename(ctx, "d/f", "d/g"); err != nil {
+			t.Fatal(err)
+		}
+		noTemps(t, fsys)
+	})
+}
+
+// Applier.Rename onto a name that a user's save took after the check
+// refuses (RenameNoReplace) instead of overwriting it.
+func TestApplyRenameRacingLocalSave(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS) {
+		idx := MapIndex{}
+		a := newApplier(t, fsys, idx, Folding{})
+		if _, err := writeVersion(t, a, idx, "d/f", "moved", false); err != nil {
+			t.Fatal(err)
+		}
+		// The race: the save lands between Rename's check and its move.
+		// move is what Rename calls after the check.
+		put(t, fsys, "d/g", "the user's save")
+		err := a.move("d/f", "d/g", true)
+		if !errors.Is(err, ErrLocalChange) {
+			t.Errorf("got error %v, want ErrLocalChange", err)
+		}
+		if got, _ := read(t, fsys, "d/g"); got != "the user's save" {
+			t.Errorf("got d/g = %q, want the user's save", got)
+		}
+	})
+}
+
+// MemFS's Exchange and RenameNoReplace follow renameat2(2): an exchange
+// swaps the items and keeps both names; no-replace refuses an existing
+// target and changes nothing.
+func TestAtomicReplacerSemantics(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS) {
+		ar, ok := fsys.(AtomicReplacer)
+		if !ok {
+			t.Skip("no AtomicReplacer")
+		}
+		put(t, fsys, "a", "A")
+		put(t, fsys, "d/b", "B")
+		if err := ar.Exchange("a", "d/b"); err != nil {
+			t.Fatal(err)
+		}
+		ga, _ := read(t, fsys, "a")
+		gb, _ := read(t, fsys, "d/b")
+		if ga != "B" || gb != "A" {
+			t.Errorf("after Exchange: got a=%q d/b=%q, want B and A", ga, gb)
+		}
+		if err := ar.RenameNoReplace("a", "d/b"); err == nil {
+			t.Error("RenameNoReplace onto an existing name succeeded")
+		}
+		if err := ar.RenameNoReplace("a", "d/c"); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := read(t, fsys, "d/c"); !ok || got != "B" {
+			t.Errorf("got d/c = %q (present %v), want B", got, ok)
+		}
+		if _, ok := read(t, fsys, "a"); ok {
+			t.Error("a still present after RenameNoReplace moved it")
+		}
+		if err := ar.Exchange("a", "d/c"); err == nil {
+			t.Error("Exchange with a missing name succeeded")
+		}
+	})
+}
