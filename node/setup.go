@@ -43,7 +43,7 @@ func InitVault(h *home.Home, folder string, now time.Time, relays ...string) (ke
 		return keys.RootSecret{}, home.Vault{}, err
 	}
 	defer db.Close()
-	if err := db.AppendMember(member.Genesis(id, hv.ID, now.UnixMilli())); err != nil {
+	if err := db.AppendMember(member.Genesis(id, root.VaultKey(), now.UnixMilli())); err != nil {
 		return keys.RootSecret{}, home.Vault{}, fmt.Errorf("recording the vault's first member: %w", err)
 	}
 	for _, a := range relays {

@@ -63,7 +63,7 @@ func newVaultFixture(t testing.TB, quota Quota) *vaultFixture {
 		heads: map[keys.DeviceID]entry.Head{}, chunks: map[cid.Cid][]byte{},
 	}
 	f.open(quota)
-	gen := member.Genesis(a, f.vault, histStart.UnixMilli())
+	gen := member.Genesis(a, root.VaultKey(), histStart.UnixMilli())
 	st := member.NewState(f.vault)
 	if err := st.Apply(gen); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,18 +121,8 @@ func TestRelayAccess(t *testing.T) {
 	}
 
 	// A log of vault X that an outsider wrote itself: a genesis admitting
-	// itself, naming the relay.
-	forged := member.NewState(x.id)
-	if err := forged.Apply(member.Genesis(out.id, x.id, 1)); err != nil {
-		t.Fatal(err)
-	}
-	if err := forged.Apply(forged.Next(out.id, addRelay, 2)); err != nil {
-		t.Fatal(err)
-	}
-	var forgedLog [][]byte
-	for _, rec := range forged.Records() {
-		forgedLog = append(forgedLog, rec.Encode())
-	}
+	// itself, signed with a vault key of its own, naming the relay.
+	forgedLog := squatLog(out.id, x.id, raddr)
 	// X's log with the relay record's signature altered.
 	tampered := x.encoded()
 	tampered[1] = bytes.Clone(tampered[1])
@@ -186,6 +177,86 @@ func TestRelayAccess(t *testing.T) {
 	if got := open(t, out, r, ProtoLog, hello(t, x.id), logReq); got.typ != wire.MsgError || got.err.Code != wire.CodeNotMember {
 		t.Fatalf("outsider after the forged enrollments: got %s %v, want Error %d", got.typ, got.err, wire.CodeNotMember)
 	}
+}
+
+// TestRelayRefusesVaultSquatter: a stranger who knows a vault's ID (not
+// its root secret) enrolls a membership log it made for that ID before the
+// vault's own devices do. The relay refuses it, because the genesis does
+// not prove the vault ID, keeps no replica, and the real vault then
+// enrolls as usual (docs/security.md, "Vault-ID squatting").
+func TestRelayRefusesVaultSquatter(t *testing.T) {
+	r := runRelay(t)
+	raddr := r.Addrs()[0]
+	a := newTestDevice(t) // admin of X
+	x := newTestVault(t, a.id)
+	x.add(t, a.id, member.Record{Op: member.OpAddRelay, Relay: raddr})
+	out := newTestDevice(t) // knows X's ID, nothing else
+	a.connect(t, r)
+	out.connect(t, r)
+
+	// X's genesis is public (relays see it): the stranger may reuse its
+	// vault key and vault signature, but not for another admin.
+	stolen := x.state.Records()[0]
+	stolen.Device = out.id.ID()
+	stolen.Sign(out.id)
+	// A genesis without any vault key: what anyone could make before
+	// vault IDs were bound to a key.
+	bare := member.Record{Format: member.Format, Vault: x.id, Seq: 1, Op: member.OpGenesis,
+		Device: out.id.ID(), Role: member.RoleAdmin, Time: 1}
+	bare.Sign(out.id)
+	tests := []struct {
+		name string
+		log  [][]byte
+		want error
+	}{
+		{"genesis signed with the stranger's own vault key", squatLog(out.id, x.id, raddr), member.ErrVaultKey},
+		{"X's vault signature moved to the stranger", chainLog(out.id, stolen, raddr), member.ErrVaultSignature},
+		{"genesis without a vault key", chainLog(out.id, bare, raddr), member.ErrVaultKey},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := open(t, out, r, ProtoRelay, enrollFrame(t, x.id, tt.log))
+			if got.typ != wire.MsgError || got.err.Code != wire.CodeProtocol {
+				t.Fatalf("got %s %v, want Error with code %d", got.typ, got.err, wire.CodeProtocol)
+			}
+			if !strings.Contains(got.err.Reason, tt.want.Error()) {
+				t.Fatalf("got reason %q, want it to say %q", got.err.Reason, tt.want)
+			}
+			if r.replica(x.id) != nil {
+				t.Fatal("the relay keeps a replica of X after the stranger's enrollment")
+			}
+		})
+	}
+
+	got := open(t, a, r, ProtoRelay, enrollFrame(t, x.id, x.encoded()))
+	if got.typ != wire.MsgRelayStatus || got.status.Vault != x.id {
+		t.Fatalf("X's admin enrolling after the squatter: got %s %v, want RelayStatus for X", got.typ, got.err)
+	}
+	if rep := r.replica(x.id); rep == nil || len(rep.members()) != 1 || !rep.isMember(a.id.ID()) {
+		t.Fatal("X's members on the relay: want only its admin")
+	}
+}
+
+// squatLog is a membership log for vault id that signer makes without
+// the vault's root secret: a genesis admitting signer, signed by a vault
+// key signer made up (whose public key names another vault), then an
+// add-relay record for relay.
+func squatLog(signer *keys.Identity, id keys.VaultID, relay string) [][]byte {
+	var fake keys.RootSecret
+	copy(fake[:], signer.Seed())
+	g := member.Genesis(signer, fake.VaultKey(), 1)
+	g.Vault = id
+	g.Sign(signer)
+	return chainLog(signer, g, relay)
+}
+
+// chainLog is the log genesis g, then an add-relay record for relay signed
+// by signer and chained to g. It applies no rule: the relay must.
+func chainLog(signer *keys.Identity, g member.Record, relay string) [][]byte {
+	add := member.Record{Format: member.Format, Vault: g.Vault, Seq: 2, Prev: g.CID().Bytes(),
+		Op: member.OpAddRelay, Relay: relay, Time: 2}
+	add.Sign(signer)
+	return [][]byte{g.Encode(), add.Encode()}
 }
 
 // TestRelayRefusesRevokedDevice: a device revoked from X gets nothing of X

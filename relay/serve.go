@@ -95,7 +95,11 @@ func (r *Relay) handleEnroll(s network.Stream) {
 }
 
 // checkMembership decodes an Enroll's records and checks that they form a
-// valid membership log of its vault.
+// valid membership log of its vault. Its genesis must prove the vault ID
+// (member.ErrVaultKey, member.ErrVaultSignature): its vault key hashes to
+// the ID and signs it, which only a holder of the vault's root secret can
+// do. So someone who merely knows the ID cannot enroll a log of its own
+// before the vault's devices do and lock them out as a fork.
 func checkMembership(en wire.Enroll) ([]member.Record, error) {
 	if len(en.Records) == 0 {
 		return nil, errors.New("enroll without membership records")

@@ -101,7 +101,7 @@ func newTestVault(t *testing.T, admin *keys.Identity) *testVault {
 	}
 	v := &testVault{root: root, id: root.Vault().ID, ek: root.Epoch0().Keys(0)}
 	v.state = member.NewState(v.id)
-	v.apply(t, member.Genesis(admin, v.id, 1))
+	v.apply(t, member.Genesis(admin, root.VaultKey(), 1))
 	return v
 }
 

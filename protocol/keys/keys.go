@@ -112,9 +112,11 @@ func (i *Identity) ID() DeviceID {
 // Sign signs msg.
 func (i *Identity) Sign(msg []byte) []byte { return ed25519.Sign(i.priv, msg) }
 
-// VaultID names a vault in public: relays and the wire see it. It is derived
-// from the vault's root secret, so the recovery phrase alone finds the vault
-// again, and it reveals nothing of the secret.
+// VaultID names a vault in public: relays and the wire see it. It is the
+// hash of the vault key's public key (VaultPublicKey.ID), and the vault key
+// derives from the root secret, so the recovery phrase alone finds the vault
+// again, the ID reveals nothing of the secret, and anyone can check a
+// claimed vault public key against the ID without any secret (vaultkey.go).
 type VaultID [32]byte
 
 func (v VaultID) String() string { return hex.EncodeToString(v[:]) }
@@ -157,7 +159,7 @@ type EpochKeys struct {
 // HKDF info strings. Changing one changes every derived key: they are part of
 // the format (docs/protocol.md, "Keys").
 const (
-	infoVaultID    = "weft/v1 vault-id"
+	infoVaultKey   = "weft/v1 vault-key"
 	infoRendezvous = "weft/v1 rendezvous"
 	infoEpoch0     = "weft/v1 epoch-0"
 	infoBody       = "weft/v1 body"
@@ -175,10 +177,10 @@ func derive32(secret []byte, info string) [32]byte {
 	return out
 }
 
-// Vault derives the vault-wide subkeys.
+// Vault derives the vault-wide subkeys. The ID is VaultKey().Public().ID().
 func (r RootSecret) Vault() VaultKeys {
 	return VaultKeys{
-		ID:         VaultID(derive32(r[:], infoVaultID)),
+		ID:         r.VaultKey().Public().ID(),
 		Rendezvous: derive32(r[:], infoRendezvous),
 	}
 }

@@ -16,19 +16,29 @@ func TestDerivedKeysGolden(t *testing.T) {
 		root[i] = byte(i)
 	}
 	vk := root.Vault()
+	vkey := root.VaultKey()
+	vpub := vkey.Public()
 	e0 := root.Epoch0().Keys(0)
 	e1 := EpochSecret(root).Keys(1)
 	got := map[string]string{
 		"vault-id":     hex.EncodeToString(vk.ID[:]),
+		"vault-seed":   hex.EncodeToString(vkey.priv.Seed()),
+		"vault-public": hex.EncodeToString(vpub[:]),
+		"vault-sig":    hex.EncodeToString(vkey.Sign([]byte("weft"))),
 		"rendezvous":   hex.EncodeToString(vk.Rendezvous[:]),
 		"epoch0-body":  hex.EncodeToString(e0.Body[:]),
 		"epoch0-chunk": hex.EncodeToString(e0.Chunk[:]),
 		"epoch0-id":    hex.EncodeToString(e0.ChunkID[:]),
 		"epoch1-body":  hex.EncodeToString(e1.Body[:]),
 	}
-	// Computed independently with Python's hmac/hashlib (RFC 5869 HKDF).
+	// Computed independently with Python's hmac/hashlib (RFC 5869 HKDF);
+	// the vault key's public key, ID and signature with the cryptography
+	// package's ed25519 (testdata/vaultkey_ref.py).
 	want := map[string]string{
-		"vault-id":     "207ded7f9e257dbca5d3c18712d936683eea9ed7e5d2df31f4bc416115ef4d50",
+		"vault-id":     "70aff0aafb8c7f2c4daf6923ad09052ece4323130b7ad49af058745c930f34e8",
+		"vault-seed":   "0692de6c9560ac1c0c66259eb7dfdbf59603218f25ca3b16cefea62a6fb946e4",
+		"vault-public": "a6478fe27142890e4631da4165e2d47fff6e6528699377a0b04b3aaa629ee73b",
+		"vault-sig":    "e56dc5c169257d10e00b7b3308434f63e948b232be10a72ef52938b0a28ce9b6017d65dbb68f5138bfcd990f14926451d509a071e1722ebef9fa5bf8635a0b0c",
 		"rendezvous":   "7a67fdd943f250e3827fda488738f30abf14cec2b047d4d6030e510c9b3989dc",
 		"epoch0-body":  "9da80fa5da757cc5aa5ddb3505779d594794f1d9bdbdc984aabb5405c7b11f52",
 		"epoch0-chunk": "cf900c03a010991f6d3e088a45518b2f2f7733ab57841786019ce638b69643fa",

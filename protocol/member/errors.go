@@ -15,6 +15,14 @@ var (
 	ErrTooLarge      = errors.New("membership record: over its size limit")
 	ErrRevoked       = errors.New("device is revoked")
 
+	// ErrVaultKey means a genesis carries no vault public key, or one that
+	// does not hash to the vault ID: whoever made it does not hold the
+	// vault's root secret (for instance a vault-ID squatter on a relay).
+	ErrVaultKey = errors.New("membership record: genesis vault key does not match the vault ID")
+	// ErrVaultSignature means a genesis's vault signature does not verify
+	// with its vault key: it was altered, or made for another admin.
+	ErrVaultSignature = errors.New("membership record: bad genesis vault signature")
+
 	// ErrRevokedEntry means an entry was signed by a revoked device after
 	// the last sequence number its revocation keeps (Record.Upto).
 	ErrRevokedEntry = errors.New("entry signed by a revoked device after its revocation")

@@ -31,14 +31,20 @@ func identity(t *testing.T, seed uint64) *keys.Identity {
 	return id
 }
 
-var vault = keys.VaultID{1, 2, 3}
+// vaultRoot is the root secret of the test vault; vaultKey signs its
+// genesis, and vault is its ID.
+var (
+	vaultRoot = keys.RootSecret{1, 2, 3}
+	vaultKey  = vaultRoot.VaultKey()
+	vault     = vaultRoot.Vault().ID
+)
 
 // fixture is a vault with an admin and one admitted member.
 func fixture(t *testing.T) (*State, *keys.Identity, *keys.Identity) {
 	t.Helper()
 	admin, dev := identity(t, 1), identity(t, 2)
 	s := NewState(vault)
-	if err := s.Apply(Genesis(admin, vault, 1000)); err != nil {
+	if err := s.Apply(Genesis(admin, vaultKey, 1000)); err != nil {
 		t.Fatalf("genesis: %v", err)
 	}
 	if err := s.Apply(s.Next(admin, Record{Op: OpAdd, Device: dev.ID(), Role: RoleMember}, 2000)); err != nil {
@@ -291,7 +297,7 @@ func flip(c byte) string {
 
 func FuzzDecodeRecord(f *testing.F) {
 	admin := must(keys.GenerateIdentity(seeded(1)))
-	f.Add(Genesis(admin, vault, 1).Encode())
+	f.Add(Genesis(admin, vaultKey, 1).Encode())
 	f.Add([]byte{0x80})
 	for _, r := range revokedFixtureRecords() {
 		f.Add(r.Encode()) // revoke with sealed keys and upto; add with sealed keys

@@ -72,7 +72,9 @@ func (r Role) String() string {
 
 // Record is one signed membership change. The encoding is a canonical CBOR
 // array in field order (docs/protocol/membership.md); Sig covers the
-// encoding of every other field, prefixed by sigDomain.
+// encoding of every other field, prefixed by sigDomain. A genesis also
+// carries the vault's public key and its signature (genesis.go), which
+// prove that its maker holds the vault's root secret.
 type Record struct {
 	_      struct{} `cbor:",toarray"`
 	Format uint8
@@ -87,8 +89,13 @@ type Record struct {
 	Upto   uint64        // OpRevoke: the revoked device's last accepted sequence number
 	Keys   []SealedKey   // OpRevoke, OpAdd: sealed epoch secrets (see SealedKey)
 	Time   int64         // signer's wall clock, unix milliseconds (informational)
-	Signer keys.DeviceID
-	Sig    []byte
+	// VaultKey and VaultSig are set in a genesis only, nil otherwise:
+	// the vault's public key (32 bytes, keys.VaultPublicKey), which must
+	// hash to Vault, and its signature (64 bytes) of vaultSigningBytes.
+	VaultKey []byte
+	VaultSig []byte
+	Signer   keys.DeviceID
+	Sig      []byte
 }
 
 // SealedKey is one epoch secret sealed to one device
@@ -163,8 +170,10 @@ func (r Record) CID() cid.Cid {
 
 // Decode parses a record from untrusted bytes. It checks the size before
 // decoding and rejects any encoding that is not the canonical one, so every
-// record has one byte form and one CID. It does not check the signature or
-// the chain: State.Apply does.
+// record has one byte form and one CID. Of a genesis it checks the vault
+// proof (ErrVaultKey, ErrVaultSignature: see checkVaultProof), which needs
+// no state. It does not check the device signature or the chain: State.Apply
+// does.
 func Decode(b []byte) (Record, error) {
 	var r Record
 	if len(b) > MaxRecordSize {
@@ -181,8 +190,18 @@ func Decode(b []byte) (Record, error) {
 		// (what Encode writes for none) is canonical.
 		return r, fmt.Errorf("%w: empty key list", ErrNonCanonical)
 	}
+	if (r.VaultKey != nil && len(r.VaultKey) == 0) || (r.VaultSig != nil && len(r.VaultSig) == 0) {
+		// Likewise only null means "no vault key" in a record other than a
+		// genesis.
+		return r, fmt.Errorf("%w: empty vault key or signature", ErrNonCanonical)
+	}
 	if !bytes.Equal(r.Encode(), b) {
 		return r, ErrNonCanonical
+	}
+	if r.Op == OpGenesis {
+		if err := r.checkVaultProof(); err != nil {
+			return r, err
+		}
 	}
 	return r, nil
 }

@@ -19,7 +19,7 @@ func revokedFixtureRecords() []Record {
 			panic(err)
 		}
 	}
-	apply(Genesis(admin, vault, 1000))
+	apply(Genesis(admin, vaultKey, 1000))
 	for _, seed := range []uint64{2, 3} {
 		d := must(keys.GenerateIdentity(seeded(seed))).ID()
 		apply(s.Next(admin, Record{Op: OpAdd, Device: d, Role: RoleMember}, 2000))
@@ -117,7 +117,7 @@ func TestRevokeKeyRules(t *testing.T) {
 	admin, dev, other := identity(t, 1), identity(t, 2), identity(t, 3)
 	base := func(t *testing.T) *State {
 		s := NewState(vault)
-		for _, r := range []Record{Genesis(admin, vault, 1)} {
+		for _, r := range []Record{Genesis(admin, vaultKey, 1)} {
 			if err := s.Apply(r); err != nil {
 				t.Fatal(err)
 			}
@@ -223,14 +223,32 @@ func TestDecodeRejectsEmptyKeyList(t *testing.T) {
 	s, admin, _ := fixture(t)
 	r := s.Next(admin, Record{Op: OpAddRelay, Relay: "/ip4/1.2.3.4/tcp/1"}, 1)
 	good := r.Encode()
-	// The keys field is null (0xf6) right before the time (0x01, time 1).
-	i := bytes.Index(good, []byte{0xf6, 0x01, 0x58, 0x20})
+	// The keys field is null (0xf6) right before the time (0x01, time 1),
+	// then the vault key and vault signature, null (0xf6 0xf6), then the
+	// signer (0x58 0x20).
+	i := bytes.Index(good, []byte{0xf6, 0x01, 0xf6, 0xf6, 0x58, 0x20})
 	if i < 0 {
 		t.Fatal("fixture layout changed; adjust the test")
 	}
-	empty := append(append(append([]byte{}, good[:i]...), 0x80), good[i+1:]...)
-	if _, err := Decode(empty); !errors.Is(err, ErrNonCanonical) {
-		t.Fatalf("empty key list: got %v, want %v", err, ErrNonCanonical)
+	with := func(at int, b byte) []byte {
+		out := bytes.Clone(good)
+		out[at] = b
+		return out
+	}
+	tests := []struct {
+		name string
+		b    []byte
+	}{
+		{"empty key list", with(i, 0x80)},
+		{"empty vault key", with(i+2, 0x40)},
+		{"empty vault signature", with(i+3, 0x40)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Decode(tt.b); !errors.Is(err, ErrNonCanonical) {
+				t.Fatalf("got %v, want %v", err, ErrNonCanonical)
+			}
+		})
 	}
 	if _, err := Decode(good); err != nil {
 		t.Fatalf("null key list: %v", err)

@@ -62,8 +62,10 @@ func (s *State) Records() []Record { return s.records }
 // Apply validates r against the state and applies it. It rejects, each with
 // its own error: another vault, a sequence that is not Seq+1, a previous
 // hash that is not Head, a bad signature, a signer that is not an admin
-// (a genesis record signs itself), and an operation that makes no sense in
-// this state. On error the state is unchanged.
+// (a genesis record signs itself), a genesis whose vault key does not hash
+// to the vault ID (ErrVaultKey) or whose vault signature fails
+// (ErrVaultSignature), and an operation that makes no sense in this state.
+// On error the state is unchanged.
 func (s *State) Apply(r Record) error {
 	if r.Format != Format {
 		return fmt.Errorf("%w: %d", ErrUnknownFormat, r.Format)
@@ -117,7 +119,10 @@ func (s *State) checkOp(r Record) error {
 		if r.Op != OpGenesis || r.Device != r.Signer || r.Role != RoleAdmin {
 			return fmt.Errorf("%w: the first record must be a genesis that admits its signer as admin", ErrBadOp)
 		}
-		return nil
+		return r.checkVaultProof()
+	}
+	if r.VaultKey != nil || r.VaultSig != nil {
+		return fmt.Errorf("%w: %s with a vault key or signature", ErrBadOp, r.Op)
 	}
 	if role, ok := s.members[r.Signer]; !ok || role != RoleAdmin {
 		return ErrNotAdmin
@@ -161,13 +166,6 @@ func (s *State) checkOp(r Record) error {
 		return fmt.Errorf("%w: %s", ErrBadOp, r.Op)
 	}
 	return nil
-}
-
-// Genesis makes the first record of a new vault: id admits itself as admin.
-func Genesis(id *keys.Identity, vault keys.VaultID, timeMs int64) Record {
-	r := Record{Format: Format, Vault: vault, Seq: 1, Op: OpGenesis, Device: id.ID(), Role: RoleAdmin, Time: timeMs}
-	r.Sign(id)
-	return r
 }
 
 // Next makes the record that follows the state's head, signed by admin.

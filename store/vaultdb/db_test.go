@@ -186,7 +186,7 @@ func TestMembers(t *testing.T) {
 	dir := t.TempDir()
 	db, _ := openDB(t, Config{Dir: dir, Vault: f.vault})
 	st := member.NewState(f.vault)
-	g := member.Genesis(admin, f.vault, 1)
+	g := member.Genesis(admin, f.root.VaultKey(), 1)
 	st.Apply(g)
 	add := st.Next(admin, member.Record{Op: member.OpAdd, Device: dev.ID(), Role: member.RoleMember}, 2)
 	if err := db.AppendMember(add); !errors.Is(err, member.ErrSequence) {

@@ -178,7 +178,7 @@ func TestMemberIOFault(t *testing.T) {
 	dir := t.TempDir()
 	db, _ := openDB(t, Config{Dir: dir, Vault: f.vault, FS: fsys})
 	defer db.Close()
-	g := member.Genesis(admin, f.vault, 1)
+	g := member.Genesis(admin, f.root.VaultKey(), 1)
 	fsys.arm(1, syscall.ENOSPC)
 	if err := db.AppendMember(g); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("got %v, want ENOSPC", err)

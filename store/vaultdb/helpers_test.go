@@ -24,6 +24,7 @@ func (c *counter) Read(p []byte) (int, error) {
 
 // fixture holds a vault and its epoch-0 keys.
 type fixture struct {
+	root  keys.RootSecret
 	vault keys.VaultID
 	ek    keys.EpochKeys
 }
@@ -33,7 +34,7 @@ func newFixture() fixture {
 	for i := range root {
 		root[i] = byte(i)
 	}
-	return fixture{vault: root.Vault().ID, ek: root.Epoch0().Keys(0)}
+	return fixture{root: root, vault: root.Vault().ID, ek: root.Epoch0().Keys(0)}
 }
 
 // identity returns the device key made from seed byte n.
