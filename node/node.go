@@ -242,6 +242,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		chunkLoc:      map[cid.Cid][]chunkLocation{},
 		dirty:         map[string]struct{}{},
 		grow:          make(chan struct{}),
+		cleaned:       make(chan struct{}),
 		peerVec:       map[keys.DeviceID]protocol.Vector{},
 		errs:          map[string]string{},
 		danglingSince: map[string]time.Time{},
@@ -442,6 +443,7 @@ func (n *Node) Run(ctx context.Context) error {
 			if _, err := v.applier.CleanTemps(ctx); err != nil {
 				v.log.Warn("cleaning temporary files", "err", err)
 			}
+			close(v.cleaned)
 			res, err := v.scan(ctx, nil)
 			if err != nil {
 				if ctx.Err() == nil {
@@ -477,6 +479,13 @@ func (n *Node) reconcileLoop(ctx context.Context) {
 		case <-tick.C:
 		}
 		for _, v := range n.vaultList {
+			select {
+			case <-v.cleaned:
+			default:
+				// Temp files of a previous run are still being removed:
+				// applying now could have one of its own removed too.
+				continue
+			}
 			v.mu.Lock()
 			dirty := len(v.dirty) > 0
 			v.mu.Unlock()

@@ -64,6 +64,7 @@ type vault struct {
 	chunkLoc      map[cid.Cid][]chunkLocation
 	dirty         map[string]struct{}
 	grow          chan struct{} // closed and replaced whenever the log grows
+	cleaned       chan struct{} // closed once the temp files of earlier runs are removed
 	peerVec       map[keys.DeviceID]protocol.Vector
 	waiting       map[waitKey][]byte       // entries ahead of their author's head
 	waitingBytes  int                      // total size of waiting
