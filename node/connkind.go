@@ -152,7 +152,7 @@ func (n *Node) peerKind(p peer.ID) string {
 // connections closed).
 func (n *Node) reclassify(p peer.ID) {
 	dev, err := DeviceIDOf(p)
-	if err != nil || !n.isMemberAnywhere(dev) {
+	if err != nil || !n.isPeerAnywhere(dev) {
 		return
 	}
 	kind := n.peerKind(p)

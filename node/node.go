@@ -530,10 +530,11 @@ func (n *Node) onConnected(c network.Conn) {
 		return
 	}
 	ps := n.peerState(dev)
+	kind := n.connectionKind(c)
 	n.mu.Lock()
-	ps.connected, ps.conn, ps.lastSeen = true, n.connectionKind(c), n.now()
+	ps.connected, ps.conn, ps.lastSeen = true, kind, n.now()
 	n.mu.Unlock()
-	n.events.publish(Event{Type: EventPeerConnected, Peer: dev.String(), Kind: ps.conn})
+	n.events.publish(Event{Type: EventPeerConnected, Peer: dev.String(), Kind: kind})
 	go n.syncWith(c.RemotePeer())
 }
 
