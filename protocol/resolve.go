@@ -149,7 +149,10 @@ type ConflictCopy struct {
 //  5. A directory beats files and symlinks (OutcomeKindClash); directories
 //     are all alike.
 //  6. Several text-file contents whose nearest common ancestor is a text
-//     file ask for a three-way merge (OutcomeMerge), within MaxMergeBytes.
+//     file ask for a three-way merge (OutcomeMerge), within MaxMergeBytes,
+//     unless one of them has the ancestor's content: a head that kept it
+//     after rule 2 restated it over another content, and merging would
+//     undo that choice (see the comment at the merge plan).
 //  7. Otherwise the best content by the resolve order keeps the name and
 //     each other content becomes a conflict copy (OutcomeConflict, or
 //     OutcomeKindClash when kinds differ).
@@ -329,7 +332,16 @@ func Resolve(heads []Version, anc Ancestry, use NameUseFunc) (Decision, error) {
 		for i, r := range reps {
 			ids[i] = r.ID
 		}
-		if base, ok := anc.CommonAncestor(ids...); ok && mergeable(base) {
+		// A side that holds the base's content did not leave it unchanged:
+		// after rule 2 it is a head that restated that content over the
+		// other side's (two resolutions that chose differently). A
+		// three-way merge would read it as "unchanged" and hand the path to
+		// the other side, so the content picked depends on which common
+		// ancestor a device's heads have; devices that saw different heads
+		// then flip the path back and forth, each merge a new version
+		// (docs/simulation.md, finding 6). Such heads are ranked instead.
+		if base, ok := anc.CommonAncestor(ids...); ok && mergeable(base) &&
+			!slices.ContainsFunc(reps, func(r Version) bool { return sameContent(r, base) }) {
 			d.Outcome = OutcomeMerge
 			d.Merge = &MergePlan{Base: base, Sides: reps}
 		}

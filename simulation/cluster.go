@@ -17,6 +17,7 @@ import (
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
+	"github.com/weftsync/weft/relay"
 	"github.com/weftsync/weft/store/home"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -87,9 +88,10 @@ type Cluster struct {
 	Root  keys.RootSecret
 	Vault keys.VaultID
 
-	mu      sync.Mutex // guards Devices, edges
+	mu      sync.Mutex // guards Devices, edges, relay
 	Devices []*Device
 	edges   map[pairKey][2]int
+	relay   *SimRelay
 }
 
 // NewCluster creates the admin device (not started) in cfg.Dir.
@@ -169,6 +171,11 @@ func (c *Cluster) Join(ctx context.Context, natted bool) (*Device, error) {
 	}
 	if err := c.Net.LinkDefault(d.Peer, admin.Peer); err != nil {
 		return nil, err
+	}
+	if r := c.Relay(); r != nil {
+		if err := c.Net.LinkDefault(d.Peer, r.Peer); err != nil {
+			return nil, err
+		}
 	}
 	inv, err := an.Invite(keys.VaultID{}, time.Minute)
 	if err != nil {
@@ -352,12 +359,102 @@ func (c *Cluster) ConnectEdges(ctx context.Context) int {
 	return connected
 }
 
-// Close stops every device and the network.
+// Close stops every device, the relay and the network.
 func (c *Cluster) Close() error {
 	var errs []error
 	for i := range c.Len() {
 		errs = append(errs, c.Stop(c.Device(i), false))
 	}
+	if r := c.Relay(); r != nil {
+		errs = append(errs, r.stop())
+	}
 	errs = append(errs, c.Net.Close())
 	return errors.Join(errs...)
+}
+
+// SimRelay is a cluster's relay: the real relay.Relay (the code `weft
+// relay` runs, with its store on disk) on a simulated public host, linked
+// to every device. Without Config.Host's own transports it offers no
+// circuit relay: devices that cannot reach each other exchange data
+// through its store (docs/relay.md), which is what S3 measures.
+type SimRelay struct {
+	Relay *relay.Relay
+	Peer  peer.ID
+	// Addr is the relay's address as the vault's membership records it.
+	Addr string
+
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// AddRelay starts a relay with its home in Dir/relay, links it to every
+// device (and Join links it to every later one), and records it in the
+// vault's membership through the admin (device 0, which must be
+// running), as `weft relay add` does. Call it before the other devices
+// join so their invites carry the record. A cluster has at most one.
+func (c *Cluster) AddRelay() (*SimRelay, error) {
+	if c.Relay() != nil {
+		return nil, errors.New("simulation: the cluster has a relay already")
+	}
+	admin := c.Device(0).Node()
+	if admin == nil {
+		return nil, errors.New("simulation: the admin is not running")
+	}
+	dir := filepath.Join(c.cfg.Dir, "relay")
+	h, err := home.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("relay home: %w", err)
+	}
+	id, err := h.Identity()
+	if err != nil {
+		return nil, fmt.Errorf("relay key: %w", err)
+	}
+	hst, err := c.Net.AddHost(id, false)
+	if err != nil {
+		return nil, err
+	}
+	r, err := relay.New(relay.Config{Home: dir, Host: hst, NoDHT: true, NoQuota: true, Logger: c.cfg.Logger.With("dev", "relay")})
+	if err != nil {
+		return nil, fmt.Errorf("starting the relay: %w", err)
+	}
+	addrs := r.Addrs()
+	if len(addrs) == 0 {
+		return nil, errors.New("simulation: the relay's host has no address")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sr := &SimRelay{Relay: r, Peer: hst.ID(), Addr: addrs[0], cancel: cancel, done: make(chan error, 1)}
+	go func() { sr.done <- r.Run(ctx) }()
+	c.mu.Lock()
+	c.relay = sr
+	devs := append([]*Device(nil), c.Devices...)
+	c.mu.Unlock()
+	for _, d := range devs {
+		if err := c.Net.LinkDefault(d.Peer, sr.Peer); err != nil {
+			return nil, err
+		}
+	}
+	if err := admin.ChangeRelay(c.Vault, sr.Addr, false); err != nil {
+		return nil, fmt.Errorf("recording the relay in the vault: %w", err)
+	}
+	return sr, nil
+}
+
+// Relay returns the cluster's relay, or nil.
+func (c *Cluster) Relay() *SimRelay {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.relay
+}
+
+// stop ends the relay's Run and waits for it.
+func (r *SimRelay) stop() error {
+	if r.cancel == nil {
+		return nil
+	}
+	r.cancel()
+	r.cancel = nil
+	if err := <-r.done; err != nil {
+		return fmt.Errorf("relay run: %w", err)
+	}
+	return nil
 }

@@ -45,20 +45,40 @@ func simCmd(g *globals) *cobra.Command {
 			}
 			name := strings.ToUpper(args[0])
 			fmt.Fprintf(cmd.OutOrStdout(), "weft sim %s --seed %d\n", name, seed)
-			res, err := simulation.RunScenario(cmd.Context(), name, simulation.Options{
+			opts := simulation.Options{
 				Seed: seed, Devices: devices, Steps: steps, Duration: duration, Until: until, Log: cmd.ErrOrStderr(),
-			})
+			}
+			var (
+				res *simulation.Result
+				s3  *simulation.S3Result
+				err error
+			)
+			if name == "S3" { // S3 also reports the relay's counters
+				if s3, err = simulation.RunS3Scenario(cmd.Context(), opts); err == nil {
+					res = s3.Result
+				}
+			} else {
+				res, err = simulation.RunScenario(cmd.Context(), name, opts)
+			}
 			if err != nil {
 				return err
 			}
-			simulation.WriteTable(cmd.OutOrStdout(), res)
+			if s3 != nil {
+				simulation.WriteS3Table(cmd.OutOrStdout(), s3)
+			} else {
+				simulation.WriteTable(cmd.OutOrStdout(), res)
+			}
 			if jsonFile == "" {
 				jsonFile = filepath.Join(out, fmt.Sprintf("sim-%s-%d.json", name, seed))
 			}
 			if svgDir == "" {
 				svgDir = filepath.Join(out, fmt.Sprintf("sim-%s-%d", name, seed))
 			}
-			if err := simulation.WriteJSON(jsonFile, res); err != nil {
+			writeJSON := func() error { return simulation.WriteJSON(jsonFile, res) }
+			if s3 != nil {
+				writeJSON = func() error { return simulation.WriteS3JSON(jsonFile, s3) }
+			}
+			if err := writeJSON(); err != nil {
 				return err
 			}
 			if err := simulation.WriteSVGs(svgDir, res); err != nil {
