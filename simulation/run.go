@@ -88,6 +88,23 @@ type counters struct{ bytes, msgs int64 }
 // checks. The returned error is for setup failures; check failures are in
 // Result.Failures.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	what := fmt.Sprintf("%d devices", cfg.Devices)
+	return runSchedule(ctx, cfg, what, func(cfg Config) (*Cluster, int, error) {
+		total := cfg.Devices
+		if cfg.Hub {
+			total++
+		}
+		c, _, err := buildCluster(ctx, cfg, total)
+		return c, total, err
+	}, nil)
+}
+
+// runSchedule is the body of every schedule scenario: it sets cfg's
+// defaults, builds the cluster with build (which also says how many
+// nodes it holds), runs the schedule, heals, settles, collects traffic,
+// calls finish (if set) while the cluster is still up, and checks. what
+// describes the cluster in the log.
+func runSchedule(ctx context.Context, cfg Config, what string, build func(Config) (*Cluster, int, error), finish func(*Cluster, *Result)) (*Result, error) {
 	if cfg.Devices < 2 {
 		return nil, fmt.Errorf("simulation: %d devices, want at least 2", cfg.Devices)
 	}
@@ -109,17 +126,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Until > 0 && cfg.Until < len(ops) {
 		ops = ops[:cfg.Until]
 	}
-	fmt.Fprintf(cfg.Log, "%s: seed %d, %d devices, %d steps\n", cfg.Scenario, cfg.Seed, cfg.Devices, len(ops))
+	fmt.Fprintf(cfg.Log, "%s: seed %d, %s, %d steps\n", cfg.Scenario, cfg.Seed, what, len(ops))
 	start := time.Now()
 	var ms0 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms0)
 
-	total := cfg.Devices
-	if cfg.Hub {
-		total++
-	}
-	c, natOf, err := buildCluster(ctx, cfg, total)
+	c, total, err := build(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +146,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	runtime.ReadMemStats(&ms1)
 	res.MemPerNode = float64(int64(ms1.HeapInuse)-int64(ms0.HeapInuse)) / float64(total)
 	res.SetupSeconds = time.Since(start).Seconds()
-	_ = natOf
 
 	sctx, stopSampler := context.WithCancel(ctx)
 	samplerDone := make(chan struct{})
 	go func() { defer close(samplerDone); r.sample(sctx, start) }()
+	stop := func() { stopSampler(); <-samplerDone }
 
 	gap := time.Duration(0)
 	if len(ops) > 0 {
@@ -145,8 +158,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	for _, op := range ops {
 		if err := ctx.Err(); err != nil {
-			stopSampler()
-			<-samplerDone
+			stop()
 			return nil, err
 		}
 		r.bringUp()
@@ -173,9 +185,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if !conv {
 		res.Failures = append(res.Failures, fmt.Sprintf("seed %d step %d: devices did not converge within %v after healing: %s", cfg.Seed, len(ops), cfg.Settle, diverged))
 	}
-	stopSampler()
-	<-samplerDone
+	stop()
 	r.collectTraffic(res)
+	if finish != nil {
+		finish(c, res)
+	}
 	r.check(res)
 	res.WallSeconds = time.Since(start).Seconds()
 	return res, nil

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"time"
 )
 
 // CalmProbs is S1's schedule without concurrent edits and restarts: the
@@ -40,92 +38,21 @@ func natted(i int) bool { return i%2 == 1 }
 // reachable from both sides, as a relay on the internet does while a LAN
 // splits. cfg.NAT and cfg.Hub are ignored.
 func RunS3(ctx context.Context, cfg Config) (*S3Result, error) {
-	if cfg.Devices < 2 {
-		return nil, fmt.Errorf("simulation: %d devices, want at least 2", cfg.Devices)
-	}
-	if cfg.Settle <= 0 {
-		cfg.Settle = 60 * time.Second
-	}
-	if cfg.Log == nil {
-		cfg.Log = io.Discard
-	}
-	if cfg.Dir == "" {
-		dir, err := os.MkdirTemp("", "weft-sim-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		cfg.Dir = dir
-	}
-	ops := Generate(cfg.Seed, cfg.Devices, cfg.Steps, cfg.Probs)
-	if cfg.Until > 0 && cfg.Until < len(ops) {
-		ops = ops[:cfg.Until]
-	}
-	fmt.Fprintf(cfg.Log, "%s: seed %d, %d devices (odd ones behind a NAT) and a relay, %d steps\n", cfg.Scenario, cfg.Seed, cfg.Devices, len(ops))
-	start := time.Now()
-	var ms0 runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms0)
-
-	c, err := buildS3Cluster(ctx, cfg)
+	out := &S3Result{}
+	res, err := runSchedule(ctx, cfg, fmt.Sprintf("%d devices (odd ones behind a NAT) and a relay", cfg.Devices),
+		func(cfg Config) (*Cluster, int, error) {
+			c, err := buildS3Cluster(ctx, cfg)
+			return c, cfg.Devices, err
+		},
+		func(c *Cluster, _ *Result) {
+			if rl := c.Relay(); rl != nil {
+				out.RelayBytesSent, out.RelayBytesReceived = rl.Relay.BytesSent(), rl.Relay.BytesReceived()
+			}
+		})
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	r := &runner{cfg: cfg, c: c, ctx: ctx, log: cfg.Log,
-		byKey: map[string]*write{}, byHash: map[[32]byte]*write{}, firstSeen: map[string]map[int]time.Time{},
-		ops: map[OpKind]int{}, bytesOld: map[int]counters{}}
-	res := &Result{Scenario: cfg.Scenario, Seed: cfg.Seed, Devices: cfg.Devices, Steps: len(ops), Until: cfg.Until}
-	var ms1 runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms1)
-	res.MemPerNode = float64(int64(ms1.HeapInuse)-int64(ms0.HeapInuse)) / float64(cfg.Devices)
-	res.SetupSeconds = time.Since(start).Seconds()
-
-	sctx, stopSampler := context.WithCancel(ctx)
-	samplerDone := make(chan struct{})
-	go func() { defer close(samplerDone); r.sample(sctx, start) }()
-	stop := func() { stopSampler(); <-samplerDone }
-
-	gap := time.Duration(0)
-	if len(ops) > 0 {
-		gap = cfg.Duration / time.Duration(len(ops))
-	}
-	for _, op := range ops {
-		if err := ctx.Err(); err != nil {
-			stop()
-			return nil, err
-		}
-		r.bringUp()
-		if err := r.exec(op); err != nil {
-			res.Failures = append(res.Failures, fmt.Sprintf("seed %d step %d (%s): %v", cfg.Seed, op.Step, op, err))
-		}
-		time.Sleep(gap)
-	}
-	healStart := time.Now()
-	r.bringUp()
-	c.Net.HealAll()
-	for _, d := range r.devices() {
-		if !d.Left() && !d.Running() {
-			if err := c.Start(d); err != nil {
-				res.Failures = append(res.Failures, err.Error())
-			}
-		}
-	}
-	c.ConnectEdges(ctx)
-	conv, diverged := r.settle(cfg.Settle)
-	res.Converged = conv
-	res.ConvergeSeconds = time.Since(healStart).Seconds()
-	if !conv {
-		res.Failures = append(res.Failures, fmt.Sprintf("seed %d step %d: devices did not converge within %v after healing: %s", cfg.Seed, len(ops), cfg.Settle, diverged))
-	}
-	stop()
-	r.collectTraffic(res)
-	out := &S3Result{Result: res}
-	if rl := c.Relay(); rl != nil {
-		out.RelayBytesSent, out.RelayBytesReceived = rl.Relay.BytesSent(), rl.Relay.BytesReceived()
-	}
-	r.check(res)
+	out.Result = res
 	for i := range cfg.Devices {
 		if natted(i) {
 			out.Natted++
@@ -134,8 +61,9 @@ func RunS3(ctx context.Context, cfg Config) (*S3Result, error) {
 	if res.PossiblePairs > 0 {
 		out.DirectShare = float64(res.DirectPairs) / float64(res.PossiblePairs)
 	}
-	res.WallSeconds = time.Since(start).Seconds()
-	fmt.Fprintf(cfg.Log, "%s: %d of %d pairs direct, relay sent %d and received %d bytes\n", cfg.Scenario, res.DirectPairs, res.PossiblePairs, out.RelayBytesSent, out.RelayBytesReceived)
+	if cfg.Log != nil {
+		fmt.Fprintf(cfg.Log, "%s: %d of %d pairs direct, relay sent %d and received %d bytes\n", cfg.Scenario, res.DirectPairs, res.PossiblePairs, out.RelayBytesSent, out.RelayBytesReceived)
+	}
 	return out, nil
 }
 
