@@ -171,7 +171,7 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 		}
 	}
 	delete(v.danglingSince, path)
-	dec, err := v.graph.Resolve(path, v.takenLocked)
+	dec, err := v.resolveLocked(path)
 	if err != nil {
 		v.mu.Unlock()
 		return fmt.Errorf("resolving: %w", err)
@@ -853,7 +853,7 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 			continue
 		}
 		v.mu.Lock()
-		dec, err := v.graph.Resolve(p, v.takenLocked)
+		dec, err := v.resolveLocked(p)
 		var it item
 		ok := err == nil && len(dec.Superseded) <= 1 && dec.Merge == nil && len(dec.Copies) == 0
 		if ok {

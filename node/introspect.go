@@ -132,7 +132,7 @@ func (v *vault) pathState(p string) pathView {
 	hs := v.graph.Heads(p)
 	pv.heads = len(hs)
 	if len(hs) > 0 {
-		if dec, err := v.graph.Resolve(p, v.takenLocked); err == nil {
+		if dec, err := v.resolveLocked(p); err == nil {
 			pv.winner = toEntryID(dec.Winner.ID)
 			ver := v.bodies[dec.Winner.ID]
 			pv.kind, pv.size, pv.chunks = ver.Kind, ver.Size, len(ver.Chunks)
