@@ -23,6 +23,9 @@ type ApplierConfig struct {
 	// complete and durable and before it is renamed over its target; an
 	// error aborts the apply there, as a crash would (the temp file stays).
 	TestOnlyBeforeRename func(tmp, target string) error
+	// TestOnlyBeforeRemove, if set, runs in Delete after the item was
+	// checked unchanged and before it is taken away.
+	TestOnlyBeforeRemove func(p string)
 }
 
 // Applier writes versions that arrived from peers into the folder. Every
@@ -454,8 +457,11 @@ func (a *Applier) Delete(ctx context.Context, p string) error {
 			return err
 		}
 	}
-	if err := a.cfg.FS.Remove(p); err != nil {
-		return fmt.Errorf("removing %q: %w", p, err)
+	if h := a.cfg.TestOnlyBeforeRemove; h != nil {
+		h(p)
+	}
+	if err := a.remove(p, cur); err != nil {
+		return err
 	}
 	dir, _ := splitPath(p)
 	if err := a.cfg.FS.SyncDir(dir); err != nil {

@@ -69,6 +69,52 @@ func sameReplaced(got, want FileInfo) bool {
 		got.Inode == want.Inode && got.Mode == want.Mode
 }
 
+// remove takes away the item at p that Delete checked unchanged (cur),
+// without destroying a local change made since (a plain remove would: a
+// save landing between the check and the unlink is lost unseen). Where
+// the FS is an AtomicReplacer, the item is first renamed to a temp name in
+// its directory, which no writer of p can reach any more; if what was
+// moved is not the item checked, it goes back under its name and Delete
+// fails with ErrLocalChange. Directories are removed directly: rmdir
+// refuses a directory that gained an entry. Elsewhere remove falls back
+// to a plain Remove.
+func (a *Applier) remove(p string, cur existing) error {
+	ar, ok := a.cfg.FS.(AtomicReplacer)
+	if !ok || cur.info.Kind == KindDir {
+		return a.plainRemove(p)
+	}
+	dir, _ := splitPath(p)
+	tmp := joinPath(dir, TempPrefix+randomSuffix())
+	switch err := ar.RenameNoReplace(p, tmp); {
+	case errors.Is(err, errors.ErrUnsupported):
+		return a.plainRemove(p)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %q vanished", ErrLocalChange, p)
+	case err != nil:
+		return fmt.Errorf("removing %q: moving it aside: %w", p, err)
+	}
+	old, err := a.cfg.FS.Lstat(tmp)
+	if err == nil && sameReplaced(old, cur.info) {
+		if err := a.cfg.FS.Remove(tmp); err != nil {
+			return fmt.Errorf("removing %q (moved to %q): %w", p, tmp, err)
+		}
+		return nil
+	}
+	if err := ar.RenameNoReplace(tmp, p); err != nil {
+		a.cfg.Logger.Error("a local change raced a deletion and could not be put back; it is kept under a temporary name",
+			"path", p, "temp", tmp, "err", err)
+		return fmt.Errorf("%w: %q: putting the local item back: %w (%w)", ErrLocalChange, p, err, errKeepTemp)
+	}
+	return fmt.Errorf("%w: %q changed while being deleted", ErrLocalChange, p)
+}
+
+func (a *Applier) plainRemove(p string) error {
+	if err := a.cfg.FS.Remove(p); err != nil {
+		return fmt.Errorf("removing %q: %w", p, err)
+	}
+	return nil
+}
+
 // move renames from to to for Rename. When to was free (free), an item
 // that appeared there since is not replaced where the FS can refuse it
 // (RenameNoReplace): ErrLocalChange.

@@ -2,6 +2,7 @@ package folder
 
 import (
 	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 )
@@ -141,5 +142,46 @@ func TestAtomicReplacerSemantics(t *testing.T) {
 		if err := ar.Exchange("a", "d/c"); err == nil {
 			t.Error("Exchange with a missing name succeeded")
 		}
+	})
+}
+
+// A save that lands between Delete's check and its removal must survive:
+// the item is moved aside first, found not to be the one checked, and put
+// back (on an FS without AtomicReplacer that window stays open; see
+// docs/folder.md).
+func TestDeleteRacingLocalSave(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS) {
+		const p = "docs/f0.txt"
+		idx := MapIndex{}
+		a := newApplier(t, fsys, idx, Folding{})
+		mkdirs(t, fsys, "docs")
+		if _, err := writeVersion(t, a, idx, p, "old", false); err != nil {
+			t.Fatal(err)
+		}
+		a.cfg.TestOnlyBeforeRemove = func(target string) { put(t, fsys, target, "the user's save") }
+		if err := a.Delete(ctx, p); !errors.Is(err, ErrLocalChange) {
+			t.Errorf("got error %v, want ErrLocalChange", err)
+		}
+		if got, _ := read(t, fsys, p); got != "the user's save" {
+			t.Errorf("got %s = %q, want the user's save", p, got)
+		}
+		noTemps(t, fsys)
+
+		// Unraced, the same Delete removes the file and leaves no temp.
+		a.cfg.TestOnlyBeforeRemove = nil
+		if err := fsys.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		delete(idx, p)
+		if _, err := writeVersion(t, a, idx, p, "newer", false); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Delete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fsys.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("got %v after Delete, want ErrNotExist", err)
+		}
+		noTemps(t, fsys)
 	})
 }
