@@ -2,21 +2,15 @@ package node
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/libp2p/go-libp2p"
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	p2pprotocol "github.com/libp2p/go-libp2p/core/protocol"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
-	yamux "github.com/libp2p/go-libp2p/p2p/muxer/yamux"
-	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
-	"github.com/libp2p/go-libp2p/p2p/security/noise"
-	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
-	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 
+	"github.com/weftsync/weft/internal/p2p"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
 )
@@ -46,40 +40,12 @@ type HostConfig struct {
 	Punches *PunchTracer
 }
 
-// libp2pKey converts the device key into libp2p's form, so the peer ID is
-// the device ID.
-func libp2pKey(id *keys.Identity) (crypto.PrivKey, error) {
-	k, err := crypto.UnmarshalEd25519PrivateKey(id.PrivateKey())
-	if err != nil {
-		return nil, fmt.Errorf("converting device key for libp2p: %w", err)
-	}
-	return k, nil
-}
-
 // PeerIDOf returns the libp2p peer ID of a device.
-func PeerIDOf(d keys.DeviceID) (peer.ID, error) {
-	pub, err := crypto.UnmarshalEd25519PublicKey(d[:])
-	if err != nil {
-		return "", fmt.Errorf("device ID as libp2p key: %w", err)
-	}
-	return peer.IDFromPublicKey(pub)
-}
+func PeerIDOf(d keys.DeviceID) (peer.ID, error) { return p2p.PeerIDOf(d) }
 
 // DeviceIDOf returns the device ID of a libp2p peer, or an error if its key
 // is not an ed25519 key (then it cannot be a weft device).
-func DeviceIDOf(p peer.ID) (keys.DeviceID, error) {
-	var d keys.DeviceID
-	pub, err := p.ExtractPublicKey()
-	if err != nil {
-		return d, fmt.Errorf("peer %s: %w", p, err)
-	}
-	raw, err := pub.Raw()
-	if err != nil || pub.Type() != crypto.Ed25519 || len(raw) != len(d) {
-		return d, fmt.Errorf("peer %s: %w", p, keys.ErrNotEd25519)
-	}
-	copy(d[:], raw)
-	return d, nil
-}
+func DeviceIDOf(p peer.ID) (keys.DeviceID, error) { return p2p.DeviceIDOf(p) }
 
 // newHost builds the device's libp2p host from hostOptions.
 func newHost(cfg HostConfig) (host.Host, error) {
@@ -111,51 +77,32 @@ func newHost(cfg HostConfig) (host.Host, error) {
 // does not reconfigure the user's router. Callers may append options, for
 // example a simulated QUIC transport in tests; libp2p applies them in order.
 func hostOptions(cfg HostConfig) ([]libp2p.Option, error) {
-	priv, err := libp2pKey(cfg.Identity)
-	if err != nil {
-		return nil, err
-	}
 	listen := cfg.ListenAddrs
 	if len(listen) == 0 {
 		listen = DefaultListenAddrs
 	}
-	limits := rcmgr.DefaultLimits
-	libp2p.SetDefaultServiceLimits(&limits)
 	// Sync keeps a few long-lived streams per peer (log, chunk want-lists)
-	// and opens short ones for pairing; a few dozen per peer is plenty, but
-	// a relay talks to many devices at once.
-	syncLimit := rcmgr.BaseLimit{StreamsInbound: 256, StreamsOutbound: 256, Streams: 512, Memory: 256 << 20}
-	syncPeer := rcmgr.BaseLimit{StreamsInbound: 32, StreamsOutbound: 32, Streams: 64, Memory: 64 << 20}
-	for _, p := range []p2pprotocol.ID{ProtoLog, ProtoChunk, ProtoPair} {
-		limits.AddProtocolLimit(p, syncLimit, rcmgr.BaseLimitIncrease{})
-		limits.AddProtocolPeerLimit(p, syncPeer, rcmgr.BaseLimitIncrease{})
-	}
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()))
-	if err != nil {
-		return nil, fmt.Errorf("resource manager: %w", err)
-	}
+	// and opens short ones for pairing; a few dozen per peer is plenty.
 	// Relay and member connections are protected from trimming
 	// (protectConn); the watermarks only bound everything else.
-	cm, err := connmgr.NewConnManager(64, 128, connmgr.WithGracePeriod(time.Minute))
+	opts, err := p2p.Base{
+		Identity:  cfg.Identity,
+		Listen:    listen,
+		Protocols: []p2pprotocol.ID{ProtoLog, ProtoChunk, ProtoPair},
+		Total:     rcmgr.BaseLimit{StreamsInbound: 256, StreamsOutbound: 256, Streams: 512, Memory: 256 << 20},
+		PerPeer:   rcmgr.BaseLimit{StreamsInbound: 32, StreamsOutbound: 32, Streams: 64, Memory: 64 << 20},
+		ConnLow:   64, ConnHigh: 128,
+	}.Options()
 	if err != nil {
-		return nil, fmt.Errorf("connection manager: %w", err)
+		return nil, err
 	}
 	var punchOpts []holepunch.Option
 	if cfg.Punches != nil {
 		punchOpts = append(punchOpts, holepunch.WithTracer(cfg.Punches))
 	}
-	return []libp2p.Option{
-		libp2p.Identity(priv),
-		libp2p.ListenAddrStrings(listen...),
-		libp2p.Transport(tcp.NewTCPTransport),
-		libp2p.Transport(quic.NewTransport),
-		libp2p.Security(noise.ID, noise.New),
-		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
-		libp2p.ResourceManager(rm),
-		libp2p.ConnectionManager(cm),
+	return append(opts,
 		libp2p.EnableRelay(),
 		libp2p.EnableHolePunching(punchOpts...),
 		libp2p.EnableAutoNATv2(),
-		libp2p.DisableMetrics(),
-	}, nil
+	), nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 
+	"github.com/weftsync/weft/internal/p2p"
 	"github.com/weftsync/weft/protocol/keys"
 )
 
@@ -27,7 +28,7 @@ func TestPeerIDIsDeviceID(t *testing.T) {
 		if pid.String() != d.PeerID() {
 			t.Fatalf("got %s from protocol/keys, want libp2p's %s", d.PeerID(), pid)
 		}
-		priv, err := libp2pKey(id)
+		priv, err := p2p.Key(id)
 		if err != nil {
 			t.Fatal(err)
 		}

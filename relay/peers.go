@@ -5,38 +5,20 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/weftsync/weft/internal/p2p"
 	"github.com/weftsync/weft/protocol/keys"
 )
 
 // PeerIDOf returns the libp2p peer ID of a device (or relay): its ed25519
 // public key is its identity.
-func PeerIDOf(d keys.DeviceID) (peer.ID, error) {
-	pub, err := crypto.UnmarshalEd25519PublicKey(d[:])
-	if err != nil {
-		return "", fmt.Errorf("device ID as libp2p key: %w", err)
-	}
-	return peer.IDFromPublicKey(pub)
-}
+func PeerIDOf(d keys.DeviceID) (peer.ID, error) { return p2p.PeerIDOf(d) }
 
 // DeviceIDOf returns the device ID of a libp2p peer, or an error if its key
 // is not an ed25519 key (then it cannot be a weft device or relay).
-func DeviceIDOf(p peer.ID) (keys.DeviceID, error) {
-	var d keys.DeviceID
-	pub, err := p.ExtractPublicKey()
-	if err != nil {
-		return d, fmt.Errorf("peer %s: %w", p, err)
-	}
-	raw, err := pub.Raw()
-	if err != nil || pub.Type() != crypto.Ed25519 || len(raw) != len(d) {
-		return d, fmt.Errorf("peer %s: %w", p, keys.ErrNotEd25519)
-	}
-	copy(d[:], raw)
-	return d, nil
-}
+func DeviceIDOf(p peer.ID) (keys.DeviceID, error) { return p2p.DeviceIDOf(p) }
 
 // ErrBadAddr means a relay address is not a multiaddr ending in /p2p/ID of
 // an ed25519 peer.
@@ -71,13 +53,4 @@ func Listed(addrs []string, id peer.ID) bool {
 		}
 	}
 	return false
-}
-
-// libp2pKey converts the relay's key into libp2p's form.
-func libp2pKey(id *keys.Identity) (crypto.PrivKey, error) {
-	k, err := crypto.UnmarshalEd25519PrivateKey(id.PrivateKey())
-	if err != nil {
-		return nil, fmt.Errorf("converting key for libp2p: %w", err)
-	}
-	return k, nil
 }

@@ -19,14 +19,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	p2pprotocol "github.com/libp2p/go-libp2p/core/protocol"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
-	yamux "github.com/libp2p/go-libp2p/p2p/muxer/yamux"
-	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
-	"github.com/libp2p/go-libp2p/p2p/security/noise"
-	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
-	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/weftsync/weft/internal/p2p"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
 	"github.com/weftsync/weft/store/home"
@@ -225,43 +221,28 @@ func (r *Relay) Addrs() []string {
 // AutoNAT services so devices learn whether they are reachable. The relay
 // declares itself publicly reachable: it is run where devices can dial it.
 func (r *Relay) newHost() (host.Host, error) {
-	k, err := libp2pKey(r.id)
-	if err != nil {
-		return nil, err
-	}
 	listen := r.cfg.ListenAddrs
 	if len(listen) == 0 {
 		listen = DefaultListenAddrs
 	}
-	limits := rcmgr.DefaultLimits
-	libp2p.SetDefaultServiceLimits(&limits)
-	sync := rcmgr.BaseLimit{StreamsInbound: 4096, StreamsOutbound: 4096, Streams: 8192, Memory: 512 << 20}
-	perPeer := rcmgr.BaseLimit{StreamsInbound: 32, StreamsOutbound: 32, Streams: 64, Memory: 64 << 20}
-	for _, p := range []p2pprotocol.ID{ProtoLog, ProtoChunk, ProtoRelay} {
-		limits.AddProtocolLimit(p, sync, rcmgr.BaseLimitIncrease{})
-		limits.AddProtocolPeerLimit(p, perPeer, rcmgr.BaseLimitIncrease{})
-	}
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()))
+	// A relay talks to many devices at once: far more streams in total
+	// than a device, the same per peer.
+	opts, err := p2p.Base{
+		Identity:  r.id,
+		Listen:    listen,
+		Protocols: []p2pprotocol.ID{ProtoLog, ProtoChunk, ProtoRelay},
+		Total:     rcmgr.BaseLimit{StreamsInbound: 4096, StreamsOutbound: 4096, Streams: 8192, Memory: 512 << 20},
+		PerPeer:   rcmgr.BaseLimit{StreamsInbound: 32, StreamsOutbound: 32, Streams: 64, Memory: 64 << 20},
+		ConnLow:   900, ConnHigh: 1000,
+	}.Options()
 	if err != nil {
-		return nil, fmt.Errorf("resource manager: %w", err)
-	}
-	cm, err := connmgr.NewConnManager(900, 1000, connmgr.WithGracePeriod(time.Minute))
-	if err != nil {
-		return nil, fmt.Errorf("connection manager: %w", err)
+		return nil, err
 	}
 	res := relayv2.DefaultResources()
 	if r.cfg.Circuit != nil {
 		res.Limit = r.cfg.Circuit
 	}
-	h, err := libp2p.New(
-		libp2p.Identity(k),
-		libp2p.ListenAddrStrings(listen...),
-		libp2p.Transport(tcp.NewTCPTransport),
-		libp2p.Transport(quic.NewTransport),
-		libp2p.Security(noise.ID, noise.New),
-		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
-		libp2p.ResourceManager(rm),
-		libp2p.ConnectionManager(cm),
+	h, err := libp2p.New(append(opts,
 		libp2p.ForceReachabilityPublic(),
 		libp2p.EnableRelayService(
 			relayv2.WithResources(res),
@@ -273,8 +254,7 @@ func (r *Relay) newHost() (host.Host, error) {
 		),
 		libp2p.EnableNATService(),
 		libp2p.EnableAutoNATv2(),
-		libp2p.DisableMetrics(),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("starting libp2p host: %w", err)
 	}

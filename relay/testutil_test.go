@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 
+	"github.com/weftsync/weft/internal/p2p"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/protocol/wire"
@@ -56,7 +57,7 @@ func newTestDevice(t *testing.T) *testDevice {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := libp2pKey(id)
+	k, err := p2p.Key(id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,112 @@
+// Package p2p is the libp2p plumbing that devices (node/) and relays
+// (relay/) share: the mapping between weft device IDs and libp2p peer IDs,
+// and the base of every weft host (transports, security, muxer, resource
+// and connection managers). Each side adds its own services (hole
+// punching, the relay service) on top. It lives here, not in node/,
+// because relay/ must not import node/.
+package p2p
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	p2pprotocol "github.com/libp2p/go-libp2p/core/protocol"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+	yamux "github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+
+	"github.com/weftsync/weft/protocol/keys"
+)
+
+// Key converts a device (or relay) identity into its libp2p host key: the
+// same ed25519 key, so the peer ID is the device ID.
+func Key(id *keys.Identity) (crypto.PrivKey, error) {
+	k, err := crypto.UnmarshalEd25519PrivateKey(id.PrivateKey())
+	if err != nil {
+		return nil, fmt.Errorf("converting key for libp2p: %w", err)
+	}
+	return k, nil
+}
+
+// PeerIDOf returns the libp2p peer ID of a device or relay.
+func PeerIDOf(d keys.DeviceID) (peer.ID, error) {
+	pub, err := crypto.UnmarshalEd25519PublicKey(d[:])
+	if err != nil {
+		return "", fmt.Errorf("device ID as libp2p key: %w", err)
+	}
+	return peer.IDFromPublicKey(pub)
+}
+
+// DeviceIDOf returns the device ID of a libp2p peer, or an error matching
+// keys.ErrNotEd25519 if its key is not an ed25519 key (then it cannot be
+// a weft device or relay).
+func DeviceIDOf(p peer.ID) (keys.DeviceID, error) {
+	var d keys.DeviceID
+	pub, err := p.ExtractPublicKey()
+	if err != nil {
+		return d, fmt.Errorf("peer %s: %w", p, err)
+	}
+	raw, err := pub.Raw()
+	if err != nil || pub.Type() != crypto.Ed25519 || len(raw) != len(d) {
+		return d, fmt.Errorf("peer %s: %w", p, keys.ErrNotEd25519)
+	}
+	copy(d[:], raw)
+	return d, nil
+}
+
+// Base describes what every weft host has in common.
+type Base struct {
+	Identity *keys.Identity
+	Listen   []string
+	// Protocols are weft's stream protocols; each gets the Total limit
+	// across all peers and PerPeer for each peer, on top of libp2p's
+	// defaults (which are far too small for sync's long-lived streams).
+	Protocols []p2pprotocol.ID
+	Total     rcmgr.BaseLimit
+	PerPeer   rcmgr.BaseLimit
+	// ConnLow and ConnHigh are the connection manager's watermarks;
+	// connections a caller protects are never trimmed.
+	ConnLow, ConnHigh int
+}
+
+// Options returns the libp2p options of b: its identity and listen
+// addresses, TCP and QUIC, Noise, yamux, the resource manager with b's
+// limits, the connection manager (one minute's grace), and libp2p's own
+// metrics off (weft exports its own). Callers append their services.
+func (b Base) Options() ([]libp2p.Option, error) {
+	priv, err := Key(b.Identity)
+	if err != nil {
+		return nil, err
+	}
+	limits := rcmgr.DefaultLimits
+	libp2p.SetDefaultServiceLimits(&limits)
+	for _, p := range b.Protocols {
+		limits.AddProtocolLimit(p, b.Total, rcmgr.BaseLimitIncrease{})
+		limits.AddProtocolPeerLimit(p, b.PerPeer, rcmgr.BaseLimitIncrease{})
+	}
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()))
+	if err != nil {
+		return nil, fmt.Errorf("resource manager: %w", err)
+	}
+	cm, err := connmgr.NewConnManager(b.ConnLow, b.ConnHigh, connmgr.WithGracePeriod(time.Minute))
+	if err != nil {
+		return nil, fmt.Errorf("connection manager: %w", err)
+	}
+	return []libp2p.Option{
+		libp2p.Identity(priv),
+		libp2p.ListenAddrStrings(b.Listen...),
+		libp2p.Transport(tcp.NewTCPTransport),
+		libp2p.Transport(quic.NewTransport),
+		libp2p.Security(noise.ID, noise.New),
+		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+		libp2p.ResourceManager(rm),
+		libp2p.ConnectionManager(cm),
+		libp2p.DisableMetrics(),
+	}, nil
+}
