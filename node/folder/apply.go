@@ -99,8 +99,11 @@ type existing struct {
 
 // resolve lstats p and, on a folding FS, finds the on-disk name of what
 // answered.
-func (a *Applier) resolve(p string) (existing, error) {
-	info, err := a.cfg.FS.Lstat(p)
+func (a *Applier) resolve(p string) (existing, error) { return a.resolveWith(a.cfg.FS, p) }
+
+// resolveWith is resolve with the lstat done through ops.
+func (a *Applier) resolveWith(ops nameOps, p string) (existing, error) {
+	info, err := ops.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return existing{}, nil
 	} else if err != nil {
@@ -144,6 +147,12 @@ func (a *Applier) unchanged(e existing) error {
 // mkdirs creates the parents of p as needed, fsyncing each new entry.
 func (a *Applier) mkdirs(p string) error {
 	dir, _ := splitPath(p)
+	return a.makeDirs(dir)
+}
+
+// makeDirs creates dir and its parents as needed, fsyncing each new entry,
+// and checks that each is a directory.
+func (a *Applier) makeDirs(dir string) error {
 	if dir == "" {
 		return nil
 	}
@@ -175,10 +184,9 @@ func (a *Applier) mkdirs(p string) error {
 
 // place decides where a new item for p goes, handling an existing item:
 // it returns the target path and fills out.Collision / out.MovedAside.
-// replaceDir says whether an existing empty, indexed directory may be
-// removed to make room.
-func (a *Applier) place(p string, out *Outcome) (target string, cur existing, err error) {
-	cur, err = a.resolve(p)
+// Its lstats go through ops.
+func (a *Applier) place(ops nameOps, p string, out *Outcome) (target string, cur existing, err error) {
+	cur, err = a.resolveWith(ops, p)
 	if err != nil || cur.real == "" {
 		return p, cur, err
 	}
@@ -210,7 +218,7 @@ func (a *Applier) place(p string, out *Outcome) (target string, cur existing, er
 	// unchanged item there (an earlier version of the same collision).
 	for n := 1; ; n++ {
 		alt := CollisionName(p, n)
-		e, err := a.resolve(alt)
+		e, err := a.resolveWith(ops, alt)
 		if err != nil {
 			return "", cur, err
 		}
@@ -274,8 +282,8 @@ func (a *Applier) emptyDir(dir string) error {
 
 // stillSame re-checks, just before the rename, that target is as it was
 // when place looked at it.
-func (a *Applier) stillSame(target string, cur existing) error {
-	info, err := a.cfg.FS.Lstat(target)
+func (a *Applier) stillSame(ops nameOps, target string, cur existing) error {
+	info, err := ops.Lstat(target)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if cur.real == "" || cur.info.Kind == KindDir {
@@ -300,7 +308,9 @@ func (a *Applier) stillSame(target string, cur existing) error {
 // v.Executable; a new file gets 0644 or 0755.
 func (a *Applier) WriteFile(ctx context.Context, v FileVersion, content io.Reader) (Outcome, error) {
 	var out Outcome
-	p, err := a.prepare(ctx, FileWrite{Version: v, Content: content}, &out)
+	ds := a.newDirSet()
+	defer ds.close()
+	p, err := a.prepare(ctx, ds, FileWrite{Version: v, Content: content}, &out)
 	if err != nil {
 		return out, err
 	}
@@ -308,7 +318,7 @@ func (a *Applier) WriteFile(ctx context.Context, v FileVersion, content io.Reade
 	defer func() {
 		if !ok {
 			p.f.Close()
-			a.cfg.FS.Remove(p.tmp)
+			ds.Remove(p.tmp)
 		}
 	}()
 	if err := p.f.Sync(); err != nil {
@@ -317,14 +327,14 @@ func (a *Applier) WriteFile(ctx context.Context, v FileVersion, content io.Reade
 	if err := p.f.Close(); err != nil {
 		return out, fmt.Errorf("closing %q: %w", p.target, err)
 	}
-	if err := a.commit(p.tmp, p.target, p.cur); err != nil {
+	if err := a.commit(ds, p.tmp, p.target, p.cur); err != nil {
 		if errors.Is(err, errAborted) || errors.Is(err, errKeepTemp) {
 			ok = true // leave the temp file: as a crash would, or it is the user's
 		}
 		return out, err
 	}
 	ok = true
-	out.Info, err = a.cfg.FS.Lstat(p.target)
+	out.Info, err = ds.Lstat(p.target)
 	return out, err
 }
 
@@ -332,8 +342,8 @@ var errAborted = errors.New("folder: aborted by test hook")
 
 // commit renames a complete, durable temp item over target and fsyncs the
 // directory.
-func (a *Applier) commit(tmp, target string, cur existing) error {
-	if err := a.rename(tmp, target, cur); err != nil {
+func (a *Applier) commit(ops nameOps, tmp, target string, cur existing) error {
+	if err := a.rename(ops, tmp, target, cur); err != nil {
 		return err
 	}
 	dir, _ := splitPath(target)
@@ -357,7 +367,7 @@ func (a *Applier) WriteSymlink(ctx context.Context, p, target string) (Outcome, 
 	if err := a.mkdirs(p); err != nil {
 		return out, err
 	}
-	dst, cur, err := a.place(p, &out)
+	dst, cur, err := a.place(a.cfg.FS, p, &out)
 	if err != nil {
 		return out, err
 	}
@@ -367,7 +377,7 @@ func (a *Applier) WriteSymlink(ctx context.Context, p, target string) (Outcome, 
 	if err := a.cfg.FS.Symlink(target, tmp); err != nil {
 		return out, fmt.Errorf("creating symlink for %q: %w", dst, err)
 	}
-	if err := a.commit(tmp, dst, cur); err != nil {
+	if err := a.commit(a.cfg.FS, tmp, dst, cur); err != nil {
 		if !errors.Is(err, errAborted) && !errors.Is(err, errKeepTemp) {
 			a.cfg.FS.Remove(tmp)
 		}

@@ -33,10 +33,15 @@ type WriteResult struct {
 // temp file is written first, then one barrier makes them all durable (one
 // syncfs where the FS offers it, else one fsync per file), then the renames,
 // then one barrier for the directories. A batch of N small files costs two
-// syncs instead of 2N. Each file succeeds or fails on its own; the results
-// are in the order of ws. The caller must not pass two writes of one path.
+// syncs instead of 2N. Each directory written into is opened once for the
+// batch and every step of its files acts on names in it (see dirSet), and
+// where the temp File offers MetaFile its mode and mtime are set through
+// the descriptor. Each file succeeds or fails on its own; the results are
+// in the order of ws. The caller must not pass two writes of one path.
 func (a *Applier) WriteFiles(ctx context.Context, ws []FileWrite) []WriteResult {
 	res := make([]WriteResult, len(ws))
+	ds := a.newDirSet()
+	defer ds.close()
 	type prepared struct {
 		i       int
 		f       File
@@ -50,7 +55,7 @@ func (a *Applier) WriteFiles(ctx context.Context, ws []FileWrite) []WriteResult 
 		if p.f != nil {
 			p.f.Close()
 		}
-		a.cfg.FS.Remove(p.tmp)
+		ds.Remove(p.tmp)
 	}
 	// 1. Write every temp file.
 	for i, w := range ws {
@@ -58,7 +63,7 @@ func (a *Applier) WriteFiles(ctx context.Context, ws []FileWrite) []WriteResult 
 			res[i].Err = err
 			continue
 		}
-		p, err := a.prepare(ctx, w, &res[i].Outcome)
+		p, err := a.prepare(ctx, ds, w, &res[i].Outcome)
 		if err != nil {
 			res[i].Err = err
 			continue
@@ -93,7 +98,7 @@ func (a *Applier) WriteFiles(ctx context.Context, ws []FileWrite) []WriteResult 
 		}
 		p.f = nil
 		// 3. Rename into place, re-checking the target first.
-		if err := a.rename(p.tmp, p.target, p.cur); err != nil {
+		if err := a.rename(ds, p.tmp, p.target, p.cur); err != nil {
 			if errors.Is(err, errAborted) {
 				continue // leave the temp file, as a crash would
 			}
@@ -130,7 +135,7 @@ func (a *Applier) WriteFiles(ctx context.Context, ws []FileWrite) []WriteResult 
 			res[p.i].Err = derr
 			continue
 		}
-		info, err := a.cfg.FS.Lstat(p.target)
+		info, err := ds.Lstat(p.target)
 		res[p.i].Outcome.Info, res[p.i].Err = info, err
 	}
 	return res
@@ -144,17 +149,20 @@ type preparedFile struct {
 	cur    existing
 }
 
-// prepare does WriteFile's steps up to, not including, the fsync.
-func (a *Applier) prepare(ctx context.Context, w FileWrite, out *Outcome) (preparedFile, error) {
+// prepare does WriteFile's steps up to, not including, the fsync, with
+// the target's directory held open in ds.
+func (a *Applier) prepare(ctx context.Context, ds *dirSet, w FileWrite, out *Outcome) (preparedFile, error) {
 	v := w.Version
 	out.Path = v.Path
 	if err := ValidPath(v.Path); err != nil {
 		return preparedFile{}, err
 	}
-	if err := a.mkdirs(v.Path); err != nil {
+	dir, _ := splitPath(v.Path)
+	d, err := ds.open(dir)
+	if err != nil {
 		return preparedFile{}, err
 	}
-	target, cur, err := a.place(v.Path, out)
+	target, cur, err := a.place(ds, v.Path, out)
 	if err != nil {
 		return preparedFile{}, err
 	}
@@ -168,36 +176,61 @@ func (a *Applier) prepare(ctx context.Context, w FileWrite, out *Outcome) (prepa
 	} else {
 		perm &^= 0o111
 	}
-	dir, _ := splitPath(target)
-	f, err := a.cfg.FS.CreateTemp(dir, TempPrefix)
+	if tdir, _ := splitPath(target); tdir != dir { // never: a collision name keeps the directory
+		if d, err = ds.open(tdir); err != nil {
+			return preparedFile{}, err
+		}
+	}
+	f, err := d.CreateTemp(TempPrefix)
 	if err != nil {
 		return preparedFile{}, fmt.Errorf("creating temp file for %q: %w", target, err)
 	}
 	tmp := f.Path()
 	fail := func(err error) (preparedFile, error) {
 		f.Close()
-		a.cfg.FS.Remove(tmp)
+		ds.Remove(tmp)
 		return preparedFile{}, err
 	}
-	n, err := io.Copy(f, &ctxReader{ctx: ctx, r: io.LimitReader(w.Content, v.Size+1)})
+	n, err := io.CopyBuffer(f, &ctxReader{ctx: ctx, r: io.LimitReader(w.Content, v.Size+1)}, ds.copyBuf())
 	if err != nil {
 		return fail(fmt.Errorf("writing %q: %w", target, err))
 	}
 	if n != v.Size {
 		return fail(fmt.Errorf("%w: %q got %d bytes, want %d", ErrSizeMismatch, target, n, v.Size))
 	}
-	if err := a.cfg.FS.Chmod(tmp, perm); err != nil {
-		return fail(fmt.Errorf("setting mode of %q: %w", target, err))
-	}
-	if err := a.cfg.FS.Chtimes(tmp, v.MTime); err != nil {
-		return fail(fmt.Errorf("setting mtime of %q: %w", target, err))
+	if err := a.setMeta(f, target, perm, v.MTime); err != nil {
+		return fail(err)
 	}
 	return preparedFile{f: f, tmp: tmp, target: target, cur: cur}, nil
 }
 
-// rename is commit without the directory fsync.
-func (a *Applier) rename(tmp, target string, cur existing) error {
-	if err := a.stillSame(target, cur); err != nil {
+// setMeta sets the mode and then the mtime of the complete temp file f
+// for target, through its descriptor when it is a MetaFile.
+func (a *Applier) setMeta(f File, target string, perm fs.FileMode, mtime int64) error {
+	var err error
+	if mf, ok := f.(MetaFile); ok {
+		err = mf.Chmod(perm)
+	} else {
+		err = a.cfg.FS.Chmod(f.Path(), perm)
+	}
+	if err != nil {
+		return fmt.Errorf("setting mode of %q: %w", target, err)
+	}
+	if mf, ok := f.(MetaFile); ok {
+		err = mf.Chtimes(mtime)
+	} else {
+		err = a.cfg.FS.Chtimes(f.Path(), mtime)
+	}
+	if err != nil {
+		return fmt.Errorf("setting mtime of %q: %w", target, err)
+	}
+	return nil
+}
+
+// rename is commit without the directory fsync; its lstats, renames and
+// removals go through ops.
+func (a *Applier) rename(ops nameOps, tmp, target string, cur existing) error {
+	if err := a.stillSame(ops, target, cur); err != nil {
 		return err
 	}
 	if err := a.clearDir(target, cur); err != nil {
@@ -208,13 +241,13 @@ func (a *Applier) rename(tmp, target string, cur existing) error {
 			return fmt.Errorf("%w: %w", errAborted, err)
 		}
 	}
-	if ar, ok := a.cfg.FS.(AtomicReplacer); ok {
-		err := a.replaceAtomic(ar, tmp, target, cur)
+	if ar, ok := ops.(AtomicReplacer); ok {
+		err := a.replaceAtomic(ar, ops, tmp, target, cur)
 		if !errors.Is(err, errors.ErrUnsupported) {
 			return err
 		}
 	}
-	if err := a.cfg.FS.Rename(tmp, target); err != nil {
+	if err := ops.Rename(tmp, target); err != nil {
 		return fmt.Errorf("renaming into %q: %w", target, err)
 	}
 	return nil

@@ -73,3 +73,51 @@ type AtomicReplacer interface {
 	// step.
 	Exchange(a, b string) error
 }
+
+// DirOpener is implemented by file systems that can hold a directory open
+// and act on the names in it without resolving the directory's path again
+// (OSFS on Linux: openat, fstatat, renameat2 relative to one descriptor).
+// The applier opens each directory a batch writes into once; that is most
+// of what makes a batch of small files cheap (see docs/folder.md). A file
+// system without it is used through its path methods, one Dir per
+// directory all the same (MemFS, OSFS elsewhere).
+type DirOpener interface {
+	// OpenDir opens dir, which must be a directory reached without a
+	// symlink (the same checks as ReadDir).
+	OpenDir(dir string) (Dir, error)
+}
+
+// Dir is an open directory of an FS. Names are single components (no "/",
+// not "", "." or ".."; ErrBadPath otherwise) and are never followed when
+// they are symlinks. Operations act on the directory that was opened,
+// even if it has been moved or replaced under its path since: the
+// applier holds one only for the duration of a batch. Errors match
+// fs.ErrNotExist and fs.ErrExist as FS's do.
+type Dir interface {
+	// Lstat describes name without following a symlink.
+	Lstat(name string) (FileInfo, error)
+	// CreateTemp creates a new file with mode 0600 named prefix + random
+	// suffix, opened for writing; File.Path is its path from the FS root.
+	CreateTemp(prefix string) (File, error)
+	// Remove deletes a file, a symlink or an empty directory.
+	Remove(name string) error
+	// Rename moves from onto to within the directory, as FS.Rename.
+	Rename(from, to string) error
+	// RenameNoReplace and Exchange are AtomicReplacer's, within the
+	// directory; errors.ErrUnsupported where the FS cannot do them.
+	RenameNoReplace(from, to string) error
+	Exchange(a, b string) error
+	// Close releases the directory.
+	Close() error
+}
+
+// MetaFile is implemented by Files that can set their own permission bits
+// and mtime through the open descriptor (fchmod, futimens): no path is
+// resolved, and the file is the one written even if its name has been
+// taken since. The applier uses it when offered, FS.Chmod and FS.Chtimes
+// otherwise.
+type MetaFile interface {
+	Chmod(perm fs.FileMode) error
+	// Chtimes sets the modification time (ns since the epoch).
+	Chtimes(mtime int64) error
+}

@@ -25,7 +25,9 @@ var errKeepTemp = errors.New("folder: temp name holds a local item")
 //
 // An error matching errors.ErrUnsupported means the FS cannot do this
 // here; the caller falls back to Rename.
-func (a *Applier) replaceAtomic(ar AtomicReplacer, tmp, target string, cur existing) error {
+//
+// Lstat and Remove of the temp name go through ops.
+func (a *Applier) replaceAtomic(ar AtomicReplacer, ops nameOps, tmp, target string, cur existing) error {
 	if cur.real == "" || cur.info.Kind == KindDir {
 		err := ar.RenameNoReplace(tmp, target)
 		switch {
@@ -44,9 +46,9 @@ func (a *Applier) replaceAtomic(ar AtomicReplacer, tmp, target string, cur exist
 		}
 		return fmt.Errorf("replacing %q: %w", target, err)
 	}
-	old, err := a.cfg.FS.Lstat(tmp)
+	old, err := ops.Lstat(tmp)
 	if err == nil && sameReplaced(old, cur.info) {
-		if err := a.cfg.FS.Remove(tmp); err != nil {
+		if err := ops.Remove(tmp); err != nil {
 			// The new item is in place; the old one stays under a temp
 			// name, which CleanTemps removes at the next start.
 			a.cfg.Logger.Warn("removing the replaced item", "path", target, "temp", tmp, "err", err)
