@@ -374,17 +374,38 @@ func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.
 		if cc.existing != (entry.VersionID{}) {
 			continue // already recorded, by this device or another: index only
 		}
-		if cur, ok := v.index[c.Path]; ok && cur.Version.Seq > 0 {
-			c.Supersedes = []entry.VersionID{cur.Version}
-		} else {
-			c.Supersedes = nil
-		}
+		c.Supersedes = v.copySupersedesLocked(c.Path)
 		versions = append(versions, c)
 	}
 	v.mu.Unlock()
 	v.authorMu.Lock()
 	defer v.authorMu.Unlock()
 	return v.author(versions, paths, records)
+}
+
+// copySupersedesLocked is what a new conflict copy at name supersedes: the
+// version the folder index says is there, and the heads at name. The core
+// gave the name out as free, so those heads are deletions this device has
+// seen, of something other than a copy of this content (that would be
+// protocol.NameRemoved); writing the copy over them knowingly must not
+// leave them standing, or the core would read a deletion that directly
+// replaced this very content (a user who renamed a copy back onto its path)
+// as outdating the new copy. v.mu must be held.
+func (v *vault) copySupersedesLocked(name string) []entry.VersionID {
+	var out []entry.VersionID
+	if cur, ok := v.index[name]; ok && cur.Version.Seq > 0 {
+		out = append(out, cur.Version)
+	}
+	for _, id := range v.headIDsLocked(name) {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	slices.SortFunc(out, func(a, b entry.VersionID) int { return a.Compare(b) })
+	if len(out) > entry.MaxSupersedes {
+		out = out[:entry.MaxSupersedes]
+	}
+	return out
 }
 
 // commitIndex records that path now holds rec.

@@ -31,9 +31,11 @@ func TestConcurrentConflictOneCopyPerLoser(t *testing.T) {
 		t.Skip("runs three nodes")
 	}
 	if os.Getenv("WEFT_SIM") == "" {
-		// Under CI load one device now and then ends on another tree
-		// (twice in CI runs); the same as simulation finding 6, open.
-		t.Skip("can fail under load like simulation finding 6 (docs/simulation.md); runs with WEFT_SIM=1")
+		// Under load, about one run in ten, device 2 never receives the
+		// base files before any conflict happens (the first settle): a
+		// connection that raised no "connected" event is never pulled
+		// from (docs/simulation.md, finding 7), not a conflict rule.
+		t.Skip("device 2 can miss the first sync under load (docs/simulation.md, finding 7); runs with WEFT_SIM=1")
 	}
 	for _, staggered := range []bool{false, true} {
 		t.Run(fmt.Sprintf("staggered=%v", staggered), func(t *testing.T) {
@@ -222,7 +224,7 @@ func settle(t *testing.T, c *simulation.Cluster, devs []int) map[string][32]byte
 			if ref == nil {
 				ref = tree
 			} else if !mapsEqual(ref, tree) {
-				ok, why = false, fmt.Sprintf("device %d's tree differs from device %d's", i, devs[0])
+				ok, why = false, fmt.Sprintf("device %d's tree differs from device %d's: %s", i, devs[0], treeDiff(ref, tree))
 			}
 		}
 		if ok {
@@ -236,6 +238,30 @@ func settle(t *testing.T, c *simulation.Cluster, devs []int) map[string][32]byte
 	}
 	t.Fatalf("devices %v did not settle within a minute: %s", devs, why)
 	return nil
+}
+
+// treeDiff lists the paths where two trees differ, with the first bytes
+// of each side's hash ("-" for absent).
+func treeDiff(a, b map[string][32]byte) string {
+	var out []string
+	side := func(m map[string][32]byte, p string) string {
+		if h, ok := m[p]; ok {
+			return fmt.Sprintf("%x", h[:3])
+		}
+		return "-"
+	}
+	for p := range a {
+		if a[p] != b[p] {
+			out = append(out, fmt.Sprintf("%s %s/%s", p, side(a, p), side(b, p)))
+		}
+	}
+	for p := range b {
+		if _, ok := a[p]; !ok {
+			out = append(out, fmt.Sprintf("%s -/%s", p, side(b, p)))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
 }
 
 func mapsEqual(a, b map[string][32]byte) bool {

@@ -78,6 +78,13 @@ const (
 	NameHolds
 	// NameTaken: some live head at the name holds other content.
 	NameTaken
+	// NameRemoved: a copy of the loser's content was made at the name and
+	// a user has since deleted it or renamed it away (nothing live is
+	// there). The loser is not copied again: the user already saw this
+	// content as a conflict copy and dealt with it, and a device deciding
+	// from a view that still had the loser as a head must not bring the
+	// copy back (docs/simulation.md, finding 6).
+	NameRemoved
 )
 
 func (u NameUse) String() string {
@@ -88,10 +95,13 @@ func (u NameUse) String() string {
 		return "holds"
 	case NameTaken:
 		return "taken"
+	case NameRemoved:
+		return "removed"
 	}
 	return "nameuse(" + strconv.Itoa(int(u)) + ")"
 }
 
-// NameUseFunc answers what name holds for a loser with content's kind and
-// content hash. *Graph.NameUse is the implementation node/ uses.
+// NameUseFunc answers what name holds for a loser whose origin is content
+// (Resolve passes the loser's origin, which has the loser's kind and
+// content hash). *Graph.NameUse is the implementation node/ uses.
 type NameUseFunc func(name string, content Version) NameUse

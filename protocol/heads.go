@@ -252,21 +252,54 @@ func (g *Graph) Restates(id VersionID) []Version {
 }
 
 // NameUse answers Resolve's question about a candidate conflict-copy name
-// from the graph: NameFree when name has no live (non-deletion) head,
-// NameHolds when every live head there has content's kind and content hash,
-// NameTaken otherwise.
+// from the graph, for a loser whose origin is content (Resolve passes the
+// origin: the version that first put the loser's content at its path):
+//
+//   - NameTaken when a live (non-deletion) head at name has other content;
+//   - NameHolds when every live head there has content's kind and hash;
+//   - NameRemoved when name has no live head and a deletion head there
+//     descends from a version at name with content's kind and hash recorded
+//     after content (a higher Lamport clock): a copy of this very content
+//     was made there and a user then deleted it or renamed it away;
+//   - NameFree otherwise (nothing there, or deletions of something else).
+//
+// The clock test tells a copy of this content apart from a copy of an
+// earlier content that had the same name: a copy is recorded by a device
+// that held its origin, so its clock is higher than the origin's; a user
+// who renames a copy back onto its path and sees it lose again makes a new
+// origin, recorded after the deletion, and its copy is written again.
 func (g *Graph) NameUse(name string, content Version) NameUse {
 	use := NameFree
+	var dels []Version
 	for _, h := range g.Heads(name) {
 		switch {
 		case h.Kind == KindDeletion:
+			dels = append(dels, h)
 		case sameContent(h, content):
 			use = NameHolds
 		default:
 			return NameTaken
 		}
 	}
+	if use == NameFree && g.copyRemoved(name, dels, content) {
+		return NameRemoved
+	}
 	return use
+}
+
+// copyRemoved reports whether one of the deletions at name descends from a
+// version at name with content's kind and hash and a higher clock than
+// content (see NameUse).
+func (g *Graph) copyRemoved(name string, dels []Version, content Version) bool {
+	for _, d := range dels {
+		for id := range g.ancestors(d.ID) {
+			x := g.versions[id]
+			if x.Path == name && x.Kind != KindDeletion && sameContent(*x, content) && x.Clock > content.Clock {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Resolve returns the decision for path's current heads:

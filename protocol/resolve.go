@@ -16,6 +16,8 @@ type Ancestry interface {
 	// reachable through supersedes edges that stay on that content (see
 	// Graph.Restates).
 	Restates(id VersionID) []Version
+	// Get returns a known version.
+	Get(id VersionID) (Version, bool)
 }
 
 // Outcome says what kind of decision Resolve made, and so what node/ has
@@ -135,7 +137,10 @@ type ConflictCopy struct {
 //  2. An outdated restatement is dropped without a copy: a head that
 //     restates a content (Ancestry.Restates: typically another device's
 //     resolution that kept that content) from which a head with other
-//     content descends. That head's author already had the content and
+//     content descends, or a head whose exact content a head with other
+//     content directly supersedes (in another version: an identical
+//     conflict copy recorded by two devices, one of which a user then
+//     deleted). That head's author already had the content and
 //     moved on (merged it, copied it, replaced or deleted it), so the
 //     restatement brings nothing new; resolving it again would copy a
 //     content a second time or undo a later edit or deletion. If every
@@ -155,7 +160,12 @@ type ConflictCopy struct {
 //     undo that choice (see the comment at the merge plan).
 //  7. Otherwise the best content by the resolve order keeps the name and
 //     each other content becomes a conflict copy (OutcomeConflict, or
-//     OutcomeKindClash when kinds differ).
+//     OutcomeKindClash when kinds differ). A loser whose copy a user has
+//     already deleted or renamed away (use answers NameRemoved) is dropped
+//     instead, and takes no part in a merge: a device that still had it
+//     as a head, deciding from a stale view, must not bring the copy back
+//     (docs/simulation.md, finding 6). If only the winner is left, the
+//     outcome is OutcomeOutdated.
 //
 // The resolve order is WinnerOrder applied to each head's origin (the best,
 // by WinnerOrder, of the versions that first put its content at the path:
@@ -166,11 +176,13 @@ type ConflictCopy struct {
 //
 // A conflict copy is named after its content's origin (ConflictName), so
 // the same losing content gets the same name in every decision on every
-// device. use says what a candidate name holds: a name that holds other
-// content is skipped (the counter n grows), a name that already holds the
-// loser's content is reused (ConflictCopy.Exists) rather than copied again.
-// use must answer from the replicated version graph (Graph.NameUse), not
-// from the local disk, so every device names copies alike. use may be nil
+// device. use says what a candidate name holds for the loser's origin: a
+// name that holds other content is skipped (the counter n grows), a name
+// that already holds the loser's content is reused (ConflictCopy.Exists)
+// rather than copied again, and a name whose copy of this content a user
+// removed drops the loser (rule 7). use must answer from the replicated
+// version graph (Graph.NameUse), not from the local disk, so every device
+// names copies alike. use may be nil
 // (every name free).
 //
 // The decision depends only on the set of heads, on anc and on use, never
@@ -320,7 +332,20 @@ func Resolve(heads []Version, anc Ancestry, use NameUseFunc) (Decision, error) {
 	}
 
 	d.Winner = reps[0]
-	d.Copies = conflictCopies(path, reps[1:], origin, use)
+	var removed []Version
+	d.Copies, removed = conflictCopies(path, reps[1:], origin, use)
+	if len(removed) > 0 {
+		// A user already deleted (or renamed away) the copy of these
+		// contents: they are dropped, not copied again and not merged in.
+		d.Dropped = append(d.Dropped, removed...)
+		reps = slices.DeleteFunc(reps, func(r Version) bool {
+			return slices.ContainsFunc(removed, func(x Version) bool { return x.ID == r.ID })
+		})
+		if len(reps) == 1 {
+			d.Outcome = OutcomeOutdated
+			return d, nil
+		}
+	}
 	d.Outcome = OutcomeConflict
 	for _, r := range reps[1:] {
 		if r.Kind != reps[0].Kind {
@@ -376,16 +401,46 @@ func originOf(h Version, restated []Version) Version {
 	return *best
 }
 
-// isStale reports whether head h restates a content from which a head
-// with other content descends (rule 2 of Resolve). Heads with h's own
-// content do not count: two devices that kept one content both descend
-// from it, and neither replaced it.
+// isStale reports whether head h is outdated by another head k with
+// other content (rule 2 of Resolve): h restates a content from which k
+// descends, or h is a file or symlink whose content a version k directly
+// supersedes had (k's author had exactly this content at the
+// path and replaced or deleted it). Heads with h's own content do not
+// count: two devices that kept one content both descend from it, and
+// neither replaced it.
+//
+// The second test links heads by content where no edge does: two devices
+// that each recorded the same conflict copy (identical heads), and a user
+// who deleted or renamed away the one their device had; or a stale device
+// that records a content again without the version it came from. Only
+// versions k directly supersedes count, so a concurrent revert to an
+// older content (which k's author had long before) stays a conflict.
+// Directories are left out: all directories are alike, and a directory
+// always keeps its name (rule 5).
 func isStale(h Version, heads []Version, restated []Version, anc Ancestry) bool {
-	for _, r := range restated {
-		for _, k := range heads {
-			if k.ID != h.ID && !sameContent(k, h) && anc.Descends(k.ID, r.ID) {
+	for _, k := range heads {
+		if k.ID == h.ID || sameContent(k, h) {
+			continue
+		}
+		for _, r := range restated {
+			if anc.Descends(k.ID, r.ID) {
 				return true
 			}
+		}
+		if (h.Kind == KindFile || h.Kind == KindSymlink) && replaced(k, h, anc) {
+			return true
+		}
+	}
+	return false
+}
+
+// replaced reports whether k directly and validly supersedes a version at
+// h's path with h's kind and content.
+func replaced(k, h Version, anc Ancestry) bool {
+	for _, p := range k.Supersedes {
+		v, ok := anc.Get(p)
+		if ok && v.Clock < k.Clock && v.Path == h.Path && sameContent(v, h) {
+			return true
 		}
 	}
 	return false
@@ -405,10 +460,11 @@ func mergeable(vs ...Version) bool {
 // conflictCopies names a conflict copy for each loser, in order: after the
 // loser's origin, skipping names given to earlier copies and names that
 // hold other content, and reusing a name that already holds the loser's
-// content.
-func conflictCopies(path string, losers []Version, origin map[VersionID]Version, use NameUseFunc) []ConflictCopy {
+// content. A loser whose copy a user already removed (NameRemoved) gets no
+// copy; it is returned in removed.
+func conflictCopies(path string, losers []Version, origin map[VersionID]Version, use NameUseFunc) (copies []ConflictCopy, removed []Version) {
 	used := map[string]bool{path: true}
-	out := make([]ConflictCopy, 0, len(losers))
+	copies = make([]ConflictCopy, 0, len(losers))
 	for _, l := range losers {
 		o, ok := origin[l.ID]
 		if !ok {
@@ -421,15 +477,19 @@ func conflictCopies(path string, losers []Version, origin map[VersionID]Version,
 			}
 			u := NameFree
 			if use != nil {
-				u = use(name, l)
+				u = use(name, o)
 			}
 			if u == NameTaken {
 				continue
 			}
+			if u == NameRemoved {
+				removed = append(removed, l)
+				break
+			}
 			used[name] = true
-			out = append(out, ConflictCopy{Version: l, Path: name, Exists: u == NameHolds})
+			copies = append(copies, ConflictCopy{Version: l, Path: name, Exists: u == NameHolds})
 			break
 		}
 	}
-	return out
+	return copies, removed
 }

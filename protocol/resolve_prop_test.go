@@ -85,7 +85,9 @@ func TestResolveOrderIndependent(t *testing.T) {
 }
 
 // staleHeads returns the heads Resolve's rule 2 drops: those that restate a
-// content another head descends from, unless every head would be dropped.
+// content another head descends from, and files and symlinks whose content
+// another head's author directly replaced, unless every head would be
+// dropped.
 func staleHeads(g *Graph, heads []Version) map[VersionID]bool {
 	stale := map[VersionID]bool{}
 	if len(heads) < 2 {
@@ -95,6 +97,19 @@ func staleHeads(g *Graph, heads []Version) map[VersionID]bool {
 		for _, r := range g.Restates(h.ID) {
 			for _, k := range heads {
 				if k.ID != h.ID && !sameContent(k, h) && g.Descends(k.ID, r.ID) {
+					stale[h.ID] = true
+				}
+			}
+		}
+		if h.Kind != KindFile && h.Kind != KindSymlink {
+			continue
+		}
+		for _, k := range heads {
+			if k.ID == h.ID || sameContent(k, h) {
+				continue
+			}
+			for _, p := range k.Supersedes {
+				if v, ok := g.Get(p); ok && v.Clock < k.Clock && sameContent(v, h) {
 					stale[h.ID] = true
 				}
 			}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
@@ -17,7 +16,9 @@ import (
 	"github.com/weftsync/weft/store/vaultdb"
 )
 
-// TestS1SmallKeepOnFailure runs TestS1Small's configuration with the homes
+// TestS1SmallKeepOnFailure runs TestS1Small's configuration (WEFT_F6_SEED
+// picks one seed, WEFT_F6_MIX=calm or full the mix, WEFT_F6_SIZE=quick
+// TestS1Quick's size) with the homes
 // in WEFT_F6_DIR and, when a run fails, writes every device's version log
 // (each version, its supersedes edges and the write header of inline
 // content), heads, folder index records and the graph's decision per path
@@ -28,13 +29,31 @@ func TestS1SmallKeepOnFailure(t *testing.T) {
 	if dir == "" {
 		t.Skip("set WEFT_F6_DIR to run")
 	}
-	for _, seed := range []uint64{1, 2, 3} {
+	seeds := s1Seeds
+	if s := os.Getenv("WEFT_F6_SEED"); s != "" {
+		var seed uint64
+		fmt.Sscan(s, &seed)
+		seeds = []uint64{seed}
+	}
+	for _, seed := range seeds {
 		d := filepath.Join(dir, fmt.Sprint(seed))
 		os.RemoveAll(d)
-		res, err := Run(context.Background(), Config{Scenario: "S1", Seed: seed, Devices: 5, Steps: 40, Duration: 4 * time.Second, Probs: calmProbs, Settle: 60 * time.Second, Dir: d})
+		cfg := s1Small(seed)
+		if os.Getenv("WEFT_F6_SIZE") == "quick" {
+			cfg = s1Quick(seed)
+		}
+		cfg.Dir = d
+		if os.Getenv("WEFT_F6_MIX") == "calm" {
+			cfg.Probs = calmProbs
+		}
+		if os.Getenv("WEFT_F6_MIX") == "full" {
+			cfg.Probs = DefaultProbs
+		}
+		res, err := Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
+		t.Logf("seed %d: setup %.1fs, wall %.1fs, converged in %.1fs, %d conflict files", seed, res.SetupSeconds, res.WallSeconds, res.ConvergeSeconds, res.ConflictFiles)
 		if res.OK() {
 			os.RemoveAll(d)
 			continue
@@ -47,7 +66,7 @@ func TestS1SmallKeepOnFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 		fmt.Fprintln(out, strings.Join(res.Failures, "\n"))
-		if err := dumpHomes(out, d, 5); err != nil {
+		if err := dumpHomes(out, d, cfg.Devices); err != nil {
 			t.Error(err)
 		}
 		out.Close()

@@ -298,10 +298,9 @@ func (r *runner) skip() {
 	r.mu.Unlock()
 }
 
-// supersede marks the write whose content d holds at p (if any) as
-// superseded: the user is about to replace or delete what they see.
-func (r *runner) supersede(d *Device, p string) {
-	b, ok := readFile(d.FS, p)
+// supersede marks the write whose content the user just replaced or
+// deleted (b, if ok; see userops.go) as superseded.
+func (r *runner) supersede(b []byte, ok bool) {
 	if !ok {
 		return
 	}
@@ -316,10 +315,11 @@ func (r *runner) supersede(d *Device, p string) {
 // userWrite writes content at p on d and records the write.
 func (r *runner) userWrite(d *Device, op Op, sub int) (*write, error) {
 	content := Content(r.cfg.Seed, op.Step, sub, d.Index, op.Size)
-	r.supersede(d, op.Path)
-	if err := writeFile(d.FS, op.Path, content); err != nil {
+	old, had, err := userWriteFile(d.FS, op.Path, content)
+	if err != nil {
 		return nil, nil // the path is a directory here, say: not a write
 	}
+	r.supersede(old, had)
 	w := &write{Key: fmt.Sprintf("%d.%d", op.Step, sub), Step: op.Step, Dev: d.Index, Path: op.Path, Hash: blake3.Sum256(content), Size: len(content)}
 	r.mu.Lock()
 	r.writes = append(r.writes, w)
@@ -403,21 +403,23 @@ func (r *runner) exec(op Op) error {
 		}
 		p := files[op.Pick%uint64(len(files))]
 		if op.Kind == OpDelete {
-			r.supersede(d, p)
-			if err := removeFile(d.FS, p); err != nil {
+			old, had, err := userRemoveFile(d.FS, p)
+			if err != nil {
 				r.skip()
 				return nil
 			}
+			r.supersede(old, had)
 		} else {
 			if p == op.To {
 				r.skip()
 				return nil
 			}
-			r.supersede(d, op.To)
-			if err := renameFile(d.FS, p, op.To); err != nil {
+			old, had, err := userRenameFile(d.FS, p, op.To)
+			if err != nil {
 				r.skip()
 				return nil
 			}
+			r.supersede(old, had)
 		}
 		return r.scanAck(d)
 	case OpPartition:

@@ -18,8 +18,8 @@ func runScenario(t *testing.T, cfg Config) *Result {
 	if err != nil {
 		t.Fatalf("seed %d: %v", cfg.Seed, err)
 	}
-	t.Logf("%s seed %d: %d writes (%d acked, %d superseded), %d conflict files, %d temp files, observations %d/%d missing, converged in %.1fs, p50 %.0f ms, bytes/byte %.2f, ops %v skipped %d",
-		res.Scenario, res.Seed, res.Writes, res.Acked, res.Superseded, res.ConflictFiles, res.TempFiles, res.ObservationsMissing, res.ObservationsExpected, res.ConvergeSeconds, res.P50Ms, res.BytesPerByte, res.Ops, res.Skipped)
+	t.Logf("%s seed %d: %d writes (%d acked, %d superseded), %d conflict files, %d temp files, observations %d/%d missing, converged in %.1fs, p50 %.0f ms, bytes/byte %.2f, ops %v skipped %d; setup %.1fs, wall %.1fs",
+		res.Scenario, res.Seed, res.Writes, res.Acked, res.Superseded, res.ConflictFiles, res.TempFiles, res.ObservationsMissing, res.ObservationsExpected, res.ConvergeSeconds, res.P50Ms, res.BytesPerByte, res.Ops, res.Skipped, res.SetupSeconds, res.WallSeconds)
 	for _, f := range res.Failures {
 		t.Error(f)
 	}
@@ -30,15 +30,17 @@ func runScenario(t *testing.T, cfg Config) *Result {
 }
 
 // calmProbs is S1's mix without concurrent edits and restarts (those are
-// TestS1FullMix's), so TestS1Small stays quick enough for `make test`.
+// TestS1FullMix's and TestS1Small's), so TestS1Quick stays quick enough
+// for `make test`.
 var calmProbs = Probs{Write: 50, Delete: 10, Rename: 8, Partition: 4, Heal: 4}
 
-// simGated says why the S1 schedule tests do not run in `make test`:
-// Findings 4 and 5 (conflict copies multiplying; a stale decision
-// overwriting a local edit) are fixed, but under load one device now and
-// then keeps an older version of one file while the others move on
-// (docs/simulation.md, Finding 6, open). `make sim` and WEFT_SIM=1 run them.
-const simGated = "S1 schedules can end with one device on an older version of a file under load (docs/simulation.md, Finding 6); run with WEFT_SIM=1 or make sim"
+// simGated says why the larger S1 schedule tests do not run in `make
+// test`: at issue 6's size (10 devices, 200 operations) one seed takes
+// 3-8 minutes under -race on the shared 2-core machine, and the full mix
+// still fails now and then because some devices stop receiving other
+// devices' entries after a partition heals (docs/simulation.md, finding
+// 7). `make sim` and WEFT_SIM=1 run them.
+const simGated = "S1 at 10 devices takes minutes per seed under -race and can fail on a sync stall (docs/simulation.md, finding 7); run with WEFT_SIM=1 or make sim"
 
 func requireSim(t *testing.T) {
 	t.Helper()
@@ -47,10 +49,39 @@ func requireSim(t *testing.T) {
 	}
 }
 
+// s1Seeds are TestS1Small's fixed seeds.
+var s1Seeds = []uint64{1, 2, 3}
+
+// s1Small is issue 6's `make test` size of S1: 10 devices, 200
+// operations, S1's full mix (concurrent edits and restarts included).
+// Gated (simGated): too slow for `make test` here, and not yet reliable.
+func s1Small(seed uint64) Config {
+	return Config{Scenario: "S1", Seed: seed, Devices: 10, Steps: 200, Duration: 10 * time.Second, Probs: DefaultProbs, Settle: 30 * time.Second}
+}
+
+// s1Quick is the S1 run small enough for `make test` on a loaded 2-core
+// machine: 5 devices, 40 operations over 4 s, S1's calm mix. It passed 10
+// runs of 10 (three seeds each) under load averages of 9-22 after the
+// finding 6 fixes (docs/simulation.md, Recorded results).
+func s1Quick(seed uint64) Config {
+	return Config{Scenario: "S1", Seed: seed, Devices: 5, Steps: 40, Duration: 4 * time.Second, Probs: calmProbs, Settle: 60 * time.Second}
+}
+
+// TestS1Quick runs s1Quick under the three fixed seeds.
+func TestS1Quick(t *testing.T) {
+	for _, seed := range s1Seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runScenario(t, s1Quick(seed))
+		})
+	}
+}
+
 func TestS1Small(t *testing.T) {
 	requireSim(t)
-	for _, seed := range []uint64{1, 2, 3} {
-		runScenario(t, Config{Scenario: "S1", Seed: seed, Devices: 5, Steps: 40, Duration: 4 * time.Second, Probs: calmProbs, Settle: 60 * time.Second})
+	for _, seed := range s1Seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runScenario(t, s1Small(seed))
+		})
 	}
 }
 
