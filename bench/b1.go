@@ -78,7 +78,7 @@ func runB1(rc *runCtx) error {
 // and while it sends them, and B launched under strace.
 func fsyncB1(rc *runCtx) error {
 	z := sizesFor(rc.cfg.Scale)
-	a, b, err := pair(rc.ctx, rc.cfg.Bin, rc.dir)
+	a, b, err := pair(rc)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func fsyncB1(rc *runCtx) error {
 // left running.
 func pairWithNotes(rc *runCtx, n int, seed uint64) (a, b *device, ns notes, err error) {
 	z := sizesFor(rc.cfg.Scale)
-	a, b, err = pair(rc.ctx, rc.cfg.Bin, rc.dir)
+	a, b, err = pair(rc)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -16,28 +16,12 @@ import (
 // every note byte-identical, which B can only get from the relay.
 func runB1Relay(rc *runCtx) error {
 	z := sizesFor(rc.cfg.Scale)
-	r, err := startRelay(rc.ctx, rc.cfg.Bin, rc.dir)
+	v, err := startRelayVault(rc, true)
 	if err != nil {
 		return err
 	}
-	defer r.kill()
-	a, b, err := relayPair(rc.ctx, rc.cfg.Bin, rc.dir, r)
-	if err != nil {
-		return err
-	}
-	defer a.kill()
-	defer b.kill()
-	if err := waitRelayUp(rc.ctx, a); err != nil {
-		return err
-	}
-	ua0, err := a.usage()
-	if err != nil {
-		return err
-	}
-	ur0, err := r.usage()
-	if err != nil {
-		return err
-	}
+	defer v.kill()
+	r, a, b, ua0, ur0 := v.r, v.a, v.b, v.a0, v.r0
 	ns := makeNotes(z.notes, 2<<10, 60, uint64(rc.run)+1) // B1's data
 	if err := ns.write(a.folder); err != nil {
 		return err
@@ -46,39 +30,15 @@ func runB1Relay(rc *runCtx) error {
 	if err != nil {
 		return err
 	}
-	ua, err := a.usage()
-	if err != nil {
-		return err
-	}
-	ur1, err := r.usage()
-	if err != nil {
-		return err
-	}
 	sentA, _, err := a.wire(rc.ctx)
 	if err != nil {
 		return err
 	}
-	if err := a.stop(); err != nil {
-		return err
-	}
-
-	start := time.Now()
-	if err := b.up(rc.ctx, false); err != nil {
-		return err
-	}
-	seen, err := waitNotes(b.folder, ns, z.syncTimeout)
-	if err != nil {
-		return fmt.Errorf("B (A offline, relay only): %w\n%s", err, b.logTail())
-	}
-	down := seen.Sub(start)
-	ub, err := b.usage()
+	h, err := v.handOver(rc, func() (time.Time, error) { return waitNotes(b.folder, ns, z.syncTimeout) })
 	if err != nil {
 		return err
 	}
-	ur2, err := r.usage()
-	if err != nil {
-		return err
-	}
+	ua, ur1, ub, ur2, down := h.a, h.r1, h.b, h.r2, h.down
 	_, recvB, err := b.wire(rc.ctx)
 	if err != nil {
 		return err
@@ -110,20 +70,12 @@ func runB1Relay(rc *runCtx) error {
 // A uploads and, separately, while B downloads.
 func fsyncB1Relay(rc *runCtx) error {
 	z := sizesFor(rc.cfg.Scale)
-	r, err := startRelay(rc.ctx, rc.cfg.Bin, rc.dir)
+	v, err := startRelayVault(rc, true)
 	if err != nil {
 		return err
 	}
-	defer r.kill()
-	a, b, err := relayPair(rc.ctx, rc.cfg.Bin, rc.dir, r)
-	if err != nil {
-		return err
-	}
-	defer a.kill()
-	defer b.kill()
-	if err := waitRelayUp(rc.ctx, a); err != nil {
-		return err
-	}
+	defer v.kill()
+	r, a, b := v.r, v.a, v.b
 	ns := makeNotes(z.notes, 2<<10, 60, 99)
 	upTrace := newStraceRun(filepath.Join(rc.dir, "strace-relay-upload.txt"))
 	if err := upTrace.attachTo(r.pid); err != nil {

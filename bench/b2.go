@@ -15,7 +15,7 @@ import (
 // from the write on A until B's copy holds the new bytes.
 func runB2(rc *runCtx) error {
 	z := sizesFor(rc.cfg.Scale)
-	a, b, err := pair(rc.ctx, rc.cfg.Bin, rc.dir)
+	a, b, err := pair(rc)
 	if err != nil {
 		return err
 	}

@@ -16,9 +16,9 @@ import (
 // copy and a write+fsync of the same bytes).
 func runB3Relay(rc *runCtx) error {
 	z := sizesFor(rc.cfg.Scale)
-	size := z.bigFile
 	// The staged file, A's copy, the relay's, B's and the baseline copy.
-	if err := checkDisk(rc.dir, 5*size); err != nil {
+	size, err := rc.fit("B3-relay file", z.bigFile, 5, 256<<20)
+	if err != nil {
 		return err
 	}
 	rel := "big.bin"
@@ -26,28 +26,12 @@ func runB3Relay(rc *runCtx) error {
 	if err := writeRandomFile(staged, size, uint64(rc.run)+300); err != nil {
 		return err
 	}
-	r, err := startRelay(rc.ctx, rc.cfg.Bin, rc.dir)
+	v, err := startRelayVault(rc, true)
 	if err != nil {
 		return err
 	}
-	defer r.kill()
-	a, b, err := relayPair(rc.ctx, rc.cfg.Bin, rc.dir, r)
-	if err != nil {
-		return err
-	}
-	defer a.kill()
-	defer b.kill()
-	if err := waitRelayUp(rc.ctx, a); err != nil {
-		return err
-	}
-	ua0, err := a.usage()
-	if err != nil {
-		return err
-	}
-	ur0, err := r.usage()
-	if err != nil {
-		return err
-	}
+	defer v.kill()
+	r, a, b, ua0, ur0 := v.r, v.a, v.b, v.a0, v.r0
 	dst := filepath.Join(a.folder, rel)
 	stopSampler := sampleStored(rc, r, b3RelaySeries)
 	if err := os.Rename(staged, dst); err != nil {
@@ -59,34 +43,13 @@ func runB3Relay(rc *runCtx) error {
 	if err != nil {
 		return err
 	}
-	ua, err := a.usage()
+	h, err := v.handOver(rc, func() (time.Time, error) {
+		return waitSizes(rc.ctx, b.folder, []string{rel}, size, z.syncTimeout)
+	})
 	if err != nil {
 		return err
 	}
-	ur1, err := r.usage()
-	if err != nil {
-		return err
-	}
-	if err := a.stop(); err != nil {
-		return err
-	}
-	start := time.Now()
-	if err := b.up(rc.ctx, false); err != nil {
-		return err
-	}
-	done, err := waitSizes(rc.ctx, b.folder, []string{rel}, size, z.syncTimeout)
-	if err != nil {
-		return fmt.Errorf("B (A offline, relay only): %w\n%s", err, b.logTail())
-	}
-	down := done.Sub(start)
-	ub, err := b.usage()
-	if err != nil {
-		return err
-	}
-	ur2, err := r.usage()
-	if err != nil {
-		return err
-	}
+	ua, ur1, ub, ur2, down := h.a, h.r1, h.b, h.r2, h.down
 	if ok, err := sameFile(dst, filepath.Join(b.folder, rel)); err != nil || !ok {
 		return fmt.Errorf("%s differs on B (%v)", rel, err)
 	}

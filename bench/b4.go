@@ -4,37 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/wire"
 )
-
-// b4Size is B4's upload at scale s: the scale's size, or at full scale
-// the largest whole GiB that fits when 20 GiB does not (A's copy and the
-// relay's, with 4 GiB to spare). It says which in the note.
-func b4Size(s Scale, dir string) (int64, string, error) {
-	want := sizesFor(s).resumeFile
-	if s != Full {
-		return want, "", nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, "", err
-	}
-	var fs syscall.Statfs_t
-	if err := syscall.Statfs(dir, &fs); err != nil {
-		return 0, "", err
-	}
-	free := int64(fs.Bavail) * int64(fs.Bsize)
-	fit := (free - 4<<30) / 2 / (1 << 30) * (1 << 30)
-	if fit >= want {
-		return want, "", nil
-	}
-	if fit < 1<<30 {
-		return 0, "", fmt.Errorf("needs at least 6 GiB free disk, has %d MiB", free>>20)
-	}
-	return fit, fmt.Sprintf("20 GiB does not fit this disk (%d GiB free): ran the largest that fits, %d GiB", free>>30, fit>>30), nil
-}
 
 // runB4: one large random file uploaded to the relay by A alone (no
 // other device), A SIGKILLed once the relay has stored half of it, and
@@ -54,14 +29,15 @@ func b4Size(s Scale, dir string) (int64, string, error) {
 //     kill and at the end.
 func runB4(rc *runCtx) error {
 	z := sizesFor(rc.cfg.Scale)
-	size, why, err := b4Size(rc.cfg.Scale, rc.dir)
+	want := z.resumeFile
+	if lim := maxFileBytes(); want > lim {
+		rc.reduced = append(rc.reduced, fmt.Sprintf("B4 file: %s is more than one file's chunk list may hold (at most entry.MaxRefs = %d refs, and one %d MiB wire frame at about %d bytes a ref, of %d KiB chunks on average): ran %s", human(want), entry.MaxRefs, wire.MaxFrameSize>>20, entryRefBytes, chunk.AvgSize>>10, human(lim)))
+		want = lim
+	}
+	// A's copy and the relay's; at full scale the largest whole GiB that
+	// fits when the file does not.
+	size, err := rc.fit("B4 file", want, 2, b4Step(rc.cfg.Scale))
 	if err != nil {
-		return err
-	}
-	if why != "" {
-		rc.note("%s", why)
-	}
-	if err := checkDisk(rc.dir, 2*size+(1<<30)); err != nil {
 		return err
 	}
 	rel := "big.bin"
@@ -69,19 +45,12 @@ func runB4(rc *runCtx) error {
 	if err := writeRandomFile(staged, size, uint64(rc.run)+400); err != nil {
 		return err
 	}
-	r, err := startRelay(rc.ctx, rc.cfg.Bin, rc.dir)
+	v, err := startRelayVault(rc, false)
 	if err != nil {
 		return err
 	}
-	defer r.kill()
-	a, err := relayDevice(rc.ctx, rc.cfg.Bin, rc.dir, "a", r)
-	if err != nil {
-		return err
-	}
-	defer a.kill()
-	if err := waitRelayUp(rc.ctx, a); err != nil {
-		return err
-	}
+	defer v.kill()
+	r, a := v.r, v.a
 	start := time.Now()
 	if err := os.Rename(staged, filepath.Join(a.folder, rel)); err != nil {
 		return err
@@ -157,3 +126,28 @@ func runB4(rc *runCtx) error {
 	}
 	return r.stop()
 }
+
+// b4Step is the unit B4's file shrinks by when it does not fit: whole GiB
+// at full scale, 64 MiB below it.
+func b4Step(s Scale) int64 {
+	if s == Full {
+		return 1 << 30
+	}
+	return 64 << 20
+}
+
+// maxFileBytes is the largest file B4 uses. A file's version lists every
+// chunk in one entry, and an entry must fit both entry.MaxRefs references
+// and one wire frame (wire.MaxFrameSize, 8 MiB), at about entryRefBytes
+// per reference: a 7 GiB file's entry (114,000 refs, 9.25 MB) is written
+// on A but never reaches the relay, silently (full-scale B4, 2026-11-30).
+// Chunk sizes vary, so it keeps an eighth in hand, in whole GiB.
+func maxFileBytes() int64 {
+	refs := min(int64(entry.MaxRefs), wire.MaxFrameSize/entryRefBytes)
+	return refs * chunk.AvgSize * 7 / 8 >> 30 << 30
+}
+
+// entryRefBytes is what one chunk reference adds to an encoded entry
+// (measured: 9,252,295 bytes for a 7 GiB file of 64 KiB average chunks,
+// 80.7 bytes a reference), rounded up.
+const entryRefBytes = 84

@@ -7,24 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 )
-
-// checkDisk fails when dir's filesystem has less than need bytes free.
-func checkDisk(dir string, need int64) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	var fs syscall.Statfs_t
-	if err := syscall.Statfs(dir, &fs); err != nil {
-		return err
-	}
-	if free := int64(fs.Bavail) * int64(fs.Bsize); free < need {
-		return fmt.Errorf("needs %d MiB free disk, has %d MiB", need>>20, free>>20)
-	}
-	return nil
-}
 
 // b6edit is one edit of B6: data written at off, overwriting or inserted.
 type b6edit struct {
@@ -38,10 +22,12 @@ type b6edit struct {
 // inserted. Each edit: bytes on the wire, time until B has it, CPU.
 func runB6(rc *runCtx) error {
 	z := sizesFor(rc.cfg.Scale)
-	if err := checkDisk(rc.dir, 6*z.editFile); err != nil {
+	// A's file, B's, the staged edits and B's temporary copies.
+	file, err := rc.fit("B6 file", z.editFile, 6, 256<<20)
+	if err != nil {
 		return err
 	}
-	a, b, err := pair(rc.ctx, rc.cfg.Bin, rc.dir)
+	a, b, err := pair(rc)
 	if err != nil {
 		return err
 	}
@@ -51,19 +37,19 @@ func runB6(rc *runCtx) error {
 		return err
 	}
 	const rel = "big.bin"
-	if err := writeRandomFile(filepath.Join(rc.dir, "stage", rel), z.editFile, uint64(rc.run)+11); err != nil {
+	if err := writeRandomFile(filepath.Join(rc.dir, "stage", rel), file, uint64(rc.run)+11); err != nil {
 		return err
 	}
 	if err := os.Rename(filepath.Join(rc.dir, "stage", rel), filepath.Join(a.folder, rel)); err != nil {
 		return err
 	}
-	if _, err := waitSizes(rc.ctx, b.folder, []string{rel}, z.editFile, z.syncTimeout); err != nil {
+	if _, err := waitSizes(rc.ctx, b.folder, []string{rel}, file, z.syncTimeout); err != nil {
 		return err
 	}
 	// Unaligned: not a multiple of 64 KiB (nor of 4 KiB).
-	off := z.editFile/2 + 12345
+	off := file/2 + 12345
 	r := rng(uint64(rc.run) + 12)
-	size := z.editFile
+	size := file
 	for _, ed := range []b6edit{{"overwrite 1 MiB", 1 << 20, false}, {"insert 1 MiB", 1 << 20, true}, {"insert 1,000,000 B", 1000000, true}} {
 		for _, d := range []*device{a, b} {
 			if _, err := d.waitState(rc.ctx, z.syncTimeout, 20*time.Millisecond, inSync(1)); err != nil {

@@ -26,7 +26,7 @@ import (
 //     the cost of a retained version.
 func runB7(rc *runCtx) error {
 	z := sizesFor(rc.cfg.Scale)
-	r, err := startRelay(rc.ctx, rc.cfg.Bin, rc.dir)
+	r, err := startRelay(rc)
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func runB7(rc *runCtx) error {
 		return err
 	}
 
-	a, b, err := relayPair(rc.ctx, rc.cfg.Bin, rc.dir, r)
+	a, b, err := relayPair(rc, r)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,22 @@ func (v mixedVault) bytes() int64 {
 	return int64(v.notes)*(2<<10) + int64(v.images)*v.imageSize + int64(v.archives)*v.archiveSize
 }
 
+// scaled is v with every count multiplied by f (at least one of each
+// kind that v has), for a vault that does not fit at full size.
+func (v mixedVault) scaled(f float64) mixedVault {
+	if f >= 1 {
+		return v
+	}
+	n := func(c int) int {
+		if c == 0 {
+			return 0
+		}
+		return max(1, int(float64(c)*f))
+	}
+	v.notes, v.images, v.archives = n(v.notes), n(v.images), n(v.archives)
+	return v
+}
+
 func (v mixedVault) String() string {
 	return fmt.Sprintf("%d notes of 2 KiB, %d images of %d MiB, %d archives of %d MiB: %d MiB",
 		v.notes, v.images, v.imageSize>>20, v.archives, v.archiveSize>>20, v.bytes()>>20)
@@ -81,23 +97,19 @@ func writeArchive(path string, size int64, seed uint64) error {
 // of plaintext, once A's unsafe is 0.
 func runB8(rc *runCtx) error {
 	z := sizesFor(rc.cfg.Scale)
-	v := z.mixed
-	if err := checkDisk(rc.dir, 3*v.bytes()+(256<<20)); err != nil {
-		return err
-	}
-	r, err := startRelay(rc.ctx, rc.cfg.Bin, rc.dir)
+	// A's folder, the relay's packs and slack for its logs and indexes.
+	want := z.mixed.bytes()
+	fits, err := rc.fit("B8 vault", want, 3, 256<<20)
 	if err != nil {
 		return err
 	}
-	defer r.kill()
-	a, err := relayDevice(rc.ctx, rc.cfg.Bin, rc.dir, "a", r)
+	v := z.mixed.scaled(float64(fits) / float64(want))
+	rv, err := startRelayVault(rc, false)
 	if err != nil {
 		return err
 	}
-	defer a.kill()
-	if err := waitRelayUp(rc.ctx, a); err != nil {
-		return err
-	}
+	defer rv.kill()
+	r, a := rv.r, rv.a
 	files, err := v.write(a.folder, uint64(rc.run)+800)
 	if err != nil {
 		return err

@@ -21,7 +21,7 @@ func runB9(rc *runCtx) error {
 func rescan(rc *runCtx, n int) error {
 	z := sizesFor(rc.cfg.Scale)
 	dir := filepath.Join(rc.dir, fmt.Sprint(n))
-	a := newDevice(rc.cfg.Bin, dir, "a")
+	a := newDevice(rc, dir, "a")
 	if _, err := a.run(rc.ctx, "init", a.folder); err != nil {
 		return err
 	}

@@ -37,5 +37,16 @@
 // `unsafe` 0: the relay holds every entry and chunk.
 //
 // Each scenario repeats Config.Runs times and reports the median with min
-// and max.
+// and max, beside the 1-minute load average at each run's start and end
+// (the machines are shared).
+//
+// Sizes that do not fit: the large scenarios ask fit (fit.go) how much
+// data they may use, which is the scale's size unless its copies would
+// leave less than Config.KeepFree on the disk or it exceeds
+// Config.MaxData (a cap for time); a reduced run says so in its table and
+// in Result.Reduced, so that it never passes for the full scale.
+//
+// Where the time goes: with Config.ProfileDir set, every agent and relay
+// runs with its hidden --cpuprofile flag, one file per process launch
+// (profile.go), for `go tool pprof`.
 package bench

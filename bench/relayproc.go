@@ -36,7 +36,9 @@ type relayProc struct {
 // 127.0.0.1:0` with its home under dir and waits for its ready line, which
 // names the bound listen and metrics addresses (see cmd/weft/relay_cmd.go).
 // The relay runs without quotas so a full-scale upload is never refused.
-func startRelay(ctx context.Context, bin, dir string) (*relayProc, error) {
+// Its binary, directory and CPU profile come from rc.
+func startRelay(rc *runCtx) (*relayProc, error) {
+	ctx, bin, dir := rc.ctx, rc.cfg.Bin, rc.dir
 	r := &relayProc{
 		bin: bin, home: filepath.Join(dir, "relay", "home"), log: filepath.Join(dir, "relay", "relay.log"),
 		http: &http.Client{Timeout: time.Minute},
@@ -48,7 +50,8 @@ func startRelay(ctx context.Context, bin, dir string) (*relayProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--home", r.home, "relay", "--listen", "/ip4/127.0.0.1/tcp/0", "--metrics", "127.0.0.1:0", "--no-quota")
+	args := []string{"--home", r.home, "relay", "--listen", "/ip4/127.0.0.1/tcp/0", "--metrics", "127.0.0.1:0", "--no-quota"}
+	cmd := exec.Command(bin, append(args, rc.profileArgs("relay")...)...)
 	cmd.Stderr = logf
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -218,24 +221,25 @@ const (
 
 // relayDevice creates a device whose vault lists the relay (`weft init
 // FOLDER --relay MA`), with its agent running.
-func relayDevice(ctx context.Context, bin, dir, name string, r *relayProc) (*device, error) {
-	d := newDevice(bin, dir, name)
-	if _, err := d.run(ctx, "init", d.folder, "--relay", r.addr); err != nil {
+func relayDevice(rc *runCtx, name string, r *relayProc) (*device, error) {
+	d := newDevice(rc, rc.dir, name)
+	if _, err := d.run(rc.ctx, "init", d.folder, "--relay", r.addr); err != nil {
 		return nil, err
 	}
-	if err := d.up(ctx, false); err != nil {
+	if err := d.up(rc.ctx, false); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
 
 // relayPair is relayDevice for a, and b joined to a's vault (not started).
-func relayPair(ctx context.Context, bin, dir string, r *relayProc) (a, b *device, err error) {
-	a, err = relayDevice(ctx, bin, dir, "a", r)
+func relayPair(rc *runCtx, r *relayProc) (a, b *device, err error) {
+	ctx := rc.ctx
+	a, err = relayDevice(rc, "a", r)
 	if err != nil {
 		return nil, nil, err
 	}
-	b = newDevice(bin, dir, "b")
+	b = newDevice(rc, rc.dir, "b")
 	out, err := a.run(ctx, "invite")
 	if err != nil {
 		a.kill()

@@ -22,6 +22,9 @@ func printResult(w io.Writer, r Result) {
 	if r.Error != "" {
 		fmt.Fprintf(w, "   FAILED: %s\n", r.Error)
 	}
+	for _, n := range r.Reduced {
+		fmt.Fprintf(w, "   REDUCED (not the scale's size): %s\n", n)
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "   metric\tmedian\tmin\tmax\tunit\t")
 	for _, m := range r.Metrics {

@@ -35,6 +35,15 @@ type Config struct {
 	InstallStrace bool
 	// Fsyncs runs the strace pass (default on in `weft bench`).
 	Fsyncs bool
+	// KeepFree is the disk space every run leaves free (0:
+	// DefaultKeepFree; negative: none); MaxData, when set, caps the bytes of data of the
+	// large scenarios (B3, B3-relay, B4, B5, B6, B8) for time. Either one
+	// shrinks a scenario below its scale, which Result.Reduced says.
+	KeepFree, MaxData int64
+	// ProfileDir, when set, makes every agent and relay write a CPU
+	// profile there (their hidden --cpuprofile flag), one file per process
+	// launch: SCENARIO-runN-PROC-K.pprof.
+	ProfileDir string
 }
 
 // Metric is one measured quantity over the runs of a scenario.
@@ -56,14 +65,17 @@ type Point struct {
 
 // Result is one scenario's outcome.
 type Result struct {
-	ID      string             `json:"id"`
-	Title   string             `json:"title"`
-	Params  string             `json:"params,omitempty"`
-	Target  string             `json:"target"`
-	Skipped string             `json:"skipped,omitempty"`
-	Error   string             `json:"error,omitempty"`
-	Metrics []Metric           `json:"metrics"`
-	Notes   []string           `json:"notes,omitempty"`
+	ID      string   `json:"id"`
+	Title   string   `json:"title"`
+	Params  string   `json:"params,omitempty"`
+	Target  string   `json:"target"`
+	Skipped string   `json:"skipped,omitempty"`
+	Error   string   `json:"error,omitempty"`
+	Metrics []Metric `json:"metrics"`
+	Notes   []string `json:"notes,omitempty"`
+	// Reduced says why and by how much a run used less data than its
+	// scale (fit): the numbers are then not the scale's.
+	Reduced []string           `json:"reduced,omitempty"`
 	Series  map[string][]Point `json:"series,omitempty"`
 }
 
@@ -80,16 +92,21 @@ type Report struct {
 
 // runCtx is what a scenario sees during one run.
 type runCtx struct {
-	ctx    context.Context
-	cfg    *Config
-	run    int
-	dir    string // this run's scratch directory
-	logf   func(format string, args ...any)
-	names  []string
-	values map[string]float64
-	units  map[string]string
-	notes  []string
-	series map[string][]Point
+	ctx     context.Context
+	cfg     *Config
+	id      string // the scenario's ID
+	run     int
+	dir     string // this run's scratch directory
+	logf    func(format string, args ...any)
+	names   []string
+	values  map[string]float64
+	units   map[string]string
+	notes   []string
+	reduced []string
+	series  map[string][]Point
+	// launches counts the processes started with a CPU profile, so a
+	// restarted agent does not overwrite its first profile.
+	launches int
 }
 
 func (rc *runCtx) add(name, unit string, v float64) {
@@ -171,8 +188,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		fmt.Fprintf(cfg.Out, "\n== %s %s (%s)\n", sc.id, sc.title, res.Params)
 		per := []*runCtx{}
 		for i := range cfg.Runs {
-			rc := newRunCtx(ctx, &cfg, i, filepath.Join(root, fmt.Sprintf("%s-run%d", sc.id, i)))
+			rc := newRunCtx(ctx, &cfg, sc.id, i, filepath.Join(root, fmt.Sprintf("%s-run%d", sc.id, i)))
+			rc.add("load average (1 min) at start", "load", loadAvg())
 			err := sc.run(rc)
+			rc.add("load average (1 min) at end", "load", loadAvg())
 			os.RemoveAll(rc.dir)
 			if err != nil {
 				res.Error = fmt.Sprintf("run %d: %v", i+1, err)
@@ -183,7 +202,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		if sc.fsyncPass != nil && res.Error == "" {
 			if fsyncs {
-				rc := newRunCtx(ctx, &cfg, -1, filepath.Join(root, sc.id+"-fsync"))
+				rc := newRunCtx(ctx, &cfg, sc.id, -1, filepath.Join(root, sc.id+"-fsync"))
 				err := sc.fsyncPass(rc)
 				os.RemoveAll(rc.dir)
 				if err != nil {
@@ -210,9 +229,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-func newRunCtx(ctx context.Context, cfg *Config, run int, dir string) *runCtx {
+func newRunCtx(ctx context.Context, cfg *Config, id string, run int, dir string) *runCtx {
 	return &runCtx{
-		ctx: ctx, cfg: cfg, run: run, dir: dir,
+		ctx: ctx, cfg: cfg, id: id, run: run, dir: dir,
 		logf:   func(f string, a ...any) { fmt.Fprintf(cfg.Out, "   "+f+"\n", a...) },
 		values: map[string]float64{}, units: map[string]string{}, series: map[string][]Point{},
 	}
@@ -243,6 +262,11 @@ func aggregate(res *Result, per []*runCtx) {
 		for _, n := range rc.notes {
 			if !slices.Contains(res.Notes, n) {
 				res.Notes = append(res.Notes, n)
+			}
+		}
+		for _, n := range rc.reduced {
+			if !slices.Contains(res.Reduced, n) {
+				res.Reduced = append(res.Reduced, n)
 			}
 		}
 	}

@@ -92,7 +92,7 @@ func scenarios() []scenario {
 			id: "B4", title: "large upload to the relay, A killed at 50 %, restarted",
 			target: "< 1 chunk sent again", relay: true,
 			params: func(s Scale) string {
-				return fmt.Sprintf("%d MiB (full: or the largest that fits)", sizesFor(s).resumeFile>>20)
+				return fmt.Sprintf("%d MiB, or the largest one file may be and the disk holds", sizesFor(s).resumeFile>>20)
 			},
 			run: runB4,
 		},

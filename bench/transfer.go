@@ -136,24 +136,31 @@ func waitSizes(ctx context.Context, root string, rels []string, size int64, limi
 // runB3: one large random file, A -> B.
 func runB3(rc *runCtx) error {
 	z := sizesFor(rc.cfg.Scale)
-	return bulk(rc, []string{"big.bin"}, z.bigFile, "B3 throughput over time (MiB/s received by B)", z.syncTimeout)
+	// The staged file (A's after the rename), B's copy, the baseline's,
+	// with room to spare.
+	size, err := rc.fit("B3 file", z.bigFile, 5, 256<<20)
+	if err != nil {
+		return err
+	}
+	return bulk(rc, []string{"big.bin"}, size, "B3 throughput over time (MiB/s received by B)", z.syncTimeout)
 }
 
 // runB5: many large files written at once.
 func runB5(rc *runCtx) error {
 	z := sizesFor(rc.cfg.Scale)
+	total, err := rc.fit("B5 files", int64(z.manyFiles)*z.manySize, 5, z.manySize)
+	if err != nil {
+		return err
+	}
 	var rels []string
-	for i := range z.manyFiles {
+	for i := range total / z.manySize {
 		rels = append(rels, fmt.Sprintf("d%02d/f%03d.bin", i%10, i))
 	}
 	return bulk(rc, rels, z.manySize, "B5 throughput over time (MiB/s received by B)", z.syncTimeout)
 }
 
 func bulk(rc *runCtx, rels []string, size int64, series string, limit time.Duration) error {
-	if err := checkDisk(rc.dir, 5*size*int64(len(rels))); err != nil {
-		return err
-	}
-	a, b, err := pair(rc.ctx, rc.cfg.Bin, rc.dir)
+	a, b, err := pair(rc)
 	if err != nil {
 		return err
 	}

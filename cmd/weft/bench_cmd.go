@@ -13,8 +13,9 @@ import (
 // benchCmd runs the B-scenarios of BENCHMARKS.md on real weft processes,
 // using this very executable as the agents' binary.
 func benchCmd(g *globals) *cobra.Command {
-	var scale, only, jsonPath, svgDir, dir string
+	var scale, only, jsonPath, svgDir, dir, profileDir string
 	var runs int
+	var keepFree, maxData float64
 	var noFsync bool
 	c := &cobra.Command{
 		Use:   "bench",
@@ -36,9 +37,23 @@ func benchCmd(g *globals) *cobra.Command {
 			if only != "" {
 				ids = strings.Split(only, ",")
 			}
+			if keepFree < 0 || maxData < 0 {
+				return exitUsage{fmt.Errorf("--keep-free-gib and --max-gib must not be negative")}
+			}
+			keep := int64(keepFree * (1 << 30))
+			if keep == 0 {
+				keep = -1 // bench.Config: negative is none, 0 the default
+			}
+			if profileDir != "" {
+				if err := os.MkdirAll(profileDir, 0o755); err != nil {
+					return fmt.Errorf("profile directory: %w", err)
+				}
+			}
 			rep, err := bench.Run(cmd.Context(), bench.Config{
 				Bin: bin, Scale: sc, Only: ids, Runs: runs, Dir: dir,
 				Out: cmd.OutOrStdout(), Fsyncs: !noFsync, InstallStrace: true,
+				KeepFree: keep, MaxData: int64(maxData * (1 << 30)),
+				ProfileDir: profileDir,
 			})
 			if rep != nil && jsonPath != "" {
 				if werr := rep.WriteJSON(jsonPath); werr != nil {
@@ -73,6 +88,9 @@ func benchCmd(g *globals) *cobra.Command {
 	c.Flags().StringVar(&svgDir, "svg", "", "write SVG charts (B2 latency, B3/B5 throughput) into this directory")
 	c.Flags().StringVar(&dir, "dir", "", "scratch directory (default a new one under $TMPDIR, removed afterwards)")
 	c.Flags().BoolVar(&noFsync, "no-fsync", false, "skip the strace pass that counts fsyncs")
+	c.Flags().Float64Var(&keepFree, "keep-free-gib", bench.DefaultKeepFree>>30, "disk to leave free; a scenario that would use more runs smaller and says so")
+	c.Flags().Float64Var(&maxData, "max-gib", 0, "cap each large scenario's data (B3, B3-relay, B4, B5, B6, B8) at this many GiB, for time; said in the output (0: no cap)")
+	c.Flags().StringVar(&profileDir, "profile", "", "write a CPU profile of every agent and relay into this directory (SCENARIO-runN-PROC-K.pprof)")
 	return c
 }
 
