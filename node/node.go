@@ -124,7 +124,18 @@ type peerState struct {
 	connected bool
 	conn      string // lan, direct, relayed
 	lastSeen  time.Time
-	pulling   map[*vault]bool
+	pulling   map[*vault]*puller
+}
+
+// puller is the one log puller running for a (peer, vault) pair.
+type puller struct {
+	// kick (buffered, 1) says a connection to the peer opened while the
+	// puller ran. The puller retries at once instead of waiting out its
+	// backoff, and one that was about to stop runs again: without this, a
+	// reconnect racing the puller's exit found it still marked running,
+	// started none, and entries stopped flowing from that peer until the
+	// next reconnect (simulation finding 7).
+	kick chan struct{}
 }
 
 // peerCounters count application payload bytes and messages (framing not
@@ -363,7 +374,7 @@ func (n *Node) peerState(d keys.DeviceID) *peerState {
 	ps, ok := n.peers[d]
 	if !ok {
 		pid, _ := PeerIDOf(d)
-		ps = &peerState{dev: d, id: pid, pulling: map[*vault]bool{}}
+		ps = &peerState{dev: d, id: pid, pulling: map[*vault]*puller{}}
 		n.peers[d] = ps
 	}
 	return ps
@@ -574,37 +585,66 @@ func (n *Node) syncWith(p peer.ID) {
 			continue
 		}
 		n.mu.Lock()
-		if ps.pulling[v] {
+		if pl := ps.pulling[v]; pl != nil {
+			select {
+			case pl.kick <- struct{}{}:
+			default:
+			}
 			n.mu.Unlock()
 			continue
 		}
-		ps.pulling[v] = true
+		pl := &puller{kick: make(chan struct{}, 1)}
+		ps.pulling[v] = pl
 		n.mu.Unlock()
 		go func() {
-			defer func() {
+			for {
+				if isRelay {
+					n.syncWithRelay(v, p, dev, pl.kick)
+				} else {
+					n.pullWhileConnected(v, p, dev, pl.kick)
+				}
+				// Stop only if no connection opened since the last look;
+				// syncWith kicks under n.mu, so none is missed.
 				n.mu.Lock()
-				ps.pulling[v] = false
+				select {
+				case <-pl.kick:
+					n.mu.Unlock()
+					if n.ctx.Err() != nil {
+						n.mu.Lock()
+						delete(ps.pulling, v)
+						n.mu.Unlock()
+						return
+					}
+					continue
+				default:
+				}
+				delete(ps.pulling, v)
 				n.mu.Unlock()
-			}()
-			if isRelay {
-				n.syncWithRelay(v, p, dev)
 				return
 			}
-			backoff := 200 * time.Millisecond
-			for n.ctx.Err() == nil && n.host.Network().Connectedness(p) == network.Connected {
-				err := v.pullLog(n.ctx, p, dev)
-				if n.ctx.Err() != nil {
-					return
-				}
-				v.log.Debug("log stream ended", "peer", dev, "err", err)
-				select {
-				case <-n.ctx.Done():
-					return
-				case <-time.After(backoff):
-				}
-				backoff = min(2*backoff, 10*time.Second)
-			}
 		}()
+	}
+}
+
+// pullWhileConnected pulls v's log from device dev at p, retrying with
+// backoff while the peer stays connected; a kick retries at once.
+func (n *Node) pullWhileConnected(v *vault, p peer.ID, dev keys.DeviceID, kick <-chan struct{}) {
+	backoff := 200 * time.Millisecond
+	for n.ctx.Err() == nil && n.host.Network().Connectedness(p) == network.Connected {
+		err := v.pullLog(n.ctx, p, dev)
+		if n.ctx.Err() != nil {
+			return
+		}
+		v.log.Debug("log stream ended", "peer", dev, "err", err)
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-kick:
+			backoff = 200 * time.Millisecond
+			continue
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
 	}
 }
 

@@ -134,7 +134,7 @@ func (v *vault) enroll(ctx context.Context, p peer.ID, d keys.DeviceID) error {
 
 // syncWithRelay enrolls v on relay p and then pulls its log, retrying
 // while the relay stays connected.
-func (n *Node) syncWithRelay(v *vault, p peer.ID, d keys.DeviceID) {
+func (n *Node) syncWithRelay(v *vault, p peer.ID, d keys.DeviceID, kick <-chan struct{}) {
 	backoff := 200 * time.Millisecond
 	enrolled := false
 	for n.ctx.Err() == nil && n.host.Network().Connectedness(p) == network.Connected && v.isRelay(d) {
@@ -157,6 +157,9 @@ func (n *Node) syncWithRelay(v *vault, p peer.ID, d keys.DeviceID) {
 		select {
 		case <-n.ctx.Done():
 			return
+		case <-kick:
+			backoff = 200 * time.Millisecond
+			continue
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 30*time.Second)
