@@ -24,7 +24,7 @@ type Finding struct {
 	Severity string `json:"severity"`
 	// Kind is one of: in-sync, peer-offline, peer-reachable, chunk-unavailable,
 	// local-edit, conflict, resolving, ignored, unreadable, permission,
-	// disk-full, read-only, cannot-sync, apply-error, applying, unsafe,
+	// disk-full, read-only, cannot-sync, too-large, apply-error, applying, unsafe,
 	// uploading, watcher-limit, watcher-overflow, watcher-failed,
 	// clock-skew, scanning, relay-offline, relay-refused, relay-full,
 	// relay-rollback.
@@ -106,6 +106,8 @@ func errorKind(msg string) string {
 		return "disk-full"
 	case strings.Contains(m, "read-only file system"):
 		return "read-only"
+	case strings.Contains(m, ErrFileTooLarge.Error()):
+		return "too-large"
 	case strings.Contains(m, "permission denied"), strings.Contains(m, "operation not permitted"), strings.Contains(m, "access is denied"):
 		return "permission"
 	}
@@ -148,6 +150,10 @@ func diagnose(f doctorFacts) []Finding {
 				add(Finding{SeverityProblem, "unreadable", folder, p, "",
 					fmt.Sprintf("weft cannot read %s: %s", p, reason),
 					fmt.Sprintf("make it readable by the user running weft (chmod u+r %q), or add it to .weftignore", p)})
+			case "too-large":
+				add(Finding{SeverityProblem, "too-large", folder, p, "",
+					fmt.Sprintf("weft cannot sync %s: %s", p, reason),
+					"move it out of the folder or add it to .weftignore; files this large are not supported yet"})
 			case "local-edit":
 				add(Finding{SeverityInfo, "local-edit", folder, p, "",
 					fmt.Sprintf("%s changed while weft was reading it; it is recorded once it has been quiet", p),

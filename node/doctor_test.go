@@ -69,6 +69,10 @@ func TestDiagnoseRules(t *testing.T) {
 			[]string{"problem:permission"}, nil},
 		{"unreadable file", doctorFacts{folders: []folderFacts{with(func(f *folderFacts) { f.skipped = map[string]string{"s.txt": "open s.txt: permission denied"} })}},
 			[]string{"problem:unreadable"}, []string{"info:in-sync"}},
+		{"file too large", doctorFacts{folders: []folderFacts{with(func(f *folderFacts) {
+			f.skipped = map[string]string{"disk.img": "file too large to sync yet: 96001 chunks, at most 96000 in one version (about 5.9 GiB)"}
+		})}},
+			[]string{"problem:too-large"}, []string{"info:in-sync"}},
 		{"conflict copy", doctorFacts{folders: []folderFacts{with(func(f *folderFacts) { f.conflicts = []string{"n.conflict-x.md"} })}},
 			[]string{"problem:conflict"}, nil},
 		{"path in conflict", doctorFacts{path: "n.md", folders: []folderFacts{with(func(f *folderFacts) {

@@ -82,6 +82,37 @@ const maxVersionsPerEntry = 512
 // entry.MaxBodySize.
 const maxInlinePerEntry = 4 << 20
 
+// maxRefsPerEntry bounds the chunk references of one authored entry, and
+// so of one file version: inside entry.MaxRefs, and small enough that the
+// entry (about 82 bytes a reference) fits one wire frame with room to
+// spare (TestEntryAtRefLimitFitsAFrame). Without it, the entry of a large
+// file, or of many medium ones scanned together, was written but could
+// never be sent, and the file stayed unsafe with no error. A file with
+// more chunks (over about 5.9 GiB at chunk.AvgSize) cannot be recorded as
+// one version yet: its chunk list would need splitting; the scan skips it
+// with ErrFileTooLarge, which status and doctor show.
+const maxRefsPerEntry = 96_000
+
+// ErrFileTooLarge: a file has more chunks than one version may list
+// (maxRefsPerEntry). It is skipped, not recorded, until it shrinks.
+var ErrFileTooLarge = errors.New("file too large to sync yet")
+
+// refuseOversized moves changes whose chunk list one version cannot hold
+// from res.Changes to res.Skipped, so the rest of the scan is recorded and
+// the file is reported instead of failing every scan.
+func refuseOversized(res *folder.Result) {
+	kept := res.Changes[:0]
+	for _, c := range res.Changes {
+		if x, ok := c.Extra.(hashExtra); ok && len(x.chunks) > maxRefsPerEntry {
+			res.Skipped = append(res.Skipped, folder.Skip{Path: c.Path, Err: fmt.Errorf("%w: %d chunks, at most %d in one version (about %.1f GiB)",
+				ErrFileTooLarge, len(x.chunks), maxRefsPerEntry, float64(maxRefsPerEntry)*chunk.AvgSize/(1<<30))})
+			continue
+		}
+		kept = append(kept, c)
+	}
+	res.Changes = kept
+}
+
 // scan rescans the folder (or just paths, when given) and records every
 // change as versions in this device's log. It returns what it found.
 func (v *vault) scan(ctx context.Context, paths []string) (folder.Result, error) {
@@ -102,6 +133,9 @@ func (v *vault) scan(ctx context.Context, paths []string) (folder.Result, error)
 		res, err = v.scanner.Scan(ctx)
 	} else {
 		res, err = v.scanner.ScanPaths(ctx, paths)
+	}
+	if err == nil {
+		refuseOversized(&res)
 	}
 	v.noteScan(start, paths, res, err)
 	if err != nil {
@@ -128,13 +162,14 @@ func (v *vault) record(changes []folder.Change) error {
 		records []vaultdb.Record
 		paths   []string
 		inline  int
+		refs    int
 	)
 	flush := func() error {
 		if len(batch) == 0 && len(paths) == 0 {
 			return nil
 		}
 		err := v.author(batch, paths, records)
-		batch, records, paths, inline = nil, nil, nil, 0
+		batch, records, paths, inline, refs = nil, nil, nil, 0, 0
 		return err
 	}
 	for _, c := range changes {
@@ -142,13 +177,14 @@ func (v *vault) record(changes []folder.Change) error {
 		v.noteLocalChange(c)
 		ver, rec, ok := v.versionFor(c)
 		if ok {
-			if len(batch) == maxVersionsPerEntry || inline+len(ver.Inline) > maxInlinePerEntry {
+			if len(batch) == maxVersionsPerEntry || inline+len(ver.Inline) > maxInlinePerEntry || refs+len(ver.Chunks) > maxRefsPerEntry {
 				if err := flush(); err != nil {
 					return err
 				}
 			}
 			batch = append(batch, ver)
 			inline += len(ver.Inline)
+			refs += len(ver.Chunks)
 		}
 		paths = append(paths, c.Path)
 		records = append(records, rec)
