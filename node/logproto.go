@@ -175,14 +175,8 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 			if err != nil {
 				return err
 			}
-			for _, p := range ps.Peers {
-				if p.Device != v.n.id.ID() && v.isMember(p.Device) && len(p.Addrs) > 0 {
-					if _, known := v.knownPeers()[p.Device]; !known {
-						if err := v.setKnownPeer(p.Device, p.Addrs); err != nil {
-							v.log.Warn("remembering a member's addresses", "peer", p.Device, "err", err)
-						}
-					}
-				}
+			if err := v.learnPeers(ps); err != nil {
+				v.log.Warn("remembering members' addresses", "peer", dev, "err", err)
 			}
 		case wire.MsgLogStatus:
 			st, err := wire.ParseLogStatus(payload)

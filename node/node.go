@@ -105,6 +105,9 @@ type Node struct {
 	mu    sync.Mutex // guards peers
 	peers map[keys.DeviceID]*peerState
 
+	knownMu sync.Mutex                            // guards known
+	known   map[*vault]map[keys.DeviceID][]string // decoded known-peers lists (peers.go)
+
 	rdv rendezvous // DHT rendezvous state and test knobs (rendezvous.go)
 }
 
@@ -399,6 +402,15 @@ func (n *Node) Run(ctx context.Context) error {
 		ConnectedF:    func(_ network.Network, c network.Conn) { n.onConnected(c) },
 		DisconnectedF: func(_ network.Network, c network.Conn) { n.onDisconnected(c) },
 	})
+	// Connections opened before the notifier was registered (a peer that
+	// dialled in between New and Run, or a Config.Host handed in already
+	// connected) raised no event: without this the node would never pull
+	// from those peers until the connection dropped and came back.
+	// syncWith starts one puller per peer and vault, so a connection that
+	// is also reported by the notifier is not synced twice.
+	for _, c := range n.host.Network().Conns() {
+		n.onConnected(c)
+	}
 
 	var wg sync.WaitGroup
 	defer wg.Wait()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
@@ -133,6 +134,11 @@ func (c *Cluster) newDevice(natted bool) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A device whose node does not run is switched off: nothing can
+	// connect to its host (Start brings it up). Otherwise a running peer
+	// could connect to a host no node listens on yet, which no real
+	// device allows.
+	c.Net.SetDown(hst.ID(), true)
 	d := &Device{Index: i, ID: id.ID(), Peer: hst.ID(), Host: hst, FS: folder.NewMemFS(folder.MemFSConfig{}),
 		Folder: filepath.Join(dir, "folder"), Natted: natted, home: h}
 	c.mu.Lock()
@@ -187,7 +193,11 @@ func (c *Cluster) Join(ctx context.Context, natted bool) (*Device, error) {
 	}
 	jctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	// The device is on for pairing (as `weft join` runs) and off again
+	// until Start.
+	c.Net.SetDown(d.Peer, false)
 	j, err := node.RequestJoin(jctx, d.Host, id, inv)
+	c.Net.SetDown(d.Peer, true)
 	if err != nil {
 		return nil, fmt.Errorf("device %d joining: %w", d.Index, err)
 	}
@@ -333,30 +343,50 @@ func (c *Cluster) Edges() [][2]int {
 
 // ConnectEdges dials every edge whose two ends run, from whichever side
 // the NAT rule allows; pairs that cannot reach each other are skipped. It
-// returns how many pairs are connected afterwards.
+// returns how many pairs are connected afterwards. Edges are dialled by
+// several workers at once: a dial waits for the link's latency and the
+// nodes' connection handling, and with thousands of edges (S5) one at a
+// time took minutes.
 func (c *Cluster) ConnectEdges(ctx context.Context) int {
-	connected := 0
-	for _, e := range c.Edges() {
-		a, b := c.Device(e[0]), c.Device(e[1])
-		if !a.Running() || !b.Running() {
-			continue
-		}
-		if c.Net.Connected(a.Peer, b.Peer) {
-			connected++
-			continue
-		}
-		from, to := a, b
-		if !c.Net.CanDial(a.Peer, b.Peer) {
-			from, to = b, a
-		}
-		if !c.Net.CanDial(from.Peer, to.Peer) {
-			continue
-		}
-		if err := c.Net.Connect(ctx, from.Peer, to.Peer); err == nil {
-			connected++
-		}
+	edges := c.Edges()
+	work := make(chan [2]int)
+	var connected atomic.Int64
+	var wg sync.WaitGroup
+	for range min(32, len(edges)) {
+		wg.Go(func() {
+			for e := range work {
+				if c.connectEdge(ctx, e) {
+					connected.Add(1)
+				}
+			}
+		})
 	}
-	return connected
+	for _, e := range edges {
+		work <- e
+	}
+	close(work)
+	wg.Wait()
+	return int(connected.Load())
+}
+
+// connectEdge dials one edge (see ConnectEdges) and reports whether its
+// two ends are connected afterwards.
+func (c *Cluster) connectEdge(ctx context.Context, e [2]int) bool {
+	a, b := c.Device(e[0]), c.Device(e[1])
+	if !a.Running() || !b.Running() {
+		return false
+	}
+	if c.Net.Connected(a.Peer, b.Peer) {
+		return true
+	}
+	from, to := a, b
+	if !c.Net.CanDial(a.Peer, b.Peer) {
+		from, to = b, a
+	}
+	if !c.Net.CanDial(from.Peer, to.Peer) {
+		return false
+	}
+	return c.Net.Connect(ctx, from.Peer, to.Peer) == nil
 }
 
 // Close stops every device, the relay and the network.

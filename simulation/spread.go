@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"time"
 )
 
@@ -23,8 +24,11 @@ type SpreadConfig struct {
 	Link   LinkProps
 	// Timeout bounds the wait for the last device; default 5 minutes.
 	Timeout time.Duration
-	Dir     string
-	Log     io.Writer
+	// Pair builds the cluster by running the pairing protocol once per
+	// device (buildCluster) instead of batch setup (batchsetup.go).
+	Pair bool
+	Dir  string
+	Log  io.Writer
 }
 
 // Spread writes one file on device 0 and measures how long it takes to
@@ -53,7 +57,14 @@ func Spread(ctx context.Context, cfg SpreadConfig) (*Result, error) {
 	var ms0, ms1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms0)
-	c, _, err := buildCluster(ctx, Config{Seed: cfg.Seed, Devices: cfg.Devices, Degree: cfg.Degree, Link: cfg.Link, Dir: cfg.Dir}, cfg.Devices)
+	ccfg := Config{Seed: cfg.Seed, Devices: cfg.Devices, Degree: cfg.Degree, Link: cfg.Link, Dir: cfg.Dir, Log: cfg.Log}
+	var c *Cluster
+	var err error
+	if cfg.Pair {
+		c, _, err = buildCluster(ctx, ccfg, cfg.Devices)
+	} else {
+		c, err = buildBatchCluster(ctx, ccfg, cfg.Devices)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +74,9 @@ func Spread(ctx context.Context, cfg SpreadConfig) (*Result, error) {
 	res := &Result{Scenario: cfg.Scenario, Seed: cfg.Seed, Devices: cfg.Devices, Steps: 1}
 	res.MemPerNode = float64(int64(ms1.HeapInuse)-int64(ms0.HeapInuse)) / float64(cfg.Devices)
 	res.SetupSeconds = time.Since(start).Seconds()
-	fmt.Fprintf(cfg.Log, "%d devices up in %.1fs, %.1f MiB heap per node\n", cfg.Devices, res.SetupSeconds, res.MemPerNode/(1<<20))
+	rss, _ := procMem()
+	fmt.Fprintf(cfg.Log, "%d devices up in %.1fs, %.2f MiB heap per node (HeapInuse), %.2f MiB RSS per node (whole process %.0f MiB)\n",
+		cfg.Devices, res.SetupSeconds, res.MemPerNode/(1<<20), float64(rss)/float64(cfg.Devices)/(1<<20), float64(rss)/(1<<20))
 
 	// Let the first syncs (membership, empty logs) finish, and count the
 	// bytes they cost, so only the edit's bytes are measured.
@@ -73,9 +86,12 @@ func Spread(ctx context.Context, cfg SpreadConfig) (*Result, error) {
 	content := Content(cfg.Seed, 0, 0, 0, cfg.Payload)
 	const path = "docs/edit.bin"
 	d0 := c.Device(0)
+	watch := watchArrivals(c, cfg.Devices, path)
+	defer watch.close()
 	if err := writeFile(d0.FS, path, content); err != nil {
 		return nil, err
 	}
+	scanStart := time.Now()
 	if err := d0.Node().Scan(ctx); err != nil {
 		return nil, err
 	}
@@ -84,7 +100,13 @@ func Spread(ctx context.Context, cfg SpreadConfig) (*Result, error) {
 	arrived[0] = true
 	left := cfg.Devices - 1
 	deadline := t0.Add(cfg.Timeout)
+	// The sampler reads every device's folder each pass; the longest pass
+	// bounds how late an arrival can be seen, so it is reported.
+	passes, longest := 0, time.Duration(0)
+	var atMs []float64 // arrival times, from the nodes' events where they came
 	for left > 0 && time.Now().Before(deadline) {
+		passStart := time.Now()
+		passes++
 		for i := 1; i < cfg.Devices; i++ {
 			if arrived[i] {
 				continue
@@ -92,17 +114,32 @@ func Spread(ctx context.Context, cfg SpreadConfig) (*Result, error) {
 			if b, ok := readFile(c.Device(i).FS, path); ok && bytes.Equal(b, content) {
 				arrived[i] = true
 				left--
-				ms := float64(time.Since(t0).Microseconds()) / 1000
-				res.LatenciesMs = append(res.LatenciesMs, ms)
-				res.Convergence = append(res.Convergence, Point{T: ms / 1000, Share: float64(cfg.Devices-left) / float64(cfg.Devices)})
+				at := time.Now()
+				if t, ok := watch.appliedAt(i); ok && t.Before(at) {
+					at = t
+				}
+				atMs = append(atMs, max(0, float64(at.Sub(t0).Microseconds())/1000))
 			}
 		}
+		longest = max(longest, time.Since(passStart))
 		time.Sleep(5 * time.Millisecond)
 	}
 	res.ConvergeSeconds = time.Since(t0).Seconds()
+	slices.Sort(atMs)
+	for k, ms := range atMs {
+		res.LatenciesMs = append(res.LatenciesMs, ms)
+		res.Convergence = append(res.Convergence, Point{T: ms / 1000, Share: float64(k+2) / float64(cfg.Devices)})
+	}
+	if len(atMs) > 0 && left == 0 {
+		res.ConvergeSeconds = atMs[len(atMs)-1] / 1000
+	}
+	lastEntry, gotEntry := watch.lastEntry()
+	fmt.Fprintf(cfg.Log, "edit: device 0's scan took %v; the entry reached %d devices, the last %.2fs after the scan; sampler: %d passes, longest %v\n",
+		t0.Sub(scanStart).Round(time.Millisecond), gotEntry, lastEntry.Sub(t0).Seconds(), passes, longest.Round(time.Millisecond))
 	res.Converged = left == 0
 	if !res.Converged {
 		res.Failures = append(res.Failures, fmt.Sprintf("seed %d: the edit reached %d of %d devices within %v", cfg.Seed, cfg.Devices-1-left, cfg.Devices-1, cfg.Timeout))
+		describeMissing(cfg.Log, c, arrived)
 	}
 	// Wait for the tail of the traffic (statuses, duplicate offers).
 	time.Sleep(time.Second)
@@ -116,6 +153,8 @@ func Spread(ctx context.Context, cfg SpreadConfig) (*Result, error) {
 	res.ObservationsMissing = left
 	setPercentiles(res)
 	res.WallSeconds = time.Since(start).Seconds()
+	rss, peak := procMem()
+	fmt.Fprintf(cfg.Log, "after the edit: RSS %.0f MiB, peak %.0f MiB (%.2f MiB per node)\n", float64(rss)/(1<<20), float64(peak)/(1<<20), float64(peak)/float64(cfg.Devices)/(1<<20))
 	return res, nil
 }
 
