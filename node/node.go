@@ -648,16 +648,25 @@ func (n *Node) pullWhileConnected(v *vault, p peer.ID, dev keys.DeviceID, kick <
 			return
 		}
 		v.log.Debug("log stream ended", "peer", dev, "err", err)
-		select {
-		case <-n.ctx.Done():
+		if !n.retryWait(kick, &backoff, 10*time.Second) {
 			return
-		case <-kick:
-			backoff = 200 * time.Millisecond
-			continue
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 10*time.Second)
 	}
+}
+
+// retryWait waits out a puller's backoff before its next attempt, doubling
+// it up to limit; a kick (a new connection to the peer) ends the wait at
+// once and resets it. It returns false when the node is stopping.
+func (n *Node) retryWait(kick <-chan struct{}, backoff *time.Duration, limit time.Duration) bool {
+	select {
+	case <-n.ctx.Done():
+		return false
+	case <-kick:
+		*backoff = 200 * time.Millisecond
+	case <-time.After(*backoff):
+		*backoff = min(2*(*backoff), limit)
+	}
+	return true
 }
 
 // syncWithDevice starts pulling from d if it is connected: a device that

@@ -154,15 +154,9 @@ func (n *Node) syncWithRelay(v *vault, p peer.ID, d keys.DeviceID, kick <-chan s
 			return
 		}
 		v.log.Debug("relay stream ended", "relay", d, "err", err)
-		select {
-		case <-n.ctx.Done():
+		if !n.retryWait(kick, &backoff, 30*time.Second) {
 			return
-		case <-kick:
-			backoff = 200 * time.Millisecond
-			continue
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 30*time.Second)
 	}
 }
 

@@ -20,15 +20,30 @@ import (
 
 // writeFile replaces (or creates) p with content.
 func writeFile(fsys *folder.MemFS, p string, content []byte) error {
-	if err := mkdirs(fsys, parentOf(p)); err != nil {
+	tmp, err := stageFile(fsys, p, content)
+	if err != nil {
 		return err
 	}
+	if err := fsys.Rename(tmp, p); err != nil {
+		_ = fsys.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", p, err)
+	}
+	return fsys.SyncDir(parentOf(p))
+}
+
+// stageFile writes content durably to a new file in weft's work directory
+// (which the scanner ignores), creating p's parents, and returns its path:
+// the caller moves it into place at p.
+func stageFile(fsys *folder.MemFS, p string, content []byte) (string, error) {
+	if err := mkdirs(fsys, parentOf(p)); err != nil {
+		return "", err
+	}
 	if err := mkdirs(fsys, folder.WorkDir); err != nil {
-		return err
+		return "", err
 	}
 	f, err := fsys.CreateTemp(folder.WorkDir, "sim-")
 	if err != nil {
-		return err
+		return "", err
 	}
 	tmp := f.Path()
 	_, err = f.Write(content)
@@ -38,14 +53,11 @@ func writeFile(fsys *folder.MemFS, p string, content []byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = fsys.Rename(tmp, p)
-	}
 	if err != nil {
 		_ = fsys.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", p, err)
+		return "", fmt.Errorf("writing %s: %w", p, err)
 	}
-	return fsys.SyncDir(parentOf(p))
+	return tmp, nil
 }
 
 // mkdirs creates dir and its parents.
@@ -64,28 +76,6 @@ func mkdirs(fsys *folder.MemFS, dir string) error {
 		}
 	}
 	return nil
-}
-
-// removeFile deletes the file p.
-func removeFile(fsys *folder.MemFS, p string) error {
-	if err := fsys.Remove(p); err != nil {
-		return err
-	}
-	return fsys.SyncDir(parentOf(p))
-}
-
-// renameFile moves the file from onto to (replacing a file there).
-func renameFile(fsys *folder.MemFS, from, to string) error {
-	if err := mkdirs(fsys, parentOf(to)); err != nil {
-		return err
-	}
-	if err := fsys.Rename(from, to); err != nil {
-		return err
-	}
-	if err := fsys.SyncDir(parentOf(from)); err != nil {
-		return err
-	}
-	return fsys.SyncDir(parentOf(to))
 }
 
 // readFile returns p's content; ok is false when p is not a regular file.

@@ -25,29 +25,11 @@ import (
 // userWriteFile replaces (or creates) p with content and returns what p held
 // (nil, false when it held no regular file).
 func userWriteFile(fsys *folder.MemFS, p string, content []byte) ([]byte, bool, error) {
-	if err := mkdirs(fsys, parentOf(p)); err != nil {
-		return nil, false, err
-	}
-	if err := mkdirs(fsys, folder.WorkDir); err != nil {
-		return nil, false, err
-	}
-	f, err := fsys.CreateTemp(folder.WorkDir, "sim-")
+	tmp, err := stageFile(fsys, p, content)
 	if err != nil {
 		return nil, false, err
 	}
-	tmp := f.Path()
-	_, err = f.Write(content)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	var old []byte
-	var had bool
-	if err == nil {
-		old, had, err = swapIn(fsys, tmp, p)
-	}
+	old, had, err := swapIn(fsys, tmp, p)
 	if err != nil {
 		_ = fsys.Remove(tmp)
 		return nil, false, fmt.Errorf("writing %s: %w", p, err)
