@@ -100,31 +100,10 @@ func (c *Cluster) recordAllBatch(records []member.Record) error {
 	c.mu.Lock()
 	devs := append([]*Device(nil), c.Devices[1:]...)
 	c.mu.Unlock()
-	work := make(chan *Device)
-	errs := make(chan error, len(devs))
-	var wg sync.WaitGroup
 	// Each device costs a few fsyncs (its root key, its database's
 	// creation) and a signature check per record: more workers than cores
 	// keep the disk busy while others verify.
-	for range 4 * runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for d := range work {
-				errs <- c.recordBatch(d, records)
-			}
-		})
-	}
-	for _, d := range devs {
-		work <- d
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return eachParallel(devs, func(d *Device) error { return c.recordBatch(d, records) })
 }
 
 // recordBatch is record (cluster.go) through setupFS.
@@ -189,18 +168,29 @@ func buildBatchCluster(ctx context.Context, cfg Config, total int) (*Cluster, er
 // database checks every membership record's signature and waits on the
 // disk, and the devices are independent.
 func (c *Cluster) startAll(total int) error {
-	work := make(chan int)
-	errs := make(chan error, total)
+	idx := make([]int, total)
+	for i := range idx {
+		idx[i] = i
+	}
+	return eachParallel(idx, func(i int) error { return c.Start(c.Device(i)) })
+}
+
+// eachParallel runs fn on every item with 4 workers per core (setup work
+// that waits on the disk as much as on the CPU) and returns the first
+// error, after all have run.
+func eachParallel[T any](items []T, fn func(T) error) error {
+	work := make(chan T)
+	errs := make(chan error, len(items))
 	var wg sync.WaitGroup
 	for range 4 * runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
-			for i := range work {
-				errs <- c.Start(c.Device(i))
+			for it := range work {
+				errs <- fn(it)
 			}
 		})
 	}
-	for i := range total {
-		work <- i
+	for _, it := range items {
+		work <- it
 	}
 	close(work)
 	wg.Wait()
