@@ -36,6 +36,10 @@ func TestReviewDanglingSupersedesMakeSpuriousConflict(t *testing.T) {
 	v.mu.Lock()
 	a1 := v.index["f.txt"].Version
 	v.mu.Unlock()
+	// The running node's watcher may have recorded the file once more
+	// (say empty, caught between create and write on a loaded machine):
+	// what counts is that nothing is written after this.
+	written := v.db.Head(self).Seq
 	_, idC := joinAsMember(t, n)
 	_, idB := joinAsMember(t, n)
 	txt := func(s string, mtime int64, sup entry.VersionID) entry.Version {
@@ -64,7 +68,7 @@ func TestReviewDanglingSupersedesMakeSpuriousConflict(t *testing.T) {
 			t.Errorf("spurious conflict copy %s for sequential edits a1 <- c1 <- b1", e.Name())
 		}
 	}
-	if got := v.db.Head(self).Seq; got != 1 {
-		t.Errorf("the node wrote %d entries, want 1 (no resolution entry is due)", got)
+	if got := v.db.Head(self).Seq; got != written {
+		t.Errorf("the node wrote %d entries, want %d (no resolution entry is due)", got, written)
 	}
 }
