@@ -11,9 +11,11 @@ build:
 	$(GO) build -ldflags "-X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev) -X main.commit=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" -o bin/weft ./cmd/weft
 
 # test: formatting, vet, then every test with the race detector. Fuzz
-# targets' seed corpora run here as ordinary tests.
+# targets' seed corpora run here as ordinary tests. S1 at issue 6's size
+# runs in a second, race-free go test (simulation/sim_test.go, TestS1Small).
 test: lint
 	$(GO) test -race -timeout 30m ./...
+	$(GO) test -timeout 15m -run '^TestS1Small$$' ./simulation/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

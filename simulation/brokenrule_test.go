@@ -20,7 +20,7 @@ func TestBrokenMergeRuleCaught(t *testing.T) {
 
 	t.Run("real rules converge", func(t *testing.T) {
 		c := cfg
-		c.Dir, c.Settle = t.TempDir(), 60*time.Second
+		c.Dir, c.Settle = simDir(t), 60*time.Second
 		res, err := Run(context.Background(), c)
 		if err != nil {
 			t.Fatal(err)
@@ -37,7 +37,7 @@ func TestBrokenMergeRuleCaught(t *testing.T) {
 		testhook.KeepLocalOnConflict.Store(true)
 		t.Cleanup(func() { testhook.KeepLocalOnConflict.Store(false) })
 		c := cfg
-		c.Dir, c.Settle = t.TempDir(), 5*time.Second
+		c.Dir, c.Settle = simDir(t), 5*time.Second
 		res, err := Run(context.Background(), c)
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -66,7 +67,7 @@ func TestS1SmallKeepOnFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 		fmt.Fprintln(out, strings.Join(res.Failures, "\n"))
-		if err := dumpHomes(out, d, cfg.Devices); err != nil {
+		if err := dumpHomes(out, d, cfg.Devices, nil); err != nil {
 			t.Error(err)
 		}
 		out.Close()
@@ -74,8 +75,13 @@ func TestS1SmallKeepOnFailure(t *testing.T) {
 	}
 }
 
-// dumpHomes writes what each device's vault database holds.
-func dumpHomes(w io.Writer, dir string, devices int) error {
+// dumpHomes writes what each device's vault database holds: every
+// version (only those at paths keep accepts, if keep is not nil), and
+// each path's heads, index record and decision.
+func dumpHomes(w io.Writer, dir string, devices int, keep func(path string) bool) error {
+	if keep == nil {
+		keep = func(string) bool { return true }
+	}
 	names := map[[32]byte]string{}
 	for i := 0; i < devices; i++ {
 		h, err := home.Open(filepath.Join(dir, fmt.Sprintf("d%d", i), "home"))
@@ -88,6 +94,7 @@ func dumpHomes(w io.Writer, dir string, devices int) error {
 		}
 		names[id.ID()] = fmt.Sprintf("d%d", i)
 	}
+	var blocks []string // each device's dump, to print repeats briefly
 	vid := func(id protocol.VersionID) string {
 		return fmt.Sprintf("%s/%d.%d", names[id.Author], id.Seq, id.Index)
 	}
@@ -136,26 +143,91 @@ func dumpHomes(w io.Writer, dir string, devices int) error {
 					if len(hdr) > 40 {
 						hdr = hdr[:40]
 					}
+					if !keep(v.Path) {
+						continue
+					}
 					lines = append(lines, fmt.Sprintf("  %-40s %-10s clock=%d kind=%d hash=%x mtime=%d %q sup=%v", v.Path, vid(id), e.Clock(), v.Kind, v.Hash[:4], v.MTime, hdr, sup))
 				}
 				return nil
 			})
 		}
 		slices.Sort(lines)
-		fmt.Fprintf(w, "== d%d: %d versions\n%s\n", i, g.Len(), strings.Join(lines, "\n"))
+		var blk strings.Builder
+		fmt.Fprintf(&blk, "%d versions\n%s\n", g.Len(), strings.Join(lines, "\n"))
 		idx := map[string]vaultdb.Record{}
 		_ = db.IndexAll(func(p string, r vaultdb.Record) error { idx[p] = r; return nil })
 		for _, p := range g.Paths() {
+			if !keep(p) {
+				continue
+			}
 			var hs []string
 			for _, hd := range g.Heads(p) {
 				hs = append(hs, vid(hd.ID))
 			}
 			dec, err := g.Resolve(p, nil)
 			r, ok := idx[p]
-			fmt.Fprintf(w, "  path %s heads=%v index=%v(%s hash=%x) decision=%v winner=%s copies=%d err=%v dangling=%d\n", p, hs, ok,
+			fmt.Fprintf(&blk, "  path %s heads=%v index=%v(%s hash=%x) decision=%v winner=%s copies=%d err=%v dangling=%d\n", p, hs, ok,
 				vid(protocol.VersionID{Author: r.Version.Author, Seq: r.Version.Seq, Index: r.Version.Index}), r.Hash[:4], dec.Outcome, vid(dec.Winner.ID), len(dec.Copies), err, len(g.Dangling(p)))
 		}
 		db.Close()
+		if j := slices.Index(blocks, blk.String()); j >= 0 {
+			fmt.Fprintf(w, "== d%d: the same as d%d\n", i, j)
+		} else {
+			fmt.Fprintf(w, "== d%d: %s", i, blk.String())
+		}
+		blocks = append(blocks, blk.String())
 	}
 	return nil
+}
+
+// failedPathStems returns the stems ("f5", "docs/f2") of the file paths
+// that failure messages name, so a failing run can dump just those paths'
+// histories into the test log.
+func failedPathStems(failures []string) []string {
+	var stems []string
+	for _, f := range failures {
+		for _, m := range failedPathRE.FindAllString(f, -1) {
+			stem, _, _ := strings.Cut(m, ".")
+			if !slices.Contains(stems, stem) {
+				stems = append(stems, stem)
+			}
+		}
+	}
+	return stems
+}
+
+var failedPathRE = regexp.MustCompile(`[A-Za-z0-9_/-]+\.[A-Za-z0-9_.-]*txt`)
+
+// logFailedPaths writes, into t's log, every device's history of the
+// paths res's failures name (dumpHomes), so a run that fails where its
+// homes are not kept (CI) still says what each device held and decided.
+func logFailedPaths(t *testing.T, dir string, res *Result) {
+	t.Helper()
+	stems := failedPathStems(res.Failures)
+	if len(stems) == 0 {
+		return
+	}
+	var b strings.Builder
+	err := dumpHomes(&b, dir, res.Devices, func(p string) bool {
+		for _, s := range stems {
+			if p == s || strings.HasPrefix(p, s+".") {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("what each device holds at %v:\n%s", stems, b.String())
+	if err != nil {
+		t.Logf("dumping the homes: %v", err)
+	}
+}
+
+func TestFailedPathStems(t *testing.T) {
+	got := failedPathStems([]string{
+		"seed 3 step 200: write 17.1 by d0 at f5.txt lost (not in the final tree, not superseded by a user operation)",
+		"d0: one content in 2 conflict copies: docs/f2.conflict-20261130-054657-1a2b3c.txt, docs/f2.conflict-20261130-054657-1a2b3c-2.txt",
+	})
+	if want := []string{"f5", "docs/f2"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
 }

@@ -21,7 +21,8 @@ type Config struct {
 	Seed     uint64
 	Devices  int
 	Steps    int
-	// Duration is the schedule phase: steps are spread evenly over it.
+	// Duration is the schedule phase: steps are spread evenly over it
+	// (a step whose predecessors ran late starts at once).
 	Duration time.Duration
 	// Until, if > 0, runs only steps [0, Until): a replay up to a step.
 	Until int
@@ -156,7 +157,12 @@ func runSchedule(ctx context.Context, cfg Config, what string, build func(Config
 	if len(ops) > 0 {
 		gap = cfg.Duration / time.Duration(len(ops))
 	}
-	for _, op := range ops {
+	// Steps keep to a timeline (step i is due at i x gap after the first)
+	// rather than pausing gap after each: on a slow machine the user's
+	// operations themselves take longer than gap, and pausing on top of
+	// them only stretched the run without adding any schedule.
+	begin := time.Now()
+	for i, op := range ops {
 		if err := ctx.Err(); err != nil {
 			stop()
 			return nil, err
@@ -165,7 +171,9 @@ func runSchedule(ctx context.Context, cfg Config, what string, build func(Config
 		if err := r.exec(op); err != nil {
 			res.Failures = append(res.Failures, fmt.Sprintf("seed %d step %d (%s): %v", cfg.Seed, op.Step, op, err))
 		}
-		time.Sleep(gap)
+		if wait := time.Until(begin.Add(time.Duration(i+1) * gap)); wait > 0 {
+			time.Sleep(wait)
+		}
 	}
 	// Heal everything and let it settle.
 	healStart := time.Now()

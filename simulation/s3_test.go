@@ -12,7 +12,7 @@ import (
 // a NAT) and a relay, S1's calm mix.
 func TestS3Small(t *testing.T) {
 	cfg := Config{Scenario: "S3", Seed: 1, Devices: 6, Steps: 40, Duration: 4 * time.Second, Probs: CalmProbs,
-		Link: LinkProps{Latency: 5 * time.Millisecond, Bandwidth: 10 << 20}, Settle: 60 * time.Second, Dir: t.TempDir()}
+		Link: LinkProps{Latency: 5 * time.Millisecond, Bandwidth: 10 << 20}, Settle: 60 * time.Second, Dir: simDir(t)}
 	if testing.Verbose() {
 		cfg.Log = os.Stderr
 	}
