@@ -237,7 +237,7 @@ func (v *vault) status() FolderStatus {
 	}
 	unsafe := v.unsafeCount()
 	upload := v.toUpload(connected)
-	view := v.view()
+	view := v.summary()
 	fs := FolderStatus{
 		Path: v.cfg.Folder, Vault: v.id.String(), InitialScanDone: view.scanned,
 		Files: view.files, Bytes: view.bytes, Conflicts: len(view.conflicts),

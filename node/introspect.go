@@ -25,7 +25,15 @@ type vaultView struct {
 	dirty             []string          // paths marked for reconciliation, sorted
 }
 
-func (v *vault) view() vaultView {
+func (v *vault) view() vaultView { return v.viewOf(true) }
+
+// summary is view without the dirty list (nil), for status: after a
+// restart or a large change the dirty set can hold every path, and status
+// needs only its size, which toApply already counts.
+func (v *vault) summary() vaultView { return v.viewOf(false) }
+
+// viewOf builds the view, with the dirty list only if withDirty.
+func (v *vault) viewOf(withDirty bool) vaultView {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	out := vaultView{
@@ -36,27 +44,19 @@ func (v *vault) view() vaultView {
 		// The larger of the two counts each pending path once.
 		toApply: max(len(v.dirty), v.pending.toApply), toFetch: v.pending.toFetch,
 		errs: make(map[string]string, len(v.errs)),
-	}
-	for p, r := range v.index {
-		switch r.Kind {
-		case entry.KindFile:
-			out.files++
-			out.bytes += int64(r.Size)
-			if isConflictCopy(p) {
-				out.conflicts = append(out.conflicts, p)
-			}
-		case entry.KindDir:
-			out.dirs++
-		}
+		// Kept as the index changes (indexCounts), not walked here.
+		files: v.counts.files, dirs: v.counts.dirs, bytes: v.counts.bytes,
+		conflicts: v.counts.conflictList(),
 	}
 	for p, e := range v.errs {
 		out.errs[p] = e
 	}
-	for p := range v.dirty {
-		out.dirty = append(out.dirty, p)
+	if withDirty {
+		for p := range v.dirty {
+			out.dirty = append(out.dirty, p)
+		}
+		slices.Sort(out.dirty)
 	}
-	slices.Sort(out.conflicts)
-	slices.Sort(out.dirty)
 	return out
 }
 

@@ -366,6 +366,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 // setIndexLocked updates the in-memory index and chunk locations for path.
 // A record with Kind 0 removes the path. v.mu must be held.
 func (v *vault) setIndexLocked(path string, rec vaultdb.Record) {
+	v.countIndexLocked(path, rec)
 	if old, ok := v.index[path]; ok {
 		for _, c := range old.Chunks {
 			locs := slices.DeleteFunc(v.chunkLoc[c.CID], func(l chunkLocation) bool { return l.path == path })

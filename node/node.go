@@ -280,10 +280,17 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		return nil, err
 	}
 	// Rebuild the graph from the log: every entry opens with the vault's
-	// keys (the log verified itself when the database opened).
+	// keys (the log verified itself when the database opened). Each body
+	// was opened with entry.OpenBody before its entry was stored, so it is
+	// opened here without the canonical re-encode (entry.OpenStoredBody;
+	// authentication and the rules on versions are still checked).
 	for author, head := range db.Heads() {
 		err := db.Range(author, 1, head.Seq, func(e *entry.Entry) error {
-			body, err := v.openBody(e)
+			k, err := v.eps.get(e.Epoch())
+			if err != nil {
+				return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
+			}
+			body, err := entry.OpenStoredBody(e, k)
 			if err != nil {
 				return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
 			}
@@ -319,7 +326,30 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		db.Close()
 		return nil, err
 	}
+	v.dropAppliedLocked()
 	return v, nil
+}
+
+// dropAppliedLocked unmarks, after a restart rebuilt the graph (which marks
+// every path it holds), the paths whose folder index already records their
+// one head: reconciling such a path decides that head with no conflict
+// copy and no merge, and writeDecision finds it applied and writes
+// nothing. So a restart reconciles only what the last run left undone,
+// not every path held (100,000 paths took seconds to pass). A path with
+// several heads, or whose one head is a deletion, stays marked. Changes
+// made on disk while the node was down are the initial scan's to find, as
+// before. v.mu must be held (or v not yet shared).
+func (v *vault) dropAppliedLocked() {
+	for p := range v.dirty {
+		rec, ok := v.index[p]
+		if !ok {
+			continue
+		}
+		hs := v.graph.Heads(p)
+		if len(hs) == 1 && hs[0].Kind != protocol.KindDeletion && rec.Version == toEntryID(hs[0].ID) {
+			delete(v.dirty, p)
+		}
+	}
 }
 
 func (n *Node) closeVaults() {

@@ -60,6 +60,7 @@ type vault struct {
 	bodies        map[protocol.VersionID]entry.Version
 	clock         uint64 // highest Lamport clock seen
 	index         map[string]vaultdb.Record
+	counts        indexCounts                    // what status reports of index, kept by setIndexLocked
 	children      map[string]map[string]struct{} // dir -> indexed paths directly in it (and dirs leading to indexed paths)
 	chunkLoc      map[cid.Cid][]chunkLocation
 	dirty         map[string]struct{}
@@ -138,8 +139,22 @@ func (v *vault) memberList() []keys.DeviceID {
 	return v.members.Members()
 }
 
-// ingestMember applies a membership record received from a peer.
+// ingestMember applies a membership record received from a peer. A record
+// at or below the held sequence is dropped before it is decoded: several
+// streams deliver the same new record, and decoding (a CBOR decode, a
+// canonical re-encode, and for a genesis a signature check) was a large
+// share of CPU at 1,000 members. Dropping it unchecked loses nothing: a
+// decoded one was dropped unchecked as well (a fork at a held sequence is
+// not detected here either way; the held record stands).
 func (v *vault) ingestMember(raw []byte) error {
+	if seq, ok := member.PeekSeq(raw); ok {
+		v.mu.Lock()
+		held := v.members.Seq
+		v.mu.Unlock()
+		if seq <= held {
+			return nil
+		}
+	}
 	r, err := member.Decode(raw)
 	if err != nil {
 		return err

@@ -149,7 +149,11 @@ func encodeBody(b *Body) []byte {
 
 // decodeBody parses a body plaintext: CBOR with limits, canonical form,
 // CIDs. The caller then validates it against its entry.
-func decodeBody(plain []byte) (*Body, error) {
+func decodeBody(plain []byte) (*Body, error) { return decodeBodyForm(plain, true) }
+
+// decodeBodyForm is decodeBody, with the canonical-form check only when
+// canonical is set (OpenStoredBody clears it).
+func decodeBodyForm(plain []byte, canonical bool) (*Body, error) {
 	var w wireBody
 	if err := unmarshal(plain, &w); err != nil {
 		return nil, err
@@ -157,7 +161,7 @@ func decodeBody(plain []byte) (*Body, error) {
 	if len(w.Versions) > MaxVersions {
 		return nil, fmt.Errorf("%d versions, limit %d: %w", len(w.Versions), MaxVersions, ErrTooManyVersions)
 	}
-	if !isCanonical(&w, plain) {
+	if canonical && !isCanonical(&w, plain) {
 		return nil, ErrNonCanonical
 	}
 	b := &Body{}

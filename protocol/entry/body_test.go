@@ -94,6 +94,16 @@ func TestOpenBodyRejects(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got error %v, want %v", err, tt.want)
 			}
+			// OpenStoredBody rejects the same, except a non-canonical
+			// body, which its author's key sealed (see OpenStoredBody).
+			_, err = OpenStoredBody(tt.e, k)
+			if tt.want == ErrNonCanonical {
+				if err != nil {
+					t.Fatalf("OpenStoredBody: got error %v, want nil", err)
+				}
+			} else if !errors.Is(err, tt.want) {
+				t.Fatalf("OpenStoredBody: got error %v, want %v", err, tt.want)
+			}
 		})
 	}
 }

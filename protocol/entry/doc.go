@@ -22,6 +22,11 @@
 //	e, err = entry.Validate(raw, v, knownHead)  // device or relay: canonical form, limits, signature, chain
 //	b, err := entry.OpenBody(e, epochKeys)      // device only: decrypt, validate, match public headers
 //
+// Bytes a device reads back from its own log passed Validate and OpenBody
+// before they were written; DecodeStored, ValidateStored and
+// OpenStoredBody decode them without the canonical re-encode and check
+// everything else (see stored.go for when that is safe).
+//
 // When Validate reports ErrSeqReplay for an entry whose sequence number is
 // already stored with a different CID, DetectFork turns the two entries into
 // a ForkProof that any third party can check with ForkProof.Verify.

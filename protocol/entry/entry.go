@@ -129,7 +129,11 @@ func (e *Entry) verifySig() error {
 //
 // Decode does not check the signature or the chain: that is Validate's job.
 // It copies data; the caller may reuse it.
-func Decode(data []byte) (*Entry, error) {
+func Decode(data []byte) (*Entry, error) { return decode(data, true) }
+
+// decode is Decode, with the canonical-form check only when canonical is
+// set (DecodeStored clears it).
+func decode(data []byte, canonical bool) (*Entry, error) {
 	if len(data) > MaxEntrySize {
 		return nil, fmt.Errorf("decoding entry: %d bytes, limit %d: %w", len(data), MaxEntrySize, ErrEntryTooLarge)
 	}
@@ -143,7 +147,7 @@ func Decode(data []byte) (*Entry, error) {
 	if err := checkEntryLimits(&e.w); err != nil {
 		return nil, fmt.Errorf("decoding entry: %w", err)
 	}
-	if !isCanonical(&e.w, data) {
+	if canonical && !isCanonical(&e.w, data) {
 		return nil, fmt.Errorf("decoding entry: %w", ErrNonCanonical)
 	}
 	if err := e.fill(); err != nil {

@@ -67,7 +67,11 @@ func open(sealed []byte, key *[32]byte, ad []byte) ([]byte, error) {
 //
 // OpenBody does not check e's signature; call it on entries from Validate
 // or Decode of trusted storage.
-func OpenBody(e *Entry, k keys.EpochKeys) (*Body, error) {
+func OpenBody(e *Entry, k keys.EpochKeys) (*Body, error) { return openBody(e, k, true) }
+
+// openBody is OpenBody, with the body's canonical-form check only when
+// canonical is set (OpenStoredBody clears it).
+func openBody(e *Entry, k keys.EpochKeys, canonical bool) (*Body, error) {
 	if k.Epoch != e.w.Epoch {
 		return nil, fmt.Errorf("opening body: keys of epoch %d, entry of epoch %d: %w", k.Epoch, e.w.Epoch, ErrWrongEpoch)
 	}
@@ -76,7 +80,7 @@ func OpenBody(e *Entry, k keys.EpochKeys) (*Body, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening body: %w", err)
 	}
-	b, err := decodeBody(plain)
+	b, err := decodeBodyForm(plain, canonical)
 	if err != nil {
 		return nil, fmt.Errorf("decoding body: %w", err)
 	}

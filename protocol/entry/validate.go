@@ -36,6 +36,12 @@ func Validate(data []byte, vault keys.VaultID, head Head) (*Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("validating entry: %w", err)
 	}
+	return e.check(vault, head)
+}
+
+// check runs Validate's checks 1-7 on a decoded entry and returns e, or
+// nil for an error other than a chain error, as Validate documents.
+func (e *Entry) check(vault keys.VaultID, head Head) (*Entry, error) {
 	if e.vault != vault {
 		return nil, fmt.Errorf("validating entry: vault %s, want %s: %w", e.vault, vault, ErrWrongVault)
 	}

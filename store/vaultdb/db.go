@@ -285,7 +285,10 @@ func (db *DB) read(v []byte) (*entry.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := entry.Decode(p)
+	// The bytes were validated before they were written and the CID check
+	// below proves they are those bytes, so the canonical re-encode is
+	// skipped (entry.DecodeStored).
+	e, err := entry.DecodeStored(p)
 	if err != nil {
 		return nil, fmt.Errorf("decoding: %v: %w", err, ErrCorrupt)
 	}

@@ -9,8 +9,10 @@
 // live in append-only files that this package frames and checksums itself
 // (log/NNNNNNNNNN.seg and member/members.log), never in goleveldb, because
 // goleveldb drops a corrupt journal tail silently. Entries verify themselves:
-// at Open every entry read back is validated again with entry.Validate
-// against its author's previous head, and every membership record is folded
+// at Open every entry read back is validated again with entry.ValidateStored
+// (entry.Validate less the canonical re-encode, which the bytes passed
+// before Append wrote them: signature and chain are checked) against its
+// author's previous head, and every membership record is folded
 // through member.State.Apply; what fails is dropped and counted in the
 // OpenReport. A dropped entry shows up as a sequence gap that the node fills
 // again from peers.
