@@ -17,10 +17,11 @@ import (
 
 // The log protocol (/weft/log/1). Each device opens one log stream to each
 // connected member for each shared vault and reads from it: the answerer
-// first sends the membership records, then every entry the opener lacks,
-// then a LogStatus with its own vector; afterwards it keeps the stream open
-// and pushes each new entry (and a new LogStatus) as it is written. There
-// is no polling: growth of the answerer's log wakes the pusher.
+// first sends the membership records after the opener's MemberSeq, then
+// every entry the opener lacks, then a LogStatus with its own vector;
+// afterwards it keeps the stream open and pushes each new entry (and a
+// LogStatus with what changed) as it is written. There is no polling:
+// growth of the answerer's log wakes the pusher.
 
 // eventKindInvalidEntry is the Kind of the error event for an entry a
 // peer sent that failed validation.
@@ -51,7 +52,7 @@ func (n *Node) handleLog(s network.Stream) {
 		f.SendError(wire.CodeProtocol, err.Error())
 		return
 	}
-	if err := v.serveLog(n.ctx, f, dev, vectorFromWire(req.Vector)); err != nil && !isEOF(err) && !errors.Is(err, context.Canceled) {
+	if err := v.serveLog(n.ctx, f, dev, req); err != nil && !isEOF(err) && !errors.Is(err, context.Canceled) {
 		n.log.Debug("serving log", "peer", dev, "err", err)
 	}
 }
@@ -76,17 +77,18 @@ func (n *Node) acceptHello(f *wire.Conn, dev keys.DeviceID) (*vault, error) {
 }
 
 // serveLog streams to the opener what it lacks, then pushes growth until
-// the stream or ctx ends.
-func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, theirs protocol.Vector) error {
-	sentMembers := 0
-	var lastStatus protocol.Vector
+// the stream or ctx ends. req is the opener's LogRequest.
+func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, req wire.LogRequest) error {
+	theirs := vectorFromWire(req.Vector)
+	sentMembers := req.MemberSeq // records are numbered from 1: records[i].Seq == i+1
+	var st statusSender
 	if err := f.Send(wire.MsgPeers, v.peerAddrs(dev)); err != nil {
 		return err
 	}
 	for {
 		grown := v.growthSignal()
 		records := v.memberRecords()
-		for ; sentMembers < len(records); sentMembers++ {
+		for ; sentMembers < uint64(len(records)); sentMembers++ {
 			if err := f.SendRaw(wire.MsgMember, records[sentMembers].Encode()); err != nil {
 				return err
 			}
@@ -99,9 +101,6 @@ func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, t
 			if err != nil {
 				return fmt.Errorf("sending entries of %s: %w", r.Author, err)
 			}
-			if theirs == nil {
-				theirs = protocol.Vector{}
-			}
 			if err := theirs.Apply(r); err != nil {
 				return err
 			}
@@ -110,12 +109,8 @@ func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, t
 		// file contents it has too (applied, inline, or superseded), so the
 		// opener counts its work as safe only once it would survive the
 		// opener being switched off.
-		held := v.heldVector()
-		if lastStatus == nil || lastStatus.Compare(held) != protocol.Equal {
-			if err := f.Send(wire.MsgLogStatus, wire.LogRequest{Vector: vectorToWire(held)}); err != nil {
-				return err
-			}
-			lastStatus = held
+		if err := st.send(f, v.heldVector(), uint64(len(records))); err != nil {
+			return err
 		}
 		if err := f.Flush(); err != nil {
 			return err
@@ -126,6 +121,41 @@ func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, t
 		case <-grown:
 		}
 	}
+}
+
+// memberSeq is the sequence of the last membership record held.
+func (v *vault) memberSeq() uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.members.Seq
+}
+
+// statusSender writes an answerer's LogStatus frames on one stream: the
+// whole held vector the first time, then only the authors whose sequence
+// changed (see wire.LogStatus), and nothing when none did.
+type statusSender struct {
+	last protocol.Vector // what the opener was last told; nil before the first
+}
+
+func (s *statusSender) send(f *wire.Conn, held protocol.Vector, memberSeq uint64) error {
+	var out []wire.VectorEntry
+	if s.last == nil {
+		out = vectorToWire(held)
+	} else {
+		for a, seq := range held {
+			if s.last[a] != seq {
+				out = append(out, wire.VectorEntry{Author: a, Seq: seq})
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+	}
+	if err := f.Send(wire.MsgLogStatus, wire.LogStatus{Vector: out, MemberSeq: memberSeq}); err != nil {
+		return err
+	}
+	s.last = held
+	return nil
 }
 
 // pullLog opens a log stream to p for v and ingests what arrives until
@@ -142,12 +172,18 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 	if err := f.OpenHello(v.id); err != nil {
 		return err
 	}
-	if err := f.Send(wire.MsgLogRequest, wire.LogRequest{Vector: vectorToWire(v.vector())}); err != nil {
+	if err := f.Send(wire.MsgLogRequest, wire.LogRequest{Vector: vectorToWire(v.vector()), MemberSeq: v.memberSeq()}); err != nil {
 		return err
 	}
 	if err := f.Flush(); err != nil {
 		return err
 	}
+	// A device sends its status whole once, then changes only (wire.LogStatus);
+	// told is the whole of it, as the checks below expect. A relay sends
+	// it whole every time, and a relay reporting less than before must
+	// show as such (rollback.go), so its status replaces told.
+	relay := v.isRelay(dev)
+	var told protocol.Vector
 	for {
 		t, payload, err := f.Read()
 		if err != nil {
@@ -184,6 +220,14 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 				return err
 			}
 			vec := vectorFromWire(st.Vector)
+			if told != nil && !relay {
+				for a, seq := range vec {
+					told[a] = seq
+				}
+			} else {
+				told = vec
+			}
+			vec = told.Clone()        // the checks below keep it
 			v.checkWithheld(dev, vec) // rollback.go
 			v.peerHolds(dev, vec)
 		case wire.MsgRelayStatus:

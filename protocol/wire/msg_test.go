@@ -41,13 +41,24 @@ func TestMessageGolden(t *testing.T) {
 			func(p []byte) (any, error) { return ParseHello(p) }},
 		{"error", Error{Code: CodeNotMember, Reason: "not a member"}, "02" + hex.EncodeToString([]byte("not a member")),
 			func(p []byte) (any, error) { return ParseError(p) }},
-		{"log request", LogRequest{Vector: []VectorEntry{{Author: keys.DeviceID{2}, Seq: 300}, {Author: keys.DeviceID{1}, Seq: 5}}},
-			"02" + "01" + zeros(31) + "05" + "02" + zeros(31) + "ac02",
+		{"log request", LogRequest{Vector: []VectorEntry{{Author: keys.DeviceID{2}, Seq: 300}, {Author: keys.DeviceID{1}, Seq: 5}}, MemberSeq: 1000},
+			"02" + "01" + zeros(31) + "05" + "02" + zeros(31) + "ac02" + "e807",
 			func(p []byte) (any, error) {
 				r, err := ParseLogRequest(p)
 				// The encoder sorts; compare against the sorted form.
-				return LogRequest{Vector: []VectorEntry{r.Vector[1], r.Vector[0]}}, err
+				return LogRequest{Vector: []VectorEntry{r.Vector[1], r.Vector[0]}, MemberSeq: r.MemberSeq}, err
 			}},
+		{"log request empty", LogRequest{}, "00" + "00",
+			func(p []byte) (any, error) {
+				r, err := ParseLogRequest(p)
+				if len(r.Vector) == 0 {
+					r.Vector = nil // the parser allocates; nil and empty mean the same
+				}
+				return r, err
+			}},
+		{"log status", LogStatus{Vector: []VectorEntry{{Author: keys.DeviceID{1}, Seq: 1}}, MemberSeq: 3},
+			"01" + "01" + zeros(31) + "01" + "03",
+			func(p []byte) (any, error) { return ParseLogStatus(p) }},
 		{"want", WantChunks{CIDs: []cid.Cid{c1}}, "01" + "24" + hex.EncodeToString(c1.Bytes()),
 			func(p []byte) (any, error) { return ParseWantChunks(p) }},
 		{"chunk", Chunk{CID: c1, Envelope: []byte{1, 2, 3}}, "24" + hex.EncodeToString(c1.Bytes()) + "010203",
@@ -101,9 +112,12 @@ func TestMessageRejects(t *testing.T) {
 		{"error not utf8", func(p []byte) error { _, err := ParseError(p); return err }, h("01ff")},
 		{"error too long", func(p []byte) error { _, err := ParseError(p); return err }, append([]byte{1}, bytes.Repeat([]byte{'a'}, MaxReasonLen+1)...)},
 		{"vector huge count", func(p []byte) error { _, err := ParseLogRequest(p); return err }, h("ffffffffffffffff7f")},
-		{"vector count beyond bytes", func(p []byte) error { _, err := ParseLogRequest(p); return err }, h("05" + "01" + zeros(31) + "05")},
-		{"vector unsorted", func(p []byte) error { _, err := ParseLogRequest(p); return err }, h("02" + "02" + zeros(31) + "01" + "01" + zeros(31) + "01")},
-		{"vector duplicate", func(p []byte) error { _, err := ParseLogRequest(p); return err }, h("02" + "01" + zeros(31) + "01" + "01" + zeros(31) + "01")},
+		{"vector count beyond bytes", func(p []byte) error { _, err := ParseLogRequest(p); return err }, h("05" + "01" + zeros(31) + "05" + "00")},
+		{"vector unsorted", func(p []byte) error { _, err := ParseLogRequest(p); return err }, h("02" + "02" + zeros(31) + "01" + "01" + zeros(31) + "01" + "00")},
+		{"vector duplicate", func(p []byte) error { _, err := ParseLogRequest(p); return err }, h("02" + "01" + zeros(31) + "01" + "01" + zeros(31) + "01" + "00")},
+		{"log request without member seq", func(p []byte) error { _, err := ParseLogRequest(p); return err }, h("01" + "01" + zeros(31) + "05")},
+		{"log request padded member seq", func(p []byte) error { _, err := ParseLogRequest(p); return err }, h("00" + "8000")},
+		{"log request trailing", func(p []byte) error { _, err := ParseLogRequest(p); return err }, h("00" + "00" + "00")},
 		{"want over limit", func(p []byte) error { _, err := ParseWantChunks(p); return err }, append([]byte{0x81, 0x08}, bytes.Repeat([]byte{0}, 4000)...)},
 		{"want bad cid", func(p []byte) error { _, err := ParseWantChunks(p); return err }, h("010300ff00")},
 		{"want cid too long", func(p []byte) error { _, err := ParseWantChunks(p); return err }, h("01ff01")},
@@ -129,6 +143,8 @@ func FuzzParseMessages(f *testing.F) {
 	c1 := testCID(f, "seed")
 	f.Add(Hello{Version: 1}.AppendBinary(nil))
 	f.Add(LogRequest{Vector: []VectorEntry{{Seq: 3}}}.AppendBinary(nil))
+	f.Add(LogRequest{Vector: []VectorEntry{{Seq: 3}}, MemberSeq: 1 << 20}.AppendBinary(nil))
+	f.Add(LogRequest{}.AppendBinary(nil))
 	f.Add(WantChunks{CIDs: []cid.Cid{c1, c1}}.AppendBinary(nil))
 	f.Add(Chunk{CID: c1, Envelope: []byte("x")}.AppendBinary(nil))
 	f.Add(PairAccept{WrappedKeys: []byte{1}, Records: [][]byte{{1}}}.AppendBinary(nil))

@@ -17,8 +17,15 @@ package wire
 //
 //	1  framing: uvarint length (type + payload), 1-byte type, payload;
 //	   MaxFrameSize 8 MiB; type codes Hello, Error, LogRequest, Entry,
-//	   WantChunks, Chunk, ChunkMissing.
-const ProtocolVersion = 1
+//	   WantChunks, Chunk, ChunkMissing; then, before any release and
+//	   without a bump, LogStatus, PairRequest, PairAccept, Member, Peers,
+//	   Enroll, RelayStatus.
+//	2  LogRequest (and LogStatus, which shares its layout) ends with the
+//	   sender's membership sequence (uvarint); a device's LogStatus after
+//	   the first on a stream carries only the authors that changed.
+//	   Incompatible with 1, which no released build speaks, so the stream
+//	   ID stays /weft/log/1.
+const ProtocolVersion = 2
 
 // Stream protocol IDs. node/ converts them to libp2p's protocol.ID; they are
 // plain strings here so that this package imports no networking.
