@@ -247,12 +247,16 @@ func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool
 // (identical heads a resolution left standing). Never a head this device
 // has not applied: a remote edit that arrived but is not on disk yet must
 // meet the local edit as a concurrent version (a conflict or a merge), not
-// be silently overwritten. A path not in the index supersedes nothing.
-// v.mu must be held.
+// be silently overwritten.
+//
+// A path not in the index (nothing there, as far as this device knows)
+// supersedes only the deletion heads there: a deletion describes exactly
+// that empty disk, so a file created now comes after it. Left concurrent
+// with the deletion, a file put back with the bytes the deletion removed
+// (a move back, a restore) looked like a re-recording of the deleted
+// content and was dropped: deleted again everywhere (docs/simulation.md,
+// finding 8). v.mu must be held.
 func (v *vault) supersedesLocked(path string, cur vaultdb.Record, had bool) []entry.VersionID {
-	if !had {
-		return nil
-	}
 	var out []entry.VersionID
 	seen := map[entry.VersionID]bool{}
 	add := func(id entry.VersionID) {
@@ -260,6 +264,18 @@ func (v *vault) supersedesLocked(path string, cur vaultdb.Record, had bool) []en
 			seen[id] = true
 			out = append(out, id)
 		}
+	}
+	if !had {
+		for _, h := range v.graph.Heads(path) {
+			if h.Kind == protocol.KindDeletion {
+				add(toEntryID(h.ID))
+			}
+		}
+		slices.SortFunc(out, func(a, b entry.VersionID) int { return a.Compare(b) })
+		if len(out) > entry.MaxSupersedes {
+			out = out[:entry.MaxSupersedes]
+		}
+		return out
 	}
 	if _, known := v.graph.Get(toCoreID(cur.Version)); known {
 		add(cur.Version)
