@@ -15,32 +15,29 @@ const conflictTimeLayout = "20060102-150405"
 const conflictHashBytes = 3
 
 // ConflictName returns the name of the conflict copy of loser at path:
-// the base name's stem, ".conflict-", the loser's recorded MTime in UTC as
+// the base name's stem, ".conflict-", the short ID of the loser's author
+// (keys.DeviceID.Short), "-", the loser's recorded MTime in UTC as
 // YYYYMMDD-HHMMSS, "-", the first three bytes of its content hash in
 // lowercase hex, then "-n" when n > 1, then the extension:
 //
-//	notes/todo.md   -> notes/todo.conflict-20261130-054657-1a2b3c.md
-//	Makefile        -> Makefile.conflict-20261130-054657-1a2b3c
-//	.bashrc         -> .bashrc.conflict-20261130-054657-1a2b3c
-//	a.tar.gz, n = 2 -> a.tar.conflict-20261130-054657-1a2b3c-2.gz
+//	notes/todo.md   -> notes/todo.conflict-AbCdEfGh-20261130-054657-1a2b3c.md
+//	Makefile        -> Makefile.conflict-AbCdEfGh-20261130-054657-1a2b3c
+//	.bashrc         -> .bashrc.conflict-AbCdEfGh-20261130-054657-1a2b3c
+//	a.tar.gz, n = 2 -> a.tar.conflict-AbCdEfGh-20261130-054657-1a2b3c-2.gz
 //
 // The extension is the part of the base name from its last dot, unless that
 // dot starts the name, so the copy still opens in the same application. The
 // name uses only the loser's own recorded fields, never the local clock, so
 // every device computes the same name.
 //
-// The name is a function of the content (its hash, and the mtime every
-// re-recording of it keeps) and of nothing that depends on which versions
-// a device holds. It once carried the short ID of the content's author
-// (its origin's, see Resolve), but a device that held a resolution
-// re-recording a content without the version that first wrote it took
-// the resolution's author for the origin and named the same content a
-// second time: two identical copies (docs/simulation.md, findings 6 and
-// 8). The content hash keeps two different contents by one author in one
-// second (an editor's autosave) apart without a counter, so devices that
-// see different sets of heads cannot hand one name to two contents (which
-// would conflict again at the copy's name and spawn a copy of the copy).
-// The counter n is left for names a user's own file already holds.
+// The content hash is what makes the name a function of the content: two
+// different contents by one author in one second (an editor's autosave)
+// get different names without a counter, so devices that see different
+// sets of heads cannot hand one name to two contents (which would conflict
+// again at the copy's name and spawn a copy of the copy). The counter n is
+// left for names a user's own file already holds. Resolve passes the
+// content's origin as loser (see Resolve), so a re-recorded content keeps
+// its first author's name.
 func ConflictName(path string, loser Version, n int) string {
 	dir, base := "", path
 	if i := strings.LastIndexByte(path, '/'); i >= 0 {
@@ -54,6 +51,8 @@ func ConflictName(path string, loser Version, n int) string {
 	b.WriteString(dir)
 	b.WriteString(stem)
 	b.WriteString(".conflict-")
+	b.WriteString(loser.ID.Author.Short())
+	b.WriteByte('-')
 	b.WriteString(time.Unix(0, loser.MTime).UTC().Format(conflictTimeLayout))
 	b.WriteByte('-')
 	b.WriteString(hex.EncodeToString(loser.ContentHash[:conflictHashBytes]))

@@ -40,14 +40,10 @@ func newRemovedCopyHistory(t *testing.T) removedCopyHistory {
 	}
 	h.a2 = recordResolution(g, 1, 2, d) // [w7 at notes.md, w9 at C]
 
-	// U copies C onto notes.md and deletes C.
+	// U renames C onto notes.md.
 	h.u1 = Version{ID: vid(6, 1), Path: h.c, Kind: KindDeletion, Clock: 3, Supersedes: []VersionID{h.a2[1].ID}}
 	h.u2 = h.a1
 	h.u2.ID, h.u2.Clock, h.u2.Supersedes = VersionID{Author: dev(6), Seq: 1, Index: 1}, 3, []VersionID{h.a2[0].ID}
-	// U's copy gets a new mtime (a copy, not a rename, then C deleted):
-	// conflict names carry the content and its mtime only, so a rename
-	// back would name w9's next copy C again (TestRenamedBackCopyIsCopiedAgain).
-	h.u2.MTime += 5e9 // still older than w23
 
 	// Y resolves {w23, U's w9}.
 	g = graphOf(t, append([]Version{h.a1, h.b1, h.e1, h.u1, h.u2}, h.a2...)...)

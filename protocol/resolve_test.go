@@ -50,6 +50,7 @@ func hashHex(content string) string {
 func TestResolve(t *testing.T) {
 	const base = "one\ntwo\nthree\nfour\nfive\n"
 	a1 := fileV(1, 1, 1, 0, base)
+	short2, short3 := dev(2).Short(), dev(3).Short()
 	// Concurrent edits of a1 by devices 2 and 3; device 3's mtime is later.
 	edit := func(author byte, sec int64, text string) Version { return fileV(author, 1, 2, sec, text, a1.ID) }
 	del := func(author byte, sec int64) Version { return withKind(edit(author, sec, ""), KindDeletion) }
@@ -73,8 +74,8 @@ func TestResolve(t *testing.T) {
 	dir3 := func() Version { v := withKind(edit(3, 20, ""), KindDir); v.Mode = 0o700; return v }()
 	link3 := text(withKind(edit(3, 20, "target"), KindSymlink), "target")
 
-	copyName := func(ts, content string) string {
-		return "notes.conflict-" + ts + "-" + hashHex(content) + ".md"
+	copyName := func(short, ts, content string) string {
+		return "notes.conflict-" + short + "-" + ts + "-" + hashHex(content) + ".md"
 	}
 	ts2, ts3 := "20261130-054707", "20261130-054717" // t0+10s, t0+20s
 
@@ -97,22 +98,22 @@ func TestResolve(t *testing.T) {
 		{"all deletions", []Version{del(2, 1), del(3, 2)}, nil, OutcomeIdentical, vid(3, 1), []VersionID{vid(2, 1)}, nil, "", nil},
 		{"clean merge", []Version{firstLine, lastLine}, nil, OutcomeMerge, lastLine.ID, nil, []VersionID{lastLine.ID, firstLine.ID}, "ONE\ntwo\nthree\nfour\nFIVE\n", nil},
 		{"same line: later mtime wins, other is a copy", []Version{sameLine2, sameLine3}, nil, OutcomeMerge, sameLine3.ID, nil, []VersionID{sameLine3.ID, sameLine2.ID},
-			"one\ntwo\nTHREE by 3\nfour\nfive\n", map[string]string{copyName(ts2, "one\ntwo\nTHREE by 2\nfour\nfive\n"): "one\ntwo\nTHREE by 2\nfour\nfive\n"}},
-		{"same line, copy name taken", []Version{sameLine2, sameLine3}, []string{copyName(ts2, "one\ntwo\nTHREE by 2\nfour\nfive\n")}, OutcomeMerge, sameLine3.ID, nil, []VersionID{sameLine3.ID, sameLine2.ID},
-			"one\ntwo\nTHREE by 3\nfour\nfive\n", map[string]string{strings.TrimSuffix(copyName(ts2, "one\ntwo\nTHREE by 2\nfour\nfive\n"), ".md") + "-2.md": "one\ntwo\nTHREE by 2\nfour\nfive\n"}},
+			"one\ntwo\nTHREE by 3\nfour\nfive\n", map[string]string{copyName(short2, ts2, "one\ntwo\nTHREE by 2\nfour\nfive\n"): "one\ntwo\nTHREE by 2\nfour\nfive\n"}},
+		{"same line, copy name taken", []Version{sameLine2, sameLine3}, []string{copyName(short2, ts2, "one\ntwo\nTHREE by 2\nfour\nfive\n")}, OutcomeMerge, sameLine3.ID, nil, []VersionID{sameLine3.ID, sameLine2.ID},
+			"one\ntwo\nTHREE by 3\nfour\nfive\n", map[string]string{strings.TrimSuffix(copyName(short2, ts2, "one\ntwo\nTHREE by 2\nfour\nfive\n"), ".md") + "-2.md": "one\ntwo\nTHREE by 2\nfour\nfive\n"}},
 		{"three heads merge pairwise", []Version{middle4, firstLine, lastLine}, nil, OutcomeMerge, middle4.ID, nil, []VersionID{middle4.ID, lastLine.ID, firstLine.ID}, "ONE\ntwo\nthree\n3.5\nfour\nFIVE\n", nil},
-		{"binary: conflict copy", []Version{bin3, bin2}, nil, OutcomeConflict, bin3.ID, nil, nil, "\x00bin3", map[string]string{copyName(ts2, "\x00bin2"): "\x00bin2"}},
+		{"binary: conflict copy", []Version{bin3, bin2}, nil, OutcomeConflict, bin3.ID, nil, nil, "\x00bin3", map[string]string{copyName(short2, ts2, "\x00bin2"): "\x00bin2"}},
 		{"three binary heads, two copies, same second", []Version{bin2, bin3, bin4}, nil, OutcomeConflict, bin4.ID, nil, nil, "\x00bin4",
-			map[string]string{copyName(ts3, "\x00bin3"): "\x00bin3", copyName(ts2, "\x00bin2"): "\x00bin2"}},
-		{"text without a common ancestor", []Version{new2, new3}, nil, OutcomeConflict, new3.ID, nil, nil, "new by 3\n", map[string]string{copyName(ts2, "new by 2\n"): "new by 2\n"}},
+			map[string]string{copyName(short3, ts3, "\x00bin3"): "\x00bin3", copyName(short2, ts2, "\x00bin2"): "\x00bin2"}},
+		{"text without a common ancestor", []Version{new2, new3}, nil, OutcomeConflict, new3.ID, nil, nil, "new by 3\n", map[string]string{copyName(short2, ts2, "new by 2\n"): "new by 2\n"}},
 		{"identical plus conflict plus deletion", []Version{bin2, bin3, del(4, 50), text(binary(fileV(5, 1, 2, 5, "\x00bin2", a1.ID)), "\x00bin2")}, nil,
-			OutcomeConflict, bin3.ID, []VersionID{vid(4, 1), vid(5, 1)}, nil, "\x00bin3", map[string]string{copyName(ts2, "\x00bin2"): "\x00bin2"}},
+			OutcomeConflict, bin3.ID, []VersionID{vid(4, 1), vid(5, 1)}, nil, "\x00bin3", map[string]string{copyName(short2, ts2, "\x00bin2"): "\x00bin2"}},
 		{"directory beats a later file", []Version{dir2, lastLine}, nil, OutcomeKindClash, dir2.ID, nil, nil, "",
-			map[string]string{copyName(ts3, "one\ntwo\nthree\nfour\nFIVE\n"): "one\ntwo\nthree\nfour\nFIVE\n"}},
+			map[string]string{copyName(short3, ts3, "one\ntwo\nthree\nfour\nFIVE\n"): "one\ntwo\nthree\nfour\nFIVE\n"}},
 		{"directories are alike", []Version{dir2, dir3}, nil, OutcomeIdentical, dir3.ID, []VersionID{dir2.ID}, nil, "", nil},
 		{"directory beats deletion", []Version{dir2, del(3, 50)}, nil, OutcomeEditBeatsDeletion, dir2.ID, []VersionID{vid(3, 1)}, nil, "", nil},
 		{"symlink vs file: winner order", []Version{firstLine, link3}, nil, OutcomeKindClash, link3.ID, nil, nil, "target",
-			map[string]string{copyName(ts2, "ONE\ntwo\nthree\nfour\nfive\n"): "ONE\ntwo\nthree\nfour\nfive\n"}},
+			map[string]string{copyName(short2, ts2, "ONE\ntwo\nthree\nfour\nfive\n"): "ONE\ntwo\nthree\nfour\nfive\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -34,8 +34,8 @@ func (d DeviceID) PeerID() string {
 func (d DeviceID) String() string { return d.PeerID() }
 
 // Short returns the first characters of the peer ID after its common
-// "12D3KooW" prefix: enough to tell a person's few devices apart in
-// messages and logs.
+// "12D3KooW" prefix: enough to tell a person's few devices apart in file
+// names and logs.
 func (d DeviceID) Short() string {
 	s := d.PeerID()
 	if len(s) > 16 {
