@@ -1,0 +1,68 @@
+package node
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/weftsync/weft/protocol/entry"
+)
+
+// A user moves a conflict copy back onto its file, and the scan that
+// takes the file's new content runs before the copy's removal is seen
+// (ScanPaths of the file alone, as a watcher batch that split the move's
+// two events would). The copy's deletion must go into the same entry as
+// the file's new version, so no device sees the one without the other
+// (docs/simulation.md, finding 10).
+func TestMovedBackCopyDeletedInSameEntry(t *testing.T) {
+	n, folderPath := testNodeWith(t, Config{NoWatcher: true}) // the test's scans alone see the move
+	v := n.vaultList[0]
+	ctx := context.Background()
+	waitFor(t, "the initial scan", func() bool { // so no other scan runs below
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return v.scanned
+	})
+	file, cp := filepath.Join(folderPath, "notes.md"), filepath.Join(folderPath, "notes.conflict-AbCdEfGh-20261130-054657-1a2b3c.md")
+	if err := os.WriteFile(file, []byte("winner\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cp, []byte("loser\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.scan(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(cp, file); err != nil {
+		t.Fatal(err)
+	}
+	self := n.id.ID()
+	before := v.db.Head(self).Seq
+	if _, err := v.scan(ctx, []string{"notes.md"}); err != nil {
+		t.Fatal(err)
+	}
+	after := v.db.Head(self).Seq
+	if after != before+1 {
+		t.Fatalf("the scan wrote %d entries, want 1", after-before)
+	}
+	var got map[string]entry.Kind
+	err := v.db.Range(self, after, after, func(e *entry.Entry) error {
+		b, err := v.openBody(e)
+		if err != nil {
+			return err
+		}
+		got = map[string]entry.Kind{}
+		for _, ver := range b.Versions {
+			got[ver.Path] = ver.Kind
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]entry.Kind{"notes.md": entry.KindFile, filepath.Base(cp): entry.KindDeletion}
+	if len(got) != len(want) || got["notes.md"] != want["notes.md"] || got[filepath.Base(cp)] != want[filepath.Base(cp)] {
+		t.Errorf("the entry holds %v, want %v", got, want)
+	}
+}
