@@ -291,6 +291,13 @@ func (v *vault) folderMissing() bool {
 // (protocol.ConflictName).
 func isConflictCopy(p string) bool { return strings.Contains(path.Base(p), ".conflict-") }
 
+// isConflictCopyOf reports whether q is named like a conflict copy of p:
+// in p's directory, p's stem, then ".conflict-" (protocol.ConflictName).
+func isConflictCopyOf(q, p string) bool {
+	stem := strings.TrimSuffix(path.Base(p), path.Ext(p))
+	return path.Dir(q) == path.Dir(p) && strings.HasPrefix(path.Base(q), stem+".conflict-")
+}
+
 func (a *apiServer) status(w http.ResponseWriter, r *http.Request) { writeJSON(w, a.n.Status()) }
 
 // InviteResponse is the answer of POST /v1/invite.

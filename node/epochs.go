@@ -141,11 +141,21 @@ func (v *vault) chunkKeys() chunk.Keys { return chunk.KeysFrom(v.eps.current()) 
 
 // openBody opens an entry's body with the keys of the entry's epoch.
 func (v *vault) openBody(e *entry.Entry) (*entry.Body, error) {
+	return v.openBodyWith(e, entry.OpenBody)
+}
+
+// openStoredBody is openBody for an entry read back from this device's own
+// log (entry.OpenStoredBody: no canonical re-encode of the body).
+func (v *vault) openStoredBody(e *entry.Entry) (*entry.Body, error) {
+	return v.openBodyWith(e, entry.OpenStoredBody)
+}
+
+func (v *vault) openBodyWith(e *entry.Entry, open func(*entry.Entry, keys.EpochKeys) (*entry.Body, error)) (*entry.Body, error) {
 	k, err := v.eps.get(e.Epoch())
 	if err != nil {
 		return nil, fmt.Errorf("opening body of %s/%d: %w", e.Author(), e.Seq(), err)
 	}
-	return entry.OpenBody(e, k)
+	return open(e, k)
 }
 
 // openChunk opens a chunk envelope with the keys of the epoch in its

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"path"
 	"slices"
 	"strings"
 
@@ -144,10 +143,8 @@ func (v *vault) pathState(p string) pathView {
 			pv.upToDate = (had && rec.Version == pv.winner) || (!had && ver.Kind == entry.KindDeletion)
 		}
 	}
-	stem := strings.TrimSuffix(path.Base(p), path.Ext(p))
-	dir := path.Dir(p)
-	for q, r := range v.index {
-		if r.Kind == entry.KindFile && isConflictCopy(q) && path.Dir(q) == dir && strings.HasPrefix(path.Base(q), stem+".conflict-") {
+	for q := range v.counts.conflicts { // indexed files named like copies
+		if isConflictCopyOf(q, p) {
 			pv.conflicts = append(pv.conflicts, q)
 		}
 	}

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path"
 	"slices"
-	"strings"
 	"time"
 
 	"lukechampine.com/blake3"
@@ -167,20 +165,22 @@ func (v *vault) scan(ctx context.Context, paths []string) (folder.Result, error)
 // Recorded in one entry, no device sees one without the other. Holds no
 // lock while it looks at the disk.
 func (v *vault) withMovedCopies(changes []folder.Change) []folder.Change {
+	v.mu.Lock()
+	if len(v.counts.conflicts) == 0 {
+		v.mu.Unlock()
+		return changes // the usual case: no copy to look for
+	}
 	reported := map[string]bool{}
 	for _, c := range changes {
 		reported[c.Path] = true
 	}
 	var candidates []folder.Change
-	v.mu.Lock()
 	for _, c := range changes {
 		if c.Type == folder.Deleted || c.New.Kind != folder.KindFile {
 			continue
 		}
-		stem := strings.TrimSuffix(path.Base(c.Path), path.Ext(c.Path))
-		dir := path.Dir(c.Path)
 		for q := range v.counts.conflicts {
-			if reported[q] || path.Dir(q) != dir || !strings.HasPrefix(path.Base(q), stem+".conflict-") {
+			if reported[q] || !isConflictCopyOf(q, c.Path) {
 				continue
 			}
 			if r, ok := v.index[q]; ok && r.Kind == entry.KindFile && r.Hash == c.New.Hash {
@@ -311,23 +311,11 @@ func (v *vault) supersedesLocked(path string, cur vaultdb.Record, had bool) []en
 			out = append(out, id)
 		}
 	}
-	if !had {
-		for _, h := range v.graph.Heads(path) {
-			if h.Kind == protocol.KindDeletion {
-				add(toEntryID(h.ID))
-			}
-		}
-		slices.SortFunc(out, func(a, b entry.VersionID) int { return a.Compare(b) })
-		if len(out) > entry.MaxSupersedes {
-			out = out[:entry.MaxSupersedes]
-		}
-		return out
-	}
-	if _, known := v.graph.Get(toCoreID(cur.Version)); known {
+	if _, known := v.graph.Get(toCoreID(cur.Version)); had && known {
 		add(cur.Version)
 	}
 	for _, h := range v.graph.Heads(path) {
-		if entry.Kind(h.Kind) == cur.Kind && sameContent(h, cur) {
+		if had && entry.Kind(h.Kind) == cur.Kind && sameContent(h, cur) || !had && h.Kind == protocol.KindDeletion {
 			add(toEntryID(h.ID))
 		}
 	}

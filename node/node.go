@@ -286,11 +286,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	// authentication and the rules on versions are still checked).
 	for author, head := range db.Heads() {
 		err := db.Range(author, 1, head.Seq, func(e *entry.Entry) error {
-			k, err := v.eps.get(e.Epoch())
-			if err != nil {
-				return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
-			}
-			body, err := entry.OpenStoredBody(e, k)
+			body, err := v.openStoredBody(e)
 			if err != nil {
 				return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
 			}

@@ -24,15 +24,7 @@ func TestRecreateAfterAppliedDeletionSupersedesIt(t *testing.T) {
 	ctx := context.Background()
 	f := filepath.Join(folderPath, "f.txt")
 	content := []byte("kept\n")
-	if err := os.WriteFile(f, content, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := v.scan(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	v.mu.Lock()
-	a := v.index["f.txt"].Version
-	v.mu.Unlock()
+	a := writeScanned(t, v, folderPath, "f.txt", content)
 
 	_, other := joinAsMember(t, n)
 	del := reviewMemberEntry(t, v, other, []entry.Version{{Path: "f.txt", Kind: entry.KindDeletion, Supersedes: []entry.VersionID{a}}})

@@ -27,6 +27,21 @@ func reviewMemberEntry(t *testing.T, v *vault, id *keys.Identity, vs []entry.Ver
 	return e
 }
 
+// writeScanned writes content to name in the folder, scans, and returns
+// the version the index then records there.
+func writeScanned(t *testing.T, v *vault, folderPath, name string, content []byte) entry.VersionID {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(folderPath, name), content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.scan(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.index[name].Version
+}
+
 // reviewChunkedVersion is a chunked file version of content (chunks that
 // nobody will serve).
 func reviewChunkedVersion(t *testing.T, v *vault, path string, content []byte, mtime int64) entry.Version {
@@ -50,15 +65,7 @@ func TestReviewLocalEditSupersedesUnappliedRemoteEdit(t *testing.T) {
 	v := n.vaultList[0]
 	ctx := context.Background()
 	f := filepath.Join(folderPath, "f.txt")
-	if err := os.WriteFile(f, []byte("version A\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := v.scan(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	v.mu.Lock()
-	a := v.index["f.txt"].Version
-	v.mu.Unlock()
+	a := writeScanned(t, v, folderPath, "f.txt", []byte("version A\n"))
 
 	// Member B edits f.txt (superseding A). B's chunks are never served.
 	_, id := joinAsMember(t, n)

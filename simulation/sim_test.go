@@ -92,8 +92,8 @@ func TestS1Quick(t *testing.T) {
 }
 
 // TestS1Small runs s1Small under the three fixed seeds. It runs without
-// the race detector: under -race one seed took 1.5-3.5 minutes on the
-// 2-core machine beside other tests (about 15 s without), so `make test`
+// the race detector: under -race one seed took 1-7 minutes on the
+// 2-core machine beside other tests (11-77 s without), so `make test`
 // runs it in a second, race-free `go test` (Makefile), while TestS1Quick,
 // TestS3Small and TestBrokenMergeRuleCaught drive the same node code
 // under -race. WEFT_SIM=1 runs it under -race too.
