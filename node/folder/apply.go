@@ -26,6 +26,9 @@ type ApplierConfig struct {
 	// TestOnlyBeforeRemove, if set, runs in Delete after the item was
 	// checked unchanged and before it is taken away.
 	TestOnlyBeforeRemove func(p string)
+	// TestOnlyAfterRename, if set, runs after a written file or link was
+	// renamed onto its name and before the applier looks at it there.
+	TestOnlyAfterRename func(target string)
 }
 
 // Applier writes versions that arrived from peers into the folder. Every
@@ -334,11 +337,40 @@ func (a *Applier) WriteFile(ctx context.Context, v FileVersion, content io.Reade
 		return out, err
 	}
 	ok = true
-	out.Info, err = ds.Lstat(p.target)
+	out.Info, err = a.landed(ds, p.target, p.put)
 	return out, err
 }
 
 var errAborted = errors.New("folder: aborted by test hook")
+
+// landed returns what to index for the item the applier just renamed onto
+// name, put being that item's own stat from before the rename: the name's
+// lstat, which carries the ctime the rename gave it, while the name still
+// holds that item (kind, inode, size and mtime); otherwise put with a
+// ctime no lstat gives (noCtime), so the next scan hashes whatever is
+// there. A save or deletion landing between the rename and the lstat would
+// otherwise be indexed as the applied version: every later scan would take
+// the user's file for unchanged and never record it, and the next apply
+// at the path would replace it unseen (docs/simulation.md, finding 11).
+func (a *Applier) landed(ops nameOps, name string, put FileInfo) (FileInfo, error) {
+	if h := a.cfg.TestOnlyAfterRename; h != nil {
+		h(name)
+	}
+	info, err := ops.Lstat(name)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return info, fmt.Errorf("looking at %q after applying it: %w", name, err)
+	}
+	if err == nil && info.Kind == put.Kind && info.Inode == put.Inode && info.Size == put.Size && info.MTime == put.MTime {
+		return info, nil
+	}
+	a.cfg.Logger.Info("a local change replaced an applied item at once; the next scan records it", "path", name)
+	_, put.Name = splitPath(name)
+	put.Ctime = noCtime
+	return put, nil
+}
+
+// noCtime is a ctime no file system reports (those without one report 0).
+const noCtime = -1
 
 // commit renames a complete, durable temp item over target and fsyncs the
 // directory.
@@ -377,13 +409,18 @@ func (a *Applier) WriteSymlink(ctx context.Context, p, target string) (Outcome, 
 	if err := a.cfg.FS.Symlink(target, tmp); err != nil {
 		return out, fmt.Errorf("creating symlink for %q: %w", dst, err)
 	}
+	put, err := a.cfg.FS.Lstat(tmp)
+	if err != nil {
+		a.cfg.FS.Remove(tmp)
+		return out, fmt.Errorf("creating symlink for %q: %w", dst, err)
+	}
 	if err := a.commit(a.cfg.FS, tmp, dst, cur); err != nil {
 		if !errors.Is(err, errAborted) && !errors.Is(err, errKeepTemp) {
 			a.cfg.FS.Remove(tmp)
 		}
 		return out, err
 	}
-	out.Info, err = a.cfg.FS.Lstat(dst)
+	out.Info, err = a.landed(a.cfg.FS, dst, put)
 	return out, err
 }
 
@@ -526,7 +563,7 @@ func (a *Applier) Rename(ctx context.Context, from, to string) (Outcome, error) 
 			return out, fmt.Errorf("syncing directory %q: %w", d, err)
 		}
 	}
-	out.Info, err = a.cfg.FS.Lstat(to)
+	out.Info, err = a.landed(a.cfg.FS, to, src.info)
 	return out, err
 }
 

@@ -48,6 +48,7 @@ func (a *Applier) WriteFiles(ctx context.Context, ws []FileWrite) []WriteResult 
 		tmp     string
 		target  string
 		cur     existing
+		put     FileInfo
 		written bool
 	}
 	var ready []*prepared
@@ -68,7 +69,7 @@ func (a *Applier) WriteFiles(ctx context.Context, ws []FileWrite) []WriteResult 
 			res[i].Err = err
 			continue
 		}
-		ready = append(ready, &prepared{i: i, f: p.f, tmp: p.tmp, target: p.target, cur: p.cur})
+		ready = append(ready, &prepared{i: i, f: p.f, tmp: p.tmp, target: p.target, cur: p.cur, put: p.put})
 	}
 	// 2. One barrier for the contents.
 	syncer, canSyncAll := a.cfg.FS.(FSSyncer)
@@ -135,8 +136,7 @@ func (a *Applier) WriteFiles(ctx context.Context, ws []FileWrite) []WriteResult 
 			res[p.i].Err = derr
 			continue
 		}
-		info, err := ds.Lstat(p.target)
-		res[p.i].Outcome.Info, res[p.i].Err = info, err
+		res[p.i].Outcome.Info, res[p.i].Err = a.landed(ds, p.target, p.put)
 	}
 	return res
 }
@@ -147,6 +147,7 @@ type preparedFile struct {
 	tmp    string
 	target string
 	cur    existing
+	put    FileInfo // the complete temp file's fstat (see landed)
 }
 
 // prepare does WriteFile's steps up to, not including, the fsync, with
@@ -201,7 +202,11 @@ func (a *Applier) prepare(ctx context.Context, ds *dirSet, w FileWrite, out *Out
 	if err := a.setMeta(f, target, perm, v.MTime); err != nil {
 		return fail(err)
 	}
-	return preparedFile{f: f, tmp: tmp, target: target, cur: cur}, nil
+	put, err := f.Stat()
+	if err != nil {
+		return fail(fmt.Errorf("looking at the temp file for %q: %w", target, err))
+	}
+	return preparedFile{f: f, tmp: tmp, target: target, cur: cur, put: put}, nil
 }
 
 // setMeta sets the mode and then the mtime of the complete temp file f
