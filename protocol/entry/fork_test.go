@@ -93,3 +93,40 @@ func TestForkProofRejectsEmptyEntries(t *testing.T) {
 		t.Fatalf("got %v, want ErrNotFork", err)
 	}
 }
+
+// FuzzDecodeForkProof: a fork proof arrives from other devices or relays
+// as evidence against a key. DecodeForkProof never panics; whatever it
+// accepts verifies, is canonical (Bytes gives the input back), and names
+// two different entries of one author and one sequence number.
+func FuzzDecodeForkProof(f *testing.F) {
+	fx := newFixture(f)
+	e1 := mustNew(f, fx.config(Head{}), sampleBody(fx.other.ID()))
+	cfg := fx.config(Head{})
+	cfg.Time++
+	e1b := mustNew(f, cfg, &Body{})
+	p, err := DetectFork(e1, e1b)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(p.Bytes())
+	f.Add((&ForkProof{A: p.B, B: p.A}).Bytes()) // out of CID order
+	f.Add((&ForkProof{A: e1, B: e1}).Bytes())   // the same entry twice
+	f.Add([]byte{})
+	f.Add([]byte{0x82, 0x40, 0x40})
+	f.Add([]byte{0x82, 0x5a, 0xff, 0xff, 0xff, 0xff}) // hostile byte-string length
+	f.Fuzz(func(t *testing.T, data []byte) {
+		q, err := DecodeForkProof(data)
+		if err != nil {
+			return
+		}
+		if err := q.Verify(); err != nil {
+			t.Fatalf("decoded proof does not verify: %v", err)
+		}
+		if !bytes.Equal(q.Bytes(), data) {
+			t.Fatalf("decoded proof re-encodes to %x, input %x", q.Bytes(), data)
+		}
+		if q.A.Author() != q.B.Author() || q.A.Seq() != q.B.Seq() || q.A.CID().Equals(q.B.CID()) {
+			t.Fatalf("proof of two entries that are not a fork")
+		}
+	})
+}

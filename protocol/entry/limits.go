@@ -17,7 +17,11 @@ const (
 	// batch far fewer per entry to keep entries quick to send.
 	MaxVersions = 1024
 	// MaxRefs bounds the chunk references of one entry, summed over its
-	// versions. At 128 KiB average chunks it admits a 16 GiB file.
+	// versions. At chunk.AvgSize (64 KiB) it admits an 8 GiB file; an
+	// entry must also fit one wire frame (wire.MaxFrameSize, 8 MiB) at
+	// about 80 bytes a reference, which is the tighter bound (about
+	// 6.4 GiB), so authors cap a version's references below both
+	// (node's maxRefsPerEntry).
 	MaxRefs = 1 << 17
 	// MaxSupersedes bounds the versions one version supersedes.
 	MaxSupersedes = 256

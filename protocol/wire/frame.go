@@ -10,11 +10,12 @@ import (
 // MaxFrameSize is the largest frame length (type byte plus payload) that any
 // weft stream carries, and the default limit of ReadFrame.
 //
-// The largest message is a Chunk: an encrypted chunk envelope of at most
-// 4 MiB of chunk data (the chunker's maximum, uncompressed when zstd does not
-// help) plus its header, nonce, AEAD tag and the CID, well under 4 MiB + 1 KiB.
-// 8 MiB leaves a factor of two of headroom so that the chunk format can grow
-// without a framing change, while a malicious peer can still make a reader
+// A Chunk message is far below it: an envelope of at most
+// chunk.MaxEnvelopeSize (256 KiB of chunk data plus 54 bytes) and its CID.
+// The largest messages are Entries, valid up to entry.MaxEntrySize (16 MiB)
+// but sendable only when they fit one frame, so this is the practical bound
+// on an entry (about 100,000 chunk references at about 80 bytes each;
+// docs/protocol/entries.md, "Limits"). A malicious peer can make a reader
 // hold at most 8 MiB per stream, and only by actually sending it (see
 // ReadFrame). A stream that needs less should pass a smaller limit.
 const MaxFrameSize = 8 << 20
