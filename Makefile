@@ -46,7 +46,7 @@ sim:
 
 # crash: the store's SIGKILL crash test at full length.
 crash:
-	WEFT_CRASH_KILLS=$(CRASH_KILLS) $(GO) test -run 'Crash' -timeout 60m -v ./store/...
+	WEFT_CRASH_KILLS=$(CRASH_KILLS) $(GO) test -count=1 -run '^TestCrash$$' -timeout 60m -v ./store/...
 
 # rewrite: regenerate golden files after an intended format change.
 rewrite:

@@ -3,8 +3,10 @@ package vaultdb
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/opt"
 
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -136,10 +138,12 @@ func (db *DB) commit(group []*appendReq) {
 	broken := db.broken
 	db.mu.RUnlock()
 	if broken != nil {
-		for _, r := range group {
-			r.err = fmt.Errorf("%w: %v", ErrBroken, broken)
+		if err := db.heal(); err != nil {
+			for _, r := range group {
+				r.err = fmt.Errorf("%w: %v (reopening the index: %v)", ErrBroken, broken, err)
+			}
+			return
 		}
-		return
 	}
 	g := &groupState{db: db, heads: map[keys.DeviceID]entry.Head{}, held: map[entryKey]*entry.Entry{}}
 	var written []*entry.Entry
@@ -186,8 +190,19 @@ func (db *DB) commit(group []*appendReq) {
 		err := db.idx.Write(b, syncWrite)
 		db.mu.Lock()
 		db.stats.IndexSyncs++
-		if err != nil && len(written) > 0 {
+		if err != nil {
+			// goleveldb refuses every later write once a journal
+			// write failed; the next commit reopens it (heal). If
+			// entries reached a segment, it owes the logs their keys.
 			db.broken = err
+			db.unindexed, db.unindexedHeads = new(leveldb.Batch), g.heads
+			for i, e := range written {
+				db.unindexed.Put(locKey(e.Author(), e.Seq()), locValue(locs[i], e.CID()))
+				db.unindexed.Put(cidKey(e.CID()), cidValue(e.Author(), e.Seq()))
+			}
+			for a, h := range g.heads {
+				db.unindexed.Put(headKey(a), headValue(h))
+			}
 		}
 		db.mu.Unlock()
 		if err != nil {
@@ -292,4 +307,68 @@ func (g *groupState) stored(req map[entryKey]*entry.Entry, k entryKey) (*entry.E
 		return e, nil
 	}
 	return g.db.Get(k.author, k.seq)
+}
+
+// heal reopens the index after a failed write (broken) and writes what that
+// write owed the logs: the keys of entries it had made durable in a
+// segment. goleveldb keeps a failed journal write's error and returns it
+// from every later write until the DB is reopened, so without this a disk
+// that filled up once would stop every Append until the process restarts.
+//
+// The failed write may have left a torn record at the end of goleveldb's
+// journal, which the strict open refuses; heal opens without
+// opt.StrictJournal, so goleveldb drops that record: it is the batch whose
+// callers got an error, never acknowledged. Everything else in the
+// journal was written and synced by this process after Open had read the
+// index through. goleveldb replays the journal into a table and deletes
+// it at open, so the next strict Open does not meet the torn record.
+//
+// If the index cannot be opened for writing (the disk is still full), heal
+// opens it read-only so reads go on, and the next commit tries again.
+//
+// heal only runs when no reader holds the index (TryLock): a reader whose
+// callback appends would otherwise wait for itself. A busy index makes the
+// group fail with ErrBroken and the next commit try again.
+func (db *DB) heal() error {
+	if !db.idxMu.TryLock() {
+		return errors.New("index in use by a reader")
+	}
+	defer db.idxMu.Unlock()
+	if err := db.idx.Close(); err != nil && !errors.Is(err, leveldb.ErrClosed) {
+		db.cfg.Logger.Warn("closing broken vault index", "dir", db.cfg.Dir, "err", err)
+	}
+	path := filepath.Join(db.cfg.Dir, "index")
+	o := *indexOptions
+	o.Strict &^= opt.StrictJournal
+	idx, err := openLevelDB(path, &o)
+	if err != nil {
+		// Still no room (a writable open starts a new journal): open
+		// it read-only, which writes nothing, so that reads go on, and
+		// try again at the next commit.
+		ro := o
+		ro.ReadOnly = true
+		if rdb, rerr := openLevelDB(path, &ro); rerr == nil {
+			db.idx = rdb
+		} else {
+			db.cfg.Logger.Warn("reopening vault index read-only", "dir", db.cfg.Dir, "err", rerr)
+		}
+		return err
+	}
+	db.idx = idx
+	if db.unindexed != nil && db.unindexed.Len() > 0 {
+		if err := idx.Write(db.unindexed, syncWrite); err != nil {
+			return err
+		}
+	}
+	db.mu.Lock()
+	for a, h := range db.unindexedHeads {
+		if h.Seq > db.heads[a].Seq {
+			db.heads[a] = h
+		}
+	}
+	db.stats.IndexSyncs++
+	db.broken, db.unindexed, db.unindexedHeads = nil, nil, nil
+	db.mu.Unlock()
+	db.cfg.Logger.Warn("vault index reopened after a failed write", "dir", db.cfg.Dir)
+	return nil
 }

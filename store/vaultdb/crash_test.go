@@ -138,7 +138,8 @@ func TestCrash(t *testing.T) {
 }
 
 // runCrashChild starts the child on dir, kills it after want acks and
-// returns every ack line it printed.
+// returns every ack line it printed. It fails the test unless the child
+// died of that SIGKILL.
 func runCrashChild(t *testing.T, dir string, want int) ([]string, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
@@ -169,6 +170,9 @@ func runCrashChild(t *testing.T, dir string, want int) ([]string, string) {
 		cmd.Process.Signal(syscall.SIGKILL)
 	}
 	cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child was not killed by SIGKILL (%v); stderr:\n%s", cmd.ProcessState, stderr.String())
+	}
 	return lines, stderr.String()
 }
 

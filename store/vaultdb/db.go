@@ -56,7 +56,11 @@ func (c *Config) validate() error {
 
 // DB is one vault's durable state. It is safe for concurrent use.
 type DB struct {
-	cfg     Config
+	cfg Config
+	// idxMu guards idx: readers hold it shared while they use the index;
+	// the commit loop takes it (TryLock, never waiting) only to reopen a
+	// broken index (heal).
+	idxMu   sync.RWMutex
 	idx     *leveldb.DB
 	readers *segReaders
 	members *memberLog
@@ -73,6 +77,12 @@ type DB struct {
 	closed bool
 	broken error // set when an index write failed after a segment fsync
 	stats  Stats
+
+	// unindexed is what the failed index write owed the logs (locations,
+	// CIDs and heads of entries durable in a segment); heal writes it.
+	// Owned by the commit loop.
+	unindexed      *leveldb.Batch
+	unindexedHeads map[keys.DeviceID]entry.Head
 }
 
 // Stats counts the work Append has done since Open.
@@ -183,7 +193,11 @@ func (db *DB) Close() error {
 	db.mu.Unlock()
 	close(db.quit)
 	<-db.loopDone
-	errs := []error{db.w.close(), db.idx.Close(), db.members.close()}
+	ierr := db.idx.Close()
+	if errors.Is(ierr, leveldb.ErrClosed) {
+		ierr = nil // a heal that could not reopen it closed it
+	}
+	errs := []error{db.w.close(), ierr, db.members.close()}
 	db.readers.close()
 	errs = append(errs, db.lock.Close())
 	return errors.Join(errs...)
@@ -219,6 +233,8 @@ func (db *DB) Heads() map[keys.DeviceID]entry.Head {
 // The entry was verified at Open or Append, and Get checks that the bytes
 // read hash to the CID recorded then.
 func (db *DB) Get(author keys.DeviceID, seq uint64) (*entry.Entry, error) {
+	db.idxMu.RLock()
+	defer db.idxMu.RUnlock()
 	v, err := db.idx.Get(locKey(author, seq), nil)
 	if err != nil {
 		return nil, db.readErr(fmt.Sprintf("entry %s seq %d", author.Short(), seq), err)
@@ -232,7 +248,9 @@ func (db *DB) Get(author keys.DeviceID, seq uint64) (*entry.Entry, error) {
 
 // GetByCID returns the entry whose CID is c, like Get.
 func (db *DB) GetByCID(c cid.Cid) (*entry.Entry, error) {
+	db.idxMu.RLock()
 	v, err := db.idx.Get(append([]byte{pfxCID}, c.Bytes()...), nil)
+	db.idxMu.RUnlock()
 	if err != nil {
 		return nil, db.readErr(fmt.Sprintf("entry %s", c), err)
 	}
@@ -257,6 +275,8 @@ func (db *DB) Range(author keys.DeviceID, from, to uint64, fn func(*entry.Entry)
 	} else {
 		r.Limit = locKey(author, to+1)
 	}
+	db.idxMu.RLock()
+	defer db.idxMu.RUnlock()
 	it := db.idx.NewIterator(r, nil)
 	defer it.Release()
 	for it.Next() {
@@ -328,7 +348,9 @@ func (db *DB) MemberState() *member.State { return fold(db.cfg.Vault, db.members
 
 // IndexGet returns the folder record of path and whether there is one.
 func (db *DB) IndexGet(path string) (Record, bool, error) {
+	db.idxMu.RLock()
 	v, err := db.idx.Get(folderKey(path), nil)
+	db.idxMu.RUnlock()
 	if errors.Is(err, leveldb.ErrNotFound) {
 		return Record{}, false, nil
 	}
@@ -345,6 +367,8 @@ func (db *DB) IndexGet(path string) (Record, bool, error) {
 // IndexAll calls fn with every folder record in path byte order. It stops
 // at the first error fn returns and returns it.
 func (db *DB) IndexAll(fn func(path string, r Record) error) error {
+	db.idxMu.RLock()
+	defer db.idxMu.RUnlock()
 	it := db.idx.NewIterator(prefixRange(pfxFolder), nil)
 	defer it.Release()
 	for it.Next() {
@@ -366,6 +390,8 @@ func (db *DB) IndexAll(fn func(path string, r Record) error) error {
 // Acked returns what peer acknowledged holding: author -> highest sequence.
 // The map is the caller's.
 func (db *DB) Acked(peer keys.DeviceID) (map[keys.DeviceID]uint64, error) {
+	db.idxMu.RLock()
+	defer db.idxMu.RUnlock()
 	it := db.idx.NewIterator(prefixRange(append([]byte{pfxAck}, peer[:]...)...), nil)
 	defer it.Release()
 	out := map[keys.DeviceID]uint64{}
@@ -387,7 +413,9 @@ func (db *DB) Acked(peer keys.DeviceID) (map[keys.DeviceID]uint64, error) {
 // Meta returns the named metadata value and whether it is set. The slice
 // is the caller's.
 func (db *DB) Meta(name string) ([]byte, bool, error) {
+	db.idxMu.RLock()
 	v, err := db.idx.Get(metaKey(name), nil)
+	db.idxMu.RUnlock()
 	if errors.Is(err, leveldb.ErrNotFound) {
 		return nil, false, nil
 	}

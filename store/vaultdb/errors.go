@@ -16,9 +16,11 @@ var (
 	// ErrCorrupt means stored bytes failed their checksum or no longer
 	// decode to what the index says: they are never returned as data.
 	ErrCorrupt = errors.New("stored data corrupt")
-	// ErrBroken means an earlier index write failed after its entries were
-	// made durable; the DB refuses further work until it is reopened, which
-	// indexes those entries again.
+	// ErrBroken means an earlier index write failed and the index could
+	// not be reopened yet; the DB refuses appends until it can. Each later
+	// Append, Commit or AppendWith first reopens the index and indexes the
+	// entries the failed write had made durable; a reopen of the DB does
+	// the same.
 	ErrBroken = errors.New("vault database needs reopening")
 	// ErrLocked means another process has the vault database open.
 	ErrLocked = errors.New("vault database in use")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
@@ -21,6 +22,10 @@ var (
 	// silently shortened database.
 	indexOptions = &opt.Options{Strict: opt.StrictAll, ErrorIfMissing: true}
 )
+
+// openLevelDB opens a goleveldb directory. goleveldb keeps its own file IO,
+// outside the FS seam; tests replace this to inject faults into it.
+var openLevelDB = leveldb.OpenFile
 
 // rebuildBatch is how many keys a rebuild writes per batch.
 const rebuildBatch = 4096
@@ -38,7 +43,7 @@ func openIndex(dir string, scan *logScan, rep *OpenReport) (*leveldb.DB, error) 
 			rep.Created = true
 		}
 	} else {
-		idx, err := leveldb.OpenFile(path, indexOptions)
+		idx, err := openLevelDB(path, indexOptions)
 		if err != nil {
 			reason = fmt.Sprintf("opening index: %v", err)
 		} else {
@@ -70,6 +75,11 @@ func checkIndex(idx *leveldb.DB, scan *logScan, rep *OpenReport) string {
 	formatOK := false
 	staleHeads := [][]byte{}
 	goodHeads := 0
+	// lost collects entries the index locates but the logs no longer
+	// hold: an acknowledged log tail gone (a disk that lost written data,
+	// or damage). The index is rebuilt; rep.Lost says what went missing.
+	lost := map[keys.DeviceID][]uint64{}
+	lostLoc, lostCID := map[entryKey]bool{}, map[entryKey]bool{}
 	for it.Next() {
 		k, v := it.Key(), it.Value()
 		switch {
@@ -87,14 +97,23 @@ func checkIndex(idx *leveldb.DB, scan *logScan, rep *OpenReport) string {
 			}
 			l, c, err := parseLocValue(v)
 			info := scan.entries[ek]
-			if err != nil || info == nil || info.at != l || !info.cid.Equals(c) {
+			if err == nil && info == nil {
+				lost[ek.author] = append(lost[ek.author], ek.seq)
+				lostLoc[ek] = true
+				continue
+			}
+			if err != nil || info.at != l || !info.cid.Equals(c) {
 				return fmt.Sprintf("index locates %s seq %d where the logs disagree", ek.author.Short(), ek.seq)
 			}
 			info.seen = true
 		case k[0] == pfxCID:
 			ek, ok := parseCIDValue(v)
 			info := scan.entries[ek]
-			if !ok || info == nil || !bytes.Equal(info.cid.Bytes(), k[1:]) {
+			if ok && info == nil {
+				lostCID[ek] = true // a lost entry, if its location key says so too
+				continue
+			}
+			if !ok || !bytes.Equal(info.cid.Bytes(), k[1:]) {
 				return "index names an entry CID the logs do not hold"
 			}
 			info.cseen = true
@@ -113,6 +132,17 @@ func checkIndex(idx *leveldb.DB, scan *logScan, rep *OpenReport) string {
 	}
 	if !formatOK {
 		return "index has no format key"
+	}
+	for ek := range lostCID {
+		if !lostLoc[ek] {
+			return "index names an entry CID the logs do not hold"
+		}
+	}
+	if len(lost) > 0 {
+		rep.Lost = lostGaps(lost)
+		g := rep.Lost[0]
+		return fmt.Sprintf("index locates %d entries the logs no longer hold (%s from seq %d)",
+			len(lost[g.Author]), g.Author.Short(), g.Seq)
 	}
 	b := new(leveldb.Batch)
 	for ek, info := range scan.entries {
@@ -143,6 +173,17 @@ func checkIndex(idx *leveldb.DB, scan *logScan, rep *OpenReport) string {
 	return ""
 }
 
+// lostGaps turns the sequence numbers of lost entries into one Gap per
+// author (the lowest lost sequence, how many), sorted by author.
+func lostGaps(lost map[keys.DeviceID][]uint64) []Gap {
+	gaps := make([]Gap, 0, len(lost))
+	for a, seqs := range lost {
+		gaps = append(gaps, Gap{Author: a, Seq: slices.Min(seqs), Dropped: len(seqs)})
+	}
+	slices.SortFunc(gaps, func(x, y Gap) int { return bytes.Compare(x.Author[:], y.Author[:]) })
+	return gaps
+}
+
 // rebuildIndex moves any index at dir/index aside to dir/index.old
 // (replacing an older one), builds a new one from the scan in
 // dir/index.new, and renames it into place. A crash at any point leaves
@@ -166,7 +207,7 @@ func rebuildIndex(dir string, scan *logScan) (*leveldb.DB, error) {
 	}
 	o := *indexOptions
 	o.ErrorIfMissing = false
-	idx, err := leveldb.OpenFile(tmp, &o)
+	idx, err := openLevelDB(tmp, &o)
 	if err != nil {
 		return nil, fmt.Errorf("creating index: %w", err)
 	}
@@ -183,7 +224,7 @@ func rebuildIndex(dir string, scan *logScan) (*leveldb.DB, error) {
 	if err := syncDir(OSFS{}, dir); err != nil {
 		return nil, fmt.Errorf("syncing %s: %w", dir, err)
 	}
-	idx, err = leveldb.OpenFile(path, indexOptions)
+	idx, err = openLevelDB(path, indexOptions)
 	if err != nil {
 		return nil, fmt.Errorf("opening rebuilt index: %w", err)
 	}

@@ -141,9 +141,12 @@ func TestIndexCorruption(t *testing.T) {
 	all := append(append([]*entry.Entry(nil), ea...), eb...)
 
 	// build makes a DB whose index has a table file (.ldb) and a journal
-	// (.log) with data in both.
-	build := func(t *testing.T) string {
-		dir := t.TempDir()
+	// (.log) with data in both, under root/db, beside a user's folder
+	// (root/folder) that no rebuild may touch.
+	build := func(t *testing.T) (root, dir string) {
+		root = t.TempDir()
+		dir = filepath.Join(root, "db")
+		userFolder(t, root)
 		db, _ := openDB(t, Config{Dir: dir, Vault: f.vault})
 		for _, e := range ea {
 			var u Update
@@ -159,7 +162,7 @@ func TestIndexCorruption(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.Close()
-		return dir
+		return root, dir
 	}
 	files := func(dir, suffix string) []string {
 		m, _ := filepath.Glob(filepath.Join(dir, "index", "*"+suffix))
@@ -207,7 +210,7 @@ func TestIndexCorruption(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := build(t)
+			root, dir := build(t)
 			var targets []string
 			switch {
 			case tt.suffix == "":
@@ -223,6 +226,7 @@ func TestIndexCorruption(t *testing.T) {
 			for _, p := range targets {
 				tt.damage(t, p)
 			}
+			before := treeState(t, root, skipIndex("db"))
 			db, rep, err := Open(dir, f.vault)
 			if err != nil {
 				t.Fatalf("Open: %v", err)
@@ -231,6 +235,9 @@ func TestIndexCorruption(t *testing.T) {
 			if !rep.Rebuilt || !rep.NeedRescan || rep.Entries != len(all) {
 				t.Fatalf("got %+v, want Rebuilt with %d entries", rep, len(all))
 			}
+			// Not a user file, not a log segment, not a byte outside
+			// the index changed.
+			sameTree(t, "rebuilding the index", before, treeState(t, root, skipIndex("db")))
 			mustHold(t, db, all)
 			if err := db.Append(f.next(t, a, ea[29].Head(), "after")); err != nil {
 				t.Fatalf("Append after rebuild: %v", err)
@@ -266,4 +273,133 @@ func TestReindexAfterLostIndexBatch(t *testing.T) {
 		t.Fatalf("got %+v, want 2 reindexed without a rebuild", rep)
 	}
 	mustHold(t, db, es)
+}
+
+// TestDroppedLogTail loses acknowledged entries from the logs (what a disk
+// that drops written data, or goleveldb's silent tail drop if the logs
+// lived in it, would do): Open must hold what is left, report the loss as
+// a sequence gap (Lost, and Gaps where later entries no longer chain),
+// rebuild the index without touching a user file, and take the lost
+// entries again when a peer sends them.
+func TestDroppedLogTail(t *testing.T) {
+	f := newFixture()
+	a, b := identity(t, 1), identity(t, 2)
+	ea := f.chain(t, a, entry.Head{}, 10)
+	eb := f.chain(t, b, entry.Head{}, 2)
+	tests := []struct {
+		name string
+		// perSeg is how many records a segment holds (0: one segment
+		// for all); cut damages the files and returns the first seq
+		// of a it lost.
+		perSeg int
+		cut    func(t *testing.T, dir string, ends map[uint64]loc) uint64
+		// gap says the entries after the lost ones are still in the
+		// logs but no longer chain: a Gap.
+		gap bool
+	}{
+		{"last segment, at a record boundary", 0, func(t *testing.T, dir string, ends map[uint64]loc) uint64 {
+			os.Truncate(segPath(dir, 1), ends[6].off+int64(ends[6].n))
+			return 7
+		}, false},
+		{"last segment, inside a record", 0, func(t *testing.T, dir string, ends map[uint64]loc) uint64 {
+			os.Truncate(segPath(dir, 1), ends[7].off+int64(ends[7].n)/2)
+			return 7
+		}, false},
+		{"whole last segment", 3, func(t *testing.T, dir string, ends map[uint64]loc) uint64 {
+			last := ends[10].seg
+			os.Remove(segPath(dir, last))
+			first := uint64(10)
+			for first > 1 && ends[first-1].seg == last {
+				first--
+			}
+			return first
+		}, false},
+		{"tail of an earlier segment", 3, func(t *testing.T, dir string, ends map[uint64]loc) uint64 {
+			// Cut the last record of a's off the end of the first
+			// segment that is followed by another: the entries in the
+			// later segments no longer chain.
+			for seq := uint64(2); seq < 10; seq++ {
+				if l := ends[seq]; ends[seq+1].seg != l.seg {
+					os.Truncate(segPath(dir, l.seg), l.off)
+					return seq
+				}
+			}
+			t.Fatal("a's entries all in one segment")
+			return 0
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "db")
+			userFolder(t, root)
+			cfg := Config{Dir: dir, Vault: f.vault}
+			if tt.perSeg > 0 {
+				cfg.SegmentSize = int64(tt.perSeg * len(appendFrame(nil, ea[0].Bytes())))
+			}
+			db, _ := openDB(t, cfg)
+			// b's entries go first, so that only a's are lost.
+			if err := db.Append(eb...); err != nil {
+				t.Fatal(err)
+			}
+			ends := map[uint64]loc{}
+			for _, e := range ea {
+				var u Update
+				u.PutIndex("notes/"+e.CID().String()[:12], Record{Kind: entry.KindDir, Mode: 0o755})
+				if err := db.AppendWith(&u, e); err != nil {
+					t.Fatal(err)
+				}
+				v, err := db.idx.Get(locKey(e.Author(), e.Seq()), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ends[e.Seq()], _, _ = parseLocValue(v)
+			}
+			db.Close()
+			from := tt.cut(t, dir, ends)
+
+			// Only the last segment may be cut back by Open (a torn
+			// tail); nothing else outside the index may change.
+			skip := func(rel string) bool {
+				return skipIndex("db")(rel) || strings.HasPrefix(rel, filepath.Join("db", "log"))
+			}
+			before := treeState(t, root, skip)
+			db, rep := openDB(t, cfg)
+			sameTree(t, "recovering a lost log tail", before, treeState(t, root, skip))
+			if len(rep.Lost) != 1 || rep.Lost[0].Author != a.ID() || rep.Lost[0].Seq != from || rep.Lost[0].Dropped != 10-int(from)+1 {
+				t.Fatalf("Lost = %+v, want %s from seq %d, %d entries", rep.Lost, a.ID().Short(), from, 10-from+1)
+			}
+			if !rep.Rebuilt || !rep.NeedRescan {
+				t.Fatalf("got %+v, want a rebuilt index and a rescan", rep)
+			}
+			if want := int(10 - from); tt.gap && (len(rep.Gaps) != 1 || rep.Gaps[0].Seq != from || rep.Gaps[0].Dropped != want) {
+				t.Fatalf("Gaps = %+v, want seq %d with %d dropped", rep.Gaps, from, want)
+			} else if !tt.gap && len(rep.Gaps) != 0 {
+				t.Fatalf("Gaps = %+v, want none", rep.Gaps)
+			}
+			if h := db.Head(a.ID()); h.Seq != from-1 {
+				t.Fatalf("head of a at %d, want %d", h.Seq, from-1)
+			}
+			if _, err := db.Get(a.ID(), from); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("Get of a lost entry: %v, want ErrNotFound", err)
+			}
+			held := append(append([]*entry.Entry(nil), ea[:from-1]...), eb...)
+			mustHold(t, db, held)
+
+			// A peer sends the missing entries again: they are taken as
+			// new, and after a reopen everything is there and clean.
+			if err := db.Append(ea[from-1:]...); err != nil {
+				t.Fatalf("appending the refetched entries: %v", err)
+			}
+			all := append(append([]*entry.Entry(nil), ea...), eb...)
+			mustHold(t, db, all)
+			db.Close()
+			db, rep = openDB(t, cfg)
+			defer db.Close()
+			if rep.Rebuilt || len(rep.Lost) != 0 || rep.Reindexed != 0 {
+				t.Fatalf("reopen after refetch: got %+v, want nothing to repair", rep)
+			}
+			mustHold(t, db, all)
+		})
+	}
 }

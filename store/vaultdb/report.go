@@ -13,6 +13,14 @@ type OpenReport struct {
 	// repeat an entry already held; they are harmless.
 	Dropped, Duplicates int
 	Gaps                []Gap
+	// Lost lists, per author, entries the index had recorded that Open no
+	// longer holds (Seq the lowest, Dropped how many), whatever the cause:
+	// a log tail or segment lost after it was acknowledged (a disk that
+	// dropped written data), a damaged range, or entries dropped after a
+	// gap (also in Gaps). The index is then rebuilt. They are missing
+	// until peers send them again. Lost is filled only from an index that
+	// could still be read through; a corrupt index leaves it empty.
+	Lost []Gap
 	// Truncated lists the bad tail cut off the last segment or the
 	// membership log: a write torn by a crash, never acknowledged.
 	Truncated []Damage
