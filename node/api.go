@@ -63,6 +63,7 @@ func (n *Node) startAPI(ctx context.Context, addr string) (*apiServer, error) {
 	mux.HandleFunc("GET /v1/devices", a.devices)
 	mux.HandleFunc("GET /v1/events", a.eventStream)
 	mux.HandleFunc("POST /v1/scan", a.scan)
+	mux.HandleFunc("POST /v1/vaults/load", a.loadVaults)
 	mux.HandleFunc("GET /v1/doctor", a.doctor)
 	mux.HandleFunc("GET /v1/history", a.history)
 	mux.HandleFunc("POST /v1/restore", a.restore)
@@ -166,7 +167,7 @@ func (n *Node) Status() Status {
 	}
 	members := map[keys.DeviceID]bool{}
 	relays := map[keys.DeviceID]bool{}
-	for _, v := range n.vaultList {
+	for _, v := range n.vaultsNow() {
 		fs := v.status()
 		if len(n.connectedMembers(v)) == 0 && len(v.memberList()) > 1 && fs.State == "in-sync" {
 			fs.State = "offline"
@@ -212,7 +213,7 @@ func (n *Node) Status() Status {
 // peerInSync reports whether d holds everything this device holds in every
 // shared vault, as far as its last LogStatus said.
 func (n *Node) peerInSync(d keys.DeviceID) bool {
-	for _, v := range n.vaultList {
+	for _, v := range n.vaultsNow() {
 		if !v.isPeer(d) {
 			continue
 		}
@@ -336,7 +337,7 @@ type Conflict struct {
 
 func (a *apiServer) conflicts(w http.ResponseWriter, r *http.Request) {
 	out := []Conflict{}
-	for _, v := range a.n.vaultList {
+	for _, v := range a.n.vaultsNow() {
 		v.mu.Lock()
 		for p, r := range v.index {
 			if r.Kind == entry.KindFile && isConflictCopy(p) {
@@ -359,13 +360,31 @@ type Device struct {
 
 func (a *apiServer) devices(w http.ResponseWriter, r *http.Request) {
 	out := []Device{}
-	for _, v := range a.n.vaultList {
+	for _, v := range a.n.vaultsNow() {
 		for _, d := range v.memberList() {
 			role, _ := v.role(d)
 			out = append(out, Device{Folder: v.cfg.Folder, ID: d.String(), Role: role.String(), Self: d == a.n.id.ID()})
 		}
 	}
 	writeJSON(w, out)
+}
+
+// VaultsLoaded is the answer of POST /v1/vaults/load: the folders of
+// vaults the agent started syncing (added to the home since it started).
+type VaultsLoaded struct {
+	Added []string `json:"added"`
+}
+
+// loadVaults starts syncing the vaults added to the home since the agent
+// started (`weft join` and `weft init` call it). Vaults that opened are
+// syncing even when another failed; the failure is the error.
+func (a *apiServer) loadVaults(w http.ResponseWriter, r *http.Request) {
+	added, err := a.n.AddNewVaults()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, VaultsLoaded{Added: append([]string{}, added...)})
 }
 
 // ScanRequest is the body of POST /v1/scan: an absolute path inside a
@@ -409,7 +428,7 @@ func (a *apiServer) scan(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	vaults, rel := a.n.vaultList, ""
+	vaults, rel := a.n.vaultsNow(), ""
 	if req.Path != "" {
 		v, p, err := a.n.resolvePath(req.Path)
 		if err != nil {

@@ -35,7 +35,7 @@ func TestStaleDecisionDoesNotOverwriteLocalEdit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n, dir := testNode(t)
-			v := n.vaultList[0]
+			v := n.vaultsNow()[0]
 			ctx := context.Background()
 			bContent := bytes.Repeat([]byte("remote edit B, line\n"), 600)
 			if !tc.chunked {

@@ -23,7 +23,7 @@ func TestCaseCollisionOnFoldingFS(t *testing.T) {
 	mem := folder.NewMemFS(folder.MemFSConfig{Folding: folder.Folding{CaseInsensitive: true}})
 	n, _ := testNodeWith(t, Config{NoWatcher: true, FolderFS: func(string) (folder.FS, error) { return mem, nil }})
 	h, id := joinAsMember(t, n)
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	contents := map[string]string{"readme.md": "lower", "README.md": "UPPER"}
 	var prev entry.Head
 	var es []*entry.Entry

@@ -88,7 +88,7 @@ var errNotInFolder = errors.New("not inside any synced folder")
 // folder itself).
 func (n *Node) resolvePath(abs string) (*vault, string, error) {
 	try := func(p string) (*vault, string, bool) {
-		for _, v := range n.vaultList {
+		for _, v := range n.vaultsNow() {
 			for _, root := range []string{v.cfg.Folder, evalOr(v.cfg.Folder)} {
 				rel, err := filepath.Rel(root, p)
 				if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
@@ -110,7 +110,7 @@ func (n *Node) resolvePath(abs string) (*vault, string, error) {
 		return v, rel, nil
 	}
 	var folders []string
-	for _, v := range n.vaultList {
+	for _, v := range n.vaultsNow() {
 		folders = append(folders, v.cfg.Folder)
 	}
 	return nil, "", fmt.Errorf("%s: %w (folders: %s)", abs, errNotInFolder, strings.Join(folders, ", "))
@@ -130,7 +130,7 @@ func evalOr(p string) string {
 func (n *Node) Diagnose(ctx context.Context, abs string) (Diagnosis, error) {
 	d := Diagnosis{Time: n.now().UTC(), Folders: []FolderDiagnosis{}, Peers: []PeerDiagnosis{}, Findings: []Finding{}}
 	facts := doctorFacts{}
-	vaults := n.vaultList
+	vaults := n.vaultsNow()
 	var asked string
 	if abs != "" {
 		v, rel, err := n.resolvePath(abs)
@@ -148,7 +148,7 @@ func (n *Node) Diagnose(ctx context.Context, abs string) (Diagnosis, error) {
 	facts.peers = n.diagnosePeers(ctx, vaults)
 	st := n.Status()
 	for _, v := range vaults {
-		fs := st.Folders[slices.Index(n.vaultList, v)]
+		fs := st.Folders[slices.Index(n.vaultsNow(), v)]
 		facts.folders = append(facts.folders, n.folderFacts(v, fs, asked, abs != "", facts.peers))
 	}
 	for _, fo := range facts.folders {

@@ -20,7 +20,7 @@ import (
 func TestStatusReportsOnlyContentHeld(t *testing.T) {
 	n, _ := testNode(t)
 	h, id := joinAsMember(t, n)
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	data := make([]byte, 100<<10)
 	if _, err := rand.Read(data); err != nil {
 		t.Fatal(err)

@@ -154,7 +154,7 @@ func historyNode(t *testing.T) (*Node, *vault, string, *testClock) {
 	t.Helper()
 	clk := &testClock{t: time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)}
 	n, folderPath := testNodeWith(t, Config{NoWatcher: true, Now: clk.Now})
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	// Wait for Run's first scan, so it cannot record a half-written edit.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		v.mu.Lock()

@@ -55,7 +55,7 @@ type fakeRelay struct {
 func newFakeRelay(t *testing.T, n *Node, serve func(int, network.Stream, wire.LogRequest)) *fakeRelay {
 	t.Helper()
 	h, id := outsiderHost(t)
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	f := &fakeRelay{h: h, dev: id.ID(), vault: v.id, serve: serve, chunks: map[cid.Cid][]byte{}}
 	h.SetStreamHandler(relay.ProtoRelay, f.handleEnroll)
 	h.SetStreamHandler(ProtoLog, f.handleLog)
@@ -296,7 +296,7 @@ func TestHostileRelay(t *testing.T) {
 // gets the right bytes from an honest member once one has them.
 func hostileAltersChunk(t *testing.T) {
 	n, folderPath := testNode(t)
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	evs := recordEvents(t, n)
 	mh, mid := joinAsMember(t, n)
 
@@ -389,7 +389,7 @@ func hostileAltersChunk(t *testing.T) {
 // takes the stream down each time (it retries, and is refused again).
 func hostileAltersEntry(t *testing.T) {
 	n, folderPath := testNode(t)
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	_, mid := joinAsMember(t, n)
 	es := memberLog(t, v, mid, 4)
 	flipped := bytes.Clone(es[2].Bytes())
@@ -436,7 +436,7 @@ func hostileAltersEntry(t *testing.T) {
 // entry.
 func hostileDropsEntry(t *testing.T) {
 	n, folderPath := testNode(t)
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	evs := recordEvents(t, n)
 	mh, mid := joinAsMember(t, n)
 	es := memberLog(t, v, mid, 4)
@@ -495,7 +495,7 @@ func hostileDropsEntry(t *testing.T) {
 // error is reported, nothing is stored twice.
 func hostileReplaysEntry(t *testing.T) {
 	n, folderPath := testNode(t)
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	evs := recordEvents(t, n)
 	_, mid := joinAsMember(t, n)
 	es := memberLog(t, v, mid, 4)
@@ -543,7 +543,7 @@ func hostileRollsBack(t *testing.T) {
 	// No watcher: the scans below are the only writers, so the number of
 	// this device's entries stays put while the relay's word changes.
 	n, folderPath := testNodeWith(t, Config{NoWatcher: true})
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	evs := recordEvents(t, n)
 	self := n.id.ID()
 	ctx := context.Background()

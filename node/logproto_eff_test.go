@@ -35,7 +35,7 @@ func openLogAs(t *testing.T, h host.Host, n *Node, req wire.LogRequest) network.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Reset() })
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	_ = wire.WriteFrame(s, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: v.id}.AppendBinary(nil))
 	_ = wire.WriteFrame(s, wire.MsgLogRequest, req.AppendBinary(nil))
 	_ = s.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -81,7 +81,7 @@ func TestLogStreamSendsOnlyNewerMembers(t *testing.T) {
 	n, _ := testNode(t)
 	h, _ := joinAsMember(t, n)
 	_, _ = joinAsMember(t, n)
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	held := v.memberSeq()
 	if held < 3 {
 		t.Fatalf("got membership sequence %d, want at least 3 (genesis and two adds)", held)

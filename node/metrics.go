@@ -150,7 +150,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for i, f := range st.Folders {
 		gauge(descFiles, float64(f.Files), f.Path)
 		gauge(descBytes, float64(f.Bytes), f.Path)
-		gauge(descDirs, float64(c.n.vaultList[i].view().dirs), f.Path)
+		gauge(descDirs, float64(c.n.vaultsNow()[i].view().dirs), f.Path)
 		gauge(descPending, float64(f.PendingApply), f.Path, "apply")
 		gauge(descPending, float64(f.PendingFetch), f.Path, "fetch")
 		gauge(descPending, float64(f.PendingUpload), f.Path, "upload")

@@ -62,7 +62,7 @@ func newMonitor(n *Node) *monitor {
 		n: n, safe: map[*vault]uint64{}, connSince: map[keys.DeviceID]time.Time{},
 		recv: map[keys.DeviceID][]recvSample{}, scans: map[*vault]*scanNote{},
 	}
-	for _, v := range n.vaultList {
+	for _, v := range n.vaultsNow() {
 		m.safe[v] = v.heldElsewhere()
 	}
 	m.metrics = newMetrics(n, m)
@@ -118,7 +118,7 @@ func (m *monitor) throughput(d keys.DeviceID) (sent, recv float64, over time.Dur
 }
 
 func (m *monitor) vaultByFolder(folder string) *vault {
-	for _, v := range m.n.vaultList {
+	for _, v := range m.n.vaultsNow() {
 		if v.cfg.Folder == folder {
 			return v
 		}

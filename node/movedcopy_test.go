@@ -17,7 +17,7 @@ import (
 // (docs/simulation.md, finding 10).
 func TestMovedBackCopyDeletedInSameEntry(t *testing.T) {
 	n, folderPath := testNodeWith(t, Config{NoWatcher: true}) // the test's scans alone see the move
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	ctx := context.Background()
 	waitFor(t, "the initial scan", func() bool { // so no other scan runs below
 		v.mu.Lock()

@@ -91,13 +91,13 @@ type Node struct {
 	ctx  context.Context
 	now  func() time.Time
 
-	vaults    map[keys.VaultID]*vault
-	vaultList []*vault
-	kicks     chan *vault
-	events    *events
-	invites   invites
-	stats     nodeStats
-	api       *apiServer
+	vaults  atomic.Pointer[vaultSet] // replaced whole when a vault is added
+	run     running                  // Run's context and group, for vaults added later
+	kicks   chan *vault
+	events  *events
+	invites invites
+	stats   nodeStats
+	api     *apiServer
 
 	ready   chan struct{} // closed once Run accepts streams and API calls
 	ownHost bool          // Run closes the host it built
@@ -194,17 +194,17 @@ func New(cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		cfg: cfg, id: id, log: cfg.Logger, now: cfg.Now,
-		vaults: map[keys.VaultID]*vault{}, kicks: make(chan *vault, 1),
+		kicks:  make(chan *vault, 1),
 		events: newEvents(), peers: map[keys.DeviceID]*peerState{}, ready: make(chan struct{}),
 	}
+	n.vaults.Store(&vaultSet{byID: map[keys.VaultID]*vault{}})
 	for _, hv := range hvs {
 		v, err := n.openVault(hv)
 		if err != nil {
 			n.closeVaults()
 			return nil, fmt.Errorf("vault for %s: %w", hv.Folder, err)
 		}
-		n.vaults[v.id] = v
-		n.vaultList = append(n.vaultList, v)
+		n.vaults.Store(n.vaults.Load().with(v))
 	}
 	if cfg.Host != nil {
 		n.host = cfg.Host
@@ -349,7 +349,7 @@ func (v *vault) dropAppliedLocked() {
 }
 
 func (n *Node) closeVaults() {
-	for _, v := range n.vaultList {
+	for _, v := range n.vaultsNow() {
 		if err := v.db.Close(); err != nil {
 			n.log.Warn("closing vault database", "folder", v.cfg.Folder, "err", err)
 		}
@@ -371,7 +371,7 @@ func (n *Node) Addrs() []string {
 // Scan rescans every folder now and records what changed; it returns once
 // the resulting entries are durable.
 func (n *Node) Scan(ctx context.Context) error {
-	for _, v := range n.vaultList {
+	for _, v := range n.vaultsNow() {
 		if _, err := v.scan(ctx, nil); err != nil {
 			return err
 		}
@@ -390,7 +390,12 @@ func (n *Node) APIAddr() string {
 	return n.api.addr
 }
 
-func (n *Node) vault(id keys.VaultID) *vault { return n.vaults[id] }
+func (n *Node) vault(id keys.VaultID) *vault { return n.vaults.Load().byID[id] }
+
+// vaultsNow returns the vaults open now, in the order they were opened.
+// The slice is never changed in place: a vault added later is in the next
+// call's slice only.
+func (n *Node) vaultsNow() []*vault { return n.vaults.Load().list }
 
 // counters returns the counters of a peer, creating its state.
 func (n *Node) counters(d keys.DeviceID) *peerCounters {
@@ -462,7 +467,7 @@ func (n *Node) Run(ctx context.Context) error {
 				if err != nil {
 					continue
 				}
-				for _, v := range n.vaultList {
+				for _, v := range n.vaultsNow() {
 					if v.isMember(dev) && len(ev.ListenAddrs) > 0 {
 						n.rememberPeer(v, dev, ev.ListenAddrs)
 					}
@@ -487,25 +492,18 @@ func (n *Node) Run(ctx context.Context) error {
 			defer svc.Close()
 		}
 	}
-	for _, v := range n.vaultList {
-		wg.Go(func() {
-			if _, err := v.applier.CleanTemps(ctx); err != nil {
-				v.log.Warn("cleaning temporary files", "err", err)
-			}
-			close(v.cleaned)
-			res, err := v.scan(ctx, nil)
-			if err != nil {
-				if ctx.Err() == nil {
-					v.log.Error("first scan", "err", err)
-				}
-			} else {
-				v.log.Info("scanned", "files", res.Files, "changes", len(res.Changes))
-			}
-			n.events.publish(Event{Type: EventScanned, Folder: v.cfg.Folder, Count: len(res.Changes)})
-			v.kick()
-			v.watch(ctx, !n.cfg.NoWatcher, n.cfg.Settle, n.cfg.RescanEvery)
-		})
+	n.run.mu.Lock()
+	for _, v := range n.vaultsNow() {
+		n.startVault(ctx, &wg, v)
 	}
+	n.run.ctx, n.run.wg = ctx, &wg
+	n.run.mu.Unlock()
+	defer func() {
+		// Before wg.Wait: no vault may join the group once it is waited for.
+		n.run.mu.Lock()
+		n.run.wg = nil
+		n.run.mu.Unlock()
+	}()
 	wg.Go(func() { n.reconcileLoop(ctx) })
 	wg.Go(func() { n.dialLoop(ctx) })
 	wg.Go(func() { n.keepConnectivity(ctx) })
@@ -513,6 +511,28 @@ func (n *Node) Run(ctx context.Context) error {
 	close(n.ready)
 	<-ctx.Done()
 	return nil
+}
+
+// startVault starts syncing v under Run: temp files of an earlier run
+// removed, the first scan, then the watcher until ctx ends.
+func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
+	wg.Go(func() {
+		if _, err := v.applier.CleanTemps(ctx); err != nil {
+			v.log.Warn("cleaning temporary files", "err", err)
+		}
+		close(v.cleaned)
+		res, err := v.scan(ctx, nil)
+		if err != nil {
+			if ctx.Err() == nil {
+				v.log.Error("first scan", "err", err)
+			}
+		} else {
+			v.log.Info("scanned", "files", res.Files, "changes", len(res.Changes))
+		}
+		n.events.publish(Event{Type: EventScanned, Folder: v.cfg.Folder, Count: len(res.Changes)})
+		v.kick()
+		v.watch(ctx, !n.cfg.NoWatcher, n.cfg.Settle, n.cfg.RescanEvery)
+	})
 }
 
 // reconcileLoop applies what the sync core decides, whenever a vault is
@@ -527,7 +547,7 @@ func (n *Node) reconcileLoop(ctx context.Context) {
 		case <-n.kicks:
 		case <-tick.C:
 		}
-		for _, v := range n.vaultList {
+		for _, v := range n.vaultsNow() {
 			select {
 			case <-v.cleaned:
 			default:
@@ -565,7 +585,7 @@ func (m mdnsNotifee) HandlePeerFound(pi peer.AddrInfo) {
 }
 
 func (n *Node) isMemberAnywhere(d keys.DeviceID) bool {
-	for _, v := range n.vaultList {
+	for _, v := range n.vaultsNow() {
 		if v.isMember(d) {
 			return true
 		}
@@ -617,7 +637,7 @@ func (n *Node) syncWith(p peer.ID) {
 		return
 	}
 	ps := n.peerState(dev)
-	for _, v := range n.vaultList {
+	for _, v := range n.vaultsNow() {
 		isRelay := v.isRelay(dev)
 		if !isRelay && !v.isMember(dev) {
 			continue
@@ -737,12 +757,11 @@ func (n *Node) connectedMembers(v *vault) []connected {
 // dialLoop keeps trying to connect to every member at the addresses this
 // device remembers for it, with a growing backoff per peer.
 func (n *Node) dialLoop(ctx context.Context) {
-	next := map[keys.DeviceID]time.Time{}
-	backoff := map[keys.DeviceID]time.Duration{}
+	sched := newRedial()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		for _, v := range n.vaultList {
+		for _, v := range n.vaultsNow() {
 			known := v.knownPeers()
 			if known == nil {
 				known = map[keys.DeviceID][]string{}
@@ -751,7 +770,7 @@ func (n *Node) dialLoop(ctx context.Context) {
 				known[r.dev] = append(known[r.dev], multiaddrStrings(r.info)...)
 			}
 			for d, addrs := range known {
-				if d == n.id.ID() || !v.isPeer(d) || n.now().Before(next[d]) {
+				if d == n.id.ID() || !v.isPeer(d) || !sched.due(d, n.now()) {
 					continue
 				}
 				pid, err := PeerIDOf(d)
@@ -768,12 +787,10 @@ func (n *Node) dialLoop(ctx context.Context) {
 				err = n.host.Connect(dctx, info)
 				cancel()
 				if err != nil {
-					b := max(backoff[d]*2, time.Second)
-					backoff[d] = min(b, time.Minute)
-					next[d] = n.now().Add(backoff[d])
+					sched.failed(d, n.now())
 					continue
 				}
-				backoff[d] = 0
+				sched.succeeded(d)
 			}
 		}
 		select {

@@ -75,8 +75,8 @@ func (iv *invites) take(joiner keys.DeviceID, proof []byte, now time.Time) (*pen
 // is the zero value), valid for ttl.
 func (n *Node) Invite(vaultID keys.VaultID, ttl time.Duration) (member.Invite, error) {
 	v := n.vault(vaultID)
-	if v == nil && vaultID == (keys.VaultID{}) && len(n.vaultList) > 0 {
-		v = n.vaultList[0]
+	if v == nil && vaultID == (keys.VaultID{}) && len(n.vaultsNow()) > 0 {
+		v = n.vaultsNow()[0]
 	}
 	if v == nil {
 		return member.Invite{}, fmt.Errorf("no vault %s on this device", vaultID)

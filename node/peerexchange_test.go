@@ -24,7 +24,7 @@ import (
 func TestPeerExchangeIsOneCommit(t *testing.T) {
 	n, folderPath := testNode(t)
 	h, id := joinAsMember(t, n)
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	const many = 200
 	var ps wire.Peers
 	for i := range many {

@@ -20,7 +20,7 @@ import (
 // (docs/simulation.md, finding 8).
 func TestRecreateAfterAppliedDeletionSupersedesIt(t *testing.T) {
 	n, folderPath := testNode(t)
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	ctx := context.Background()
 	f := filepath.Join(folderPath, "f.txt")
 	content := []byte("kept\n")

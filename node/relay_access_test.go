@@ -65,7 +65,7 @@ func TestHonestRelayRaisesNoAlarm(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	big := make([]byte, 3<<20) // chunked, so the relay must fetch chunks before it holds the entry
 	for i := range big {
 		big[i] = byte(i * 7)

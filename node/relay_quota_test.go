@@ -85,7 +85,7 @@ func TestRelayQuota(t *testing.T) {
 	st := n.Status()
 	// The watcher may record a file in an entry of its own besides Scan's,
 	// so count the entries actually written.
-	head := n.vaultList[0].db.Head(n.ID()).Seq
+	head := n.vaultsNow()[0].db.Head(n.ID()).Seq
 	if head < 5 {
 		t.Fatalf("head %d, want at least 5 entries", head)
 	}

@@ -62,7 +62,7 @@ func (v *vault) isPeer(d keys.DeviceID) bool { return v.isMember(d) || v.isRelay
 
 // isPeerAnywhere reports whether d is a member or relay of any vault here.
 func (n *Node) isPeerAnywhere(d keys.DeviceID) bool {
-	for _, v := range n.vaultList {
+	for _, v := range n.vaultsNow() {
 		if v.isPeer(d) {
 			return true
 		}

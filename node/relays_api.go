@@ -42,7 +42,7 @@ type RelayQuota struct {
 func (n *Node) Relays() []RelayInfo {
 	out := []RelayInfo{}
 	self := n.id.ID()
-	for _, v := range n.vaultList {
+	for _, v := range n.vaultsNow() {
 		for _, r := range v.relays() {
 			ri := RelayInfo{Folder: v.cfg.Folder, Vault: v.id.String(), Addr: r.addr, ID: r.info.ID.String(),
 				Connected: n.host.Network().Connectedness(r.info.ID) == network.Connected}
@@ -67,8 +67,8 @@ func (n *Node) Relays() []RelayInfo {
 // is zero) in its signed membership. Only an admin device may.
 func (n *Node) ChangeRelay(vault keys.VaultID, addr string, remove bool) error {
 	v := n.vault(vault)
-	if v == nil && vault == (keys.VaultID{}) && len(n.vaultList) == 1 {
-		v = n.vaultList[0]
+	if v == nil && vault == (keys.VaultID{}) && len(n.vaultsNow()) == 1 {
+		v = n.vaultsNow()[0]
 	}
 	if v == nil {
 		return errors.New("no such vault on this device (name one with --vault when there are several)")

@@ -174,7 +174,7 @@ func (n *Node) rendezvousPeers(static []peer.AddrInfo) []peer.AddrInfo {
 	for _, i := range static {
 		add(i)
 	}
-	for _, v := range n.vaultList {
+	for _, v := range n.vaultsNow() {
 		for _, r := range v.relays() {
 			add(r.info)
 		}
@@ -204,7 +204,7 @@ func (n *Node) rendezvousLoop(ctx context.Context) {
 	static, _ := parseBootstrap(n.cfg.Bootstrap) // New checked them
 	bootstrap := func() []peer.AddrInfo { return n.rendezvousPeers(static) }
 	names := map[*vault][32]byte{}
-	for _, v := range n.vaultList {
+	for _, v := range n.vaultsNow() {
 		names[v] = v.rendezvousKey()
 	}
 	provided := map[cid.Cid]time.Time{}
@@ -242,7 +242,7 @@ func (n *Node) rendezvousLoop(ctx context.Context) {
 		} else if d != nil {
 			now := n.now()
 			current := map[cid.Cid]bool{}
-			for _, v := range n.vaultList {
+			for _, v := range n.vaultsNow() {
 				var cids []cid.Cid
 				for _, w := range rendezvousWindows(now) {
 					c := rendezvousName(names[v], w)

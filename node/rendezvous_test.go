@@ -178,8 +178,8 @@ func TestDHTRendezvousSync(t *testing.T) {
 	c := startRendezvousNode(t, hc, servers[:1], logC)
 
 	a := startRendezvousNode(t, ha, servers[1:2], logA)
-	va := a.vaultList[0]
-	if c.vaultList[0].rendezvousKey() == va.rendezvousKey() {
+	va := a.vaultsNow()[0]
+	if c.vaultsNow()[0].rendezvousKey() == va.rendezvousKey() {
 		t.Fatal("two vaults share a rendezvous key")
 	}
 	// C also provides A's names. Until C has done so, B stays off, so
@@ -235,7 +235,7 @@ func TestDHTRendezvousSync(t *testing.T) {
 		if len(va.knownPeers()[b.ID()]) == 0 {
 			return fmt.Errorf("A remembers no address of B")
 		}
-		if len(b.vaultList[0].knownPeers()[a.ID()]) == 0 {
+		if len(b.vaultsNow()[0].knownPeers()[a.ID()]) == 0 {
 			return fmt.Errorf("B remembers no address of A")
 		}
 		return nil
@@ -252,7 +252,7 @@ func TestDHTRendezvousSync(t *testing.T) {
 		if got := n.host.Network().Connectedness(c.host.ID()); got == network.Connected {
 			t.Errorf("%s is connected to C, a device of another vault", n.ID().Short())
 		}
-		if _, ok := n.vaultList[0].knownPeers()[c.ID()]; ok {
+		if _, ok := n.vaultsNow()[0].knownPeers()[c.ID()]; ok {
 			t.Errorf("%s remembers C, a device of another vault", n.ID().Short())
 		}
 		if n.rdv.stats().met[c.host.ID()] {

@@ -68,7 +68,7 @@ func (n *Node) keepConnectivity(ctx context.Context) {
 		for _, i := range out {
 			seen[i.ID] = true
 		}
-		for _, v := range n.vaultList {
+		for _, v := range n.vaultsNow() {
 			for _, r := range v.relays() {
 				if !seen[r.info.ID] {
 					seen[r.info.ID] = true
@@ -249,7 +249,7 @@ func (n *Node) dialViaRelays(ctx context.Context, relays []peer.AddrInfo, d *rel
 	}
 	self := n.id.ID()
 	done := map[keys.DeviceID]bool{}
-	for _, v := range n.vaultList {
+	for _, v := range n.vaultsNow() {
 		for _, dev := range v.memberList() {
 			if dev == self || done[dev] || n.now().Before(d.next[dev]) {
 				continue

@@ -145,7 +145,7 @@ func (n *Node) Restore(ctx context.Context, req RestoreRequest) (RestoreResult, 
 	}
 	var jobs []job
 	if req.Path == "" {
-		for _, v := range n.vaultList {
+		for _, v := range n.vaultsNow() {
 			items, err := v.planAll("", at.UnixMilli())
 			if err != nil {
 				return res, err

@@ -17,7 +17,7 @@ import (
 // and a peer that needs them from this device stays stuck.
 func TestReviewChunkLocationLostWhenDuplicateChanges(t *testing.T) {
 	n, folderPath := testNode(t)
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	ctx := context.Background()
 	content := make([]byte, 64<<10)
 	if _, err := rand.Read(content); err != nil {

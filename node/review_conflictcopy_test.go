@@ -26,7 +26,7 @@ import (
 // between step 1 and step 3.
 func TestReviewConflictLoserLostWhenCopyFails(t *testing.T) {
 	n, folderPath := testNode(t)
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	ctx := context.Background()
 	mine := make([]byte, 8192)
 	if _, err := rand.Read(mine); err != nil {

@@ -24,7 +24,7 @@ import (
 // is non-empty; node/ never calls it.
 func TestReviewDanglingSupersedesMakeSpuriousConflict(t *testing.T) {
 	n, folderPath := testNode(t)
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	ctx := context.Background()
 	if err := os.WriteFile(filepath.Join(folderPath, "f.txt"), []byte("one\n"), 0o644); err != nil {
 		t.Fatal(err)

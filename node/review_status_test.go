@@ -17,7 +17,7 @@ import (
 // pending_apply reports 2 for one path (2N for N failing paths).
 func TestReviewPendingApplyCountsFailedPathsTwice(t *testing.T) {
 	n, folderPath := testNode(t)
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	if err := os.WriteFile(filepath.Join(folderPath, "keep.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func reviewChunkedVersion(t *testing.T, v *vault, path string, content []byte, m
 // B included, so B is dropped on every device without a conflict copy.
 func TestReviewLocalEditSupersedesUnappliedRemoteEdit(t *testing.T) {
 	n, folderPath := testNode(t)
-	v := n.vaultList[0]
+	v := n.vaultsNow()[0]
 	ctx := context.Background()
 	f := filepath.Join(folderPath, "f.txt")
 	a := writeScanned(t, v, folderPath, "f.txt", []byte("version A\n"))

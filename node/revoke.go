@@ -77,7 +77,7 @@ func (n *Node) Revoke(req RevokeRequest) (RevokeResult, error) {
 // the only vault.
 func (n *Node) pickVaultByPrefix(prefix string) (*vault, error) {
 	var match []*vault
-	for _, v := range n.vaultList {
+	for _, v := range n.vaultsNow() {
 		if strings.HasPrefix(v.id.String(), strings.ToLower(prefix)) {
 			match = append(match, v)
 		}

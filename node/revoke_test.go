@@ -42,13 +42,13 @@ func TestRevoke(t *testing.T) {
 	relayLog := &syncBuffer{}
 	r := revokeTestRelay(t, relayLog)
 	nA, folderA := testNode(t)
-	vid := nA.vaultList[0].id
+	vid := nA.vaultsNow()[0].id
 	if err := nA.ChangeRelay(vid, r.Addrs()[0], false); err != nil {
 		t.Fatal(err)
 	}
 	nB, folderB := joinNode(t, nA)
 	nC, folderC := joinNode(t, nA)
-	vA, vB, vC := nA.vaultList[0], nB.vaultList[0], nC.vaultList[0]
+	vA, vB, vC := nA.vaultsNow()[0], nB.vaultsNow()[0], nC.vaultsNow()[0]
 	idC := nC.ID()
 
 	// Before: everyone syncs, C included.
@@ -141,7 +141,7 @@ func TestRevoke(t *testing.T) {
 	nE, folderE := joinNode(t, nA)
 	waitFile(t, folderE, "after.bin", big)
 	waitFile(t, folderE, "before.bin", before)
-	if nE.vaultList[0].writeKeys() != vA.writeKeys() {
+	if nE.vaultsNow()[0].writeKeys() != vA.writeKeys() {
 		t.Error("E does not write under A's epoch 1 keys")
 	}
 
@@ -567,18 +567,18 @@ func TestRevokeAPIAndRestart(t *testing.T) {
 			}
 		}
 	}
-	if res.Epoch != 1 || res.Device != idC.ID().String() || res.Upto != 0 || res.Vault != n.vaultList[0].id.String() {
+	if res.Epoch != 1 || res.Device != idC.ID().String() || res.Upto != 0 || res.Vault != n.vaultsNow()[0].id.String() {
 		t.Fatalf("got %+v, want epoch 1 for %s with upto 0", res, idC.ID())
 	}
 	writeFile(t, folderPath, "new.txt", []byte("epoch 1"))
 	if err := n.Scan(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := n.vaultList[0].writeKeys()
+	want := n.vaultsNow()[0].writeKeys()
 	stop()
 
 	n2, _ := startNode(t, h)
-	v := n2.vaultList[0]
+	v := n2.vaultsNow()[0]
 	if got := v.writeKeys(); got != want || got.Epoch != 1 {
 		t.Fatalf("after restart: write epoch %d, want 1 with the same keys", got.Epoch)
 	}

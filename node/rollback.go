@@ -164,7 +164,7 @@ func (v *vault) relayRollbacks() []RelayRollback {
 // relay caught up again.
 func (n *Node) RelayRollbacks() []RelayRollback {
 	out := []RelayRollback{}
-	for _, v := range n.vaultList {
+	for _, v := range n.vaultsNow() {
 		out = append(out, v.relayRollbacks()...)
 	}
 	return out

@@ -34,23 +34,25 @@ func InitVault(h *home.Home, folder string, now time.Time, relays ...string) (ke
 	if err != nil {
 		return keys.RootSecret{}, home.Vault{}, err
 	}
-	hv, err := h.AddVault(root, folder)
-	if err != nil {
-		return keys.RootSecret{}, home.Vault{}, err
-	}
-	db, _, err := vaultdb.Open(hv.DBDir(), hv.ID)
-	if err != nil {
-		return keys.RootSecret{}, home.Vault{}, err
-	}
-	defer db.Close()
-	if err := db.AppendMember(member.Genesis(id, root.VaultKey(), now.UnixMilli())); err != nil {
-		return keys.RootSecret{}, home.Vault{}, fmt.Errorf("recording the vault's first member: %w", err)
-	}
-	for _, a := range relays {
-		rec := db.MemberState().Next(id, member.Record{Op: member.OpAddRelay, Relay: a}, now.UnixMilli())
-		if err := db.AppendMember(rec); err != nil {
-			return keys.RootSecret{}, home.Vault{}, fmt.Errorf("recording relay %s: %w", a, err)
+	hv, err := h.AddVaultPrepared(root, folder, func(hv home.Vault) error {
+		db, _, err := vaultdb.Open(hv.DBDir(), hv.ID)
+		if err != nil {
+			return err
 		}
+		defer db.Close()
+		if err := db.AppendMember(member.Genesis(id, root.VaultKey(), now.UnixMilli())); err != nil {
+			return fmt.Errorf("recording the vault's first member: %w", err)
+		}
+		for _, a := range relays {
+			rec := db.MemberState().Next(id, member.Record{Op: member.OpAddRelay, Relay: a}, now.UnixMilli())
+			if err := db.AppendMember(rec); err != nil {
+				return fmt.Errorf("recording relay %s: %w", a, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return keys.RootSecret{}, home.Vault{}, err
 	}
 	return root, hv, nil
 }
@@ -150,25 +152,27 @@ func JoinVault(ctx context.Context, h *home.Home, code, folder string) (home.Vau
 	if err != nil {
 		return home.Vault{}, err
 	}
-	hv, err := h.AddVault(j.Root, folder)
-	if err != nil {
-		return home.Vault{}, err
-	}
-	db, _, err := vaultdb.Open(hv.DBDir(), hv.ID)
-	if err != nil {
-		return home.Vault{}, err
-	}
-	defer db.Close()
-	for _, r := range j.Records {
-		if err := db.AppendMember(r); err != nil {
-			return home.Vault{}, fmt.Errorf("recording membership: %w", err)
+	// The membership and the inviter's addresses are in the database
+	// before the vault is visible: a crash part-way leaves no half-made
+	// vault for an agent to open (AddVaultPrepared).
+	hv, err := h.AddVaultPrepared(j.Root, folder, func(hv home.Vault) error {
+		db, _, err := vaultdb.Open(hv.DBDir(), hv.ID)
+		if err != nil {
+			return err
 		}
-	}
-	peers := map[string][]string{inv.Inviter.String(): inv.Addrs}
-	b, _ := json.Marshal(peers)
-	u := &vaultdb.Update{}
-	u.SetMeta(knownPeersMeta, b)
-	if err := db.Commit(u); err != nil {
+		defer db.Close()
+		for _, r := range j.Records {
+			if err := db.AppendMember(r); err != nil {
+				return fmt.Errorf("recording membership: %w", err)
+			}
+		}
+		peers := map[string][]string{inv.Inviter.String(): inv.Addrs}
+		b, _ := json.Marshal(peers)
+		u := &vaultdb.Update{}
+		u.SetMeta(knownPeersMeta, b)
+		return db.Commit(u)
+	})
+	if err != nil {
 		return home.Vault{}, err
 	}
 	return hv, nil

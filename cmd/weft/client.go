@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/weftsync/weft/node"
 )
 
 // client talks to the running agent's local API.
@@ -15,6 +18,28 @@ type client struct {
 	base  string
 	token string
 	http  *http.Client
+}
+
+// errNoAgent reports that no agent answered at the address in the home.
+var errNoAgent = errors.New("reaching the agent (is `weft up` running?)")
+
+// loadInAgent asks a running agent to start syncing the vaults added to
+// the home since it started (`weft join`, `weft init`). It reports
+// whether an agent answered; none is not an error: the next `weft up`
+// syncs them.
+func (g *globals) loadInAgent() (bool, error) {
+	cl, err := g.client()
+	if err != nil {
+		return false, nil // no agent has run in this home, or it stopped cleanly
+	}
+	var res node.VaultsLoaded
+	if err := cl.post("/v1/vaults/load", nil, &res); err != nil {
+		if errors.Is(err, errNoAgent) {
+			return false, nil // its address file outlived it (a kill)
+		}
+		return true, err
+	}
+	return true, nil
 }
 
 func (g *globals) client() (*client, error) {
@@ -49,7 +74,7 @@ func (c *client) do(method, path string, in, out any) error {
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("reaching the agent (is `weft up` running?): %w", err)
+		return fmt.Errorf("%w: %w", errNoAgent, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

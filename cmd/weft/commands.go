@@ -39,7 +39,15 @@ func initCmd(g *globals) *cobra.Command {
 			for i := 0; i < len(words); i += 6 {
 				fmt.Fprintf(out, "  %s\n", strings.Join(words[i:min(i+6, len(words))], " "))
 			}
-			fmt.Fprintf(out, "\nStart syncing with `weft up`; add a device with `weft invite`.\n")
+			running, err := g.loadInAgent()
+			switch {
+			case err != nil:
+				return fmt.Errorf("created the vault, but the running agent could not start it (restart `weft up`): %w", err)
+			case running:
+				fmt.Fprintf(out, "\nThe running agent is syncing it now; add a device with `weft invite`.\n")
+			default:
+				fmt.Fprintf(out, "\nStart syncing with `weft up`; add a device with `weft invite`.\n")
+			}
 			return nil
 		},
 	}
@@ -151,7 +159,15 @@ func joinCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Joined vault %s; it syncs into %s with the next `weft up` (restart a running one).\n", hv.IDHex[:16], hv.Folder)
+			running, err := g.loadInAgent()
+			switch {
+			case err != nil:
+				return fmt.Errorf("joined vault %s, but the running agent could not start it (restart `weft up`): %w", hv.IDHex[:16], err)
+			case running:
+				fmt.Fprintf(cmd.OutOrStdout(), "Joined vault %s; the running agent is syncing it into %s now.\n", hv.IDHex[:16], hv.Folder)
+			default:
+				fmt.Fprintf(cmd.OutOrStdout(), "Joined vault %s; it syncs into %s with the next `weft up`.\n", hv.IDHex[:16], hv.Folder)
+			}
 			return nil
 		},
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/folder"
 )
 
 // These tests run real weft processes: the binary is built once in
@@ -569,20 +570,39 @@ func TestKilledDuringFirstSync(t *testing.T) {
 	b.up()
 	// Kill b once some, not all, files have arrived.
 	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		m, _ := tree(b.folder)
-		if len(m) > 50 {
-			break
-		}
+	for time.Now().Before(deadline) && countFiles(b.folder) <= 50 {
 		time.Sleep(5 * time.Millisecond)
 	}
 	b.kill()
+	if n := countFiles(b.folder); n <= 50 || n >= len(want) {
+		t.Fatalf("%d of %d files were in b's folder at the kill: it did not land during the first sync", n, len(want))
+	} else {
+		t.Logf("killed b with %d of %d files in its folder", n, len(want))
+	}
 	b.up()
 	waitSame(t, a, b, 2*time.Minute, nil)
 	close(stop)
 	if msg, ok := <-bad; ok {
 		t.Fatalf("a partially written file was visible: %s", msg)
 	}
+}
+
+// countFiles counts the regular files under root outside .weft, without
+// reading them.
+func countFiles(root string) int {
+	n := 0
+	filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return nil
+		case e.IsDir() && e.Name() == ".weft":
+			return filepath.SkipDir
+		case e.Type().IsRegular() && !strings.HasPrefix(e.Name(), folder.TempPrefix):
+			n++
+		}
+		return nil
+	})
+	return n
 }
 
 func TestFileChangingWhileSent(t *testing.T) {

@@ -20,7 +20,8 @@ const progressThreshold = 50
 
 // showProgress reports a long sync until ctx ends: a progress bar when out
 // is a terminal, a plain line every two seconds otherwise. It counts items
-// applied since the sync became long against applied + still pending.
+// applied since the sync became long against applied + still pending, and
+// both forms show the files and bytes the folders hold now.
 func showProgress(ctx context.Context, n *node.Node, out *os.File) {
 	tty := term.IsTerminal(int(out.Fd()))
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -33,6 +34,8 @@ func showProgress(ctx context.Context, n *node.Node, out *os.File) {
 		active   bool
 	)
 	applied := appliedCounter(ctx, n)
+	var inFolder atomic.Value // string: files and bytes in the folders now, for the bar
+	inFolder.Store("")
 	for {
 		select {
 		case <-ctx.Done():
@@ -49,6 +52,7 @@ func showProgress(ctx context.Context, n *node.Node, out *os.File) {
 			files += f.Files
 			bytes += f.Bytes
 		}
+		inFolder.Store(fmt.Sprintf("%d files (%s) in the folder", files, humanBytes(bytes)))
 		done := int(applied.Load())
 		switch {
 		case !active && pending >= progressThreshold:
@@ -57,7 +61,9 @@ func showProgress(ctx context.Context, n *node.Node, out *os.File) {
 				progress = mpb.NewWithContext(ctx, mpb.WithOutput(out), mpb.WithWidth(40))
 				bar = progress.AddBar(int64(pending),
 					mpb.PrependDecorators(decor.Name("syncing "), decor.CountersNoUnit("%d / %d items")),
-					mpb.AppendDecorators(decor.Percentage()))
+					mpb.AppendDecorators(decor.Percentage(), decor.Any(func(decor.Statistics) string {
+						return "  " + inFolder.Load().(string)
+					})))
 			}
 		case !active:
 			continue

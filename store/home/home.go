@@ -95,6 +95,16 @@ func (v Vault) DBDir() string { return filepath.Join(v.Dir, dbDir) }
 // is created if missing. It refuses a folder that is already synced, nested
 // in or around another synced folder, or that holds the home.
 func (h *Home) AddVault(root keys.RootSecret, folder string) (Vault, error) {
+	return h.AddVaultPrepared(root, folder, nil)
+}
+
+// AddVaultPrepared is AddVault with prepare run once the vault's directory
+// and root secret exist and before vault.json, which makes the vault
+// visible to Vaults, is written: what prepare writes (the vault's first
+// database records) is in place before any agent can open the vault, and
+// a crash before vault.json leaves a directory Vaults skips. If prepare
+// fails, the vault's directory is removed and its error returned.
+func (h *Home) AddVaultPrepared(root keys.RootSecret, folder string, prepare func(Vault) error) (Vault, error) {
 	abs, err := filepath.Abs(folder)
 	if err != nil {
 		return Vault{}, fmt.Errorf("folder %s: %w", folder, err)
@@ -125,9 +135,14 @@ func (h *Home) AddVault(root keys.RootSecret, folder string) (Vault, error) {
 	if err := keyfile.SaveRootSecret(filepath.Join(v.Dir, rootKeyFile), root); err != nil {
 		return Vault{}, err
 	}
+	if prepare != nil {
+		if err := prepare(v); err != nil {
+			return Vault{}, errors.Join(err, h.RemoveVault(v))
+		}
+	}
 	b, _ := json.MarshalIndent(v, "", "  ")
 	if err := keyfile.Save(filepath.Join(v.Dir, vaultFile), append(b, '\n')); err != nil {
-		return Vault{}, fmt.Errorf("saving vault config: %w", err)
+		return Vault{}, errors.Join(fmt.Errorf("saving vault config: %w", err), h.RemoveVault(v))
 	}
 	return v, nil
 }
@@ -155,6 +170,9 @@ func (h *Home) Vaults() ([]Vault, error) {
 		}
 		dir := filepath.Join(h.Dir, vaultsDir, d.Name())
 		b, err := keyfile.Load(filepath.Join(dir, vaultFile))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // an AddVault that never finished: vault.json is its last step
+		}
 		if err != nil {
 			return nil, fmt.Errorf("vault %s: %w", d.Name(), err)
 		}
