@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/rand"
 	"fmt"
 	"os"
@@ -202,53 +201,6 @@ func TestAuditMetadataIgnoreAndLinks(t *testing.T) {
 	}
 }
 
-// upCapture starts d's agent like device.up and returns every line it
-// prints on standard output after the ready line (a pipe: not a terminal).
-func upCapture(t *testing.T, d *device, args ...string) <-chan string {
-	t.Helper()
-	logPath := filepath.Join(filepath.Dir(d.home), d.name+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.logf = f
-	cmd := d.command(append([]string{"up", "--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false"}, args...)...)
-	cmd.Stderr = f
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d.cmd, d.done = cmd, make(chan error, 1)
-	lines := make(chan string, 1000)
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "ready ") {
-				close(ready)
-				continue
-			}
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-		d.done <- cmd.Wait()
-	}()
-	select {
-	case <-ready:
-	case err := <-d.done:
-		t.Fatalf("%s: agent exited before ready: %v\n%s", d.name, err, d.logTail())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("%s: agent not ready after 60s", d.name)
-	}
-	t.Cleanup(d.stop)
-	return lines
-}
-
 // TestAuditFirstSyncShowsProgress checks the plain progress lines of a long
 // first sync. So that the sync stays long whatever the machine's speed, a
 // records 60 files and then changes each on disk without recording it:
@@ -268,7 +220,7 @@ func TestAuditFirstSyncShowsProgress(t *testing.T) {
 		a.write(fmt.Sprintf("f%02d.bin", i), []byte(strings.Repeat(fmt.Sprintf("version 2 of %02d;", i), 1000)))
 	}
 	b.must("join", lastLine(a.must("invite")), b.folder)
-	lines := upCapture(t, b)
+	lines := b.up()
 	deadline := time.After(time.Minute)
 	for {
 		select {

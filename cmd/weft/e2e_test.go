@@ -98,8 +98,10 @@ func (d *device) must(args ...string) string {
 	return out
 }
 
-// up starts the agent and waits for its ready line.
-func (d *device) up() {
+// up starts the agent and waits for its ready line. It returns the lines
+// the agent prints on standard output after that line (a pipe: not a
+// terminal), as many as fit a buffer of 1,000; most callers ignore them.
+func (d *device) up() <-chan string {
 	t := d.t
 	t.Helper()
 	logPath := filepath.Join(filepath.Dir(d.home), d.name+".log")
@@ -125,12 +127,20 @@ func (d *device) up() {
 	}
 	d.cmd = cmd
 	d.done = make(chan error, 1)
-	ready := make(chan string, 1)
+	lines := make(chan string, 1000)
+	ready := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stdout)
+		isReady := false
 		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "ready ") {
-				ready <- sc.Text()
+			if !isReady && strings.HasPrefix(sc.Text(), "ready ") {
+				isReady = true
+				close(ready)
+				continue
+			}
+			select {
+			case lines <- sc.Text():
+			default:
 			}
 		}
 		d.done <- cmd.Wait()
@@ -143,6 +153,7 @@ func (d *device) up() {
 		t.Fatalf("%s: agent not ready after 60s\n%s", d.name, d.logTail())
 	}
 	t.Cleanup(func() { d.stop() })
+	return lines
 }
 
 // stop ends the agent with SIGTERM and checks it exits 0.
