@@ -25,7 +25,8 @@ import (
 //	stage 2, the syncer (in batch order, one batch at a time):
 //	  3. fsync the pack (each pack the batch wrote to, in order);
 //	  4. write the index entries and the packs' new indexed lengths in one
-//	     goleveldb batch with Sync set;
+//	     goleveldb batch, not synced unless it renews or relocates a chunk
+//	     (syncer.go says why the pack fsync is enough);
 //	  5. answer every caller.
 //
 // Because step 4 starts only after step 3 succeeded, the index never points
@@ -158,10 +159,18 @@ func (s *Store) loop() {
 		}
 		batch := s.gather(first, prev)
 		prev = len(batch)
-		if last != nil && last.names(batch) {
+		var herr error
+		if s.broken.Load() {
+			// An index write failed: reopen the index before this
+			// batch uses it, once the batch before has finished with it.
+			if last != nil {
+				<-last.done
+			}
+			herr = s.heal()
+		} else if last != nil && last.names(batch) {
 			<-last.done
 		}
-		last = s.stage1(batch)
+		last = s.stage1(batch, herr)
 		flights <- last
 	}
 }
@@ -223,8 +232,9 @@ drain:
 
 // stage1 runs steps 1 and 2 for batch: it decides from the index what to
 // write, appends the records and returns the batch as a flight for the
-// syncer. It sets a request's err for failures of its own.
-func (s *Store) stage1(batch []*putReq) *flight {
+// syncer. It sets a request's err for failures of its own, and fails every
+// request with herr if that is set (the index could not be reopened).
+func (s *Store) stage1(batch []*putReq, herr error) *flight {
 	f := &flight{
 		batch: batch,
 		keys:  make(map[string]bool, len(batch)),
@@ -237,6 +247,12 @@ func (s *Store) stage1(batch []*putReq) *flight {
 	s.syncing++ // until the syncer has answered the batch, see lockIdle
 	s.pmu.Unlock()
 	s.reapFailed()
+	if herr != nil {
+		for _, r := range batch {
+			r.err = fmt.Errorf("chunk index unavailable: %w", herr)
+		}
+		return f
+	}
 	s.batches.Add(1)
 	now := s.cfg.Now().Unix()
 	seen := make(map[string]*putReq, len(batch))
@@ -266,6 +282,7 @@ func (s *Store) stage1(batch []*putReq) *flight {
 			} else if now-l.stored > refreshAge {
 				l.stored = now
 				f.ib.Put(r.key, l.encode())
+				f.sync = true // a renewal is not derived from a pack
 			}
 		case errors.Is(err, leveldb.ErrNotFound):
 			if r.reloc == nil {

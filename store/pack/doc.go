@@ -11,10 +11,15 @@
 // # Durability
 //
 // Put returns only once the chunk is durable: its record is fsynced in the
-// pack and its index entry is written with a synced batch, in that order, so
-// the index never points at bytes that are not on disk. Concurrent Put calls
-// share one pack fsync and one synced index batch (group commit), and one
-// batch is appended while the one before it is fsynced; see commit.go. At Open, a torn pack tail is truncated, records that reached a
+// pack and then its index entry is written, in that order, so the index
+// never points at bytes that are not on disk. The index write is not synced
+// (the index is derived from the packs: Open indexes records a power loss
+// took from it, see syncer.go), except for changes the packs cannot give
+// back (renewals, GC relocations). Concurrent Put calls share one pack
+// fsync and one index batch (group commit), and one batch is appended
+// while the one before it is fsynced; see commit.go. After a failed index
+// write (a full disk) the index is reopened in place before the next batch
+// (heal.go). At Open, a torn pack tail is truncated, records that reached a
 // pack but not the index are indexed again, index entries that point past a
 // pack's end are dropped, and an index that goleveldb reports corrupt (or that
 // is missing) is rebuilt by scanning the packs. docs/storage.md explains why

@@ -56,8 +56,8 @@ type GCResult struct {
 // the grace period, then rewrites each pack (other than the one being
 // appended to) whose dead fraction exceeds the threshold: its live records
 // are appended to the current pack through the commit loop (fsynced and
-// indexed like a Put), the pack is marked retired in the index, and its
-// file is deleted. A crash at any point leaves a consistent store: a
+// indexed like a Put, the index write synced), the pack is marked retired
+// in the index, and its file is deleted. A crash at any point leaves a consistent store: a
 // retired pack is deleted at the next Open; a pack not yet marked retired
 // is simply still in use.
 //
@@ -79,6 +79,9 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (GCResult, error) {
 	}
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
+	if err := s.healNow(); err != nil {
+		return GCResult{}, err
+	}
 
 	var res GCResult
 	res.BytesOnDiskBefore = s.Stats().BytesOnDisk
@@ -101,10 +104,12 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (GCResult, error) {
 		dead = dead[:0]
 		return err
 	}
+	s.imu.RLock() // released after pass 1; dropEntries nests it (see imu)
 	it := s.db.NewIterator(util.BytesPrefix([]byte{prefixChunk}), nil)
 	for it.Next() {
 		if err := ctx.Err(); err != nil {
 			it.Release()
+			s.imu.RUnlock()
 			return res, err
 		}
 		l, err := decodeLoc(it.Value())
@@ -119,11 +124,13 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (GCResult, error) {
 		if len(dead) >= 1024 {
 			if err := flush(); err != nil {
 				it.Release()
+				s.imu.RUnlock()
 				return res, err
 			}
 		}
 	}
 	it.Release()
+	s.imu.RUnlock()
 	if err := it.Error(); err != nil {
 		return res, fmt.Errorf("reading chunk index: %w", err)
 	}
@@ -169,6 +176,8 @@ func (s *Store) dropEntries(kvs [][2][]byte) (int, int64, error) {
 	}
 	s.lockIdle()
 	defer s.wmu.Unlock()
+	s.imu.RLock()
+	defer s.imu.RUnlock()
 	b := new(leveldb.Batch)
 	var n int
 	var nb int64
@@ -185,7 +194,7 @@ func (s *Store) dropEntries(kvs [][2][]byte) (int, int64, error) {
 	if n == 0 {
 		return 0, 0, nil
 	}
-	if err := s.db.Write(b, syncWrite); err != nil {
+	if err := s.write(b, syncWrite); err != nil {
 		return 0, 0, fmt.Errorf("writing chunk index: %w", err)
 	}
 	s.chunks.Add(-int64(n))
@@ -246,7 +255,12 @@ func (s *Store) rewritePack(id uint32) (int, error) {
 	if len(left) > 0 {
 		return corrupt, fmt.Errorf("%d entries still point into the pack", len(left))
 	}
-	if err := s.db.Put(packKey(prefixRetired, id), nil, syncWrite); err != nil {
+	rb := new(leveldb.Batch)
+	rb.Put(packKey(prefixRetired, id), nil)
+	s.imu.RLock()
+	err = s.write(rb, syncWrite)
+	s.imu.RUnlock()
+	if err != nil {
 		return corrupt, fmt.Errorf("writing chunk index: %w", err)
 	}
 	s.rmu.Lock()
@@ -254,6 +268,8 @@ func (s *Store) rewritePack(id uint32) (int, error) {
 	s.dropReader(id)
 	s.lockIdle()
 	defer s.wmu.Unlock()
+	s.imu.RLock()
+	defer s.imu.RUnlock()
 	return corrupt, s.removePack(id)
 }
 
@@ -269,6 +285,8 @@ type indexEntry struct {
 // entriesIn lists the index entries that point into pack id.
 func (s *Store) entriesIn(id uint32) ([]indexEntry, error) {
 	var out []indexEntry
+	s.imu.RLock()
+	defer s.imu.RUnlock()
 	it := s.db.NewIterator(util.BytesPrefix([]byte{prefixChunk}), nil)
 	defer it.Release()
 	for it.Next() {

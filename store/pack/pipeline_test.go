@@ -164,8 +164,8 @@ func TestSyncFailurePoisonsLaterBatches(t *testing.T) {
 		return b
 	}
 	b1, b2 := batch(), batch()
-	f1 := s.stage1(b1) // the loop is idle: nothing else appends
-	f2 := s.stage1(b2)
+	f1 := s.stage1(b1, nil) // the loop is idle: nothing else appends
+	f2 := s.stage1(b2, nil)
 	if len(f1.segs) != 1 || len(f2.segs) != 1 || f1.segs[0].f != f2.segs[0].f {
 		t.Fatalf("got segments %v and %v, want one each in the same pack", f1.segs, f2.segs)
 	}

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ipfs/go-cid"
 	"github.com/syndtr/goleveldb/leveldb"
 	lerrors "github.com/syndtr/goleveldb/leveldb/errors"
 	"github.com/syndtr/goleveldb/leveldb/opt"
@@ -34,6 +33,14 @@ import (
 //     shutdown each entry's record header is read and checked too.
 //
 // Every index write here is synced before Open returns.
+//
+// Step 3 is also what makes the unsynced index writes of the commit loop
+// safe (syncer.go): after a power loss the index may lack the last batches'
+// entries and their packs' new indexed lengths, but their records lie past
+// the indexed lengths the index kept, in packs that are durable, and step 3
+// finds them in every pack, including ones sealed since. Renewals and GC
+// relocations are synced, and GC drops, retire marks, scrub marks, the
+// clean mark and recovery's own writes are all synced too.
 
 // indexOptions opens goleveldb with every strict check, so that it reports
 // damage instead of silently dropping what it cannot read.
@@ -47,6 +54,7 @@ func (s *Store) recover() error {
 	idxDir := filepath.Join(s.cfg.Dir, "index")
 	for attempt := 0; ; attempt++ {
 		rebuild := attempt > 0
+		s.recovery = recoveryReport{rebuilt: rebuild}
 		if rebuild {
 			s.cfg.Logger.Warn("chunk index corrupt or missing, rebuilding from packs")
 			if err := os.RemoveAll(idxDir); err != nil {
@@ -83,7 +91,24 @@ func (s *Store) recoverOnce(idxDir string) error {
 		return err
 	}
 	s.packSizes = make(map[uint32]int64)
-	db, err := leveldb.OpenFile(idxDir, indexOptions)
+	// The index's last writes may be lost to a power failure: a batch's
+	// index write is not synced (syncer.go). While goleveldb writes one
+	// journal, what survives is a prefix of what was written, and the
+	// indexed lengths tell where each pack's unindexed records begin. When
+	// goleveldb switches to a new journal, it closes the old one without
+	// syncing it and syncs it into a table only later; a crash in between
+	// can lose the old journal's tail and keep writes in the new one, such
+	// as a later indexed length, so that records before that length were
+	// never indexed. Two journals at open are the mark of that window (a
+	// clean switch deletes the old one), and Open then scans every pack
+	// from its start.
+	if n, err := countJournals(idxDir); err != nil {
+		return err
+	} else if n > 1 {
+		s.cfg.Logger.Warn("chunk index holds several journals: scanning every pack", "journals", n)
+		s.recovery.fullScan = true
+	}
+	db, err := s.cfg.openIndex(idxDir, indexOptions)
 	if err != nil {
 		if lerrors.IsCorrupted(err) {
 			return fmt.Errorf("opening chunk index: %v: %w", err, errRebuild)
@@ -156,6 +181,24 @@ func (s *Store) recoverOnce(idxDir string) error {
 	return nil
 }
 
+// countJournals counts goleveldb's journal files in the index directory.
+func countJournals(idxDir string) (int, error) {
+	ents, err := os.ReadDir(idxDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("listing chunk index: %w", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".log") && e.Name() != "LOG" {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func beUint32(b []byte) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
@@ -225,7 +268,7 @@ func (s *Store) removePack(id uint32) error {
 	b := new(leveldb.Batch)
 	b.Delete(packKey(prefixTail, id))
 	b.Delete(packKey(prefixRetired, id))
-	if err := s.db.Write(b, syncWrite); err != nil {
+	if err := s.write(b, syncWrite); err != nil {
 		return fmt.Errorf("writing chunk index: %w", err)
 	}
 	delete(s.packSizes, id)
@@ -263,30 +306,17 @@ func (s *Store) recoverPack(id uint32) error {
 		s.cfg.Logger.Error("pack shorter than its indexed length", "pack", id, "size", size, "indexed", tail)
 		tail = 0
 	}
-	now := s.cfg.Now().Unix()
+	if s.recovery.fullScan {
+		tail = 0 // see recoverOnce
+	}
 	b := new(leveldb.Batch)
-	found := 0
-	end, err := scanPack(f, tail, size, func(off int64, cidBytes, data []byte) error {
-		c, err := cid.Cast(cidBytes)
-		if err != nil || !verifyChunk(c, data) {
-			return nil // a well-framed record of bad content: dead bytes
-		}
-		key := chunkKey(cidBytes)
-		has, err := s.db.Has(key, nil)
-		if err != nil {
-			return fmt.Errorf("reading chunk index: %w", asRebuild(err))
-		}
-		if !has {
-			b.Put(key, loc{pack: id, off: off, length: recordSize(len(cidBytes), len(data)), stored: now}.encode())
-			found++
-		}
-		return nil
-	})
+	found, _, end, err := s.indexRecords(f, id, tail, size, b)
 	if err != nil {
 		return fmt.Errorf("scanning pack %d: %w", id, err)
 	}
 	if end < size {
 		s.cfg.Logger.Warn("truncating torn pack tail", "pack", id, "at", end, "size", size)
+		s.recovery.cut++
 		if err := f.Truncate(end); err != nil {
 			return fmt.Errorf("truncating pack %d: %w", id, err)
 		}
@@ -300,6 +330,7 @@ func (s *Store) recoverPack(id uint32) error {
 		return nil // nothing changed: no fsync, no index write
 	}
 	if found > 0 {
+		s.recovery.indexed += found
 		s.cfg.Logger.Info("indexed records missing from the index", "pack", id, "records", found)
 		// The process that wrote them may have died before its fsync.
 		if err := f.Sync(); err != nil {
@@ -410,6 +441,7 @@ func (s *Store) checkIndex(clean bool) error {
 		}
 		if !ok {
 			s.cfg.Logger.Warn("dropping index entry that does not match its pack", "cid", fmt.Sprintf("%x", cidBytes))
+			s.recovery.dropped++
 			b.Delete(bytes.Clone(it.Key()))
 			continue
 		}

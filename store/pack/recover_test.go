@@ -2,6 +2,9 @@ package pack
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -215,6 +218,28 @@ func TestRecoverLostIndexEntries(t *testing.T) {
 	mustVerify(t, s)
 }
 
+// packFiles maps each pack file's name to its size, mtime and SHA-256.
+func packFiles(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "packs", "*"))
+	if err != nil || len(m) == 0 {
+		t.Fatalf("no packs in %s: %v", dir, err)
+	}
+	out := make(map[string]string, len(m))
+	for _, p := range m {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(p)] = fmt.Sprintf("%d %d %x", fi.Size(), fi.ModTime().UnixNano(), sha256.Sum256(data))
+	}
+	return out
+}
+
 // TestRebuildIndex damages the goleveldb index in many ways; each time Open
 // must detect it or cope, and every chunk must still be there.
 func TestRebuildIndex(t *testing.T) {
@@ -272,8 +297,14 @@ func TestRebuildIndex(t *testing.T) {
 			}
 			s.Close()
 			tt.damage(t, dir)
+			packs := packFiles(t, dir)
 			s = openStore(t, Config{Dir: dir, PackSize: 256 << 10})
 			defer s.Close()
+			// The packs are the source of truth: rebuilding the index
+			// reads them and changes none.
+			if got := packFiles(t, dir); !maps.Equal(got, packs) {
+				t.Fatalf("packs changed by the rebuild: %v -> %v", packs, got)
+			}
 			mustHaveAll(t, s, want)
 			if got := s.Stats().Chunks; got != int64(len(want)) {
 				t.Errorf("got %d chunks, want %d", got, len(want))

@@ -68,6 +68,11 @@ func (s *Store) ScrubStep(maxBytes int64) (ScrubStepResult, error) {
 	}
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
+	if err := s.healNow(); err != nil {
+		return res, err
+	}
+	s.imu.RLock()
+	defer s.imu.RUnlock()
 	start, err := s.db.Get(keyScrubCursor, nil)
 	if err != nil && !errors.Is(err, leveldb.ErrNotFound) {
 		return res, fmt.Errorf("reading scrub cursor: %w", err)
@@ -124,7 +129,7 @@ func (s *Store) ScrubStep(maxBytes int64) (ScrubStepResult, error) {
 	} else if last != nil {
 		b.Put(keyScrubCursor, last)
 	}
-	if err := s.db.Write(b, syncWrite); err != nil {
+	if err := s.write(b, syncWrite); err != nil {
 		return res, fmt.Errorf("writing scrub cursor: %w", err)
 	}
 	return res, nil
@@ -133,7 +138,9 @@ func (s *Store) ScrubStep(maxBytes int64) (ScrubStepResult, error) {
 // LastScrub returns when the last full scrub pass ended, and false if none
 // has.
 func (s *Store) LastScrub() (time.Time, bool, error) {
+	s.imu.RLock()
 	v, err := s.db.Get(keyScrubLast, nil)
+	s.imu.RUnlock()
 	if errors.Is(err, leveldb.ErrNotFound) {
 		return time.Time{}, false, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ipfs/go-cid"
 	_ "github.com/multiformats/go-multihash/register/blake3" // chunk CIDs use BLAKE3-256
 	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/opt"
 )
 
 // PackSize is the size at which a pack file is closed and the next one
@@ -43,6 +44,11 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives recovery and GC reports; nil discards them.
 	Logger *slog.Logger
+
+	// openIndex opens the goleveldb index; nil means leveldb.OpenFile.
+	// goleveldb's own IO is outside FS: tests use this to inject faults
+	// into it.
+	openIndex func(path string, o *opt.Options) (*leveldb.DB, error)
 }
 
 func (c *Config) validate() error {
@@ -63,6 +69,9 @@ func (c *Config) validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.openIndex == nil {
+		c.openIndex = leveldb.OpenFile
 	}
 	return nil
 }
@@ -116,7 +125,24 @@ type Store struct {
 	syncing int          // batches between stage 1 and their answer
 	failed  []failedPack // packs whose fsync failed, for the loop to cut back
 
-	// Lock order: gcMu, then rmu, then wmu, then pmu.
+	// imu guards the db field: every use of the index outside the commit
+	// loop, the syncer and Open holds it shared. heal (the loop, between
+	// batches) takes it exclusively to close and reopen the index after a
+	// failed write, and only ever with TryLock: a goroutine that holds it
+	// shared may wait for the loop (GC's relocations) or take it shared
+	// again, and neither can deadlock against a writer that never waits.
+	imu sync.RWMutex
+	// broken is set when an index write failed: goleveldb then refuses
+	// every later write until it is reopened, which the loop does before
+	// its next batch (heal).
+	broken atomic.Bool
+	// recovery is what the last recovery (Open or heal) repaired.
+	recovery recoveryReport
+
+	// Lock order: gcMu, then rmu, then wmu, then pmu. imu is taken shared
+	// at any point of that order, since the only exclusive holder (heal,
+	// which holds wmu) never waits for it and waits for nothing while it
+	// holds it.
 	//
 	// rmu is held shared by readers and exclusively while a pack file is
 	// deleted, so that no read finds its pack gone under it.
@@ -232,7 +258,9 @@ func (s *Store) Has(c cid.Cid) (bool, error) {
 	if s.closed.Load() {
 		return false, ErrClosed
 	}
+	s.imu.RLock()
 	ok, err := s.db.Has(chunkKey(c.Bytes()), nil)
+	s.imu.RUnlock()
 	if err != nil {
 		return false, fmt.Errorf("looking up chunk %s: %w", c, err)
 	}
@@ -266,7 +294,9 @@ func (s *Store) Get(c cid.Cid) ([]byte, error) {
 
 // lookup reads the index entry for a chunk.
 func (s *Store) lookup(cidBytes []byte) (loc, error) {
+	s.imu.RLock()
 	v, err := s.db.Get(chunkKey(cidBytes), nil)
+	s.imu.RUnlock()
 	if errors.Is(err, leveldb.ErrNotFound) {
 		return loc{}, ErrNotFound
 	}

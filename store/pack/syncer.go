@@ -12,6 +12,7 @@ type flight struct {
 	keys  map[string]bool // the index keys the batch names
 	segs  []*segment      // what stage 1 appended, one segment per pack, in order
 	ib    *leveldb.Batch  // index changes decided in stage 1 (renewals)
+	sync  bool            // write ib synced: it holds a renewal (see stage2)
 	done  chan struct{}   // closed once every caller is answered
 }
 
@@ -99,16 +100,35 @@ func (s *Store) stage2(f *flight, poisoned map[File]bool) {
 	}
 	var err error
 	if f.ib.Len() > 0 {
+		wo := noSyncWrite
 		for _, p := range durable {
 			f.ib.Put(p.r.key, p.l.encode())
+			if p.r.reloc != nil {
+				f.sync = true
+			}
 		}
-		wo := noSyncWrite
-		if len(durable) > 0 {
+		// The index write of a batch of new records is not synced: the
+		// records are durable once their pack's fsync returned, and the
+		// index entries and indexed lengths are derived from them. If a
+		// power loss takes this write (and later unsynced ones), the
+		// index keeps the packs' older indexed lengths, and Open scans
+		// each pack from its indexed length and indexes every record it
+		// finds there (recover.go), sealed packs included. That holds as
+		// long as what the index keeps is a prefix of what was written;
+		// where goleveldb cannot promise that (a journal switch), Open
+		// scans every pack from the start (see recoverOnce). Two kinds of
+		// change are not derived from a pack and are synced here: a
+		// renewal (a Put of a chunk already held moves its stored time,
+		// which keeps GC away; Open could not find it again) and a GC
+		// relocation (GC then retires the old pack, and the new entries
+		// must be durable before that, whatever goleveldb's ordering).
+		if f.sync {
 			wo = syncWrite
 		}
-		if err = s.db.Write(f.ib, wo); err != nil {
+		if err = s.write(f.ib, wo); err != nil {
 			// The records stay in the pack, durable: the index either
-			// holds them or does not, and both are consistent.
+			// holds them or does not, and both are consistent. heal
+			// indexes them when it reopens the index.
 			err = fmt.Errorf("writing chunk index: %w", err)
 		} else {
 			if wo == syncWrite {

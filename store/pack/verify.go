@@ -30,6 +30,8 @@ func (s *Store) Verify() (VerifyReport, error) {
 	defer s.rmu.RUnlock()
 	s.lockIdle()
 	defer s.wmu.Unlock()
+	s.imu.RLock()
+	defer s.imu.RUnlock()
 	it := s.db.NewIterator(util.BytesPrefix([]byte{prefixChunk}), nil)
 	for it.Next() {
 		cb := it.Key()[1:]
