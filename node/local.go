@@ -285,7 +285,33 @@ func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool
 		rec.Version = cur.Version
 		return entry.Version{}, rec, false
 	}
+	if !hadCur {
+		if id, ok := v.headHolding(c.Path, rec); ok {
+			rec.Version = id
+			return entry.Version{}, rec, false
+		}
+	}
 	return ver, rec, true
+}
+
+// headHolding returns the head of path whose content is what rec says is
+// on disk, for a path the folder index does not know. That is a version
+// already on disk, not a new one: the folder index was rebuilt (a damaged
+// vault database keeps its logs but loses the records, docs/storage.md),
+// or a crash fell between an apply's rename and its index commit.
+// Recording it as a new version would send every such file to every
+// device again, as concurrent copies of themselves; the index adopts the
+// head instead. Only a head is adopted: older content on disk is recorded
+// as usual (the conflict rules drop a stale restatement).
+func (v *vault) headHolding(path string, rec vaultdb.Record) (entry.VersionID, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, h := range v.graph.Heads(path) {
+		if entry.Kind(h.Kind) == rec.Kind && sameContent(h, rec) && (rec.Kind != entry.KindFile || h.Mode&0o111 == rec.Mode&0o111) {
+			return toEntryID(h.ID), true
+		}
+	}
+	return entry.VersionID{}, false
 }
 
 // supersedesLocked is what a local change of path supersedes: the version
