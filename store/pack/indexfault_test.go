@@ -13,86 +13,16 @@ import (
 	"testing"
 
 	"github.com/ipfs/go-cid"
-	"github.com/syndtr/goleveldb/leveldb"
-	"github.com/syndtr/goleveldb/leveldb/opt"
-	"github.com/syndtr/goleveldb/leveldb/storage"
+
+	"github.com/weftsync/weft/internal/levelfault"
 )
 
-// levelFaults opens the goleveldb index on a storage whose journal writes
-// and syncs fail while full is set: a disk that filled up under the index,
-// whose IO is outside the FS seam. A failing write writes half its bytes.
-type levelFaults struct {
-	full atomic.Bool
-	mu   sync.Mutex
-	open []storage.Storage // closed at the next open and at cleanup
-}
-
-// opener is a Config.openIndex. leveldb.Open does not close a storage it
-// did not open; a store opens one index at a time, so whatever it opened
-// before is closed by the time it opens again.
-func (lf *levelFaults) opener(t *testing.T) func(string, *opt.Options) (*leveldb.DB, error) {
-	t.Cleanup(func() {
-		lf.mu.Lock()
-		defer lf.mu.Unlock()
-		for _, st := range lf.open {
-			st.Close()
-		}
-	})
-	return func(path string, o *opt.Options) (*leveldb.DB, error) {
-		lf.mu.Lock()
-		defer lf.mu.Unlock()
-		for _, st := range lf.open {
-			st.Close()
-		}
-		lf.open = nil
-		st, err := storage.OpenFile(path, false)
-		if err != nil {
-			return nil, err
-		}
-		db, err := leveldb.Open(faultStorage{st, lf}, o)
-		if err != nil {
-			st.Close()
-			return nil, err
-		}
-		lf.open = append(lf.open, st)
-		return db, nil
-	}
-}
-
-type faultStorage struct {
-	storage.Storage
-	lf *levelFaults
-}
-
-func (s faultStorage) Create(fd storage.FileDesc) (storage.Writer, error) {
-	if s.lf.full.Load() {
-		return nil, syscall.ENOSPC
-	}
-	w, err := s.Storage.Create(fd)
-	if err != nil || fd.Type != storage.TypeJournal {
-		return w, err
-	}
-	return faultWriter{w, s.lf}, nil
-}
-
-type faultWriter struct {
-	storage.Writer
-	lf *levelFaults
-}
-
-func (w faultWriter) Write(p []byte) (int, error) {
-	if w.lf.full.Load() {
-		n, _ := w.Writer.Write(p[:len(p)/2])
-		return n, syscall.ENOSPC
-	}
-	return w.Writer.Write(p)
-}
-
-func (w faultWriter) Sync() error {
-	if w.lf.full.Load() {
-		return syscall.ENOSPC
-	}
-	return w.Writer.Sync()
+// faultyDisk opens the index through a levelfault.Disk, whose Full switch
+// fills the disk under it (goleveldb's IO is outside the FS seam).
+func faultyDisk(t *testing.T) *levelfault.Disk {
+	d := &levelfault.Disk{}
+	t.Cleanup(d.Close)
+	return d
 }
 
 // TestIndexWriteFault fills the disk under the index while chunks are
@@ -106,8 +36,8 @@ func (w faultWriter) Sync() error {
 // after a clean Close finds nothing to repair.
 func TestIndexWriteFault(t *testing.T) {
 	t.Parallel()
-	lf := &levelFaults{}
-	cfg := Config{Dir: t.TempDir(), PackSize: 256 << 10, openIndex: lf.opener(t)}
+	lf := faultyDisk(t)
+	cfg := Config{Dir: t.TempDir(), PackSize: 256 << 10, openIndex: lf.Open}
 	s := openStore(t, cfg)
 	rng := rand.New(rand.NewPCG(3, 3))
 	acked := map[cid.Cid][]byte{}
@@ -124,7 +54,7 @@ func TestIndexWriteFault(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lf.full.Store(true)
+	lf.Full.Store(true)
 	if err := put(); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Put with the index's disk full: got %v, want ENOSPC", err)
 	}
@@ -139,7 +69,7 @@ func TestIndexWriteFault(t *testing.T) {
 	if _, err := s.ScrubStep(1 << 20); err == nil {
 		t.Fatalf("ScrubStep with the disk full succeeded")
 	}
-	lf.full.Store(false) // space returns
+	lf.Full.Store(false) // space returns
 	// The scrub (like GC) reopens the index itself, without waiting for
 	// a Put.
 	if _, err := s.ScrubStep(1 << 20); err != nil {
@@ -185,8 +115,8 @@ func TestIndexWriteFault(t *testing.T) {
 // meant for the race detector.
 func TestIndexWriteFaultConcurrent(t *testing.T) {
 	t.Parallel()
-	lf := &levelFaults{}
-	cfg := Config{Dir: t.TempDir(), PackSize: 128 << 10, openIndex: lf.opener(t)}
+	lf := faultyDisk(t)
+	cfg := Config{Dir: t.TempDir(), PackSize: 128 << 10, openIndex: lf.Open}
 	s := openStore(t, cfg)
 	var mu sync.Mutex
 	acked := map[cid.Cid][]byte{}
@@ -265,9 +195,9 @@ func TestIndexWriteFaultConcurrent(t *testing.T) {
 	}
 	for round := range 3 {
 		waitFor(&nAcked, int64(100*(round+1)))
-		lf.full.Store(true)
+		lf.Full.Store(true)
 		waitFor(&nFailed, nFailed.Load()+20)
-		lf.full.Store(false)
+		lf.Full.Store(false)
 	}
 	waitFor(&nAcked, nAcked.Load()+100)
 	close(stop)

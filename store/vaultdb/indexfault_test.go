@@ -4,96 +4,25 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 
-	"github.com/syndtr/goleveldb/leveldb"
-	"github.com/syndtr/goleveldb/leveldb/opt"
-	"github.com/syndtr/goleveldb/leveldb/storage"
-
+	"github.com/weftsync/weft/internal/levelfault"
 	"github.com/weftsync/weft/protocol/entry"
 )
 
-// levelFaults makes openLevelDB open goleveldb on a storage whose journal
-// writes and syncs fail while full is set: a disk that filled up under the
-// index (goleveldb's own IO is outside the FS seam). A failing write writes
-// half its bytes first. It restores openLevelDB when the test ends.
-type levelFaults struct {
-	full atomic.Bool
-	mu   sync.Mutex
-	open map[string]storage.Storage // by path: closed at the next open
-}
-
-func injectLevelFaults(t *testing.T) *levelFaults {
-	lf := &levelFaults{open: map[string]storage.Storage{}}
+// injectLevelFaults makes openLevelDB open goleveldb through a
+// levelfault.Disk, whose Full switch fills the disk under the index
+// (goleveldb's IO is outside the FS seam), until the test ends.
+func injectLevelFaults(t *testing.T) *levelfault.Disk {
+	d := &levelfault.Disk{}
 	prev := openLevelDB
-	openLevelDB = func(path string, o *opt.Options) (*leveldb.DB, error) {
-		lf.mu.Lock()
-		defer lf.mu.Unlock()
-		// leveldb.Open does not close a storage it did not open. The
-		// test has one DB, which opens one index at a time: whatever
-		// it opened before is closed by now (index.new is renamed to
-		// index with its lock held otherwise).
-		for p, st := range lf.open {
-			st.Close()
-			delete(lf.open, p)
-		}
-		st, err := storage.OpenFile(path, o.GetReadOnly())
-		if err != nil {
-			return nil, err
-		}
-		db, err := leveldb.Open(faultStorage{st, lf}, o)
-		if err != nil {
-			st.Close()
-			return nil, err
-		}
-		lf.open[path] = st
-		return db, nil
-	}
+	openLevelDB = d.Open
 	t.Cleanup(func() {
 		openLevelDB = prev
-		for _, st := range lf.open {
-			st.Close()
-		}
+		d.Close()
 	})
-	return lf
-}
-
-type faultStorage struct {
-	storage.Storage
-	lf *levelFaults
-}
-
-func (s faultStorage) Create(fd storage.FileDesc) (storage.Writer, error) {
-	if s.lf.full.Load() {
-		return nil, syscall.ENOSPC
-	}
-	w, err := s.Storage.Create(fd)
-	if err != nil || fd.Type != storage.TypeJournal {
-		return w, err
-	}
-	return faultWriter{w, s.lf}, nil
-}
-
-type faultWriter struct {
-	storage.Writer
-	lf *levelFaults
-}
-
-func (w faultWriter) Write(p []byte) (int, error) {
-	if w.lf.full.Load() {
-		n, _ := w.Writer.Write(p[:len(p)/2])
-		return n, syscall.ENOSPC
-	}
-	return w.Writer.Write(p)
-}
-
-func (w faultWriter) Sync() error {
-	if w.lf.full.Load() {
-		return syscall.ENOSPC
-	}
-	return w.Writer.Sync()
+	return d
 }
 
 // TestIndexWriteFault fills the disk under the index after the segment
@@ -141,7 +70,7 @@ func testIndexWriteFault(t *testing.T, stillFull bool) {
 			t.Fatal(err)
 		}
 	}
-	lf.full.Store(true)
+	lf.Full.Store(true)
 	if err := put(es[4:6]...); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Append with the index's disk full: got %v, want ENOSPC", err)
 	}
@@ -199,7 +128,7 @@ func testIndexWriteFault(t *testing.T, stillFull bool) {
 		folderHas(t, es[:4]...)
 	}
 
-	lf.full.Store(false) // space returns
+	lf.Full.Store(false) // space returns
 	// The failed Append's entries were durable in the segment: the reopen
 	// indexes them, so sending them again finds them held, and its
 	// folder records commit.
