@@ -278,7 +278,11 @@ func (s *Store) stage1(batch []*putReq, herr error) *flight {
 				continue // dropped or moved meanwhile: nothing to relocate
 			}
 			if derr != nil {
-				writes = append(writes, r) // a damaged entry: store afresh
+				// A damaged entry: store afresh, synced. Open's recovery
+				// skips a record whose key the index holds, so the new
+				// record's entry cannot be re-derived from the pack.
+				writes = append(writes, r)
+				f.sync = true
 			} else if now-l.stored > refreshAge {
 				l.stored = now
 				f.ib.Put(r.key, l.encode())

@@ -63,6 +63,12 @@ func (s *Store) recover() error {
 		}
 		err := s.recoverOnce(idxDir)
 		if err == nil {
+			// Every pack was scanned as far as it had to be: a later Open
+			// needs no full scan (a marker left by a failed remove costs
+			// one more, nothing else).
+			if err := os.Remove(filepath.Join(s.cfg.Dir, fullScanMarker)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				s.cfg.Logger.Warn("removing the full-scan marker", "err", err)
+			}
 			return nil
 		}
 		if s.db != nil {
@@ -102,11 +108,23 @@ func (s *Store) recoverOnce(idxDir string) error {
 	// never indexed. Two journals at open are the mark of that window (a
 	// clean switch deletes the old one), and Open then scans every pack
 	// from its start.
+	//
+	// Opening the index replays and deletes the old journal, so the mark
+	// would be gone if this Open stopped before its scan finished (a
+	// crash, a full disk): a marker file, fsynced before the index opens
+	// and removed once recovery is done, keeps the decision.
+	marker := filepath.Join(s.cfg.Dir, fullScanMarker)
+	_, merr := os.Stat(marker)
 	if n, err := countJournals(idxDir); err != nil {
 		return err
-	} else if n > 1 {
-		s.cfg.Logger.Warn("chunk index holds several journals: scanning every pack", "journals", n)
+	} else if n > 1 || merr == nil {
+		s.cfg.Logger.Warn("chunk index may lack records of unsynced writes: scanning every pack", "journals", n)
 		s.recovery.fullScan = true
+		if merr != nil {
+			if err := writeMarker(marker); err != nil {
+				return err
+			}
+		}
 	}
 	db, err := s.cfg.openIndex(idxDir, indexOptions)
 	if err != nil {
@@ -182,6 +200,34 @@ func (s *Store) recoverOnce(idxDir string) error {
 }
 
 // countJournals counts goleveldb's journal files in the index directory.
+// fullScanMarker is the file in the store's directory that says the next
+// Open must scan every pack from its start (see recoverOnce).
+const fullScanMarker = "fullscan"
+
+// writeMarker creates the file at p and makes it durable.
+func writeMarker(p string) error {
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("marking a full pack scan: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("marking a full pack scan: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("marking a full pack scan: %w", err)
+	}
+	d, err := os.Open(filepath.Dir(p))
+	if err != nil {
+		return fmt.Errorf("marking a full pack scan: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("marking a full pack scan: %w", err)
+	}
+	return nil
+}
+
 func countJournals(idxDir string) (int, error) {
 	ents, err := os.ReadDir(idxDir)
 	if errors.Is(err, os.ErrNotExist) {
