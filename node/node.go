@@ -501,7 +501,7 @@ func (n *Node) Run(ctx context.Context) error {
 	defer func() {
 		// Before wg.Wait: no vault may join the group once it is waited for.
 		n.run.mu.Lock()
-		n.run.wg = nil
+		n.run.wg, n.run.stopped = nil, true
 		n.run.mu.Unlock()
 	}()
 	wg.Go(func() { n.reconcileLoop(ctx) })

@@ -34,10 +34,15 @@ func (s *vaultSet) with(v *vault) *vaultSet {
 // and the group it waits for before closing the vaults' databases. wg is
 // nil while Run is not running (before it, or once it is stopping).
 type running struct {
-	mu  sync.Mutex // also serialises AddNewVaults
-	ctx context.Context
-	wg  *sync.WaitGroup
+	mu      sync.Mutex // also serialises AddNewVaults
+	ctx     context.Context
+	wg      *sync.WaitGroup
+	stopped bool // Run is stopping or stopped: no vault may be added
 }
+
+// errStopping refuses a vault added while the node shuts down: it would
+// miss closeVaults and keep its database locked.
+var errStopping = errors.New("the agent is stopping; the next `weft up` syncs the new vault")
 
 // AddNewVaults opens the vaults of the home that the node does not serve
 // yet (a folder `weft join` or `weft init` added while the agent runs)
@@ -54,6 +59,10 @@ func (n *Node) AddNewVaults() ([]string, error) {
 		return nil, err
 	}
 	n.run.mu.Lock()
+	if n.run.stopped {
+		n.run.mu.Unlock()
+		return nil, errStopping
+	}
 	var added []string
 	var errs []error
 	for _, hv := range hvs {

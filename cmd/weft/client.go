@@ -34,13 +34,25 @@ func (g *globals) loadInAgent() (bool, error) {
 	}
 	var res node.VaultsLoaded
 	if err := cl.post("/v1/vaults/load", nil, &res); err != nil {
-		if errors.Is(err, errNoAgent) {
+		var ae *agentError
+		switch {
+		case errors.Is(err, errNoAgent):
 			return false, nil // its address file outlived it (a kill)
+		case errors.As(err, &ae) && ae.status == http.StatusNotFound:
+			return false, nil // an agent older than this binary: its restart syncs it
 		}
 		return true, err
 	}
 	return true, nil
 }
+
+// agentError is an answer of the agent other than 200 OK.
+type agentError struct {
+	status int
+	msg    string
+}
+
+func (e *agentError) Error() string { return "agent: " + e.msg }
 
 func (g *globals) client() (*client, error) {
 	h, err := g.openHome()
@@ -79,7 +91,7 @@ func (c *client) do(method, path string, in, out any) error {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("agent: %s", strings.TrimSpace(string(msg)))
+		return &agentError{status: resp.StatusCode, msg: strings.TrimSpace(string(msg))}
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }

@@ -346,7 +346,7 @@ var errAborted = errors.New("folder: aborted by test hook")
 // landed returns what to index for the item the applier just renamed onto
 // name, put being that item's own stat from before the rename: the name's
 // lstat, which carries the ctime the rename gave it, while the name still
-// holds that item (kind, inode, size and mtime); otherwise put with a
+// holds that item (kind, inode, size, mtime and mode); otherwise put with a
 // ctime no lstat gives (noCtime), so the next scan hashes whatever is
 // there. A save or deletion landing between the rename and the lstat would
 // otherwise be indexed as the applied version: every later scan would take
@@ -360,7 +360,7 @@ func (a *Applier) landed(ops nameOps, name string, put FileInfo) (FileInfo, erro
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return info, fmt.Errorf("looking at %q after applying it: %w", name, err)
 	}
-	if err == nil && info.Kind == put.Kind && info.Inode == put.Inode && info.Size == put.Size && info.MTime == put.MTime {
+	if err == nil && info.Kind == put.Kind && info.Inode == put.Inode && info.Size == put.Size && info.MTime == put.MTime && info.Mode == put.Mode {
 		return info, nil
 	}
 	a.cfg.Logger.Info("a local change replaced an applied item at once; the next scan records it", "path", name)

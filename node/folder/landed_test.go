@@ -25,6 +25,11 @@ func TestChangeRightAfterApplyIsScanned(t *testing.T) {
 		{"saved by rename", false, func(t *testing.T, fsys FS) { put(t, fsys, p, "the user's save") }, "modified " + p},
 		{"saved by rename in a batch", true, func(t *testing.T, fsys FS) { put(t, fsys, p, "the user's save") }, "modified " + p},
 		{"appended in place", false, func(t *testing.T, fsys FS) { appendTo(t, fsys, p, " and more") }, "modified " + p},
+		{"made executable", false, func(t *testing.T, fsys FS) {
+			if err := fsys.Chmod(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, "modified " + p},
 		{"deleted", true, func(t *testing.T, fsys FS) {
 			if err := fsys.Remove(p); err != nil {
 				t.Fatal(err)

@@ -29,8 +29,10 @@ const (
 	vaultsDir     = "vaults"
 	rootKeyFile   = "root.key"
 	vaultFile     = "vault.json"
-	dbDir         = "db"
-	apiFile       = "api.json"
+	// vaultsLockFile serialises AddVault calls (see AddVaultPrepared).
+	vaultsLockFile = "vaults.lock"
+	dbDir          = "db"
+	apiFile        = "api.json"
 )
 
 // Home is an opened home directory.
@@ -104,11 +106,25 @@ func (h *Home) AddVault(root keys.RootSecret, folder string) (Vault, error) {
 // database records) is in place before any agent can open the vault, and
 // a crash before vault.json leaves a directory Vaults skips. If prepare
 // fails, the vault's directory is removed and its error returned.
+//
+// Adds to one home are serialised by a lock (vaults.lock): two `weft
+// join`s of one vault at once would otherwise both pass the checks below,
+// and the loser's cleanup would remove the winner's directory. Holding
+// it, a vault directory without vault.json can only be what an
+// interrupted add left, and is cleared.
 func (h *Home) AddVaultPrepared(root keys.RootSecret, folder string, prepare func(Vault) error) (Vault, error) {
 	abs, err := filepath.Abs(folder)
 	if err != nil {
 		return Vault{}, fmt.Errorf("folder %s: %w", folder, err)
 	}
+	if err := os.MkdirAll(filepath.Join(h.Dir, vaultsDir), 0o700); err != nil {
+		return Vault{}, fmt.Errorf("creating vaults directory: %w", err)
+	}
+	lock, err := lockFile(filepath.Join(h.Dir, vaultsLockFile))
+	if err != nil {
+		return Vault{}, err
+	}
+	defer lock.Close()
 	existing, err := h.Vaults()
 	if err != nil && !errors.Is(err, ErrNoVaults) {
 		return Vault{}, err
@@ -132,6 +148,9 @@ func (h *Home) AddVaultPrepared(root keys.RootSecret, folder string, prepare fun
 		return Vault{}, fmt.Errorf("creating folder %s: %w", abs, err)
 	}
 	v := Vault{ID: vk.ID, IDHex: vk.ID.String(), Folder: abs, Dir: filepath.Join(h.Dir, vaultsDir, vk.ID.String())}
+	if err := os.RemoveAll(v.Dir); err != nil { // an interrupted add's leftovers
+		return Vault{}, fmt.Errorf("clearing vault %s: %w", v.IDHex, err)
+	}
 	if err := keyfile.SaveRootSecret(filepath.Join(v.Dir, rootKeyFile), root); err != nil {
 		return Vault{}, err
 	}

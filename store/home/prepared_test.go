@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/weftsync/weft/protocol/keys"
@@ -62,5 +63,54 @@ func TestAddVaultPrepared(t *testing.T) {
 	}
 	if vs, err := h.Vaults(); err != nil || len(vs) != 2 {
 		t.Errorf("with a half-made vault directory: %d vaults, %v; want the 2 complete ones", len(vs), err)
+	}
+	// Adding that vault again clears what the interrupted add left.
+	v, err := h.AddVault(keys.RootSecret{4}, filepath.Join(dir, "fourth"))
+	if err != nil {
+		t.Fatalf("adding over a half-made vault directory: %v", err)
+	}
+	if got, err := h.RootSecret(v); err != nil || got != (keys.RootSecret{4}) {
+		t.Errorf("root secret after adding over leftovers: %v", err)
+	}
+}
+
+// Two adds of one vault at once (two `weft join`s): one wins, the other
+// is told the vault is already here, and the winner's directory survives.
+func TestAddVaultConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	h, err := Open(filepath.Join(dir, "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := keys.RootSecret{7}
+	inPrepare, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		_, err := h.AddVaultPrepared(root, filepath.Join(dir, "a"), func(Vault) error {
+			close(inPrepare)
+			<-release
+			return nil
+		})
+		first <- err
+	}()
+	<-inPrepare
+	second := make(chan error, 1)
+	go func() {
+		_, err := h.AddVault(root, filepath.Join(dir, "b"))
+		second <- err
+	}()
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("first add: %v", err)
+	}
+	if err := <-second; err == nil || !strings.Contains(err.Error(), "already on this device") {
+		t.Fatalf("second add of the same vault: got %v, want already on this device", err)
+	}
+	vs, err := h.Vaults()
+	if err != nil || len(vs) != 1 || vs[0].Folder != filepath.Join(dir, "a") {
+		t.Fatalf("vaults after both adds: %+v, %v", vs, err)
+	}
+	if _, err := h.RootSecret(vs[0]); err != nil {
+		t.Errorf("the winner's root secret: %v", err)
 	}
 }
