@@ -50,7 +50,7 @@ func TestFolderDiskFull(t *testing.T) {
 	for i := range 12 {
 		p := fmt.Sprintf("media/clip%02d.bin", i)
 		want[p] = randBytes(r, 512<<10) // 6 MiB in all, twice the room
-		a.write(p, want[p])
+		a.writeAtomic(p, want[p])
 	}
 	var mu sync.Mutex
 	stop := make(chan struct{})

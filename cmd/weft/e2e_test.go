@@ -212,6 +212,35 @@ func (d *device) write(rel string, data []byte) {
 	}
 }
 
+// writeAtomic puts data at rel the way an editor's safe save does: written
+// beside the folder, then renamed into it, so the path never shows a
+// partial or empty file. Tests that watch b for torn files write a's files
+// this way: a's agent may record, as a legitimate version, an os.WriteFile
+// caught between its truncate and its write.
+func (d *device) writeAtomic(rel string, data []byte) {
+	d.t.Helper()
+	p := filepath.Join(d.folder, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		d.t.Fatal(err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(d.home), "save-")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		d.t.Fatal(err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		d.t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		d.t.Fatal(err)
+	}
+	if err := os.Rename(f.Name(), p); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
 // pair creates a vault on a, runs a's agent, and joins b to it.
 func pair(t *testing.T) (a, b *device) {
 	t.Helper()
@@ -569,7 +598,7 @@ func TestKilledDuringFirstSync(t *testing.T) {
 			size = 300 << 10
 		}
 		want[p] = randBytes(r, size)
-		a.write(p, want[p])
+		a.writeAtomic(p, want[p])
 	}
 	var mu sync.Mutex
 	stop := make(chan struct{})
