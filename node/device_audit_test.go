@@ -266,14 +266,7 @@ func TestAuditChunkServedOnlyFromUnchangedFile(t *testing.T) {
 func TestAuditAPIOnLoopbackOnly(t *testing.T) {
 	start := func(apiAddr string) (*home.Home, string, error) {
 		t.Helper()
-		dir := t.TempDir()
-		h, err := home.Open(filepath.Join(dir, "home"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := InitVault(h, filepath.Join(dir, "folder"), time.Now()); err != nil {
-			t.Fatal(err)
-		}
+		h, _ := testHome(t)
 		n, err := New(Config{Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: apiAddr, NoWatcher: true, NoDHT: true})
 		if err != nil {
 			t.Fatal(err)
@@ -293,7 +286,7 @@ func TestAuditAPIOnLoopbackOnly(t *testing.T) {
 				t.Errorf("node run: %v", err)
 			}
 		})
-		return h, filepath.Join(dir, "home"), nil
+		return h, h.Dir, nil
 	}
 
 	h, homeDir, err := start("") // the default

@@ -31,8 +31,9 @@ func testNode(t *testing.T) (*Node, string) {
 	return testNodeWith(t, Config{})
 }
 
-// testNodeWith is testNode with some Config fields set by the caller.
-func testNodeWith(t *testing.T, cfg Config) (*Node, string) {
+// testHome makes a home in a temporary directory holding one new vault,
+// and returns it with the vault's folder.
+func testHome(t *testing.T) (*home.Home, string) {
 	t.Helper()
 	dir := t.TempDir()
 	h, err := home.Open(filepath.Join(dir, "home"))
@@ -43,6 +44,13 @@ func testNodeWith(t *testing.T, cfg Config) (*Node, string) {
 	if _, _, err := InitVault(h, folderPath, time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	return h, folderPath
+}
+
+// testNodeWith is testNode with some Config fields set by the caller.
+func testNodeWith(t *testing.T, cfg Config) (*Node, string) {
+	t.Helper()
+	h, folderPath := testHome(t)
 	cfg.Home, cfg.ListenAddrs = h, []string{"/ip4/127.0.0.1/tcp/0"}
 	if cfg.APIAddr == "" {
 		cfg.APIAddr = "-" // no API unless the test asks for one

@@ -7,9 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/weftsync/weft/store/home"
 	"github.com/weftsync/weft/store/vaultdb"
 )
 
@@ -20,15 +18,7 @@ import (
 // recorded.
 func TestRebuiltIndexAuthorsNothing(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	h, err := home.Open(filepath.Join(dir, "home"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	folderPath := filepath.Join(dir, "folder")
-	if _, _, err := InitVault(h, folderPath, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	h, folderPath := testHome(t)
 	open := func() *Node {
 		n, err := New(Config{Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: "-",
 			NoWatcher: true, NoDHT: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -267,14 +267,7 @@ func TestDHTRendezvousSync(t *testing.T) {
 // TestDHTIdleWithoutBootstrap: with no bootstrap peer and no relay the DHT
 // does not start, the node dials nobody, and the log says so once.
 func TestDHTIdleWithoutBootstrap(t *testing.T) {
-	dir := t.TempDir()
-	h, err := home.Open(filepath.Join(dir, "home"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := InitVault(h, filepath.Join(dir, "folder"), time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	h, _ := testHome(t)
 	logw := &syncLog{}
 	n := startRendezvousNode(t, h, nil, logw)
 	waitUntil(t, 10*time.Second, func() error {
@@ -330,14 +323,7 @@ func TestDHTBootstrapsFromVaultRelay(t *testing.T) {
 		}
 	})
 
-	dir := t.TempDir()
-	h, err := home.Open(filepath.Join(dir, "home"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := InitVault(h, filepath.Join(dir, "folder"), time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	h, _ := testHome(t)
 	logw := &syncLog{}
 	n := startRendezvousNode(t, h, nil, logw)
 	waitUntil(t, 10*time.Second, func() error {

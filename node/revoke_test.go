@@ -529,15 +529,7 @@ func (v *vault) membersCopy(t *testing.T) *member.State {
 // restarted admin recovers the new epoch from its membership log alone and
 // still opens every entry, old and new.
 func TestRevokeAPIAndRestart(t *testing.T) {
-	dir := t.TempDir()
-	h, err := home.Open(filepath.Join(dir, "home"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	folderPath := filepath.Join(dir, "folder")
-	if _, _, err := InitVault(h, folderPath, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	h, folderPath := testHome(t)
 	n, stop := startNode(t, h)
 	_, idC := joinAsMember(t, n)
 	writeFile(t, folderPath, "old.txt", []byte("epoch 0"))

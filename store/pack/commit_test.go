@@ -112,7 +112,7 @@ func TestSpaceRatio(t *testing.T) {
 	}
 	// Both the files' lengths and the blocks the file system allocated
 	// for them (what small files would waste): packs and index.
-	onDisk, alloc := dirSize(t, dir), dirBlocks(t, dir)
+	onDisk, alloc := dirUsage(t, dir)
 	ratio, allocRatio := float64(onDisk)/float64(stored.Load()), float64(alloc)/float64(stored.Load())
 	t.Logf("stored %d bytes, %d on disk (packs and index): ratio %.4f; %d bytes in allocated blocks: ratio %.4f",
 		stored.Load(), onDisk, ratio, alloc, allocRatio)
@@ -123,7 +123,13 @@ func TestSpaceRatio(t *testing.T) {
 
 // dirSize sums the sizes of the regular files under dir.
 func dirSize(t testing.TB, dir string) int64 {
-	var n int64
+	size, _ := dirUsage(t, dir)
+	return size
+}
+
+// dirUsage sums the sizes of the regular files under dir and the space the
+// file system allocated to them.
+func dirUsage(t testing.TB, dir string) (size, alloc int64) {
 	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -133,12 +139,13 @@ func dirSize(t testing.TB, dir string) int64 {
 			if err != nil {
 				return err
 			}
-			n += fi.Size()
+			size += fi.Size()
+			alloc += allocated(fi)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return size, alloc
 }
