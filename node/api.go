@@ -70,6 +70,10 @@ func (n *Node) startAPI(ctx context.Context, addr string) (*apiServer, error) {
 	mux.HandleFunc("GET /v1/relays", a.relaysList)
 	mux.HandleFunc("POST /v1/relays", a.relaysChange)
 	mux.HandleFunc("POST /v1/revoke", a.revoke)
+	mux.HandleFunc("GET /v1/deletions", a.deletions)
+	mux.HandleFunc("POST /v1/deletions", a.decideDeletions)
+	mux.HandleFunc("POST /v1/folders/reset", a.folderReset)
+	mux.HandleFunc("POST /v1/folders/guard", a.folderGuard)
 	mux.Handle("GET /metrics", a.mon.metrics.handler())
 	a.srv = &http.Server{Handler: a.auth(mux), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	if err := n.cfg.Home.WriteAPIInfo(home.APIInfo{Addr: a.addr, Token: a.token, PID: os.Getpid()}); err != nil {
@@ -125,7 +129,7 @@ type Status struct {
 type FolderStatus struct {
 	Path            string        `json:"path"`
 	Vault           string        `json:"vault"`
-	State           string        `json:"state"`           // scanning, syncing, in-sync, offline, error
+	State           string        `json:"state"`           // error, held, scanning, syncing, offline, in-sync
 	Error           string        `json:"error,omitempty"` // why, when State is "error"
 	InitialScanDone bool          `json:"initial_scan_done"`
 	Files           int           `json:"files"`
@@ -140,8 +144,11 @@ type FolderStatus struct {
 	Errors          []PathMessage `json:"errors"`
 }
 
-// PathMessage is a problem with one path.
+// PathMessage is a problem with one path, or with the whole folder when
+// Path is empty. Code is stable (docs/api.md, "Error codes"); Reason is
+// for a person.
 type PathMessage struct {
+	Code   string `json:"code,omitempty"`
 	Path   string `json:"path"`
 	Reason string `json:"reason"`
 }
@@ -248,16 +255,24 @@ func (v *vault) status() FolderStatus {
 	// pending is what this device must still do itself; what peers
 	// still need from it is pending_upload (and peers[].in_sync).
 	fs.Pending = fs.PendingApply + fs.PendingFetch
+	stop, stopped := v.stopped()
+	if stopped {
+		fs.Errors = append(fs.Errors, PathMessage{Code: stop.code, Reason: stop.message})
+	}
+	held := v.heldErrors()
+	fs.Errors = append(fs.Errors, held...)
 	for _, p := range sortedKeys(view.errs) {
 		fs.Errors = append(fs.Errors, PathMessage{Path: p, Reason: view.errs[p]})
 	}
 	switch {
-	case v.folderMissing():
-		fs.State, fs.Error = "error", "the folder "+v.cfg.Folder+" is missing or unreadable"
+	case stopped:
+		fs.State, fs.Error = "error", stop.message
 	case view.scanning || !view.scanned:
 		fs.State = "scanning"
 	case stuck(fs.Errors) != "":
 		fs.State, fs.Error = "error", stuck(fs.Errors)
+	case len(held) > 0:
+		fs.State = "held"
 	case fs.Pending > 0:
 		fs.State = "syncing"
 	default:
@@ -276,16 +291,6 @@ func stuck(errs []PathMessage) string {
 		}
 	}
 	return ""
-}
-
-// folderMissing reports whether the folder's root is gone or unreadable
-// (only for folders on the OS's file system).
-func (v *vault) folderMissing() bool {
-	if v.n.cfg.FolderFS != nil {
-		return false
-	}
-	info, err := os.Stat(v.cfg.Folder)
-	return err != nil || !info.IsDir()
 }
 
 // isConflictCopy reports whether a path is named like a conflict copy

@@ -25,6 +25,9 @@ import (
 // decides. Paths whose apply fails stay dirty and are retried on the next
 // kick or tick.
 func (v *vault) reconcile(ctx context.Context) {
+	if _, err := v.guard(); err != nil {
+		return // the folder is stopped: dirty paths wait until it is back
+	}
 	v.mu.Lock()
 	paths := make([]string, 0, len(v.dirty))
 	for p := range v.dirty {
@@ -32,24 +35,43 @@ func (v *vault) reconcile(ctx context.Context) {
 	}
 	v.dirty = map[string]struct{}{}
 	v.pending.toApply = len(paths)
+	v.releaseIncomingLocked(paths)
 	v.mu.Unlock()
 	// Order: first every non-deletion, parents first, so a file that moved
 	// is copied from its old place (by chunk, no transfer) before the old
 	// place goes; then deletions, children first. A non-deletion whose
 	// name folds onto a path deleted in this batch (a case-only rename on
 	// a case-insensitive file system) waits until after the deletions.
+	// Deletions the mass-delete guard holds are left out (massdelete.go).
 	slices.Sort(paths)
 	var adds, dels, after []string
-	deleted := map[string]bool{}
+	isDel := map[string]bool{}
 	for _, p := range paths {
 		if v.winnerIsDeletion(p) {
 			dels = append(dels, p)
-			deleted[v.folding.Key(p)] = true
+			isDel[p] = true
 		}
+	}
+	arriving := map[[32]byte]bool{}
+	v.mu.Lock()
+	for _, p := range paths {
+		if !isDel[p] {
+			for _, h := range v.graph.Heads(p) {
+				if h.Kind == protocol.KindFile {
+					arriving[h.ContentHash] = true
+				}
+			}
+		}
+	}
+	v.mu.Unlock()
+	dels = v.holdIncomingDeletions(dels, arriving)
+	deleted := map[string]bool{}
+	for _, p := range dels {
+		deleted[v.folding.Key(p)] = true
 	}
 	for _, p := range paths {
 		switch {
-		case v.winnerIsDeletion(p):
+		case isDel[p]:
 		case deleted[v.folding.Key(p)]:
 			after = append(after, p)
 		default:
@@ -75,6 +97,12 @@ func (v *vault) reconcile(ctx context.Context) {
 func (v *vault) winnerIsDeletion(path string) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	return v.winnerIsDeletionLocked(path)
+}
+
+// winnerIsDeletionLocked reports whether every head of path is a
+// deletion. v.mu must be held.
+func (v *vault) winnerIsDeletionLocked(path string) bool {
 	hs := v.graph.Heads(path)
 	for _, h := range hs {
 		if h.Kind != protocol.KindDeletion {

@@ -215,6 +215,11 @@ func (n *Node) folderFacts(v *vault, fs FolderStatus, asked string, onePath bool
 		},
 		errs: view.errs, conflicts: view.conflicts, anyPeer: len(n.connectedMembers(v)) > 0, shared: len(v.memberList()) > 1,
 	}
+	for _, e := range fs.Errors {
+		if e.Code != "" {
+			fo.coded = append(fo.coded, e)
+		}
+	}
 	if n.cfg.FolderFS == nil {
 		fo.DiskFreeBytes, fo.DiskTotalBytes = diskSpace(v.cfg.Folder)
 	}

@@ -27,7 +27,9 @@ type Finding struct {
 	// disk-full, read-only, cannot-sync, too-large, apply-error, applying, unsafe,
 	// uploading, watcher-limit, watcher-overflow, watcher-failed,
 	// clock-skew, scanning, relay-offline, relay-refused, relay-full,
-	// relay-rollback.
+	// relay-rollback, and the folder error codes of docs/api.md
+	// (folder-marker-missing, folder-marker-foreign, folder-unreadable,
+	// mass-delete).
 	Kind    string `json:"kind"`
 	Folder  string `json:"folder,omitempty"`
 	Path    string `json:"path,omitempty"`
@@ -57,6 +59,7 @@ type folderFacts struct {
 	shared    bool        // the vault has other members
 	relays    []RelayInfo // the vault's relays
 	rollbacks []RelayRollback
+	coded     []PathMessage // the folder's errors[] items that carry a code
 }
 
 type pathFacts struct {
@@ -331,6 +334,11 @@ func names(ids []string) string {
 func folderHealth(fo folderFacts) []Finding {
 	var out []Finding
 	add := func(sev, kind, msg, fix string) { out = append(out, Finding{sev, kind, fo.Path, "", "", msg, fix}) }
+	for _, e := range fo.coded {
+		if fix, ok := codeFixes[e.Code]; ok {
+			add(SeverityProblem, e.Code, e.Reason, fix)
+		}
+	}
 	w := fo.Watcher
 	if w.Enabled && w.MaxUserWatches > 0 {
 		switch {
@@ -364,6 +372,14 @@ func folderHealth(fo folderFacts) []Finding {
 		}
 	}
 	return out
+}
+
+// codeFixes says what to do about each folder error code doctor reports.
+var codeFixes = map[string]string{
+	codeMarkerMissing: "put the real folder back (mount its drive, move it back): weft resumes by itself; if this really is the folder now, run `weft folder reset FOLDER`",
+	codeMarkerForeign: "check that FOLDER is the folder this vault syncs; if it is, run `weft folder reset FOLDER`",
+	codeUnreadable:    "make the folder readable again (check its drive, mount and permissions); weft resumes by itself",
+	codeMassDelete:    "run `weft deletions` to see them, then `weft deletions accept` to let them go through or `weft deletions reject` to bring the files back",
 }
 
 func nextLimit(dirs int) int { return max(524288, dirs*2) }

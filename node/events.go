@@ -27,6 +27,10 @@ const (
 	EventPeerStatus       EventType = "peer-status"
 	EventReconciled       EventType = "reconciled"
 	EventWatcherRescan    EventType = "watcher-rescan"
+	EventFolderStopped    EventType = "folder-stopped"
+	EventFolderResumed    EventType = "folder-resumed"
+	EventDeletionsHeld    EventType = "deletions-held"
+	EventDeletionsDecided EventType = "deletions-decided"
 )
 
 // Event is one thing that happened, with what it concerns.

@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"lukechampine.com/blake3"
 
+	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
@@ -266,6 +267,9 @@ func folderFiles(t *testing.T, root string) []string {
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.IsDir() && p == filepath.Join(root, folder.WorkDir) {
+			return filepath.SkipDir // weft's own files (the folder marker), never synced
 		}
 		if d.Type().IsRegular() {
 			rel, _ := filepath.Rel(root, p)

@@ -117,6 +117,31 @@ func refuseOversized(res *folder.Result) {
 // scan rescans the folder (or just paths, when given) and records every
 // change as versions in this device's log. It returns what it found.
 func (v *vault) scan(ctx context.Context, paths []string) (folder.Result, error) {
+	mode := scanSettled
+	if paths == nil {
+		mode = scanFull
+	}
+	return v.scanAs(ctx, paths, mode)
+}
+
+// scanMode says how the mass-delete guard treats a scan's deletions
+// (massdelete.go).
+type scanMode int
+
+const (
+	// scanFull: the whole folder; its deletions are judged together.
+	scanFull scanMode = iota
+	// scanSettled: some paths; their deletions are judged now, with the
+	// deferred ones.
+	scanSettled
+	// scanWatched: paths the watcher reported; deletions wait
+	// (deferred) until the next recheck judges them together, so a
+	// deletion the watcher splits into several batches is judged whole.
+	scanWatched
+)
+
+// scanAs is scan with the guard's mode.
+func (v *vault) scanAs(ctx context.Context, paths []string, mode scanMode) (folder.Result, error) {
 	v.scanMu.Lock()
 	defer v.scanMu.Unlock()
 	v.mu.Lock()
@@ -128,6 +153,10 @@ func (v *vault) scan(ctx context.Context, paths []string) (folder.Result, error)
 		v.mu.Unlock()
 	}()
 	var res folder.Result
+	var confirmed map[string]bool
+	if _, err := v.guard(); err != nil {
+		return res, err // the folder is stopped: nothing scanned, nothing recorded
+	}
 	var err error
 	start := time.Now()
 	if paths == nil {
@@ -137,12 +166,13 @@ func (v *vault) scan(ctx context.Context, paths []string) (folder.Result, error)
 	}
 	if err == nil {
 		refuseOversized(&res)
+		res.Changes, confirmed = v.holdLocalDeletions(res.Changes, mode)
 	}
 	v.noteScan(start, paths, res, err)
 	if err != nil {
 		return res, fmt.Errorf("scanning %s: %w", v.cfg.Folder, err)
 	}
-	if err := v.record(v.withMovedCopies(res.Changes)); err != nil {
+	if err := v.record(v.withMovedCopies(res.Changes), confirmed); err != nil {
 		return res, err
 	}
 	if paths == nil {
@@ -199,8 +229,9 @@ func (v *vault) withMovedCopies(changes []folder.Change) []folder.Change {
 }
 
 // record turns scanned changes into versions and writes them as entries,
-// with the folder index updated in the same commit.
-func (v *vault) record(changes []folder.Change) error {
+// with the folder index updated in the same commit. Deletions of the
+// paths in confirmed carry entry.DeletionConfirmed (massdelete.go).
+func (v *vault) record(changes []folder.Change, confirmed map[string]bool) error {
 	v.authorMu.Lock()
 	defer v.authorMu.Unlock()
 	var (
@@ -222,6 +253,9 @@ func (v *vault) record(changes []folder.Change) error {
 		v.log.Debug("local change", "path", c.Path, "change", c.Type)
 		v.noteLocalChange(c)
 		ver, rec, ok := v.versionFor(c)
+		if ok && ver.Kind == entry.KindDeletion && confirmed[c.Path] {
+			ver.Mode = entry.DeletionConfirmed
+		}
 		if ok {
 			if len(batch) == maxVersionsPerEntry || inline+len(ver.Inline) > maxInlinePerEntry || refs+len(ver.Chunks) > maxRefsPerEntry {
 				if err := flush(); err != nil {
@@ -476,12 +510,41 @@ func (v *vault) setIndexLocked(path string, rec vaultdb.Record) {
 const maxChunkLocations = 4
 
 // watch runs the folder watcher and records settled changes until ctx
-// ends. A watcher overflow or failure falls back to full rescans.
+// ends. A watcher overflow or failure falls back to full rescans. The
+// folder guard is checked every guardRecheck; a folder that comes back
+// after a stop gets a new watcher (the old one watched the directories
+// that were there before) and a full scan.
 func (v *vault) watch(ctx context.Context, useWatcher bool, settle time.Duration, rescanEvery time.Duration) {
-	if !useWatcher {
-		v.rescanLoop(ctx, rescanEvery)
-		return
+	tick := time.NewTicker(rescanEvery)
+	defer tick.Stop()
+	recheck := time.NewTicker(guardRecheck)
+	defer recheck.Stop()
+	for {
+		var batches <-chan folder.Batch
+		wctx, stopWatcher := context.WithCancel(ctx)
+		done := make(chan struct{})
+		if useWatcher {
+			batches = v.startWatcher(wctx, settle, done)
+		} else {
+			close(done)
+		}
+		resumed := v.watchUntilResumed(ctx, batches, tick.C, recheck.C)
+		stopWatcher()
+		<-done
+		if !resumed {
+			return
+		}
+		if _, err := v.scan(ctx, nil); err != nil && ctx.Err() == nil && !errors.Is(err, errFolderStopped) {
+			v.log.Error("scan after the folder came back", "err", err)
+		}
+		v.kick()
 	}
+}
+
+// startWatcher starts a folder watcher under ctx and returns its batches
+// (nil when none could start: periodic rescans cover the folder). done is
+// closed once the watcher has stopped.
+func (v *vault) startWatcher(ctx context.Context, settle time.Duration, done chan<- struct{}) <-chan folder.Batch {
 	w, err := folder.NewWatcher(folder.WatcherConfig{
 		Dir: v.cfg.Folder, Settle: settle, Logger: v.log,
 		Ignored: func(p string, isDir bool) bool {
@@ -489,62 +552,60 @@ func (v *vault) watch(ctx context.Context, useWatcher bool, settle time.Duration
 			return ig != nil && ig.Match(p, isDir)
 		},
 	})
-	var batches <-chan folder.Batch
 	if err != nil {
 		v.log.Warn("no file watcher; relying on periodic rescans", "err", err)
 		v.noteWatcherFailed(err)
-	} else {
-		batches = w.Batches()
-		go func() {
-			if err := w.Run(ctx); err != nil {
-				v.log.Warn("file watcher stopped; relying on periodic rescans", "err", err)
-				v.noteWatcherFailed(err)
-			}
-		}()
+		close(done)
+		return nil
 	}
-	tick := time.NewTicker(rescanEvery)
-	defer tick.Stop()
+	go func() {
+		defer close(done)
+		if err := w.Run(ctx); err != nil {
+			v.log.Warn("file watcher stopped; relying on periodic rescans", "err", err)
+			v.noteWatcherFailed(err)
+		}
+	}()
+	return w.Batches()
+}
+
+// watchUntilResumed records what the watcher and the periodic rescans
+// find until ctx ends (false) or the folder guard lets a stopped folder
+// run again (true, signalled on v.resumed by whichever call of the guard
+// saw it).
+func (v *vault) watchUntilResumed(ctx context.Context, batches <-chan folder.Batch, rescan, recheck <-chan time.Time) bool {
 	for {
+		var err error
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case b, ok := <-batches:
 			if !ok {
 				batches = nil
 				continue
 			}
-			var err error
 			if b.Rescan {
 				if !b.Ready {
 					v.noteWatcherRescan()
 				}
 				_, err = v.scan(ctx, nil)
 			} else {
-				_, err = v.scan(ctx, b.Paths)
+				_, err = v.scanAs(ctx, b.Paths, scanWatched)
 			}
-			if err != nil && ctx.Err() == nil {
-				v.log.Error("scan", "err", err)
+		case <-rescan:
+			_, err = v.scan(ctx, nil)
+		case <-recheck:
+			v.guard() // a stop or a resume is logged and signalled by the guard
+			if ps := v.deferredDeletions(); len(ps) > 0 {
+				_, err = v.scan(ctx, ps)
 			}
-		case <-tick.C:
-			if _, err := v.scan(ctx, nil); err != nil && ctx.Err() == nil {
-				v.log.Error("periodic scan", "err", err)
-			}
+		case <-v.resumed:
+			return true
 		}
-	}
-}
-
-// rescanLoop rescans every interval until ctx ends.
-func (v *vault) rescanLoop(ctx context.Context, every time.Duration) {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			if _, err := v.scan(ctx, nil); err != nil && ctx.Err() == nil {
-				v.log.Error("periodic scan", "err", err)
-			}
+		if errors.Is(err, errFolderStopped) {
+			continue // logged once by the guard; the recheck resumes it
+		}
+		if err != nil && ctx.Err() == nil {
+			v.log.Error("scan", "err", err)
 		}
 	}
 }

@@ -126,7 +126,7 @@ var (
 )
 
 // folderStates are the values of FolderStatus.State.
-var folderStates = []string{"scanning", "syncing", "in-sync", "offline", "error"}
+var folderStates = []string{"scanning", "syncing", "in-sync", "offline", "held", "error"}
 
 // stateCollector reads gauges and per-peer counters from the node at
 // scrape time.

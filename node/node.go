@@ -257,6 +257,8 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		dirty:         map[string]struct{}{},
 		grow:          make(chan struct{}),
 		cleaned:       make(chan struct{}),
+		resumed:       make(chan struct{}, 1),
+		firstScan:     make(chan struct{}),
 		peerVec:       map[keys.DeviceID]protocol.Vector{},
 		errs:          map[string]string{},
 		danglingSince: map[string]time.Time{},
@@ -264,6 +266,9 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		foldedUpTo:    map[keys.DeviceID]uint64{},
 	}
 	v.learnEpochsLocked() // the epoch keys this device holds, from the membership log
+	if v.deletes.policy, err = loadMassDeletePolicy(db); err != nil {
+		v.log.Warn("using the default mass-delete policy", "err", err)
+	}
 	folding, err := folder.Probe(fsys)
 	if err != nil {
 		db.Close()
@@ -523,12 +528,13 @@ func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 		close(v.cleaned)
 		res, err := v.scan(ctx, nil)
 		if err != nil {
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !errors.Is(err, errFolderStopped) {
 				v.log.Error("first scan", "err", err)
 			}
 		} else {
 			v.log.Info("scanned", "files", res.Files, "changes", len(res.Changes))
 		}
+		close(v.firstScan)
 		n.events.publish(Event{Type: EventScanned, Folder: v.cfg.Folder, Count: len(res.Changes)})
 		v.kick()
 		v.watch(ctx, !n.cfg.NoWatcher, n.cfg.Settle, n.cfg.RescanEvery)

@@ -70,6 +70,9 @@ func testNodeWith(t *testing.T, cfg Config) (*Node, string) {
 		}
 	})
 	<-n.Ready()
+	for _, v := range n.vaultsNow() {
+		<-v.firstScan // so the test's own changes meet no scan of the start
+	}
 	return n, folderPath
 }
 

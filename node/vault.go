@@ -48,6 +48,13 @@ type vault struct {
 	scanner *folder.Scanner
 	applier *folder.Applier
 
+	// firstScan is closed once the first scan under Run has ended
+	// (recorded, or refused by the folder guard).
+	firstScan chan struct{}
+	// resumed is signalled (buffer 1) when the folder guard lets a
+	// stopped folder run again; the watch loop then rescans and re-watches.
+	resumed chan struct{}
+
 	// scanMu serialises scans (the scanner runs one at a time).
 	scanMu sync.Mutex
 	// authorMu serialises writing this device's own entries, so sequence
@@ -76,6 +83,8 @@ type vault struct {
 	scanned       bool // the first full scan has completed
 	pending       pendingCounts
 	errs          map[string]string // path -> last apply error
+	stop          folderStop        // why the folder guard stopped the folder (folderguard.go)
+	deletes       deleteGuard       // deletions held for the user (massdelete.go)
 }
 
 // pendingCounts are what the vault still has to do.

@@ -199,6 +199,13 @@ func statusCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%d\n", f.Path, f.State, f.Files, humanBytes(f.Bytes), f.Pending, f.Written, safeText(f), f.Conflicts)
 			}
 			tw.Flush()
+			for _, f := range st.Folders {
+				for _, e := range f.Errors {
+					if e.Code != "" {
+						fmt.Fprintf(out, "%s: %s: %s\n", f.Path, e.Code, e.Reason)
+					}
+				}
+			}
 			fmt.Fprintln(out)
 			tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "PEER\tROLE\tCONNECTION\tIN SYNC\tSENT\tRECEIVED")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,7 +19,7 @@ import (
 // of that refuses paths whose parent directories include a symlink (which
 // os.Root would follow when the link stays inside the root).
 type OSFS struct {
-	root *os.Root
+	root atomic.Pointer[os.Root]
 	dir  string
 }
 
@@ -28,14 +29,37 @@ func OpenOS(dir string) (*OSFS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening folder root: %w", err)
 	}
-	return &OSFS{root: r, dir: dir}, nil
+	o := &OSFS{dir: dir}
+	o.root.Store(r)
+	return o, nil
 }
+
+// r is the root every operation resolves through.
+func (o *OSFS) r() *os.Root { return o.root.Load() }
 
 // Dir returns the directory the FS is rooted at.
 func (o *OSFS) Dir() string { return o.dir }
 
+// Reopen roots the FS at whatever directory is at Dir's path now. The
+// root is a directory handle, so a folder moved away (or replaced by
+// another directory) while weft runs is still the one the FS reads and
+// writes; the folder guard (node/) calls Reopen when the path no longer
+// leads to that directory, so weft follows the path the user configured,
+// never a directory moved out of it. An operation in flight on the old
+// root may fail; the caller retries it.
+func (o *OSFS) Reopen() error {
+	r, err := os.OpenRoot(o.dir)
+	if err != nil {
+		return fmt.Errorf("opening folder root: %w", err)
+	}
+	if old := o.root.Swap(r); old != nil {
+		old.Close()
+	}
+	return nil
+}
+
 // Close releases the root. The FS must not be used afterwards.
-func (o *OSFS) Close() error { return o.root.Close() }
+func (o *OSFS) Close() error { return o.r().Close() }
 
 // name checks p and converts it to an os.Root name; "" (the root) is
 // allowed only when root is true.
@@ -50,7 +74,7 @@ func (o *OSFS) name(p string, root bool) (string, error) {
 		if p[i] != '/' {
 			continue
 		}
-		fi, err := o.root.Lstat(p[:i])
+		fi, err := o.r().Lstat(p[:i])
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return p, nil // the operation itself will fail
@@ -73,7 +97,7 @@ func (o *OSFS) Lstat(p string) (FileInfo, error) {
 	if err != nil {
 		return FileInfo{}, err
 	}
-	fi, err := o.root.Lstat(n)
+	fi, err := o.r().Lstat(n)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -87,7 +111,7 @@ func (o *OSFS) dirName(dir string) (string, error) {
 	if err != nil || n == "." {
 		return n, err
 	}
-	fi, err := o.root.Lstat(n)
+	fi, err := o.r().Lstat(n)
 	if err != nil {
 		return "", err
 	}
@@ -106,7 +130,7 @@ func (o *OSFS) ReadDir(dir string) ([]FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := o.root.Open(n)
+	f, err := o.r().Open(n)
 	if err != nil {
 		return nil, err
 	}
@@ -126,14 +150,14 @@ func (o *OSFS) Open(p string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := o.root.Lstat(n)
+	fi, err := o.r().Lstat(n)
 	if err != nil {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: %q", ErrNotRegular, p)
 	}
-	f, err := o.root.Open(n)
+	f, err := o.r().Open(n)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +180,7 @@ func (o *OSFS) CreateTemp(dir, prefix string) (File, error) {
 		if err != nil {
 			return nil, err
 		}
-		f, err := o.root.OpenFile(n, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := o.r().OpenFile(n, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		} else if err != nil {
@@ -177,7 +201,7 @@ func (o *OSFS) Rename(from, to string) error {
 	if err != nil {
 		return err
 	}
-	return o.root.Rename(a, b)
+	return o.r().Rename(a, b)
 }
 
 // Remove implements FS.
@@ -186,7 +210,7 @@ func (o *OSFS) Remove(p string) error {
 	if err != nil {
 		return err
 	}
-	return o.root.Remove(n)
+	return o.r().Remove(n)
 }
 
 // Mkdir implements FS.
@@ -195,7 +219,7 @@ func (o *OSFS) Mkdir(p string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	return o.root.Mkdir(n, perm&fs.ModePerm)
+	return o.r().Mkdir(n, perm&fs.ModePerm)
 }
 
 // Symlink implements FS.
@@ -204,7 +228,7 @@ func (o *OSFS) Symlink(target, p string) error {
 	if err != nil {
 		return err
 	}
-	return o.root.Symlink(target, n)
+	return o.r().Symlink(target, n)
 }
 
 // Readlink implements FS.
@@ -213,7 +237,7 @@ func (o *OSFS) Readlink(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return o.root.Readlink(n)
+	return o.r().Readlink(n)
 }
 
 // noLink checks p and refuses a symlink in its last component.
@@ -222,7 +246,7 @@ func (o *OSFS) noLink(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fi, err := o.root.Lstat(n)
+	fi, err := o.r().Lstat(n)
 	if err != nil {
 		return "", err
 	}
@@ -238,7 +262,7 @@ func (o *OSFS) Chmod(p string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	return o.root.Chmod(n, perm&fs.ModePerm)
+	return o.r().Chmod(n, perm&fs.ModePerm)
 }
 
 // Chtimes implements FS.
@@ -248,7 +272,7 @@ func (o *OSFS) Chtimes(p string, mtime int64) error {
 		return err
 	}
 	t := time.Unix(0, mtime)
-	return o.root.Chtimes(n, t, t)
+	return o.r().Chtimes(n, t, t)
 }
 
 // SyncDir implements FS.
@@ -257,7 +281,7 @@ func (o *OSFS) SyncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	f, err := o.root.Open(n)
+	f, err := o.r().Open(n)
 	if err != nil {
 		return err
 	}

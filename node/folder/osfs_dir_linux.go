@@ -23,11 +23,11 @@ func (o *OSFS) OpenDir(dir string) (Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := o.root.Lstat(n)
+	fi, err := o.r().Lstat(n)
 	if err != nil {
 		return nil, err
 	}
-	f, err := o.root.Open(n)
+	f, err := o.r().Open(n)
 	if err != nil {
 		return nil, err
 	}

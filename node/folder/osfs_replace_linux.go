@@ -37,7 +37,7 @@ func (o *OSFS) renameat2(op, from, to string, flags uint) error {
 		if err != nil {
 			return err
 		}
-		d, err := o.root.Open(n)
+		d, err := o.r().Open(n)
 		if err != nil {
 			return err
 		}

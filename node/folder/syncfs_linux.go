@@ -10,7 +10,7 @@ import (
 // system that holds the folder durable, with one syncfs(2). The applier's
 // batch path uses it instead of one fsync per file and per directory.
 func (o *OSFS) SyncFS() error {
-	f, err := o.root.Open(".")
+	f, err := o.r().Open(".")
 	if err != nil {
 		return err
 	}

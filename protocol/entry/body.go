@@ -119,7 +119,7 @@ func (v *Version) validate() error {
 		if len(v.Supersedes) == 0 {
 			return bad("supersedes nothing")
 		}
-		if v.Mode != 0 || v.MTime != 0 || v.Size != 0 || v.Hash != zero || len(v.Chunks) > 0 || len(v.Inline) > 0 || v.Target != "" {
+		if v.Mode&^DeletionConfirmed != 0 || v.MTime != 0 || v.Size != 0 || v.Hash != zero || len(v.Chunks) > 0 || len(v.Inline) > 0 || v.Target != "" {
 			return bad("has a mode, mtime, size, hash or content")
 		}
 		return nil

@@ -46,6 +46,14 @@ const (
 	KindDeletion Kind = 4
 )
 
+// DeletionConfirmed, in a deletion's Mode, says that the author's user
+// confirmed the deletion past the author's mass-delete guard (`weft
+// deletions accept`, docs/folder.md): a receiving device applies it even
+// when it deletes most of the folder there, instead of holding it for its
+// own user. It is the author's claim, signed like the rest of the entry;
+// a hostile member can make it too (docs/security.md).
+const DeletionConfirmed uint32 = 1
+
 func (k Kind) valid() bool { return k >= KindFile && k <= KindDeletion }
 
 func (k Kind) String() string {
@@ -82,7 +90,8 @@ type ChunkRef struct {
 //     at most MaxTargetLen bytes); Size is len(Target); Mode 0, zero Hash, no
 //     content.
 //   - KindDeletion: Supersedes is non-empty (a deletion removes versions it
-//     knows); Mode, Size, MTime 0, zero Hash, no content, no Target.
+//     knows); Mode is 0 or DeletionConfirmed; Size, MTime 0, zero Hash, no
+//     content, no Target.
 //
 // For every kind, Path obeys ValidatePath and Supersedes is strictly
 // increasing by VersionID.Compare (so sorted and without duplicates).

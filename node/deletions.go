@@ -1,0 +1,397 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// What a user does about held deletions and stopped folders: `weft
+// deletions`, `weft deletions accept|reject`, `weft folder reset` and
+// `weft folder guard`, through the local API (docs/api.md).
+
+// HeldDeletions is one folder's held deletions in one direction, as GET
+// /v1/deletions and `weft deletions --json` show them.
+type HeldDeletions struct {
+	Folder string `json:"folder"`
+	// Direction is "local" (deleted on this device, not recorded) or
+	// "incoming" (deleted by another device, not applied here).
+	Direction string    `json:"direction"`
+	Files     int       `json:"files"` // files (and symlinks) among Paths
+	Total     int       `json:"total"` // every path held, directories included
+	Paths     []string  `json:"paths"` // sorted; at most maxHeldListed
+	Since     time.Time `json:"since"`
+	Policy    string    `json:"policy"` // the folder's mass-delete policy, in words
+}
+
+// maxHeldListed bounds the paths one HeldDeletions lists.
+const maxHeldListed = 1000
+
+// Errors of the deletion and folder calls.
+var (
+	errNothingHeld   = errors.New("no deletions are held")
+	errNoSuchFolder  = errors.New("not a synced folder")
+	errPickFolder    = errors.New("several folders hold deletions; name one")
+	errBadDecision   = errors.New("bad request")
+	errFolderNotStop = errors.New("the folder is not stopped")
+)
+
+// Deletions lists every folder's held deletions.
+func (n *Node) Deletions() []HeldDeletions {
+	out := []HeldDeletions{}
+	for _, v := range n.vaultsNow() {
+		out = append(out, v.heldDeletions()...)
+	}
+	return out
+}
+
+func (v *vault) heldDeletions() []HeldDeletions {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	g := &v.deletes
+	var out []HeldDeletions
+	list := func(dir string, set map[string]struct{}, files int, since time.Time) {
+		if len(set) == 0 {
+			return
+		}
+		ps := sortedSet(set)
+		out = append(out, HeldDeletions{
+			Folder: v.cfg.Folder, Direction: dir, Files: files, Total: len(ps),
+			Paths: ps[:min(len(ps), maxHeldListed)], Since: since.UTC(), Policy: g.policy.String(),
+		})
+	}
+	list("local", g.local, g.localFiles, g.localSince)
+	list("incoming", g.incoming, g.inFiles, g.inSince)
+	return out
+}
+
+// DeletionsRequest is the body of POST /v1/deletions.
+type DeletionsRequest struct {
+	// Folder is the synced folder's path; empty means the one folder that
+	// holds deletions.
+	Folder string `json:"folder,omitempty"`
+	// Action is "accept" (record the local deletions, apply the incoming
+	// ones) or "reject" (bring the files back).
+	Action string `json:"action"`
+}
+
+// DeletionsResult is the answer of POST /v1/deletions.
+type DeletionsResult struct {
+	Folder   string `json:"folder"`
+	Action   string `json:"action"`
+	Local    int    `json:"local"`    // local deletions recorded (accept) or files being brought back (reject)
+	Incoming int    `json:"incoming"` // incoming deletions applied (accept) or files kept and sent back (reject)
+}
+
+// DecideDeletions carries out the user's decision about a folder's held
+// deletions, in both directions.
+func (n *Node) DecideDeletions(ctx context.Context, req DeletionsRequest) (DeletionsResult, error) {
+	res := DeletionsResult{Action: req.Action}
+	if req.Action != "accept" && req.Action != "reject" {
+		return res, fmt.Errorf("%w: action %q: want accept or reject", errBadDecision, req.Action)
+	}
+	v, err := n.heldVault(req.Folder)
+	if err != nil {
+		return res, err
+	}
+	res.Folder = v.cfg.Folder
+	if req.Action == "accept" {
+		res.Local, res.Incoming, err = v.acceptDeletions(ctx)
+	} else {
+		res.Local, res.Incoming, err = v.rejectDeletions(ctx)
+	}
+	if err == nil {
+		v.log.Info("held deletions decided", "action", req.Action, "local", res.Local, "incoming", res.Incoming)
+		n.events.publish(Event{Type: EventDeletionsDecided, Folder: v.cfg.Folder, Kind: req.Action, Count: res.Local + res.Incoming})
+	}
+	return res, err
+}
+
+// heldVault picks the vault a deletion decision is about: the one whose
+// folder is folder, or, when folder is empty, the only one holding
+// deletions.
+func (n *Node) heldVault(folder string) (*vault, error) {
+	if folder != "" {
+		return n.vaultOfFolder(folder)
+	}
+	var found *vault
+	for _, v := range n.vaultsNow() {
+		if len(v.heldDeletions()) == 0 {
+			continue
+		}
+		if found != nil {
+			return nil, errPickFolder
+		}
+		found = v
+	}
+	if found == nil {
+		return nil, errNothingHeld
+	}
+	return found, nil
+}
+
+// vaultOfFolder returns the vault syncing folder (an absolute path, or
+// one relative to the agent's working directory).
+func (n *Node) vaultOfFolder(folder string) (*vault, error) {
+	abs, err := filepath.Abs(folder)
+	if err != nil {
+		return nil, fmt.Errorf("folder %q: %w", folder, err)
+	}
+	for _, v := range n.vaultsNow() {
+		if filepath.Clean(v.cfg.Folder) == abs {
+			return v, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: %w", abs, errNoSuchFolder)
+}
+
+// acceptDeletions records the held local deletions and applies the held
+// incoming ones.
+func (v *vault) acceptDeletions(ctx context.Context) (local, incoming int, err error) {
+	v.mu.Lock()
+	g := &v.deletes
+	if len(g.local) == 0 && len(g.incoming) == 0 {
+		v.mu.Unlock()
+		return 0, 0, errNothingHeld
+	}
+	localPaths := sortedSet(g.local)
+	g.allowLocal = g.local
+	g.local, g.localFiles, g.localSince = nil, 0, time.Time{}
+	local, incoming = len(localPaths), len(g.incoming)
+	if g.allowIn == nil {
+		g.allowIn = map[string]struct{}{}
+	}
+	for p := range g.incoming {
+		g.allowIn[p] = struct{}{}
+		v.dirty[p] = struct{}{}
+	}
+	g.incoming, g.inFiles, g.inSince = nil, 0, time.Time{}
+	v.mu.Unlock()
+	v.kick()
+	if len(localPaths) > 0 {
+		if _, err := v.scan(ctx, localPaths); err != nil {
+			return local, incoming, fmt.Errorf("recording the accepted deletions: %w", err)
+		}
+	}
+	return local, incoming, nil
+}
+
+// rejectDeletions brings back the files whose deletion is held: a local
+// deletion was never recorded, so the file's current version is written
+// again (from the local chunks, peers or the relay); an incoming deletion
+// is answered with a new version of what is on disk here, which
+// supersedes the deletion on every device.
+func (v *vault) rejectDeletions(ctx context.Context) (local, incoming int, err error) {
+	v.scanMu.Lock()
+	defer v.scanMu.Unlock()
+	v.mu.Lock()
+	g := &v.deletes
+	if len(g.local) == 0 && len(g.incoming) == 0 {
+		v.mu.Unlock()
+		return 0, 0, errNothingHeld
+	}
+	localPaths, inPaths := sortedSet(g.local), sortedSet(g.incoming)
+	v.mu.Unlock()
+
+	if len(localPaths) > 0 {
+		n, err := v.rewriteDeleted(localPaths)
+		if err != nil {
+			return 0, 0, err
+		}
+		local = n
+	}
+	if len(inPaths) > 0 {
+		if err := v.reassert(ctx, inPaths); err != nil {
+			return local, 0, err
+		}
+		incoming = len(inPaths)
+	}
+	v.kick()
+	return local, incoming, nil
+}
+
+// rewriteDeleted makes the applier write paths again: each one still
+// absent on disk loses its index record, so the next reconcile finds its
+// head not on disk and writes it, as for any version that arrives. It
+// returns how many it handed over. v.scanMu must be held.
+func (v *vault) rewriteDeleted(paths []string) (int, error) {
+	var gone []string
+	for _, p := range paths {
+		if _, err := v.fs.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			gone = append(gone, p)
+		}
+	}
+	u := &vaultdb.Update{}
+	for _, p := range gone {
+		u.DeleteIndex(p)
+	}
+	if err := v.db.Commit(u); err != nil {
+		return 0, fmt.Errorf("bringing the deleted files back: %w", err)
+	}
+	v.mu.Lock()
+	for _, p := range gone {
+		v.setIndexLocked(p, vaultdb.Record{})
+		v.dirty[p] = struct{}{}
+	}
+	g := &v.deletes
+	g.local, g.localFiles, g.localSince = nil, 0, time.Time{}
+	v.mu.Unlock()
+	return len(gone), nil
+}
+
+// reassert records what is on disk at paths as new versions that
+// supersede every head there (the held deletions among them). v.scanMu
+// must be held.
+func (v *vault) reassert(ctx context.Context, paths []string) error {
+	// The scan must see each path as new, so that it records its content
+	// whole; the in-memory records come back if recording fails.
+	v.mu.Lock()
+	saved := make(map[string]vaultdb.Record, len(paths))
+	for _, p := range paths {
+		if r, ok := v.index[p]; ok {
+			saved[p] = r
+			v.setIndexLocked(p, vaultdb.Record{})
+		}
+	}
+	v.mu.Unlock()
+	if err := v.recordRestored(ctx, paths); err != nil {
+		v.mu.Lock()
+		for p, r := range saved {
+			if _, ok := v.index[p]; !ok {
+				v.setIndexLocked(p, r)
+			}
+		}
+		v.mu.Unlock()
+		return fmt.Errorf("keeping the files: %w", err)
+	}
+	v.mu.Lock()
+	for _, p := range paths {
+		delete(v.deletes.incoming, p)
+	}
+	v.countIncomingLocked()
+	if len(v.deletes.incoming) == 0 {
+		v.deletes.incoming, v.deletes.inSince = nil, time.Time{}
+	}
+	v.mu.Unlock()
+	return nil
+}
+
+// ResetFolder makes a stopped folder the vault's folder as it is now: its
+// marker is written, and syncing resumes. What differs from the index is
+// then recorded as usual, so a folder reset while empty holds its
+// deletions (the mass-delete guard) for `weft deletions`: reject fills it
+// again from the other devices, accept empties the folder everywhere.
+func (n *Node) ResetFolder(folder string) error {
+	v, err := n.vaultOfFolder(folder)
+	if err != nil {
+		return err
+	}
+	st, stopped := v.stopped()
+	if !stopped {
+		return fmt.Errorf("%s: %w", v.cfg.Folder, errFolderNotStop)
+	}
+	if st.code == codeUnreadable {
+		return fmt.Errorf("%s cannot be read (%s); a reset cannot help until it can", v.cfg.Folder, st.message)
+	}
+	if o, ok := v.fs.(interface{ Reopen() error }); ok {
+		if err := o.Reopen(); err != nil {
+			return err
+		}
+	}
+	if err := v.markFolder(); err != nil {
+		return err
+	}
+	v.log.Warn("folder reset by the user: syncing the folder as it is now", "was", st.code)
+	v.guard()
+	return nil
+}
+
+// SetMassDeletePolicy changes a folder's mass-delete guard.
+func (n *Node) SetMassDeletePolicy(folder string, p protocol.MassDeletePolicy) (protocol.MassDeletePolicy, error) {
+	v, err := n.vaultOfFolder(folder)
+	if err != nil {
+		return p, err
+	}
+	if err := v.setMassDeletePolicy(p); err != nil {
+		return p, err
+	}
+	return p.Effective(), nil
+}
+
+// decisionStatus maps the errors above to HTTP statuses.
+func decisionStatus(err error) int {
+	switch {
+	case errors.Is(err, errNothingHeld), errors.Is(err, errNoSuchFolder):
+		return http.StatusNotFound
+	case errors.Is(err, errPickFolder), errors.Is(err, errBadDecision), errors.Is(err, errFolderNotStop):
+		return http.StatusBadRequest
+	case errors.Is(err, errFolderStopped):
+		return http.StatusConflict
+	}
+	return http.StatusInternalServerError
+}
+
+func (a *apiServer) deletions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, a.n.Deletions())
+}
+
+func (a *apiServer) decideDeletions(w http.ResponseWriter, r *http.Request) {
+	var req DeletionsRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+		http.Error(w, "deletions request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	res, err := a.n.DecideDeletions(r.Context(), req)
+	if err != nil {
+		http.Error(w, err.Error(), decisionStatus(err))
+		return
+	}
+	writeJSON(w, res)
+}
+
+// FolderRequest is the body of POST /v1/folders/reset and
+// /v1/folders/guard.
+type FolderRequest struct {
+	Folder string `json:"folder"`
+	// MassDelete is the new policy (guard only).
+	MassDelete *protocol.MassDeletePolicy `json:"mass_delete,omitempty"`
+}
+
+func (a *apiServer) folderReset(w http.ResponseWriter, r *http.Request) {
+	var req FolderRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+		http.Error(w, "folder request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := a.n.ResetFolder(req.Folder); err != nil {
+		http.Error(w, err.Error(), decisionStatus(err))
+		return
+	}
+	writeJSON(w, map[string]string{"folder": req.Folder, "result": "reset"})
+}
+
+func (a *apiServer) folderGuard(w http.ResponseWriter, r *http.Request) {
+	var req FolderRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil || req.MassDelete == nil {
+		http.Error(w, "folder guard request: want {folder, mass_delete}", http.StatusBadRequest)
+		return
+	}
+	p, err := a.n.SetMassDeletePolicy(req.Folder, *req.MassDelete)
+	if err != nil {
+		code := decisionStatus(err)
+		if code == http.StatusInternalServerError && !errors.Is(err, errNoSuchFolder) {
+			code = http.StatusBadRequest // an invalid policy
+		}
+		http.Error(w, err.Error(), code)
+		return
+	}
+	writeJSON(w, map[string]any{"folder": req.Folder, "mass_delete": p, "policy": p.String()})
+}

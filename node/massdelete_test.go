@@ -1,0 +1,297 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/entry"
+)
+
+// writeNotes writes n small notes into folder and returns their paths.
+func writeNotes(t *testing.T, folder string, n int) []string {
+	t.Helper()
+	var out []string
+	for i := range n {
+		p := fmt.Sprintf("notes/n%03d.md", i)
+		full := filepath.Join(folder, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte("note "+p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// folderState is the state and error codes status reports for the node's
+// one folder.
+func folderState(n *Node) (string, []string) {
+	st := n.Status()
+	var codes []string
+	for _, e := range st.Folders[0].Errors {
+		if e.Code != "" {
+			codes = append(codes, e.Code)
+		}
+	}
+	return st.Folders[0].State, codes
+}
+
+// A scan that finds 180 of 200 files deleted records none of them: the
+// folder is held with a mass-delete error until the user decides. Reject
+// brings the files back from what the log holds; accept records the
+// deletions.
+func TestLocalMassDeleteIsHeld(t *testing.T) {
+	for _, decision := range []string{"reject", "accept"} {
+		t.Run(decision, func(t *testing.T) {
+			ctx := context.Background()
+			n, folderPath := testNodeWith(t, Config{NoWatcher: true})
+			paths := writeNotes(t, folderPath, 200)
+			if err := n.Scan(ctx); err != nil {
+				t.Fatal(err)
+			}
+			v := n.vaultsNow()[0]
+			seq := v.db.Head(n.ID()).Seq
+			for _, p := range paths[:180] {
+				if err := os.Remove(filepath.Join(folderPath, p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := n.Scan(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := v.db.Head(n.ID()).Seq; got != seq {
+				t.Fatalf("a scan after deleting 180 of 200 files authored %d entries, want 0", got-seq)
+			}
+			if state, codes := folderState(n); state != "held" || !slices.Contains(codes, codeMassDelete) {
+				t.Fatalf("status: state %q, codes %v; want held with %s", state, codes, codeMassDelete)
+			}
+			held := n.Deletions()
+			if len(held) != 1 || held[0].Direction != "local" || held[0].Files != 180 {
+				t.Fatalf("deletions: got %+v, want 180 local files", held)
+			}
+			// Another scan, and one more deletion by the watcher's path,
+			// keep it held (and the new deletion joins the hold).
+			if err := os.Remove(filepath.Join(folderPath, paths[190])); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := v.scan(ctx, []string{paths[190]}); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Scan(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := v.db.Head(n.ID()).Seq; got != seq {
+				t.Fatalf("later scans authored %d entries while the deletion is held, want 0", got-seq)
+			}
+			if held := n.Deletions(); len(held) != 1 || held[0].Files != 181 {
+				t.Fatalf("deletions after one more: got %+v, want 181 files", held)
+			}
+
+			res, err := n.DecideDeletions(ctx, DeletionsRequest{Action: decision})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Local != 181 || res.Incoming != 0 {
+				t.Fatalf("%s: got %+v, want 181 local", decision, res)
+			}
+			if decision == "reject" {
+				waitFor(t, "the deleted files to come back", func() bool {
+					for _, p := range paths {
+						if _, err := os.Stat(filepath.Join(folderPath, p)); err != nil {
+							return false
+						}
+					}
+					return true
+				})
+				if err := n.Scan(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if got := v.db.Head(n.ID()).Seq; got != seq {
+					t.Errorf("rejecting authored %d entries; the files came back as the versions already recorded", got-seq)
+				}
+			} else {
+				if got := v.db.Head(n.ID()).Seq; got <= seq {
+					t.Fatalf("accepting authored nothing")
+				}
+				v.mu.Lock()
+				files := v.counts.files
+				v.mu.Unlock()
+				if files != 19 {
+					t.Errorf("index holds %d files after accepting, want 19", files)
+				}
+				v.mu.Lock()
+				confirmed := v.deletionConfirmedLocked(paths[0])
+				v.mu.Unlock()
+				if !confirmed {
+					t.Error("an accepted deletion was recorded without entry.DeletionConfirmed: other devices would hold it again")
+				}
+			}
+			waitFor(t, "the folder to leave the held state", func() bool {
+				state, codes := folderState(n)
+				return state == "in-sync" && len(codes) == 0
+			})
+			if held := n.Deletions(); len(held) != 0 {
+				t.Errorf("deletions still held after %s: %+v", decision, held)
+			}
+		})
+	}
+}
+
+// Deleting a few files, or most of a small folder, is an ordinary edit.
+func TestSmallDeletionsGoThrough(t *testing.T) {
+	ctx := context.Background()
+	n, folderPath := testNodeWith(t, Config{NoWatcher: true})
+	paths := writeNotes(t, folderPath, 20)
+	if err := n.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v := n.vaultsNow()[0]
+	seq := v.db.Head(n.ID()).Seq
+	for _, p := range paths {
+		if err := os.Remove(filepath.Join(folderPath, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.db.Head(n.ID()).Seq; got != seq+1 {
+		t.Fatalf("deleting all 20 files of a 20-file folder authored %d entries, want 1", got-seq)
+	}
+	if held := n.Deletions(); len(held) != 0 {
+		t.Fatalf("held: %+v", held)
+	}
+}
+
+// The guard can be turned off per folder, and the policy is kept across a
+// restart of the vault's database.
+func TestMassDeletePolicyOff(t *testing.T) {
+	ctx := context.Background()
+	n, folderPath := testNodeWith(t, Config{NoWatcher: true})
+	paths := writeNotes(t, folderPath, 100)
+	if err := n.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.SetMassDeletePolicy(folderPath, protocol.MassDeletePolicy{Off: true}); err != nil {
+		t.Fatal(err)
+	}
+	v := n.vaultsNow()[0]
+	if p, err := loadMassDeletePolicy(v.db); err != nil || !p.Off {
+		t.Fatalf("stored policy: %+v, %v; want off", p, err)
+	}
+	for _, p := range paths[:90] {
+		if err := os.Remove(filepath.Join(folderPath, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seq := v.db.Head(n.ID()).Seq
+	if err := n.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.db.Head(n.ID()).Seq; got != seq+1 {
+		t.Fatalf("with the guard off, deleting 90 of 100 authored %d entries, want 1", got-seq)
+	}
+	if _, err := n.DecideDeletions(ctx, DeletionsRequest{Action: "accept"}); !errors.Is(err, errNothingHeld) {
+		t.Fatalf("accept with nothing held: %v, want errNothingHeld", err)
+	}
+}
+
+// A member whose entry deletes 27 of this device's 30 files (a broken or
+// hostile device) gets nothing deleted here: the deletions are held.
+// Rejecting them keeps the files and records versions that supersede the
+// deletions; accepting applies them.
+func TestIncomingMassDeleteIsHeld(t *testing.T) {
+	for _, decision := range []string{"reject", "accept"} {
+		t.Run(decision, func(t *testing.T) {
+			ctx := context.Background()
+			n, folderPath := testNodeWith(t, Config{NoWatcher: true})
+			paths := writeNotes(t, folderPath, 30)
+			if err := n.Scan(ctx); err != nil {
+				t.Fatal(err)
+			}
+			v := n.vaultsNow()[0]
+			h, id := joinAsMember(t, n)
+			var dels []entry.Version
+			v.mu.Lock()
+			for _, p := range paths[:27] {
+				dels = append(dels, entry.Version{Path: p, Kind: entry.KindDeletion, Supersedes: []entry.VersionID{v.index[p].Version}})
+			}
+			v.mu.Unlock()
+			e, err := entry.New(entry.Config{Identity: id, Vault: v.id, Clock: 100, Keys: v.ek, Time: 1, Rand: rand.Reader}, &entry.Body{Versions: dels})
+			if err != nil {
+				t.Fatal(err)
+			}
+			serveLog(h, v.id, []*entry.Entry{e}, nil)
+			connect(t, h, n)
+			waitFor(t, "the member's entry to be stored", func() bool { return v.db.Head(id.ID()).Seq == 1 })
+			waitFor(t, "the deletions to be held", func() bool {
+				state, codes := folderState(n)
+				return state == "held" && slices.Contains(codes, codeMassDelete)
+			})
+			for _, p := range paths {
+				if _, err := os.Stat(filepath.Join(folderPath, p)); err != nil {
+					t.Fatalf("%s deleted while the deletion is held: %v", p, err)
+				}
+			}
+			held := n.Deletions()
+			if len(held) != 1 || held[0].Direction != "incoming" || held[0].Files != 27 {
+				t.Fatalf("deletions: got %+v, want 27 incoming files", held)
+			}
+			seq := v.db.Head(n.ID()).Seq
+			res, err := n.DecideDeletions(ctx, DeletionsRequest{Folder: folderPath, Action: decision})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Incoming != 27 {
+				t.Fatalf("%s: got %+v, want 27 incoming", decision, res)
+			}
+			if decision == "reject" {
+				if got := v.db.Head(n.ID()).Seq; got <= seq {
+					t.Fatal("rejecting recorded no new versions")
+				}
+				v.mu.Lock()
+				for _, p := range paths[:27] {
+					if v.winnerIsDeletionLocked(p) {
+						t.Errorf("%s: the deletion still wins after reject", p)
+					}
+				}
+				v.mu.Unlock()
+				if err := n.Scan(ctx); err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range paths {
+					if _, err := os.Stat(filepath.Join(folderPath, p)); err != nil {
+						t.Fatalf("%s gone after reject: %v", p, err)
+					}
+				}
+			} else {
+				waitFor(t, "the accepted deletions to be applied", func() bool {
+					for _, p := range paths[:27] {
+						if _, err := os.Stat(filepath.Join(folderPath, p)); err == nil {
+							return false
+						}
+					}
+					return true
+				})
+				for _, p := range paths[27:] {
+					if _, err := os.Stat(filepath.Join(folderPath, p)); err != nil {
+						t.Fatalf("%s, not deleted by the member, is gone: %v", p, err)
+					}
+				}
+			}
+			waitFor(t, "the folder to leave the held state", func() bool {
+				state, _ := folderState(n)
+				return state != "held"
+			})
+		})
+	}
+}
