@@ -70,6 +70,7 @@ func (n *Node) startAPI(ctx context.Context, addr string) (*apiServer, error) {
 	mux.HandleFunc("GET /v1/relays", a.relaysList)
 	mux.HandleFunc("POST /v1/relays", a.relaysChange)
 	mux.HandleFunc("POST /v1/revoke", a.revoke)
+	mux.HandleFunc("POST /v1/scrub", a.scrub)
 	mux.HandleFunc("GET /v1/deletions", a.deletions)
 	mux.HandleFunc("POST /v1/deletions", a.decideDeletions)
 	mux.HandleFunc("POST /v1/folders/reset", a.folderReset)
@@ -261,6 +262,7 @@ func (v *vault) status() FolderStatus {
 	}
 	held := v.heldErrors()
 	fs.Errors = append(fs.Errors, held...)
+	fs.Errors = append(fs.Errors, v.corruptErrors()...)
 	for _, p := range sortedKeys(view.errs) {
 		fs.Errors = append(fs.Errors, PathMessage{Path: p, Reason: view.errs[p]})
 	}

@@ -124,6 +124,7 @@ func (v *vault) reconcileOne(ctx context.Context, path string) {
 	defer v.mu.Unlock()
 	if err == nil {
 		delete(v.errs, path)
+		v.repairedLocked(path)
 		v.pending.toApply = max(0, v.pending.toApply-1)
 		return
 	}
@@ -888,6 +889,7 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 			it := batch[i]
 			v.setIndexLocked(it.path, recordFromInfo(it.id, it.ver, res[i].Outcome.Info))
 			delete(v.errs, it.path)
+			v.repairedLocked(it.path)
 			v.pending.toApply = max(0, v.pending.toApply-1)
 		}
 		v.mu.Unlock()

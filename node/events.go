@@ -31,6 +31,8 @@ const (
 	EventFolderResumed    EventType = "folder-resumed"
 	EventDeletionsHeld    EventType = "deletions-held"
 	EventDeletionsDecided EventType = "deletions-decided"
+	EventCorrupt          EventType = "corrupt"
+	EventScrubbed         EventType = "scrubbed"
 )
 
 // Event is one thing that happened, with what it concerns.

@@ -172,6 +172,7 @@ func (v *vault) scanAs(ctx context.Context, paths []string, mode scanMode) (fold
 	if err != nil {
 		return res, fmt.Errorf("scanning %s: %w", v.cfg.Folder, err)
 	}
+	v.quarantine(res.Corrupt) // damaged on disk: written again, never recorded
 	if err := v.record(v.withMovedCopies(res.Changes), confirmed); err != nil {
 		return res, err
 	}

@@ -27,6 +27,8 @@ type metrics struct {
 	localChanges    *prometheus.CounterVec
 	watcherRescans  *prometheus.CounterVec
 	transfers       *prometheus.CounterVec
+	scrubBytes      *prometheus.CounterVec
+	corruptFiles    *prometheus.CounterVec
 	scanSeconds     *prometheus.HistogramVec
 	applySeconds    *prometheus.HistogramVec
 	transferSeconds *prometheus.HistogramVec
@@ -60,6 +62,8 @@ func newMetrics(n *Node, m *monitor) *metrics {
 		localChanges:    counter("local_changes_total", "Changes the scanner found on disk.", "folder", "change"),
 		watcherRescans:  counter("watcher_rescans_total", "Full rescans the watcher asked for because it lost events (inotify overflow).", "folder"),
 		transfers:       counter("transfers_total", "Chunk transfers from peers, by outcome.", "folder", "outcome"),
+		scrubBytes:      counter("scrub_verified_bytes_total", "Bytes of unchanged files the scrub re-read and checked against their recorded hash.", "folder"),
+		corruptFiles:    counter("corrupt_files_total", "Files found damaged on disk (content changed without an edit) and written again.", "folder"),
 		scanSeconds:     hist("scan_duration_seconds", "Duration of scans, full or of changed paths.", "folder", "scope"),
 		applySeconds:    hist("apply_duration_seconds", "Duration of reconciling one path.", "folder"),
 		transferSeconds: hist("transfer_duration_seconds", "Duration of one chunk transfer from a peer.", "folder"),
@@ -92,6 +96,10 @@ func (mt *metrics) count(ev Event) {
 		mt.localChanges.WithLabelValues(ev.Folder, ev.Kind).Inc()
 	case EventWatcherRescan:
 		mt.watcherRescans.WithLabelValues(ev.Folder).Inc()
+	case EventScrubbed:
+		mt.scrubBytes.WithLabelValues(ev.Folder).Add(float64(ev.Bytes))
+	case EventCorrupt:
+		mt.corruptFiles.WithLabelValues(ev.Folder).Inc()
 	case EventTransferFinished:
 		outcome := "ok"
 		if ev.Error != "" {

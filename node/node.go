@@ -58,6 +58,9 @@ type Config struct {
 	// FolderFS, if set, opens a folder's file system instead of the OS
 	// one (folder.OpenOS); the simulation passes in-memory file systems.
 	FolderFS func(dir string) (folder.FS, error)
+	// NoScrub turns off the background scrub of the folder (rot.go);
+	// `weft scrub` still runs one.
+	NoScrub bool
 	// NoWatcher turns off the file watcher; changes are then found by
 	// periodic rescans and Scan calls. Needed with a FolderFS that is not
 	// the OS's, which fsnotify cannot watch.
@@ -537,6 +540,9 @@ func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 		close(v.firstScan)
 		n.events.publish(Event{Type: EventScanned, Folder: v.cfg.Folder, Count: len(res.Changes)})
 		v.kick()
+		if !n.cfg.NoScrub {
+			wg.Go(func() { v.scrubLoop(ctx) })
+		}
 		v.watch(ctx, !n.cfg.NoWatcher, n.cfg.Settle, n.cfg.RescanEvery)
 	})
 }

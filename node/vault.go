@@ -82,9 +82,10 @@ type vault struct {
 	scanning      bool
 	scanned       bool // the first full scan has completed
 	pending       pendingCounts
-	errs          map[string]string // path -> last apply error
-	stop          folderStop        // why the folder guard stopped the folder (folderguard.go)
-	deletes       deleteGuard       // deletions held for the user (massdelete.go)
+	errs          map[string]string      // path -> last apply error
+	stop          folderStop             // why the folder guard stopped the folder (folderguard.go)
+	deletes       deleteGuard            // deletions held for the user (massdelete.go)
+	corrupt       map[string]corruptFile // damaged files being written again (rot.go)
 }
 
 // pendingCounts are what the vault still has to do.

@@ -86,7 +86,7 @@ func newRoot() *cobra.Command {
 		conflictsCmd(g), devicesCmd(g), scanCmd(g), versionCmd(), demoCmd(g),
 	)
 	root.AddCommand(eventsCmd(g), doctorCmd(g))
-	root.AddCommand(historyCmd(g), restoreCmd(g), revokeCmd(g), deletionsCmd(g), folderCmd(g))
+	root.AddCommand(historyCmd(g), restoreCmd(g), revokeCmd(g), deletionsCmd(g), folderCmd(g), scrubCmd(g))
 	root.AddCommand(benchCmd(g), simCmd(g), relayCmd(g))
 	return root
 }

@@ -77,6 +77,13 @@ type Result struct {
 	Unsettled []string
 	// Skipped lists paths left out for another reason (see Skip).
 	Skipped []Skip
+	// Corrupt lists files whose content changed while their size, mtime
+	// and inode did not (only the ctime moved, or nothing did): that is
+	// not an edit (every editor's write moves the mtime) but damage on
+	// the disk, or a byte changed behind the file's back. They are not in
+	// Changes: the caller must not record them as new versions
+	// (docs/folder.md, "Rot"). New holds what the scan found.
+	Corrupt []Change
 	// Shadowed lists live records that are absent on disk only because
 	// another live path with the same name under this file system's
 	// folding took their place (see docs/folder.md, "Names"). They are
@@ -204,6 +211,7 @@ func (s *Scanner) ScanPaths(ctx context.Context, paths []string) (Result, error)
 	slices.Sort(r.Unsettled)
 	slices.SortFunc(r.Skipped, func(a, b Skip) int { return strings.Compare(a.Path, b.Path) })
 	slices.Sort(r.Shadowed)
+	slices.SortFunc(r.Corrupt, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
 	return *r, nil
 }
 
@@ -495,7 +503,25 @@ func (w *walk) hash(ctx context.Context, j hashJob) {
 	}
 	rec := RecordOf(j.path, j.info)
 	rec.Hash = res.Hash
-	w.change(Change{Type: changeType(j.old, j.had, j.info), Path: j.path, Old: j.old, New: rec, Extra: res.Extra})
+	c := Change{Type: changeType(j.old, j.had, j.info), Path: j.path, Old: j.old, New: rec, Extra: res.Extra}
+	if IsRot(j.old, j.had, rec) {
+		w.mu.Lock()
+		w.res.Corrupt = append(w.res.Corrupt, c)
+		w.mu.Unlock()
+		return
+	}
+	w.change(c)
+}
+
+// IsRot reports whether what is on disk (now, with its content hash)
+// differs from the recorded file only in content: same size, mtime and
+// inode, another hash. A write through the file system moves the mtime,
+// so that is damage (bit rot, a bad sector, a byte flipped behind the
+// file's back and its mtime put back), not an edit to sync.
+func IsRot(old Record, had bool, now Record) bool {
+	var zero [32]byte
+	return had && old.Kind == KindFile && now.Kind == KindFile && old.Hash != zero &&
+		old.Size == now.Size && old.MTime == now.MTime && old.Inode == now.Inode && old.Hash != now.Hash
 }
 
 // deletions reports live records at or below top that the walk did not

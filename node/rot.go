@@ -1,0 +1,345 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"lukechampine.com/blake3"
+
+	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// Rot on a device (docs/folder.md, "Rot"): a file whose content no longer
+// matches what was recorded while its size, mtime and inode still do was
+// damaged on disk, not edited. It is never recorded as a version (the
+// scanner reports it apart, folder.Result.Corrupt); it is moved aside into
+// .weft/corrupt/ for the user, its index record is dropped, and the
+// applier writes the recorded version again, from local chunks, peers or
+// the relay. The scrub finds rot that moved no metadata at all (a bad
+// sector, bit rot) by re-hashing unchanged files at a slow pace.
+
+// codeCorrupt is the errors[] code of a file found damaged on disk.
+const codeCorrupt = "corrupt"
+
+// corruptDir is where damaged copies are kept, inside WorkDir (never
+// synced).
+const corruptDir = folder.WorkDir + "/corrupt"
+
+// Scrub pacing: every file re-verified once per scrubPeriod, a slice each
+// scrubTick. A slice ends at its share of the folder's bytes or of its
+// files, whichever comes first, but never below scrubMinBytes and
+// scrubMinFiles (a small folder is re-verified sooner than weekly; the
+// file floor bounds the opens per minute of a folder of many small notes).
+const (
+	scrubPeriod   = 7 * 24 * time.Hour
+	scrubTick     = time.Minute
+	scrubMinBytes = 4 << 20
+	scrubMinFiles = 64
+)
+
+// corruptFile is a damaged file being repaired.
+type corruptFile struct {
+	aside string // where the damaged copy was moved, relative to the folder
+	since time.Time
+}
+
+// ScrubResult is the answer of POST /v1/scrub and `weft scrub --json`.
+type ScrubResult struct {
+	Folder  string   `json:"folder"`
+	Files   int      `json:"files"`   // files re-verified
+	Bytes   int64    `json:"bytes"`   // bytes read
+	Corrupt []string `json:"corrupt"` // damaged files found (moved aside, being repaired)
+	Skipped int      `json:"skipped"` // changed since the last scan: left to the scanner
+	Seconds float64  `json:"seconds"`
+}
+
+// quarantine handles the damaged files a scan or the scrub found: each is
+// moved aside and written again from the recorded version. It returns the
+// paths it quarantined. A file that changed again since it was read is
+// left to the next scan.
+func (v *vault) quarantine(found []folder.Change) []string {
+	var done []string
+	for _, c := range found {
+		aside, err := v.moveAside(c)
+		if err != nil {
+			if !errors.Is(err, errChangedAgain) {
+				v.log.Warn("moving a damaged file aside", "path", c.Path, "err", err)
+			}
+			continue
+		}
+		u := &vaultdb.Update{}
+		u.DeleteIndex(c.Path)
+		if err := v.db.Commit(u); err != nil {
+			v.log.Error("recording a damaged file", "path", c.Path, "err", err)
+			continue
+		}
+		v.mu.Lock()
+		v.setIndexLocked(c.Path, vaultdb.Record{})
+		v.dirty[c.Path] = struct{}{}
+		if v.corrupt == nil {
+			v.corrupt = map[string]corruptFile{}
+		}
+		v.corrupt[c.Path] = corruptFile{aside: aside, since: v.n.now()}
+		v.mu.Unlock()
+		v.log.Warn("damaged file: its content changed without an edit (disk damage?); the damaged copy is kept aside and the recorded version is written again",
+			"path", c.Path, "aside", aside)
+		v.n.events.publish(Event{Type: EventCorrupt, Folder: v.cfg.Folder, Path: c.Path, Kind: "file", Error: "content does not match the recorded version; kept at " + aside})
+		done = append(done, c.Path)
+	}
+	if len(done) > 0 {
+		v.kick()
+	}
+	return done
+}
+
+// errChangedAgain: a damaged file changed again before it was moved aside.
+var errChangedAgain = errors.New("changed again")
+
+// moveAside renames a damaged file into corruptDir, under its path with
+// the time appended, and returns where it went. The file must still be
+// what the check read (same size, mtime, inode and ctime).
+func (v *vault) moveAside(c folder.Change) (string, error) {
+	info, err := v.fs.Lstat(c.Path)
+	if err != nil {
+		return "", err
+	}
+	if info.Kind != folder.KindFile || info.Size != c.New.Size || info.MTime != c.New.MTime || info.Inode != c.New.Inode || info.Ctime != c.New.Ctime {
+		return "", errChangedAgain
+	}
+	aside := fmt.Sprintf("%s/%s~%s", corruptDir, c.Path, v.n.now().UTC().Format("20060102T150405.000000000Z"))
+	dir := path.Dir(aside)
+	parts := strings.Split(dir, "/")
+	for i := range parts {
+		if err := v.fs.Mkdir(strings.Join(parts[:i+1], "/"), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("creating %s: %w", dir, err)
+		}
+	}
+	if err := v.fs.Rename(c.Path, aside); err != nil {
+		return "", fmt.Errorf("moving %s aside: %w", c.Path, err)
+	}
+	if err := v.fs.SyncDir(dir); err != nil {
+		return "", err
+	}
+	return aside, v.fs.SyncDir(parentDir(c.Path))
+}
+
+// repairedLocked notes that path was written again: a damaged file it
+// replaced is repaired. v.mu must be held.
+func (v *vault) repairedLocked(p string) {
+	if cf, ok := v.corrupt[p]; ok {
+		delete(v.corrupt, p)
+		v.log.Info("damaged file repaired", "path", p, "aside", cf.aside)
+	}
+}
+
+// corruptErrors are the errors[] items of damaged files not repaired yet.
+func (v *vault) corruptErrors() []PathMessage {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []PathMessage
+	for _, p := range slices.Sorted(mapKeys(v.corrupt)) {
+		out = append(out, PathMessage{Code: codeCorrupt, Path: p, Reason: fmt.Sprintf(
+			"the file's content changed without an edit (damage on the disk): the damaged copy is kept at %s; the recorded version is being written again from this device's other files, peers or the relay", v.corrupt[p].aside)})
+	}
+	return out
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// scrubPass re-verifies the files under prefix ("" for all) whose
+// metadata still matches the index, reading at most maxBytes and maxFiles
+// (0: no limit) starting after cursor, and quarantines the damaged ones.
+// It returns where to continue ("" when the pass reached the end).
+func (v *vault) scrubPass(ctx context.Context, prefix, cursor string, maxBytes int64, maxFiles int) (ScrubResult, string, error) {
+	start := time.Now()
+	res := ScrubResult{Folder: v.cfg.Folder, Corrupt: []string{}}
+	if _, err := v.guard(); err != nil {
+		return res, cursor, err
+	}
+	type item struct {
+		path string
+		rec  vaultdb.Record
+	}
+	var items []item
+	v.mu.Lock()
+	for p, r := range v.index {
+		if r.Kind == entry.KindFile && p > cursor && under(p, prefix) {
+			items = append(items, item{p, r})
+		}
+	}
+	v.mu.Unlock()
+	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.path, b.path) })
+	next := ""
+	var found []folder.Change
+	for _, it := range items {
+		if err := ctx.Err(); err != nil {
+			return res, cursor, err
+		}
+		if maxBytes > 0 && res.Bytes >= maxBytes || maxFiles > 0 && res.Files+res.Skipped >= maxFiles {
+			next = cursor
+			break
+		}
+		cursor = it.path
+		c, n, err := v.verifyFile(it.path, it.rec)
+		res.Bytes += n
+		switch {
+		case errors.Is(err, errChangedAgain):
+			res.Skipped++
+		case err != nil:
+			res.Skipped++
+		case c != nil:
+			found = append(found, *c)
+			res.Files++
+		default:
+			res.Files++
+		}
+	}
+	res.Corrupt = append(res.Corrupt, v.quarantine(found)...)
+	res.Seconds = time.Since(start).Seconds()
+	v.n.events.publish(Event{Type: EventScrubbed, Folder: v.cfg.Folder, Count: res.Files, Bytes: res.Bytes})
+	return res, next, nil
+}
+
+// verifyFile re-hashes one file whose lstat still matches its index
+// record. It returns the Change describing it when its content is damaged
+// (folder.IsRot), and the bytes read; errChangedAgain when the metadata
+// moved (the scanner's to look at).
+func (v *vault) verifyFile(p string, rec vaultdb.Record) (*folder.Change, int64, error) {
+	info, err := v.fs.Lstat(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !statMatches(info, rec) {
+		return nil, 0, errChangedAgain
+	}
+	f, err := v.fs.Open(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	h := blake3.New(32, nil)
+	n, err := io.Copy(h, io.LimitReader(f, int64(rec.Size)+1))
+	if err != nil {
+		return nil, n, fmt.Errorf("reading %s: %w", p, err)
+	}
+	after, err := v.fs.Lstat(p)
+	if err != nil || !statMatches(after, rec) || n != int64(rec.Size) {
+		return nil, n, errChangedAgain
+	}
+	var now folder.Record
+	now.Path, now.Kind, now.Size, now.MTime, now.Inode, now.Ctime = p, folder.KindFile, info.Size, info.MTime, info.Inode, info.Ctime
+	h.Sum(now.Hash[:0])
+	old := folder.Record{Path: p, Kind: folder.KindFile, Size: int64(rec.Size), MTime: rec.MTime, Inode: rec.Inode, Ctime: rec.Ctime, Hash: rec.Hash}
+	if !folder.IsRot(old, true, now) {
+		return nil, n, nil
+	}
+	return &folder.Change{Type: folder.Modified, Path: p, Old: old, New: now}, n, nil
+}
+
+// statMatches reports whether an lstat shows the file the index recorded,
+// unchanged (size, mtime, inode, ctime).
+func statMatches(info folder.FileInfo, rec vaultdb.Record) bool {
+	return info.Kind == folder.KindFile && info.Size == int64(rec.Size) && info.MTime == rec.MTime && info.Inode == rec.Inode && info.Ctime == rec.Ctime
+}
+
+// scrubLoop re-verifies the folder slice by slice until ctx ends: every
+// file once per scrubPeriod (docs/folder.md, "Rot").
+func (v *vault) scrubLoop(ctx context.Context) {
+	tick := time.NewTicker(scrubTick)
+	defer tick.Stop()
+	cursor := ""
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		v.mu.Lock()
+		total, files := v.counts.bytes, v.counts.files
+		v.mu.Unlock()
+		share := float64(scrubTick) / float64(scrubPeriod)
+		res, next, err := v.scrubPass(ctx, "", cursor,
+			max(int64(float64(total)*share)+1, scrubMinBytes), max(int(float64(files)*share)+1, scrubMinFiles))
+		if err != nil {
+			continue // a stopped folder, or shutting down
+		}
+		if next == "" && cursor != "" {
+			v.log.Debug("scrub pass finished")
+		}
+		cursor = next
+		if len(res.Corrupt) > 0 {
+			v.log.Warn("scrub found damaged files", "files", res.Corrupt)
+		}
+	}
+}
+
+// ScrubRequest is the body of POST /v1/scrub.
+type ScrubRequest struct {
+	// Path narrows the scrub to one synced folder, or a file or directory
+	// in one (absolute); empty scrubs every folder.
+	Path string `json:"path,omitempty"`
+}
+
+// Scrub re-verifies every file now (or those under req.Path), unpaced,
+// and waits: what `weft scrub` runs. Damaged files are moved aside and
+// written again, as the background scrub does.
+func (n *Node) Scrub(ctx context.Context, req ScrubRequest) ([]ScrubResult, error) {
+	vaults, rel := n.vaultsNow(), ""
+	if req.Path != "" {
+		v, p, err := n.resolvePath(req.Path)
+		if err != nil {
+			return nil, err
+		}
+		vaults, rel = []*vault{v}, p
+	}
+	out := []ScrubResult{}
+	for _, v := range vaults {
+		res, _, err := v.scrubPass(ctx, rel, "", 0, 0)
+		if err != nil {
+			return out, fmt.Errorf("scrubbing %s: %w", v.cfg.Folder, err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func (a *apiServer) scrub(w http.ResponseWriter, r *http.Request) {
+	var req ScrubRequest
+	if r.ContentLength != 0 {
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+			http.Error(w, "scrub request: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
+	res, err := a.n.Scrub(r.Context(), req)
+	if err != nil {
+		code := http.StatusInternalServerError
+		if errors.Is(err, errNotInFolder) {
+			code = http.StatusNotFound
+		} else if errors.Is(err, errFolderStopped) {
+			code = http.StatusConflict
+		}
+		http.Error(w, err.Error(), code)
+		return
+	}
+	writeJSON(w, res)
+}
