@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"time"
@@ -63,7 +64,11 @@ type gcResult struct {
 // much dead space, unblocked: that pass drops nothing.
 //
 // A read error anywhere aborts the collection before anything is dropped:
-// a partial view of the log must never define the live set. collect must
+// a partial view of the log must never define the live set. So does a
+// quarantine that lowered a held prefix after step 1 began
+// (errHeldLowered): the plan counted held an entry that now lacks a
+// chunk, so what it supersedes might be dropped while it is not here in
+// full; the loop plans again at once. collect must
 // not run concurrently with itself on one replica; the GC loop is its only
 // caller outside tests.
 func (r *replica) collect(ctx context.Context, pol Retention, now time.Time) (gcResult, error) {
@@ -77,6 +82,7 @@ func (r *replica) collect(ctx context.Context, pol Retention, now time.Time) (gc
 		held[a] = s
 	}
 	heads := r.db.Heads()
+	lowered := r.heldLowered
 	r.sinceGC = 0
 	select {
 	case <-r.gcKick:
@@ -131,6 +137,17 @@ func (r *replica) collect(ctx context.Context, pol Retention, now time.Time) (gc
 	// Step 2: drop, with no entry being noted meanwhile.
 	r.gcBar.Lock()
 	r.mu.Lock()
+	if r.heldLowered != lowered {
+		// A quarantine cut a prefix back after the scan: the plan may
+		// count as held an entry that now lacks a chunk. Plan again.
+		r.mu.Unlock()
+		r.gcBar.Unlock()
+		select {
+		case r.gcKick <- struct{}{}:
+		default:
+		}
+		return res, errHeldLowered
+	}
 	for c := range r.gcNoted {
 		need[c] = struct{}{}
 	}
@@ -147,7 +164,9 @@ func (r *replica) collect(ctx context.Context, pol Retention, now time.Time) (gc
 	drop, err := r.chunks.GC(ctx, pack.GCOptions{
 		Live:  cidSet(need),
 		Grace: r.gcGrace,
-		// Rewrites come in step 3, so that they do not hold up entries.
+		// Rewrites come in step 3, so that they do not hold up entries,
+		// and must not come here: a rewrite that quarantines a chunk
+		// calls replica.lost, which waits for gcBar.
 		RewriteThreshold: 1,
 		// An empty live set is legitimate once the log says so (every
 		// head inline, every old version expired); with no entry read it
@@ -242,6 +261,8 @@ func (r *Relay) collectVault(ctx context.Context, rep *replica) {
 	took := time.Since(start)
 	r.stats.gcDone(res, err, r.now(), took)
 	switch {
+	case errors.Is(err, errHeldLowered):
+		r.log.Info("garbage collection", "vault", rep.id, "err", err)
 	case err != nil && ctx.Err() == nil:
 		r.log.Warn("garbage collection", "vault", rep.id, "err", err)
 	case err == nil:
