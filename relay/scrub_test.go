@@ -122,6 +122,9 @@ func TestScrubLowersHeldUntilRefetched(t *testing.T) {
 	if ok := f.has(b1); !ok {
 		t.Errorf("b1 not stored again")
 	}
+	if res, err := f.rep.chunks.ScrubPass(context.Background(), 0); err != nil || len(res.Corrupt) != 0 {
+		t.Errorf("scrub after the repair: corrupt %v, %v; want none", res.Corrupt, err)
+	}
 
 	// Found by a read (a device asking for it).
 	c1 := f.chunk("c1")
