@@ -50,11 +50,13 @@ type replica struct {
 	blockedOn map[keys.DeviceID]cid.Cid
 	unavail   map[cid.Cid]int // fetch rounds in which no connected device had the chunk
 	full      bool            // a quota is reached
-	// heldLowered counts the times a quarantine lowered a held prefix
-	// (scrub.go); a collection that planned before one is abandoned.
-	heldLowered uint64
-	grown       chan struct{} // closed and replaced when anything a device could want changes
-	fetchKick   chan struct{}
+	// lostSeen counts the quarantined chunks lost has accounted for
+	// (scrub.go). Below the chunk store's Stats().Quarantined, a
+	// quarantine is not yet reflected in held; a collection planned
+	// before it is abandoned (gc.go).
+	lostSeen  uint64
+	grown     chan struct{} // closed and replaced when anything a device could want changes
+	fetchKick chan struct{}
 
 	// Garbage collection (gc.go). gcBar is held shared while a stored
 	// entry's chunks are noted and exclusively while GC drops chunks.

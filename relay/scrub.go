@@ -38,7 +38,7 @@ import (
 // (serve.go), retention treats the entries past the prefix as not held,
 // which keeps more, never less (retention.go), and a collection that
 // planned with the higher prefix is abandoned before it drops anything
-// (gc.go, errHeldLowered) and runs again.
+// (gc.go, errQuarantined) and runs again.
 //
 // One loop scrubs every vault, one vault at a time: the budget is the
 // relay's, not each vault's (a hundred vaults each at a minute per hour
@@ -266,9 +266,10 @@ func ScrubHome(ctx context.Context, home string, log *slog.Logger) (ScrubReport,
 	return out, nil
 }
 
-// errHeldLowered aborts a collection that planned with a held prefix a
-// quarantine has since lowered (gc.go).
-var errHeldLowered = errors.New("a held prefix was lowered while collecting (a chunk was quarantined); collecting again")
+// errQuarantined aborts a collection planned before a chunk was
+// quarantined (gc.go): the plan may count held an entry that now lacks a
+// chunk.
+var errQuarantined = errors.New("a chunk was quarantined while collecting; collecting again")
 
 // lost is the chunk store's OnQuarantine hook: the chunks cs were found
 // corrupt and are no longer stored. It wants again every one a stored
@@ -329,8 +330,8 @@ func (r *replica) lost(cs []cid.Cid, by pack.FoundBy) {
 			cut = append(cut, fmt.Sprintf("%s %d->%d", a.Short(), held, r.held[a]))
 		}
 	}
+	r.lostSeen += uint64(len(cs))
 	if len(cut) > 0 {
-		r.heldLowered++
 		r.log.Warn("chunks lost to corruption: held prefixes lowered until the chunks are fetched again",
 			"chunks", len(cs), "wanted", wanted, "held", cut)
 	}

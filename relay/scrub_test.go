@@ -205,8 +205,8 @@ func TestGCAbandonsPlanAfterHeldLowered(t *testing.T) {
 		}
 	}}
 	res, err := f.rep.collect(ctx, Retention{KeepAll: -1, Daily: -1}, histStart.Add(400*oneDay))
-	if !errors.Is(err, errHeldLowered) {
-		t.Fatalf("collect: got %v, want errHeldLowered", err)
+	if !errors.Is(err, errQuarantined) {
+		t.Fatalf("collect: got %v, want errQuarantined", err)
 	}
 	if res.Dropped != 0 || !f.has(f.chunk("m1")) {
 		t.Errorf("abandoned collection dropped %d chunks (m1 there: %v)", res.Dropped, f.has(f.chunk("m1")))

@@ -40,6 +40,12 @@ type GCOptions struct {
 	// ErrEmptyLiveSet (the lesson of restic#4619: an empty live set is
 	// far more often a caller's bug than a wish to delete everything).
 	AllowEmptyLiveSet bool
+	// Before, if set, is called once GC holds its lock (no scrub step or
+	// other GC runs until it returns) and before anything is dropped; an
+	// error from it aborts the run with that error and nothing dropped.
+	// A relay uses it to check that its plan still holds (no chunk was
+	// quarantined since it made it).
+	Before func() error
 }
 
 // GCResult reports what a GC run did.
@@ -86,6 +92,11 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (GCResult, error) {
 	}
 
 	var res GCResult
+	if o.Before != nil {
+		if err := o.Before(); err != nil {
+			return res, err
+		}
+	}
 	res.BytesOnDiskBefore = s.Stats().BytesOnDisk
 	live := make(map[string]struct{})
 	for c := range o.Live {

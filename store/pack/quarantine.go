@@ -73,6 +73,7 @@ func (s *Store) quarantineEntries(kvs [][2][]byte) ([]cid.Cid, error) {
 	s.chunks.Add(-int64(n))
 	s.bytesStored.Add(-nb)
 	s.corrupt.Add(uint64(n))
+	s.quarantined.Add(uint64(len(dropped))) // before the hook hears of them: see Stats
 	return dropped, nil
 }
 

@@ -273,3 +273,26 @@ func removeIndex(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 }
+
+// TestGCBefore: an error from GCOptions.Before aborts the run with nothing
+// dropped; Stats().Quarantined counts what the hook was told.
+func TestGCBefore(t *testing.T) {
+	h := &hookLog{}
+	s := openStore(t, Config{Dir: t.TempDir(), OnQuarantine: h.hook})
+	defer s.Close()
+	want := fill(t, s, 61, 20)
+	stop := errors.New("plan is stale")
+	res, err := s.GC(context.Background(), GCOptions{Live: func(func(cid.Cid) bool) {}, Grace: -1, AllowEmptyLiveSet: true,
+		Before: func() error { return stop }})
+	if !errors.Is(err, stop) || res.Dropped != 0 {
+		t.Fatalf("GC with a failing Before: got %d dropped, %v; want 0, %v", res.Dropped, err, stop)
+	}
+	mustHaveAll(t, s, want)
+	bad := corruptSome(t, s, want, 2)
+	if _, err := s.ScrubPass(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Stats().Quarantined; got != uint64(len(bad)) || len(h.sorted()) != len(bad) {
+		t.Errorf("Stats().Quarantined %d, hook told of %d; want %d", got, len(h.sorted()), len(bad))
+	}
+}

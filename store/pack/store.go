@@ -92,6 +92,7 @@ type Stats struct {
 	IndexSyncs  uint64 // synced index batches
 	Batches     uint64 // group commits
 	Corrupt     uint64 // chunks found corrupt and quarantined (scrub, Get and GC)
+	Quarantined uint64 // chunks handed to Config.OnQuarantine (or that would have been)
 	ScrubChunks uint64 // chunks read and verified by scrub steps
 	ScrubBytes  uint64 // their record bytes
 	Chunks      int64  // chunks in the index
@@ -112,7 +113,7 @@ type Store struct {
 	inflight atomic.Int64 // Put calls between enqueue and answer
 
 	puts, appends, fsyncs, indexSyncs, batches, corrupt atomic.Uint64
-	scrubChunks, scrubBytes                             atomic.Uint64
+	scrubChunks, scrubBytes, quarantined                atomic.Uint64
 
 	chunks, bytesStored atomic.Int64 // see Stats
 
@@ -372,6 +373,7 @@ func (s *Store) Stats() Stats {
 		Batches:    s.batches.Load(),
 		Corrupt:    s.corrupt.Load(),
 
+		Quarantined: s.quarantined.Load(),
 		ScrubChunks: s.scrubChunks.Load(),
 		ScrubBytes:  s.scrubBytes.Load(),
 	}
