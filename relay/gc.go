@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"time"
@@ -63,7 +64,12 @@ type gcResult struct {
 // much dead space, unblocked: that pass drops nothing.
 //
 // A read error anywhere aborts the collection before anything is dropped:
-// a partial view of the log must never define the live set. collect must
+// a partial view of the log must never define the live set. So does a
+// chunk quarantined after step 1 took its view of held, or before it
+// without lost having lowered held yet (errQuarantined): the plan may
+// count held an entry that now lacks a chunk, so what that entry
+// supersedes might be dropped while it is not here in full, and its
+// chunks stop being wanted; the loop plans again at once. collect must
 // not run concurrently with itself on one replica; the GC loop is its only
 // caller outside tests.
 func (r *replica) collect(ctx context.Context, pol Retention, now time.Time) (gcResult, error) {
@@ -77,6 +83,7 @@ func (r *replica) collect(ctx context.Context, pol Retention, now time.Time) (gc
 		held[a] = s
 	}
 	heads := r.db.Heads()
+	seen := r.lostSeen // with held: the quarantines this plan knows of
 	r.sinceGC = 0
 	select {
 	case <-r.gcKick:
@@ -131,6 +138,11 @@ func (r *replica) collect(ctx context.Context, pol Retention, now time.Time) (gc
 	// Step 2: drop, with no entry being noted meanwhile.
 	r.gcBar.Lock()
 	r.mu.Lock()
+	if r.planStaleLocked(seen) {
+		r.mu.Unlock()
+		r.gcBar.Unlock()
+		return res, r.replan()
+	}
 	for c := range r.gcNoted {
 		need[c] = struct{}{}
 	}
@@ -147,14 +159,30 @@ func (r *replica) collect(ctx context.Context, pol Retention, now time.Time) (gc
 	drop, err := r.chunks.GC(ctx, pack.GCOptions{
 		Live:  cidSet(need),
 		Grace: r.gcGrace,
-		// Rewrites come in step 3, so that they do not hold up entries.
+		// Rewrites come in step 3, so that they do not hold up entries,
+		// and must not come here: a rewrite that quarantines a chunk
+		// calls replica.lost, which waits for gcBar.
 		RewriteThreshold: 1,
 		// An empty live set is legitimate once the log says so (every
 		// head inline, every old version expired); with no entry read it
 		// is not.
 		AllowEmptyLiveSet: res.Entries > 0,
+		// Checked again under the store's GC lock, which scrub steps
+		// also take: one may have quarantined a chunk since the check
+		// above, its lost call waiting for gcBar.
+		Before: func() error {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.planStaleLocked(seen) {
+				return errQuarantined
+			}
+			return nil
+		},
 	})
 	r.gcBar.Unlock()
+	if errors.Is(err, errQuarantined) {
+		return res, r.replan()
+	}
 	res.Dropped, res.DroppedBytes = drop.Dropped, drop.DroppedBytes
 	res.BytesOnDiskBefore, res.BytesOnDiskAfter = drop.BytesOnDiskBefore, drop.BytesOnDiskAfter
 	if err != nil {
@@ -242,6 +270,8 @@ func (r *Relay) collectVault(ctx context.Context, rep *replica) {
 	took := time.Since(start)
 	r.stats.gcDone(res, err, r.now(), took)
 	switch {
+	case errors.Is(err, errQuarantined):
+		r.log.Info("garbage collection", "vault", rep.id, "err", err)
 	case err != nil && ctx.Err() == nil:
 		r.log.Warn("garbage collection", "vault", rep.id, "err", err)
 	case err == nil:
@@ -268,4 +298,20 @@ func (r *Relay) gcInterval() time.Duration {
 		return r.cfg.GCInterval
 	}
 	return DefaultGCInterval
+}
+
+// planStaleLocked reports whether a chunk was quarantined that a plan
+// made when lostSeen was seen does not account for.
+func (r *replica) planStaleLocked(seen uint64) bool {
+	return r.lostSeen != seen || r.chunks.Stats().Quarantined != seen
+}
+
+// replan asks the GC loop to collect again at once and returns
+// errQuarantined.
+func (r *replica) replan() error {
+	select {
+	case r.gcKick <- struct{}{}:
+	default:
+	}
+	return errQuarantined
 }

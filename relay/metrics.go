@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/weftsync/weft/store/pack"
 )
 
 // stats is the relay's Prometheus registry (private: nothing registers in
@@ -43,6 +46,12 @@ type stats struct {
 	gcPacksRewritten prometheus.Counter
 	gcLast           prometheus.Gauge
 	gcDuration       prometheus.Gauge
+
+	// Scrub (scrub.go), over all vaults.
+	scrubChunks       prometheus.Counter
+	scrubBytes        prometheus.Counter
+	scrubCorrupt      prometheus.Counter
+	chunksQuarantined prometheus.Counter
 }
 
 func newStats() *stats {
@@ -77,6 +86,10 @@ func newStats() *stats {
 	st.gcPacksRewritten = counter("gc_packs_rewritten_total", "Pack files rewritten by GC to give dead space back.")
 	st.gcLast = gauge("gc_last_run_timestamp_seconds", "Unix time at which the last garbage collection ended.")
 	st.gcDuration = gauge("gc_last_duration_seconds", "How long the last garbage collection of a vault took.")
+	st.scrubChunks = counter("scrub_chunks_verified_total", "Chunks re-read and checked against their CID by the scrub.")
+	st.scrubBytes = counter("scrub_bytes_verified_total", "Stored bytes (pack records) re-read and checked by the scrub.")
+	st.scrubCorrupt = counter("scrub_corrupt_chunks_total", "Chunks the scrub found corrupt and quarantined.")
+	st.chunksQuarantined = counter("chunks_quarantined_total", "Chunks found corrupt by the scrub, by a read while serving, or by GC, and quarantined: no longer served or counted held, fetched again from devices.")
 	reg.MustRegister(st.devices, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return st
 }
@@ -93,6 +106,20 @@ func (s *stats) gcDone(res gcResult, err error, end time.Time, took time.Duratio
 	s.gcPacksRewritten.Add(float64(res.PacksRewritten))
 	s.gcLast.Set(float64(end.UnixMilli()) / 1000)
 	s.gcDuration.Set(took.Seconds())
+}
+
+// scrubbed records what scrub steps verified.
+func (s *stats) scrubbed(res pack.ScrubStepResult) {
+	s.scrubChunks.Add(float64(res.Checked))
+	s.scrubBytes.Add(float64(max(res.Bytes, 0)))
+}
+
+// quarantined records n chunks found corrupt by by.
+func (s *stats) quarantined(n int, by pack.FoundBy) {
+	s.chunksQuarantined.Add(float64(n))
+	if by == pack.FoundByScrub {
+		s.scrubCorrupt.Add(float64(n))
+	}
 }
 
 // Sent and Received make stats a wire.Counter.
@@ -124,10 +151,11 @@ var (
 	descEntries = prometheus.NewDesc("weft_relay_vault_entries", "Log entries stored for a vault.", []string{"vault"}, nil)
 	descWanted  = prometheus.NewDesc("weft_relay_vault_chunks_wanted", "Chunks referenced by stored entries and not yet fetched.", []string{"vault"}, nil)
 	descFull    = prometheus.NewDesc("weft_relay_vault_quota_full", "1 when a vault's quota is reached.", []string{"vault"}, nil)
+	descScrub   = prometheus.NewDesc("weft_relay_vault_scrub_last_pass_timestamp_seconds", "Unix time at which the last scrub pass over a vault's chunks ended (0: none yet).", []string{"vault"}, nil)
 )
 
 func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descVaults, descBytes, descDisk, descChunks, descEntries, descWanted, descFull} {
+	for _, d := range []*prometheus.Desc{descVaults, descBytes, descDisk, descChunks, descEntries, descWanted, descFull, descScrub} {
 		ch <- d
 	}
 }
@@ -161,6 +189,13 @@ func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descEntries, prometheus.GaugeValue, float64(st.Entries), v)
 		ch <- prometheus.MustNewConstMetric(descWanted, prometheus.GaugeValue, float64(wanted), v)
 		ch <- prometheus.MustNewConstMetric(descFull, prometheus.GaugeValue, full, v)
+		if at, ok, err := rep.chunks.LastScrub(); err == nil {
+			last := 0.0
+			if ok {
+				last = float64(at.UnixMilli()) / 1000
+			}
+			ch <- prometheus.MustNewConstMetric(descScrub, prometheus.GaugeValue, last, v)
+		}
 	}
 }
 
@@ -183,8 +218,41 @@ func (r *Relay) ServeMetrics(ctx context.Context, addr string) (net.Addr, error)
 	// the operator's monitoring one, never public: docs/operations.md).
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	// `weft relay scrub --metrics ADDR`: a whole scrub now, answered when
+	// done (the operator's address, like pprof; a POST, so a scraper or a
+	// browser prefetch never starts one).
+	mux.HandleFunc("POST /admin/scrub", r.serveScrub)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	context.AfterFunc(ctx, func() { _ = srv.Close() })
 	return ln.Addr(), nil
+}
+
+// serveScrub runs ScrubNow for POST /admin/scrub and answers its
+// ScrubReport as JSON: 200 when every vault's pass finished, 500 (with
+// the report so far) when one stopped on an error.
+func (r *Relay) serveScrub(w http.ResponseWriter, req *http.Request) {
+	rep, err := r.ScrubNow(req.Context())
+	if err == nil {
+		err = rep.Err()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		r.log.Warn("scrub asked for by the operator", "err", err)
+		w.WriteHeader(http.StatusInternalServerError)
+	}
+	_ = json.NewEncoder(w).Encode(scrubAnswer{ScrubReport: rep, Error: errString(err)})
+}
+
+// scrubAnswer is the JSON body of POST /admin/scrub.
+type scrubAnswer struct {
+	ScrubReport
+	Error string `json:"error,omitempty"`
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
 	"github.com/weftsync/weft/store/home"
+	"github.com/weftsync/weft/store/pack"
 )
 
 // Stream protocols a relay speaks, as libp2p IDs.
@@ -87,6 +88,12 @@ type Config struct {
 	GCInterval time.Duration
 	// Now is the clock retention is judged by; nil means time.Now.
 	Now func() time.Time
+	// Scrub paces the background re-verification of every stored chunk
+	// (scrub.go); the zero value means a pass a week
+	// (pack.DefaultScrubPeriod) within pack.DefaultScrubBudget.
+	Scrub pack.ScrubPace
+	// NoScrub turns the background scrub off. ScrubNow still works.
+	NoScrub bool
 }
 
 // Relay is a running relay. Create it with New, then Run.
@@ -99,7 +106,9 @@ type Relay struct {
 	dht     *dht.IpfsDHT
 	stats   *stats
 
-	loops sync.WaitGroup // fetch and GC loops
+	loops sync.WaitGroup // fetch, GC, idle and scrub loops
+
+	scrubMu sync.Mutex // one scrub step or ScrubNow at a time, across vaults
 
 	gcMu    sync.Mutex                          // one vault's GC at a time
 	afterGC func(keys.VaultID, gcResult, error) // tests: told after each GC run
@@ -180,7 +189,7 @@ func (r *Relay) openReplicas() error {
 		}
 		var id keys.VaultID
 		copy(id[:], b)
-		rep, err := openReplica(r.cfg.Home, id, r.cfg.Quota, r.log)
+		rep, err := openReplica(r.cfg.Home, id, r.cfg.Quota, r.log, r.stats)
 		if err != nil {
 			return err
 		}
@@ -345,6 +354,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		go r.onConnected(p)
 	}
 	r.loops.Go(func() { r.idleLoop(ctx) })
+	if !r.cfg.NoScrub {
+		r.loops.Go(func() { r.scrubLoop(ctx) })
+	}
 	<-ctx.Done()
 	r.loops.Wait()
 	return nil

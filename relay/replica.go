@@ -35,6 +35,7 @@ type replica struct {
 	chunks *pack.Store
 	quota  Quota
 	log    *slog.Logger
+	stats  *stats // the relay's metrics; nil in tests that open a replica alone
 
 	mu         sync.Mutex
 	state      *member.State
@@ -49,7 +50,12 @@ type replica struct {
 	blockedOn map[keys.DeviceID]cid.Cid
 	unavail   map[cid.Cid]int // fetch rounds in which no connected device had the chunk
 	full      bool            // a quota is reached
-	grown     chan struct{}   // closed and replaced when anything a device could want changes
+	// lostSeen counts the quarantined chunks lost has accounted for
+	// (scrub.go). Below the chunk store's Stats().Quarantined, a
+	// quarantine is not yet reflected in held; a collection planned
+	// before it is abandoned (gc.go).
+	lostSeen  uint64
+	grown     chan struct{} // closed and replaced when anything a device could want changes
 	fetchKick chan struct{}
 
 	// Garbage collection (gc.go). gcBar is held shared while a stored
@@ -77,8 +83,9 @@ func replicaDir(home string, id keys.VaultID) string {
 	return filepath.Join(home, "replicas", hex.EncodeToString(id[:]))
 }
 
-// openReplica opens (creating if needed) the replica of vault id.
-func openReplica(home string, id keys.VaultID, quota Quota, log *slog.Logger) (*replica, error) {
+// openReplica opens (creating if needed) the replica of vault id. st may
+// be nil.
+func openReplica(home string, id keys.VaultID, quota Quota, log *slog.Logger, st *stats) (*replica, error) {
 	dir := replicaDir(home, id)
 	db, rep, err := vaultdb.OpenConfig(vaultdb.Config{Dir: filepath.Join(dir, "log"), Vault: id, Logger: log})
 	if err != nil {
@@ -87,13 +94,18 @@ func openReplica(home string, id keys.VaultID, quota Quota, log *slog.Logger) (*
 	if err := rep.Err(); err != nil {
 		log.Warn("replica recovered with damage; missing entries are fetched again", "vault", id, "err", err)
 	}
-	chunks, err := pack.Open(pack.Config{Dir: filepath.Join(dir, "chunks"), Logger: log})
+	var r *replica
+	chunks, err := pack.Open(pack.Config{
+		Dir: filepath.Join(dir, "chunks"), Logger: log.With("vault", id.String()),
+		// Called only once the store is in use, after r is set below.
+		OnQuarantine: func(cs []cid.Cid, by pack.FoundBy) { r.lost(cs, by) },
+	})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening chunk store of vault %s: %w", id, err)
 	}
-	r := &replica{
-		id: id, dir: dir, db: db, chunks: chunks, quota: quota, log: log.With("vault", id.String()),
+	r = &replica{
+		id: id, dir: dir, db: db, chunks: chunks, quota: quota, log: log.With("vault", id.String()), stats: st,
 		state:      db.MemberState(),
 		held:       map[keys.DeviceID]uint64{},
 		superseded: map[entry.VersionID]bool{},

@@ -143,7 +143,7 @@ func (r *Relay) enroll(id keys.VaultID, recs []member.Record) (*replica, error) 
 			return nil, errTooManyVaults
 		}
 		var err error
-		rep, err = openReplica(r.cfg.Home, id, r.cfg.Quota, r.log)
+		rep, err = openReplica(r.cfg.Home, id, r.cfg.Quota, r.log, r.stats)
 		if err != nil {
 			r.mu.Unlock()
 			return nil, err
@@ -318,7 +318,8 @@ func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev ke
 }
 
 // handleChunk serves chunks from the replica's store. A chunk that fails
-// its CID check on read is reported missing, never sent.
+// its CID check on read is reported missing, never sent; the store
+// quarantines it and the replica wants it again (scrub.go).
 func (r *Relay) handleChunk(s network.Stream) {
 	defer s.Close()
 	dev, c, rep, ok := r.openStream(s)

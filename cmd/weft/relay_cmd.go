@@ -17,6 +17,7 @@ import (
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/relay"
 	"github.com/weftsync/weft/store/home"
+	"github.com/weftsync/weft/store/pack"
 )
 
 // relayCmd runs a relay (`weft relay`) and manages a vault's relays from a
@@ -29,6 +30,7 @@ func relayCmd(g *globals) *cobra.Command {
 	var maxVaults int
 	var metrics string
 	var keepAll, keepDaily time.Duration
+	var scrubPeriod time.Duration
 	var cpuprofile, memprofile string
 	c := &cobra.Command{
 		Use:   "relay",
@@ -51,6 +53,11 @@ directory) holds its key and the replicas; it must not be a device's home.`,
 				return exitUsage{errors.New("--keep-all and --keep-daily cannot be negative")}
 			}
 			cfg.Retention = relay.Retention{KeepAll: offIfZero(keepAll), Daily: offIfZero(keepDaily)}
+			if scrubPeriod < 0 {
+				return exitUsage{errors.New("--scrub-period cannot be negative")}
+			}
+			cfg.Scrub.Period = scrubPeriod
+			cfg.NoScrub = scrubPeriod == 0
 			if quotaBytes != "" {
 				n, err := parseSize(quotaBytes)
 				if err != nil {
@@ -109,12 +116,13 @@ directory) holds its key and the replicas; it must not be a device's home.`,
 	c.Flags().IntVar(&maxVaults, "max-vaults", 0, "most vaults served (default 100)")
 	c.Flags().DurationVar(&keepAll, "keep-all", relay.DefaultRetention.KeepAll, "keep every version for this long after it was superseded (0: none)")
 	c.Flags().DurationVar(&keepDaily, "keep-daily", relay.DefaultRetention.Daily, "then keep one version a day per file until this long after it was superseded (0: none)")
-	c.Flags().StringVar(&metrics, "metrics", "", "serve Prometheus /metrics on this address, e.g. 127.0.0.1:9100")
+	c.Flags().DurationVar(&scrubPeriod, "scrub-period", pack.DefaultScrubPeriod, "re-verify every stored chunk once in this long, at most one minute of work per hour (0: no background scrub)")
+	c.Flags().StringVar(&metrics, "metrics", "", "serve Prometheus /metrics (and POST /admin/scrub, for `weft relay scrub`) on this address, e.g. 127.0.0.1:9100")
 	c.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
 	c.Flags().StringVar(&memprofile, "memprofile", "", "write a heap profile to this file at shutdown (for benchmarks)")
 	_ = c.Flags().MarkHidden("cpuprofile")
 	_ = c.Flags().MarkHidden("memprofile")
-	c.AddCommand(relayAddCmd(g, false), relayAddCmd(g, true), relayListCmd(g))
+	c.AddCommand(relayAddCmd(g, false), relayAddCmd(g, true), relayListCmd(g), relayScrubCmd(g))
 	return c
 }
 

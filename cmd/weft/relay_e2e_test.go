@@ -19,13 +19,14 @@ import (
 
 // relayProc is a `weft relay` process with its own home.
 type relayProc struct {
-	t     *testing.T
-	home  string
-	cmd   *exec.Cmd
-	done  chan error
-	addrs []string
-	log   string
-	netns string
+	t       *testing.T
+	home    string
+	cmd     *exec.Cmd
+	done    chan error
+	addrs   []string
+	metrics string // host:port of --metrics, when given
+	log     string
+	netns   string
 }
 
 // startRelay runs `weft relay` on 127.0.0.1 (or listen) and waits for the
@@ -62,11 +63,16 @@ func startRelay(t *testing.T, netns string, extra ...string) *relayProc {
 		for sc.Scan() {
 			line := sc.Text()
 			if strings.HasPrefix(line, "ready ") {
+				var listen []string
 				for _, f := range strings.Fields(line) {
 					if a, ok := strings.CutPrefix(f, "listen="); ok {
-						ready <- strings.Split(a, ",")
+						listen = strings.Split(a, ",")
+					}
+					if m, ok := strings.CutPrefix(f, "metrics=http://"); ok {
+						r.metrics = strings.TrimSuffix(m, "/metrics") // written before ready is sent
 					}
 				}
+				ready <- listen
 			}
 		}
 		r.done <- r.cmd.Wait()

@@ -40,6 +40,12 @@ type GCOptions struct {
 	// ErrEmptyLiveSet (the lesson of restic#4619: an empty live set is
 	// far more often a caller's bug than a wish to delete everything).
 	AllowEmptyLiveSet bool
+	// Before, if set, is called once GC holds its lock (no scrub step or
+	// other GC runs until it returns) and before anything is dropped; an
+	// error from it aborts the run with that error and nothing dropped.
+	// A relay uses it to check that its plan still holds (no chunk was
+	// quarantined since it made it).
+	Before func() error
 }
 
 // GCResult reports what a GC run did.
@@ -77,6 +83,8 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (GCResult, error) {
 	if o.RewriteThreshold == 0 {
 		o.RewriteThreshold = DefaultRewriteThreshold
 	}
+	var quarantined []cid.Cid
+	defer func() { s.reportQuarantined(quarantined, FoundByGC) }() // after gcMu is released
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
 	if err := s.healNow(); err != nil {
@@ -84,6 +92,11 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (GCResult, error) {
 	}
 
 	var res GCResult
+	if o.Before != nil {
+		if err := o.Before(); err != nil {
+			return res, err
+		}
+	}
 	res.BytesOnDiskBefore = s.Stats().BytesOnDisk
 	live := make(map[string]struct{})
 	for c := range o.Live {
@@ -156,7 +169,8 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (GCResult, error) {
 			return res, err
 		}
 		corrupt, err := s.rewritePack(id)
-		res.Corrupt += corrupt
+		res.Corrupt += len(corrupt)
+		quarantined = append(quarantined, corrupt...)
 		if err != nil {
 			return res, fmt.Errorf("rewriting pack %d: %w", id, err)
 		}
@@ -203,13 +217,13 @@ func (s *Store) dropEntries(kvs [][2][]byte) (int, int64, error) {
 }
 
 // rewritePack copies pack id's live records to the current pack and
-// deletes it. It returns how many corrupt records it quarantined.
-func (s *Store) rewritePack(id uint32) (int, error) {
+// deletes it. It returns the corrupt records it quarantined.
+func (s *Store) rewritePack(id uint32) ([]cid.Cid, error) {
 	entries, err := s.entriesIn(id)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	corrupt := 0
+	var corrupt []cid.Cid
 	for len(entries) > 0 {
 		// Hand the loop up to maxBatchBytes at once so that the copies
 		// share fsyncs.
@@ -231,12 +245,11 @@ func (s *Store) rewritePack(id uint32) (int, error) {
 				if !isCorrupt(err) {
 					return corrupt, err
 				}
-				if n, _, err := s.dropEntries([][2][]byte{{e.key, e.l.encode()}}); err != nil {
+				dropped, err := s.quarantineEntries([][2][]byte{{e.key, e.l.encode()}})
+				if err != nil {
 					return corrupt, err
-				} else if n > 0 {
-					corrupt++
-					s.corrupt.Add(1)
 				}
+				corrupt = append(corrupt, dropped...)
 				continue
 			}
 			l := e.l

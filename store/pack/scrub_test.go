@@ -160,6 +160,7 @@ func TestScrubPacing(t *testing.T) {
 	var reported []cid.Cid
 	err := s.Scrub(ctx, ScrubConfig{
 		Budget:    Budget{Work: time.Minute, Per: time.Hour},
+		Period:    -1, // the budget alone
 		StepBytes: 32 << 10,
 		Clock:     clock,
 		OnCorrupt: func(c cid.Cid) { reported = append(reported, c) },

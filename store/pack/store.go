@@ -42,8 +42,15 @@ type Config struct {
 	CommitDelay time.Duration
 	// Now is the clock for chunk ages and scrub records; nil means time.Now.
 	Now func() time.Time
-	// Logger receives recovery and GC reports; nil discards them.
+	// Logger receives recovery and GC reports and a Warn for each chunk
+	// quarantined; nil discards them.
 	Logger *slog.Logger
+	// OnQuarantine, if set, is told of the chunks a scrub step, a Get or
+	// a GC run found corrupt and quarantined (quarantine.go), once each,
+	// after the index no longer holds them and with no lock of the store
+	// held: it may call the store. It runs on the goroutine that found
+	// them and holds it up, so it should be quick.
+	OnQuarantine func(cs []cid.Cid, by FoundBy)
 
 	// openIndex opens the goleveldb index; nil means leveldb.OpenFile.
 	// goleveldb's own IO is outside FS: tests use this to inject faults
@@ -77,14 +84,17 @@ func (c *Config) validate() error {
 }
 
 // Stats are counters since Open (Puts, Appends, Fsyncs, IndexSyncs,
-// Batches, Corrupt) and current totals (Chunks, BytesStored, BytesOnDisk).
+// Batches, Corrupt, ScrubChunks, ScrubBytes) and current totals (Chunks, BytesStored, BytesOnDisk).
 type Stats struct {
 	Puts        uint64 // Put calls answered without error
 	Appends     uint64 // records appended to packs (Put and GC rewrites)
 	Fsyncs      uint64 // fsyncs of pack files
 	IndexSyncs  uint64 // synced index batches
 	Batches     uint64 // group commits
-	Corrupt     uint64 // chunks found corrupt and quarantined
+	Corrupt     uint64 // chunks found corrupt and quarantined (scrub, Get and GC)
+	Quarantined uint64 // chunks handed to Config.OnQuarantine (or that would have been)
+	ScrubChunks uint64 // chunks read and verified by scrub steps
+	ScrubBytes  uint64 // their record bytes
 	Chunks      int64  // chunks in the index
 	BytesStored int64  // sum of the lengths of the chunks in the index
 	BytesOnDisk int64  // sum of the sizes of the pack files
@@ -103,6 +113,7 @@ type Store struct {
 	inflight atomic.Int64 // Put calls between enqueue and answer
 
 	puts, appends, fsyncs, indexSyncs, batches, corrupt atomic.Uint64
+	scrubChunks, scrubBytes, quarantined                atomic.Uint64
 
 	chunks, bytesStored atomic.Int64 // see Stats
 
@@ -270,26 +281,39 @@ func (s *Store) Has(c cid.Cid) (bool, error) {
 // Get returns the chunk named c, verified against c. The outcomes are: the
 // bytes (a fresh slice the caller owns); ErrNotFound; ErrCorrupt (wrapped,
 // with no bytes) when the record fails its checksum or the bytes do not
-// hash to c; or a wrapped IO error.
+// hash to c, in which case the chunk is quarantined (quarantine.go: later
+// calls say ErrNotFound until it is put again); or a wrapped IO error.
 func (s *Store) Get(c cid.Cid) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
+	data, l, err := s.get(c)
+	if isCorrupt(err) && l.length > 0 {
+		if qerr := s.quarantineRead(c, l); qerr != nil {
+			return nil, fmt.Errorf("%w (quarantining it: %v)", err, qerr)
+		}
+	}
+	return data, err
+}
+
+// get reads and verifies chunk c; on corruption it also returns the
+// location found bad (zero if the index entry itself is bad).
+func (s *Store) get(c cid.Cid) ([]byte, loc, error) {
 	s.rmu.RLock()
 	defer s.rmu.RUnlock()
 	cb := c.Bytes()
 	l, err := s.lookup(cb)
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w", c, err)
+		return nil, loc{}, fmt.Errorf("chunk %s: %w", c, err)
 	}
 	data, err := s.readAt(l, cb)
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w", c, err)
+		return nil, l, fmt.Errorf("chunk %s: %w", c, err)
 	}
 	if !verifyChunk(c, data) {
-		return nil, fmt.Errorf("chunk %s: hash mismatch: %w", c, ErrCorrupt)
+		return nil, l, fmt.Errorf("chunk %s: hash mismatch: %w", c, ErrCorrupt)
 	}
-	return data, nil
+	return data, l, nil
 }
 
 // lookup reads the index entry for a chunk.
@@ -348,6 +372,10 @@ func (s *Store) Stats() Stats {
 		IndexSyncs: s.indexSyncs.Load(),
 		Batches:    s.batches.Load(),
 		Corrupt:    s.corrupt.Load(),
+
+		Quarantined: s.quarantined.Load(),
+		ScrubChunks: s.scrubChunks.Load(),
+		ScrubBytes:  s.scrubBytes.Load(),
 	}
 	st.Chunks = s.chunks.Load()
 	st.BytesStored = s.bytesStored.Load()
