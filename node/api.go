@@ -144,6 +144,7 @@ type FolderStatus struct {
 type PathMessage struct {
 	Path   string `json:"path"`
 	Reason string `json:"reason"`
+	Code   string `json:"code,omitempty"`
 }
 
 // PeerStatus is one peer's state.
@@ -263,6 +264,7 @@ func (v *vault) status() FolderStatus {
 	default:
 		fs.State = "in-sync"
 	}
+	v.logHealthStatus(&fs) // memberrecover.go, logtail.go
 	return fs
 }
 

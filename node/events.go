@@ -27,6 +27,14 @@ const (
 	EventPeerStatus       EventType = "peer-status"
 	EventReconciled       EventType = "reconciled"
 	EventWatcherRescan    EventType = "watcher-rescan"
+	// EventLogTailRecovered: entries of this device's own log, lost here,
+	// were taken back from a peer (logtail.go). Seq is the head after,
+	// Count how many.
+	EventLogTailRecovered EventType = "log-tail-recovered"
+	// EventMembershipRecovered: the membership log, damaged here, was
+	// fetched again from a peer (memberrecover.go). Count is the records
+	// held after.
+	EventMembershipRecovered EventType = "membership-recovered"
 )
 
 // Event is one thing that happened, with what it concerns.
