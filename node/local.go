@@ -203,7 +203,7 @@ func (v *vault) withMovedCopies(changes []folder.Change) []folder.Change {
 func (v *vault) record(changes []folder.Change) error {
 	v.authorMu.Lock()
 	defer v.authorMu.Unlock()
-	if v.authoringHeld(len(changes)) {
+	if v.authoringHeld(changePaths(changes)) {
 		return nil // recorded by the rescan once authoring opens (logtail.go)
 	}
 	var (
@@ -376,7 +376,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 	self := v.n.id.ID()
 	var e *entry.Entry
 	var body *entry.Body
-	if len(versions) > 0 && v.authoringHeld(0) {
+	if len(versions) > 0 && v.authoringHeld(nil) {
 		return errAuthoringHeld // logtail.go
 	}
 	if len(versions) > 0 {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -65,8 +66,9 @@ type ownTail struct {
 	lostTo uint64
 	state  tailState
 	reason string // why authoring is held, for status
-	// owed counts changes scans found while authoring was held.
-	owed int
+	// owed is the paths whose changes scans found while authoring was
+	// held, for status.
+	owed map[string]struct{}
 	// took counts own entries taken back from peers in this run; from is
 	// the first; source the peer that named the highest.
 	took, from uint64
@@ -218,15 +220,20 @@ func (v *vault) tailCheck() {
 }
 
 // authoringHeld reports whether this device may not author now, and
-// notes that a scan found n changes it could not record.
-func (v *vault) authoringHeld(n int) bool {
+// notes the paths of changes a scan found that it could not record.
+func (v *vault) authoringHeld(changed []string) bool {
 	t := v.tail
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.state != tailHeld {
 		return false
 	}
-	t.owed += n
+	if len(changed) > 0 && t.owed == nil {
+		t.owed = map[string]struct{}{}
+	}
+	for _, p := range changed {
+		t.owed[p] = struct{}{}
+	}
 	return true
 }
 
@@ -250,7 +257,7 @@ func (v *vault) tailStatus() (reason string, owed int) {
 	if t.state != tailHeld {
 		return "", 0
 	}
-	return t.reason, t.owed
+	return t.reason, len(t.owed)
 }
 
 // tailLoop runs, each time authoring opens, the rescan that records what
@@ -278,7 +285,7 @@ func (v *vault) tailLoop(ctx context.Context) {
 		t := v.tail
 		t.mu.Lock()
 		if t.state == tailRescanning {
-			t.state, t.owed = tailOpen, 0
+			t.state, t.owed = tailOpen, nil
 		}
 		t.mu.Unlock()
 		v.kick()
@@ -417,4 +424,13 @@ func (v *vault) checkOwnHeld(dec *entry.Entry) {
 	if _, err := entry.DetectFork(held, dec); err == nil {
 		v.ownForkSeen(dec.Seq(), fmt.Errorf("entry %d: held %s, peer's %s", dec.Seq(), held.CID(), dec.CID()))
 	}
+}
+
+// changePaths lists the paths of changes.
+func changePaths(changes []folder.Change) []string {
+	out := make([]string, len(changes))
+	for i, c := range changes {
+		out[i] = c.Path
+	}
+	return out
 }

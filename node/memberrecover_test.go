@@ -42,7 +42,7 @@ func TestDamagedMembershipIsReported(t *testing.T) {
 	if !v.membershipLost() {
 		t.Fatal("membership not reported lost")
 	}
-	if !v.authoringHeld(0) {
+	if !v.authoringHeld(nil) {
 		t.Fatal("authoring open with the membership lost")
 	}
 	v.mu.Lock()
