@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"io"
+	"log/slog"
 	"testing"
 
 	"lukechampine.com/blake3"
@@ -148,4 +150,81 @@ func TestVerifyOwnTail(t *testing.T) {
 			t.Fatalf("got %v, want %v", err, entry.ErrWrongVault)
 		}
 	})
+}
+
+// A peer sending this device's own entries back: those that chain onto
+// the head are stored as its own and counted as taken back; one that does
+// not (the same sequence number signed over a different history) is
+// refused and reported as a fork of the own log, never stored.
+func TestIngestOwnTail(t *testing.T) {
+	h, _ := testHome(t)
+	n, err := New(Config{Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: "-",
+		NoWatcher: true, NoDHT: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		n.closeVaults()
+		n.host.Close()
+	}()
+	v := n.vaultsNow()[0]
+	self := n.ID()
+	events, stop := n.Subscribe()
+	defer stop()
+	build := func(prev entry.Head, content string) *entry.Entry {
+		t.Helper()
+		c := []byte(content)
+		body := &entry.Body{Versions: []entry.Version{{Path: "f.txt", Kind: entry.KindFile, Mode: 0o644,
+			Size: uint64(len(c)), Hash: blake3.Sum256(c), Inline: c}}}
+		e, err := entry.New(entry.Config{Identity: n.id, Vault: v.id, Prev: prev, Clock: prev.Clock + 1,
+			Keys: v.writeKeys(), Time: 1_790_000_000_000, Rand: rand.Reader}, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	e1 := build(entry.Head{}, "one")
+	e2 := build(e1.Head(), "two")
+	other := build(entry.Head{}, "one, written over again") // seq 1 again
+
+	for _, e := range []*entry.Entry{e1, e2} {
+		if err := v.ingestEntry(e.Bytes()); err != nil {
+			t.Fatalf("taking back own seq %d: %v", e.Seq(), err)
+		}
+	}
+	if got := v.db.Head(self); got.Seq != 2 || !got.CID.Equals(e2.CID()) {
+		t.Fatalf("head %d %s, want 2 %s", got.Seq, got.CID, e2.CID())
+	}
+	if v.tail.took != 2 || v.tail.from != 1 {
+		t.Fatalf("took back %d from %d, want 2 from 1", v.tail.took, v.tail.from)
+	}
+
+	// The other seq 1, sent again: held differs, reported once.
+	if err := v.ingestEntry(other.Bytes()); err != nil {
+		t.Fatalf("a held seq sent again: %v", err)
+	}
+	if !v.tail.forked {
+		t.Fatal("a different entry at a held seq of the own log not reported")
+	}
+	if got, err := v.db.Get(self, 1); err != nil || !got.CID().Equals(e1.CID()) {
+		t.Fatalf("held seq 1 after the fork: %v, %v", got, err)
+	}
+	var sawFork bool
+	for len(events) > 0 {
+		ev := <-events
+		sawFork = sawFork || ev.Type == EventError && ev.Kind == eventKindOwnLogForked
+	}
+	if !sawFork {
+		t.Fatal("no own-log-forked event")
+	}
+
+	// Seq 3 of the other history links to its own seq 2, not to the
+	// head held here: refused.
+	stray := build(build(other.Head(), "two, on the other history").Head(), "three, on the other history")
+	if err := v.ingestEntry(stray.Bytes()); !errors.Is(err, entry.ErrPrevMismatch) {
+		t.Fatalf("an own entry not chaining onto the head: got %v, want %v", err, entry.ErrPrevMismatch)
+	}
+	if got := v.db.Head(self).Seq; got != 2 {
+		t.Fatalf("head moved to %d on a refused entry", got)
+	}
 }
