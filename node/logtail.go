@@ -169,11 +169,18 @@ func (v *vault) tailHeard(d keys.DeviceID, seq uint64) {
 		return
 	}
 	t.heard[d] = seq
-	if seq > v.db.Head(v.n.id.ID()).Seq {
+	head := v.db.Head(v.n.id.ID()).Seq
+	if seq > head {
 		t.source = d
 	}
+	// The usual case, a peer acknowledging what this device wrote once
+	// authoring is open, changes nothing; tailCheck lists every member
+	// and relay, too much to do for each acknowledgement of each peer.
+	settled := t.state != tailHeld && seq <= head
 	t.mu.Unlock()
-	v.tailCheck()
+	if !settled {
+		v.tailCheck()
+	}
 }
 
 // tailCheck re-decides the gate after anything it depends on changed: a
