@@ -280,6 +280,7 @@ func (v *vault) status() FolderStatus {
 	default:
 		fs.State = "in-sync"
 	}
+	v.logHealthStatus(&fs) // memberrecover.go, logtail.go
 	return fs
 }
 

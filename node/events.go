@@ -33,6 +33,14 @@ const (
 	EventDeletionsDecided EventType = "deletions-decided"
 	EventCorrupt          EventType = "corrupt"
 	EventScrubbed         EventType = "scrubbed"
+	// EventLogTailRecovered: entries of this device's own log, lost here,
+	// were taken back from a peer (logtail.go). Seq is the head after,
+	// Count how many.
+	EventLogTailRecovered EventType = "log-tail-recovered"
+	// EventMembershipRecovered: the membership log, damaged here, was
+	// fetched again from a peer (memberrecover.go). Count is the records
+	// held after.
+	EventMembershipRecovered EventType = "membership-recovered"
 )
 
 // Event is one thing that happened, with what it concerns.

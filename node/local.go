@@ -235,6 +235,9 @@ func (v *vault) withMovedCopies(changes []folder.Change) []folder.Change {
 func (v *vault) record(changes []folder.Change, confirmed map[string]bool) error {
 	v.authorMu.Lock()
 	defer v.authorMu.Unlock()
+	if v.authoringHeld(changePaths(changes)) {
+		return nil // recorded by the rescan once authoring opens (logtail.go)
+	}
 	var (
 		batch   []entry.Version
 		records []vaultdb.Record
@@ -408,6 +411,9 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 	self := v.n.id.ID()
 	var e *entry.Entry
 	var body *entry.Body
+	if len(versions) > 0 && v.authoringHeld(nil) {
+		return errAuthoringHeld // logtail.go
+	}
 	if len(versions) > 0 {
 		sortVersions(versions)
 		body = &entry.Body{Versions: versions}

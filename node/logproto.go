@@ -80,7 +80,8 @@ func (n *Node) acceptHello(f *wire.Conn, dev keys.DeviceID) (*vault, error) {
 // the stream or ctx ends. req is the opener's LogRequest.
 func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, req wire.LogRequest) error {
 	theirs := vectorFromWire(req.Vector)
-	sentMembers := req.MemberSeq // records are numbered from 1: records[i].Seq == i+1
+	v.tailHeard(dev, theirs[v.n.id.ID()]) // what the opener holds of this device's log (logtail.go)
+	sentMembers := req.MemberSeq          // records are numbered from 1: records[i].Seq == i+1
 	var st statusSender
 	if err := f.Send(wire.MsgPeers, v.peerAddrs(dev)); err != nil {
 		return err
@@ -194,6 +195,7 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 			if err := v.ingestMember(payload); err != nil {
 				return fmt.Errorf("membership record from %s: %w", dev, err)
 			}
+			v.memberCheck(dev) // memberrecover.go
 		case wire.MsgEntry:
 			if err := v.ingestEntry(payload); err != nil {
 				if !errors.Is(err, errTooFarAhead) {
@@ -230,6 +232,7 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 			vec = told.Clone()        // the checks below keep it
 			v.checkWithheld(dev, vec) // rollback.go
 			v.peerHolds(dev, vec)
+			v.memberStatus(dev, st.MemberSeq) // memberrecover.go
 		case wire.MsgRelayStatus:
 			st, err := wire.ParseRelayStatus(payload)
 			if err != nil {

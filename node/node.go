@@ -267,7 +267,9 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		danglingSince: map[string]time.Time{},
 		heldUpTo:      map[keys.DeviceID]uint64{},
 		foldedUpTo:    map[keys.DeviceID]uint64{},
+		tail:          newOwnTail(n.id.ID(), report),
 	}
+	v.mh.damaged = memberDamaged(report)
 	v.learnEpochsLocked() // the epoch keys this device holds, from the membership log
 	if v.deletes.policy, err = loadMassDeletePolicy(db); err != nil {
 		v.log.Warn("using the default mass-delete policy", "err", err)
@@ -331,6 +333,12 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		return nil, err
 	}
 	v.dropAppliedLocked()
+	if v.membershipLost() {
+		v.mh.lost = true
+		v.log.Warn("membership log damaged; fetching it again from the members this device remembers")
+	}
+	v.tailCheck()
+	v.tail.openAtStart()
 	return v, nil
 }
 
@@ -545,6 +553,7 @@ func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 		}
 		v.watch(ctx, !n.cfg.NoWatcher, n.cfg.Settle, n.cfg.RescanEvery)
 	})
+	wg.Go(func() { v.tailLoop(ctx) })
 }
 
 // reconcileLoop applies what the sync core decides, whenever a vault is
@@ -565,6 +574,12 @@ func (n *Node) reconcileLoop(ctx context.Context) {
 			default:
 				// Temp files of a previous run are still being removed:
 				// applying now could have one of its own removed too.
+				continue
+			}
+			if v.reconcileHeld() {
+				// Not before this device's log is known whole and the
+				// folder rescanned (logtail.go): an apply could meet a
+				// local edit not yet recorded.
 				continue
 			}
 			v.mu.Lock()
@@ -607,7 +622,7 @@ func (n *Node) isMemberAnywhere(d keys.DeviceID) bool {
 
 func (n *Node) onConnected(c network.Conn) {
 	dev, err := DeviceIDOf(c.RemotePeer())
-	if err != nil || !n.isPeerAnywhere(dev) {
+	if err != nil || !n.isPeerAnywhere(dev) && !n.fetchesMembershipAnywhere(dev) {
 		return
 	}
 	ps := n.peerState(dev)
@@ -651,7 +666,7 @@ func (n *Node) syncWith(p peer.ID) {
 	ps := n.peerState(dev)
 	for _, v := range n.vaultsNow() {
 		isRelay := v.isRelay(dev)
-		if !isRelay && !v.isMember(dev) {
+		if !isRelay && !v.isMember(dev) && !v.fetchesMembershipFrom(dev) {
 			continue
 		}
 		n.mu.Lock()
@@ -782,7 +797,7 @@ func (n *Node) dialLoop(ctx context.Context) {
 				known[r.dev] = append(known[r.dev], multiaddrStrings(r.info)...)
 			}
 			for d, addrs := range known {
-				if d == n.id.ID() || !v.isPeer(d) || !sched.due(d, n.now()) {
+				if d == n.id.ID() || !v.isPeer(d) && !v.fetchesMembershipFrom(d) || !sched.due(d, n.now()) {
 					continue
 				}
 				pid, err := PeerIDOf(d)

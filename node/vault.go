@@ -60,6 +60,11 @@ type vault struct {
 	// authorMu serialises writing this device's own entries, so sequence
 	// numbers and clocks are assigned in order.
 	authorMu sync.Mutex
+	// tail holds authoring after a start until this device's own log is
+	// known whole (logtail.go); mh is whether the membership log is known
+	// whole (memberrecover.go).
+	tail *ownTail
+	mh   memberHealth
 
 	mu            sync.Mutex // guards the fields below
 	members       *member.State
@@ -237,6 +242,9 @@ func (v *vault) ingestEntry(raw []byte) error {
 	head := v.db.Head(author)
 	switch {
 	case dec.Seq() <= head.Seq:
+		if author == v.n.id.ID() {
+			v.checkOwnHeld(dec) // logtail.go
+		}
 		return nil // already held; a fork would show in db.Append on a re-send
 	case dec.Seq() > head.Seq+1:
 		// Check it is authentic before holding on to it.
@@ -284,7 +292,14 @@ type waitKey struct {
 
 // ingestNext validates, stores and folds in the entry that follows head.
 func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head) error {
-	e, err := entry.Validate(raw, v.id, head)
+	own := author == v.n.id.ID()
+	var e *entry.Entry
+	var err error
+	if own {
+		e, err = v.verifyOwnNext(raw, head) // logtail.go
+	} else {
+		e, err = entry.Validate(raw, v.id, head)
+	}
 	if err != nil {
 		return err
 	}
@@ -300,6 +315,10 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head) er
 	v.grewLocked()
 	v.mu.Unlock()
 	v.n.events.publish(Event{Type: EventEntryReceived, Folder: v.cfg.Folder, Peer: author.String(), Count: len(body.Versions)})
+	if own {
+		v.tookBack(e.Seq())
+		v.tailCheck()
+	}
 	v.kick()
 	return nil
 }
@@ -381,6 +400,9 @@ func (v *vault) headIDsLocked(path string) []entry.VersionID {
 // relay says goes through relayHolds (rollback.go), which also catches a
 // relay reporting less than before.
 func (v *vault) peerHolds(d keys.DeviceID, vec protocol.Vector) {
+	// Everything the peer holds of this device's log was sent before this
+	// status on its stream, so it is taken back by now (logtail.go).
+	v.tailHeard(d, vec[v.n.id.ID()])
 	if v.isRelay(d) {
 		v.relayHolds(d, vec)
 		v.n.events.publish(Event{Type: EventPeerStatus, Folder: v.cfg.Folder, Peer: d.String()})

@@ -14,6 +14,7 @@ type FS interface {
 	Remove(name string) error
 	ReadDir(name string) ([]os.DirEntry, error)
 	MkdirAll(name string, perm os.FileMode) error
+	Rename(oldname, newname string) error
 }
 
 // File is an open log file. Writes go to explicit offsets, so a failed
@@ -49,6 +50,9 @@ func (OSFS) ReadDir(name string) ([]os.DirEntry, error) { return os.ReadDir(name
 
 // MkdirAll creates name with os.MkdirAll.
 func (OSFS) MkdirAll(name string, perm os.FileMode) error { return os.MkdirAll(name, perm) }
+
+// Rename renames oldname to newname with os.Rename.
+func (OSFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
 
 // syncDir fsyncs a directory so that file creations and removals in it are
 // durable.

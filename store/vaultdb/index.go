@@ -37,6 +37,7 @@ const rebuildBatch = 4096
 func openIndex(dir string, scan *logScan, rep *OpenReport) (*leveldb.DB, error) {
 	path := filepath.Join(dir, "index")
 	reason := ""
+	var keep []keyValue
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		reason = "index missing"
 		if scan.last == 0 {
@@ -51,6 +52,7 @@ func openIndex(dir string, scan *logScan, rep *OpenReport) (*leveldb.DB, error) 
 			if reason == "" {
 				return idx, nil
 			}
+			keep = keptMeta(idx)
 			idx.Close()
 		}
 	}
@@ -59,7 +61,30 @@ func openIndex(dir string, scan *logScan, rep *OpenReport) (*leveldb.DB, error) 
 	}
 	rep.NeedRescan = true
 	rep.Reindexed = 0
-	return rebuildIndex(dir, scan)
+	return rebuildIndex(dir, scan, keep)
+}
+
+// keyValue is one index key and its value.
+type keyValue struct{ k, v []byte }
+
+// keptMeta returns the metadata ('m' keys) of an index that reads through
+// but contradicts the logs (they lost entries it locates: OpenReport.Lost),
+// for the rebuilt index to keep. Metadata is the node's own (where members
+// were last reachable, the Lamport clock) and does not depend on the logs;
+// losing it with the lost tail left a device that had lost its log tail
+// unable to find the peers it must take that tail back from. An index that
+// fails to read through keeps nothing.
+func keptMeta(idx *leveldb.DB) []keyValue {
+	var out []keyValue
+	it := idx.NewIterator(prefixRange(pfxMeta), nil)
+	defer it.Release()
+	for it.Next() {
+		out = append(out, keyValue{k: bytes.Clone(it.Key()), v: bytes.Clone(it.Value())})
+	}
+	if it.Error() != nil {
+		return nil
+	}
+	return out
 }
 
 // checkIndex reads the whole index through (so every block's checksum is
@@ -188,7 +213,7 @@ func lostGaps(lost map[keys.DeviceID][]uint64) []Gap {
 // (replacing an older one), builds a new one from the scan in
 // dir/index.new, and renames it into place. A crash at any point leaves
 // either no dir/index (rebuilt again at the next Open) or a complete one.
-func rebuildIndex(dir string, scan *logScan) (*leveldb.DB, error) {
+func rebuildIndex(dir string, scan *logScan, keep []keyValue) (*leveldb.DB, error) {
 	path := filepath.Join(dir, "index")
 	tmp, old := path+".new", path+".old"
 	if err := os.RemoveAll(tmp); err != nil {
@@ -211,7 +236,7 @@ func rebuildIndex(dir string, scan *logScan) (*leveldb.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating index: %w", err)
 	}
-	if err := fillIndex(idx, scan); err != nil {
+	if err := fillIndex(idx, scan, keep); err != nil {
 		idx.Close()
 		return nil, err
 	}
@@ -231,9 +256,9 @@ func rebuildIndex(dir string, scan *logScan) (*leveldb.DB, error) {
 	return idx, nil
 }
 
-// fillIndex writes the scan's locations, CIDs and heads, then the format
-// key, the last in a synced batch.
-func fillIndex(idx *leveldb.DB, scan *logScan) error {
+// fillIndex writes the scan's locations, CIDs and heads and the kept
+// metadata, then the format key, the last in a synced batch.
+func fillIndex(idx *leveldb.DB, scan *logScan, keep []keyValue) error {
 	b := new(leveldb.Batch)
 	flush := func(wo *opt.WriteOptions) error {
 		if err := idx.Write(b, wo); err != nil {
@@ -253,6 +278,9 @@ func fillIndex(idx *leveldb.DB, scan *logScan) error {
 	}
 	for a, h := range scan.heads {
 		b.Put(headKey(a), headValue(h))
+	}
+	for _, kv := range keep {
+		b.Put(kv.k, kv.v)
 	}
 	b.Put(formatKey, []byte{indexFormat})
 	return flush(syncWrite)

@@ -355,6 +355,11 @@ func TestDroppedLogTail(t *testing.T) {
 				}
 				ends[e.Seq()], _, _ = parseLocValue(v)
 			}
+			var mu Update
+			mu.SetMeta("known-peers", []byte("where the members listen"))
+			if err := db.Commit(&mu); err != nil {
+				t.Fatal(err)
+			}
 			db.Close()
 			from := tt.cut(t, dir, ends)
 
@@ -371,6 +376,12 @@ func TestDroppedLogTail(t *testing.T) {
 			}
 			if !rep.Rebuilt || !rep.NeedRescan {
 				t.Fatalf("got %+v, want a rebuilt index and a rescan", rep)
+			}
+			// The node's metadata survives the rebuild: without where
+			// its members listen, the device could not reach the peers
+			// it must take the lost entries back from.
+			if m, ok, err := db.Meta("known-peers"); err != nil || !ok || string(m) != "where the members listen" {
+				t.Fatalf("metadata after the rebuild: got %q, %v, %v; want it kept", m, ok, err)
 			}
 			if want := int(10 - from); tt.gap && (len(rep.Gaps) != 1 || rep.Gaps[0].Seq != from || rep.Gaps[0].Dropped != want) {
 				t.Fatalf("Gaps = %+v, want seq %d with %d dropped", rep.Gaps, from, want)

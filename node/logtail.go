@@ -1,0 +1,443 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// A device never signs two entries with one (author, seq). After a start
+// it cannot tell from its own disk alone whether it still holds the whole
+// of its own log: a segment cut short (vaultdb's OpenReport.Lost says so)
+// or a home restored from an older copy of itself (nothing says so) both
+// leave its head below what peers and relays already hold of it. Authoring
+// at that point would reuse sequence numbers those peers hold: a fork
+// they refuse, and every later entry of this device with it.
+//
+// So after every start authoring is held (ownTail) until a peer's or a
+// relay's vector has been heard and every entry of this device's log it
+// names has been taken back (they are this device's own, signed by its
+// key: verifyOwnTail), or nobody else could hold any of it. While held,
+// scans record nothing and reconciling waits, so the folder and its index
+// stay as they were: the user's edits are still on disk and are recorded
+// by the rescan that runs when authoring opens (tailLoop). docs/sync.md,
+// "This device's own log", has the rules and what they cost.
+
+// tailState is where authoring stands after a start.
+type tailState int
+
+const (
+	tailHeld       tailState = iota // nothing authored; scans record nothing, nothing is reconciled
+	tailRescanning                  // open for authoring; the owed rescan runs, reconciling waits for it
+	tailOpen                        // authoring and reconciling as usual
+)
+
+// errAuthoringHeld: this device may not write an entry yet (see ownTail).
+var errAuthoringHeld = errors.New("this device's log is not confirmed complete yet; authoring waits for a peer")
+
+// errNotOwnEntry: an entry offered as this device's own tail is another
+// author's.
+var errNotOwnEntry = errors.New("entry is not this device's own")
+
+// eventKindOwnLogForked is the Kind of the error event for a peer holding
+// an entry of this device's log that differs from the one held here.
+const eventKindOwnLogForked = "own-log-forked"
+
+// ownTail is the authoring gate of one vault on this device. Its methods
+// are safe for concurrent use.
+type ownTail struct {
+	// wake (buffered, 1) tells tailLoop that authoring opened.
+	wake chan struct{}
+
+	mu sync.Mutex // guards the fields below
+	// heard is, per peer or relay heard from in this run, the highest
+	// sequence of this device's log it said it holds.
+	heard map[keys.DeviceID]uint64
+	// lostTo is the last sequence of this device's log that the database
+	// lost at open (OpenReport.Lost), 0 if none.
+	lostTo uint64
+	state  tailState
+	reason string // why authoring is held, for status
+	// owed is the paths whose changes scans found while authoring was
+	// held, for status.
+	owed map[string]struct{}
+	// took counts own entries taken back from peers in this run; from is
+	// the first; source the peer that named the highest.
+	took, from uint64
+	source     keys.DeviceID
+	logged     bool // the recovery was logged and published
+	forked     bool // a fork of the own log was reported
+}
+
+func newOwnTail(self keys.DeviceID, rep vaultdb.OpenReport) *ownTail {
+	t := &ownTail{wake: make(chan struct{}, 1), heard: map[keys.DeviceID]uint64{}, state: tailHeld,
+		reason: "waiting for a peer to say how much of this device's log it holds"}
+	for _, g := range rep.Lost {
+		if g.Author == self && g.Dropped > 0 {
+			t.lostTo = max(t.lostTo, g.Seq+uint64(g.Dropped)-1)
+		}
+	}
+	return t
+}
+
+// tailInput is what decideTail needs to know.
+type tailInput struct {
+	head        uint64                   // this device's own head
+	heard       map[keys.DeviceID]uint64 // see ownTail.heard
+	peers       []keys.DeviceID          // the vault's other member devices and its relays
+	lostTo      uint64                   // see ownTail.lostTo
+	membersLost bool                     // the membership log is damaged (memberrecover.go)
+	// forked is set once a peer sent an entry of this log other than the
+	// one held here: what it names above the head cannot be taken back.
+	forked bool
+}
+
+// decideTail says whether authoring may open, and if not why. It is pure:
+//
+//   - never while the membership is lost: who else could hold the log is
+//     not known;
+//   - never while a peer named a sequence of this device's log above its
+//     head: those entries are to be taken back first (unless the log has
+//     forked: then they never chain here, and holding would stop this
+//     device for good without mending anything);
+//   - at once when no other device or relay is a member: nobody else can
+//     hold any of the log;
+//   - otherwise once some peer's vector is heard, and, if the database
+//     lost entries of this log at open, once they are back or every peer
+//     has been heard from (then nobody holds them, and no entry with those
+//     numbers exists anywhere).
+func decideTail(in tailInput) (open bool, reason string) {
+	if in.membersLost {
+		return false, "the membership log is damaged; waiting for a member to send it again"
+	}
+	var want uint64
+	var by keys.DeviceID
+	for d, s := range in.heard {
+		if s > want || s == want && d.String() < by.String() {
+			want, by = s, d
+		}
+	}
+	if want > in.head && !in.forked {
+		return false, fmt.Sprintf("%s holds this device's log up to %d, this device up to %d; taking the rest back", by.Short(), want, in.head)
+	}
+	if len(in.peers) == 0 {
+		return true, ""
+	}
+	if len(in.heard) == 0 {
+		return false, "waiting for a peer to say how much of this device's log it holds"
+	}
+	if in.lostTo > in.head {
+		for _, p := range in.peers {
+			if _, ok := in.heard[p]; !ok {
+				return false, fmt.Sprintf("entries %d to %d of this device's log were lost here; waiting for a peer that holds them", in.head+1, in.lostTo)
+			}
+		}
+	}
+	return true, ""
+}
+
+// openAtStart, called once at open after the first tailCheck, skips the
+// rescan an opening gate owes when it opened at once (nobody else can hold
+// this device's log): the first scan records as usual then.
+func (t *ownTail) openAtStart() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state == tailRescanning {
+		t.state = tailOpen
+		select {
+		case <-t.wake:
+		default:
+		}
+	}
+}
+
+// heard records what peer d said it holds of this device's log (seq) and
+// re-decides the gate.
+func (v *vault) tailHeard(d keys.DeviceID, seq uint64) {
+	t := v.tail
+	t.mu.Lock()
+	if old, ok := t.heard[d]; ok && old >= seq {
+		t.mu.Unlock()
+		return
+	}
+	t.heard[d] = seq
+	head := v.db.Head(v.n.id.ID()).Seq
+	if seq > head {
+		t.source = d
+	}
+	// The usual case, a peer acknowledging what this device wrote once
+	// authoring is open, changes nothing; tailCheck lists every member
+	// and relay, too much to do for each acknowledgement of each peer.
+	settled := t.state != tailHeld && seq <= head
+	t.mu.Unlock()
+	if !settled {
+		v.tailCheck()
+	}
+}
+
+// tailCheck re-decides the gate after anything it depends on changed: a
+// peer's vector, this device's head, the membership.
+func (v *vault) tailCheck() {
+	self := v.n.id.ID()
+	var peers []keys.DeviceID
+	for _, d := range v.memberList() {
+		if d != self {
+			peers = append(peers, d)
+		}
+	}
+	for _, r := range v.relays() {
+		peers = append(peers, r.dev)
+	}
+	lost := v.membershipLost()
+	head := v.db.Head(self).Seq
+	t := v.tail
+	t.mu.Lock()
+	open, reason := decideTail(tailInput{head: head, heard: t.heard, peers: peers, lostTo: t.lostTo, membersLost: lost, forked: t.forked})
+	var recovered bool
+	var took, from uint64
+	var source keys.DeviceID
+	switch {
+	case !open:
+		t.state, t.reason = tailHeld, reason
+	case t.state == tailHeld:
+		t.state, t.reason = tailRescanning, ""
+		if t.took > 0 && !t.logged {
+			t.logged, recovered = true, true
+			took, from, source = t.took, t.from, t.source
+		}
+		select {
+		case t.wake <- struct{}{}:
+		default:
+		}
+	}
+	t.mu.Unlock()
+	if recovered {
+		v.log.Warn("took back this device's own log tail from peers; it had been lost here",
+			"peer", source, "from_seq", from, "seq", head, "entries", took)
+		v.n.events.publish(Event{Type: EventLogTailRecovered, Folder: v.cfg.Folder, Peer: source.String(), Seq: head, Count: int(took)})
+	}
+}
+
+// authoringHeld reports whether this device may not author now, and
+// notes the paths of changes a scan found that it could not record.
+func (v *vault) authoringHeld(changed []string) bool {
+	t := v.tail
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state != tailHeld {
+		return false
+	}
+	if len(changed) > 0 && t.owed == nil {
+		t.owed = map[string]struct{}{}
+	}
+	for _, p := range changed {
+		t.owed[p] = struct{}{}
+	}
+	return true
+}
+
+// reconcileHeld reports whether reconciling must wait: until authoring
+// opened and the rescan it owes has recorded what the user changed, an
+// apply could meet an unrecorded local edit, and a resolution could not
+// be recorded.
+func (v *vault) reconcileHeld() bool {
+	t := v.tail
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.state != tailOpen
+}
+
+// tailStatus is what status shows of the gate: empty when authoring is
+// open, else why it is held and how many changes wait.
+func (v *vault) tailStatus() (reason string, owed int) {
+	t := v.tail
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state != tailHeld {
+		return "", 0
+	}
+	return t.reason, len(t.owed)
+}
+
+// tailLoop runs, each time authoring opens, the rescan that records what
+// scans could not while it was held, then lets reconciling go on. It runs
+// until ctx ends; startVault owns it.
+func (v *vault) tailLoop(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-v.cleaned:
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.tail.wake:
+		}
+		v.adoptOwnHeads()
+		if _, err := v.scan(ctx, nil); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			v.log.Error("scan after this device's log was confirmed", "err", err)
+		}
+		t := v.tail
+		t.mu.Lock()
+		if t.state == tailRescanning {
+			t.state, t.owed = tailOpen, nil
+		}
+		t.mu.Unlock()
+		v.kick()
+	}
+}
+
+// adoptOwnHeads points the folder index, for every path whose one head is
+// a version this device wrote, at that version when the index names none
+// or another. This device wrote such a version from its own folder (a scan,
+// a resolution or a restore records what it put on disk), and nothing has
+// replaced it since, so the folder holds it or a later local change of it.
+// That is the case after a restored home's old index, or an index rebuilt
+// after the log tail was lost, meets the tail taken back from peers.
+// Without this the rescan saw the folder's content as new versions
+// concurrent with this device's own (a copy of every file touched since
+// the backup, and a user's edit made meanwhile as a conflict with the
+// device itself). The adopted record has no lstat identity, so the rescan
+// rehashes the file: the same content records nothing, a change records a
+// version that supersedes the adopted one, a missing file a deletion.
+func (v *vault) adoptOwnHeads() {
+	self := v.n.id.ID()
+	u := &vaultdb.Update{}
+	adopt := map[string]vaultdb.Record{}
+	v.mu.Lock()
+	for _, p := range v.graph.Paths() {
+		hs := v.graph.Heads(p)
+		if len(hs) != 1 || hs[0].ID.Author != self || hs[0].Kind == protocol.KindDeletion {
+			continue
+		}
+		id := toEntryID(hs[0].ID)
+		if cur, ok := v.index[p]; ok && cur.Version == id {
+			continue
+		}
+		ver, ok := v.bodies[hs[0].ID]
+		if !ok {
+			continue
+		}
+		rec := vaultdb.Record{Version: id, Kind: ver.Kind, Size: ver.Size, MTime: ver.MTime, Mode: ver.Mode,
+			Hash: ver.Hash, Chunks: slices.Clone(ver.Chunks), Target: ver.Target}
+		adopt[p] = rec
+		u.PutIndex(p, rec)
+	}
+	v.mu.Unlock()
+	if len(adopt) == 0 {
+		return
+	}
+	if err := v.db.Commit(u); err != nil {
+		v.log.Warn("adopting this device's own versions into the folder index", "err", err)
+		return
+	}
+	v.mu.Lock()
+	for p, rec := range adopt {
+		v.setIndexLocked(p, rec)
+	}
+	v.mu.Unlock()
+	v.log.Info("folder index points at this device's own latest versions again", "paths", len(adopt))
+}
+
+// verifyOwnTail checks that raws continue this device's own log from
+// head: each entry decodes, is of vault, has self as its author, is signed
+// by self's key, and chains onto the one before it (head first): sequence
+// +1, the previous entry's CID, a greater clock. It returns the entries in
+// order, or the first failure: errNotOwnEntry, or entry's sentinel
+// (ErrBadSignature, ErrWrongVault, ErrSeqGap, ErrPrevMismatch, ...).
+func verifyOwnTail(vault keys.VaultID, self keys.DeviceID, head entry.Head, raws [][]byte) ([]*entry.Entry, error) {
+	out := make([]*entry.Entry, 0, len(raws))
+	for _, raw := range raws {
+		dec, err := entry.Decode(raw)
+		if err != nil {
+			return nil, fmt.Errorf("taking back own entry: %w", err)
+		}
+		if dec.Author() != self {
+			return nil, fmt.Errorf("taking back entry %s seq %d: %w", dec.Author().Short(), dec.Seq(), errNotOwnEntry)
+		}
+		e, err := entry.Validate(raw, vault, head)
+		if err != nil {
+			return nil, fmt.Errorf("taking back own entry: %w", err)
+		}
+		out = append(out, e)
+		head = e.Head()
+	}
+	return out, nil
+}
+
+// tookBack notes that own entry seq was taken back from a peer.
+func (v *vault) tookBack(seq uint64) {
+	t := v.tail
+	t.mu.Lock()
+	if t.took == 0 {
+		t.from = seq
+	}
+	t.took++
+	t.mu.Unlock()
+}
+
+// ownForkSeen reports, once, that a peer holds an entry of this device's
+// log other than the one held here: the log forked (a home restored from
+// an old copy that authored before this gate existed, or a copied device
+// key). Nothing can mend it here; it is said loudly instead of silently.
+func (v *vault) ownForkSeen(seq uint64, err error) {
+	t := v.tail
+	t.mu.Lock()
+	first := !t.forked
+	t.forked = true
+	t.mu.Unlock()
+	if !first {
+		return
+	}
+	v.log.Error("a peer holds a different entry of this device's own log: the log forked", "seq", seq, "err", err)
+	v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Kind: eventKindOwnLogForked, Seq: seq, Error: err.Error()})
+	v.tailCheck()
+}
+
+// verifyOwnNext checks an entry of this device's own log a peer sent, the
+// one after head (verifyOwnTail). An authentic entry that does not chain
+// onto head is a fork of the own log, reported once (ownForkSeen).
+func (v *vault) verifyOwnNext(raw []byte, head entry.Head) (*entry.Entry, error) {
+	es, err := verifyOwnTail(v.id, v.n.id.ID(), head, [][]byte{raw})
+	if err != nil {
+		if errors.Is(err, entry.ErrPrevMismatch) {
+			v.ownForkSeen(head.Seq+1, err)
+		}
+		return nil, err
+	}
+	return es[0], nil
+}
+
+// checkOwnHeld compares an entry of this device's own log that a peer
+// sent, at or below the head held here, with the one held: a different
+// entry is a fork of the own log (ownForkSeen).
+func (v *vault) checkOwnHeld(dec *entry.Entry) {
+	held, err := v.db.Get(dec.Author(), dec.Seq())
+	if err != nil || held.CID().Equals(dec.CID()) {
+		return
+	}
+	if _, err := entry.DetectFork(held, dec); err == nil {
+		v.ownForkSeen(dec.Seq(), fmt.Errorf("entry %d: held %s, peer's %s", dec.Seq(), held.CID(), dec.CID()))
+	}
+}
+
+// changePaths lists the paths of changes.
+func changePaths(changes []folder.Change) []string {
+	out := make([]string, len(changes))
+	for i, c := range changes {
+		out[i] = c.Path
+	}
+	return out
+}

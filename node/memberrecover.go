@@ -1,0 +1,165 @@
+package node
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// Membership lost to damage. member/members.log is the source of truth of
+// who belongs to the vault; bytes flipped in it make Open drop the records
+// they hit and every record after them that no longer chains. If the
+// genesis is hit, the device knows no member at all: it would dial nobody,
+// answer nobody and still call itself in sync.
+//
+// What it still knows is enough to get the records back: its keys and the
+// vault's root secret (the home), and where members were last reachable
+// (the known-peers list in the index). While membership is lost it dials
+// those remembered devices and opens log streams to them (never answering
+// them: it cannot tell a revoked device from a member), asking for every
+// record from the first. Each record is checked as always (State.Apply: the
+// genesis proves the vault key whose hash is the vault ID, every later
+// record is signed by an admin and chains onto the one before), so a peer
+// can only send the vault's real records. Membership counts as back once
+// this device is a member again and a peer's LogStatus names no record it
+// lacks; members.log is then rewritten clean (vaultdb.RewriteMembers).
+// Until then status reports the folder as an error with code
+// membership-lost, and authoring is held (logtail.go).
+
+// codeMembershipLost is the status error code while membership is lost.
+const codeMembershipLost = "membership-lost"
+
+// memberHealth is whether the membership log was found damaged at open and
+// not yet confirmed complete by a peer. Its methods are safe for
+// concurrent use.
+type memberHealth struct {
+	mu      sync.Mutex // guards the fields below
+	damaged bool       // damage at open, not yet confirmed mended by a peer
+	lost    bool       // last seen as lost (memberCheck reports the change once)
+}
+
+// memberDamaged reports whether Open found member/members.log damaged: bad
+// bytes, a cut tail, or records dropped.
+func memberDamaged(rep vaultdb.OpenReport) bool {
+	name := filepath.Join("member", "members.log")
+	for _, d := range append(append([]vaultdb.Damage(nil), rep.Damage...), rep.Truncated...) {
+		if d.File == name {
+			return true
+		}
+	}
+	return rep.MemberDropped > 0
+}
+
+// membershipLost reports whether this vault's membership is not known
+// whole: damaged at open and not yet confirmed by a peer, or not naming
+// this device (a member that was never revoked: it lost the record that
+// admitted it).
+func (v *vault) membershipLost() bool {
+	v.mh.mu.Lock()
+	damaged := v.mh.damaged
+	v.mh.mu.Unlock()
+	if damaged {
+		return true
+	}
+	self := v.n.id.ID()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return !v.members.IsMember(self) && !v.members.IsRevoked(self)
+}
+
+// fetchesMembershipFrom reports whether this device dials d and pulls from
+// it although d is not a known member: membership is lost and d is a
+// device it remembers as one.
+func (v *vault) fetchesMembershipFrom(d keys.DeviceID) bool {
+	if d == v.n.id.ID() || !v.membershipLost() {
+		return false
+	}
+	_, ok := v.knownPeers()[d]
+	return ok
+}
+
+// fetchesMembershipAnywhere is fetchesMembershipFrom for any vault here.
+func (n *Node) fetchesMembershipAnywhere(d keys.DeviceID) bool {
+	for _, v := range n.vaultsNow() {
+		if v.fetchesMembershipFrom(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// memberStatus is called with a peer's LogStatus membership sequence: a
+// member or relay that holds no record this device lacks confirms the
+// membership whole again.
+func (v *vault) memberStatus(d keys.DeviceID, seq uint64) {
+	if seq == 0 || !v.isPeer(d) || seq > v.memberSeq() {
+		return
+	}
+	v.mh.mu.Lock()
+	v.mh.damaged = false
+	v.mh.mu.Unlock()
+	v.memberCheck(d)
+}
+
+// memberCheck notes a change of membershipLost after a record arrived or a
+// peer confirmed the membership: once it is back, members.log is rewritten
+// clean, the recovery is logged and published once, and the authoring gate
+// re-decided.
+func (v *vault) memberCheck(from keys.DeviceID) {
+	lost := v.membershipLost()
+	v.mh.mu.Lock()
+	was := v.mh.lost
+	v.mh.lost = lost
+	v.mh.mu.Unlock()
+	if !was || lost {
+		return
+	}
+	if err := v.db.RewriteMembers(); err != nil {
+		v.log.Warn("rewriting the membership log after fetching it again", "err", err)
+	}
+	v.log.Warn("membership log fetched again from a peer after damage", "peer", from, "records", v.memberSeq())
+	v.n.events.publish(Event{Type: EventMembershipRecovered, Folder: v.cfg.Folder, Peer: from.String(), Count: int(v.memberSeq())})
+	v.tailCheck()
+	// Members it could not know before are dialled and pulled from now.
+	for _, d := range v.memberList() {
+		if d != v.n.id.ID() {
+			go v.n.syncWithDevice(d)
+		}
+	}
+}
+
+// memberLostMessage is the status error while membership is lost, or nil.
+func (v *vault) memberLostMessage() *PathMessage {
+	if !v.membershipLost() {
+		return nil
+	}
+	return &PathMessage{Code: codeMembershipLost,
+		Reason: "the membership log (member/members.log) is damaged; fetching it again from a member"}
+}
+
+// codeLogUnconfirmed is the status error code while local changes wait for
+// authoring to open (logtail.go).
+const codeLogUnconfirmed = "log-unconfirmed"
+
+// logHealthStatus adds to a folder's status what the membership and the
+// authoring gate say: lost membership is an error (the device cannot tell
+// who its peers are, so nothing it reports is in sync); local changes
+// waiting for this device's log to be confirmed make the folder syncing,
+// never in-sync.
+func (v *vault) logHealthStatus(fs *FolderStatus) {
+	if m := v.memberLostMessage(); m != nil {
+		fs.Errors = append(fs.Errors, *m)
+		fs.State, fs.Error = "error", m.Reason
+		return
+	}
+	if reason, owed := v.tailStatus(); owed > 0 {
+		fs.Errors = append(fs.Errors, PathMessage{Code: codeLogUnconfirmed,
+			Reason: fmt.Sprintf("%d local changes wait to be recorded: %s", owed, reason)})
+		if fs.State == "in-sync" || fs.State == "offline" {
+			fs.State = "syncing"
+		}
+	}
+}
