@@ -455,6 +455,7 @@ func (v *vault) commitIndex(path string, rec vaultdb.Record) error {
 		return fmt.Errorf("recording %s in the index: %w", path, err)
 	}
 	v.mu.Lock()
+	v.noteAppliedLocked(path, old, had, rec)
 	v.setIndexLocked(path, rec)
 	v.grewLocked() // what this device holds in full may have grown
 	v.mu.Unlock()
@@ -887,7 +888,10 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 		}
 		for _, i := range done {
 			it := batch[i]
-			v.setIndexLocked(it.path, recordFromInfo(it.id, it.ver, res[i].Outcome.Info))
+			rec := recordFromInfo(it.id, it.ver, res[i].Outcome.Info)
+			old, had := v.index[it.path]
+			v.noteAppliedLocked(it.path, old, had, rec)
+			v.setIndexLocked(it.path, rec)
 			delete(v.errs, it.path)
 			v.repairedLocked(it.path)
 			v.pending.toApply = max(0, v.pending.toApply-1)

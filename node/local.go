@@ -283,10 +283,18 @@ func (v *vault) record(changes []folder.Change, confirmed map[string]bool) error
 func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool) {
 	v.mu.Lock()
 	cur, hadCur := v.index[c.Path]
-	supersedes := v.supersedesLocked(c.Path, cur, hadCur)
 	v.mu.Unlock()
+	// What the change supersedes, asked only once it is a real change (a
+	// rescan of weft's own apply is not one: applyrace.go).
+	supersedesNow := func() []entry.VersionID {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		base, hadBase := v.baseForLocalChangeLocked(c.Path, cur, hadCur)
+		return v.supersedesLocked(c.Path, base, hadBase)
+	}
 
 	if c.Type == folder.Deleted {
+		supersedes := supersedesNow()
 		if len(supersedes) == 0 {
 			return entry.Version{}, vaultdb.Record{}, false
 		}
@@ -297,7 +305,7 @@ func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool
 		Size: uint64(n.Size), MTime: n.MTime, Inode: n.Inode, Ctime: n.Ctime,
 		Mode: uint32(n.Mode.Perm()), Hash: n.Hash, Target: n.Target,
 	}
-	ver := entry.Version{Path: c.Path, Mode: uint32(n.Mode.Perm()), MTime: n.MTime, Supersedes: supersedes}
+	ver := entry.Version{Path: c.Path, Mode: uint32(n.Mode.Perm()), MTime: n.MTime}
 	switch n.Kind {
 	case folder.KindFile:
 		rec.Kind, ver.Kind = entry.KindFile, entry.KindFile
@@ -329,6 +337,7 @@ func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool
 			return entry.Version{}, rec, false
 		}
 	}
+	ver.Supersedes = supersedesNow()
 	return ver, rec, true
 }
 

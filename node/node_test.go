@@ -33,7 +33,7 @@ func testNode(t *testing.T) (*Node, string) {
 
 // testHome makes a home in a temporary directory holding one new vault,
 // and returns it with the vault's folder.
-func testHome(t *testing.T) (*home.Home, string) {
+func testHome(t testing.TB) (*home.Home, string) {
 	t.Helper()
 	dir := t.TempDir()
 	h, err := home.Open(filepath.Join(dir, "home"))
@@ -48,7 +48,7 @@ func testHome(t *testing.T) (*home.Home, string) {
 }
 
 // testNodeWith is testNode with some Config fields set by the caller.
-func testNodeWith(t *testing.T, cfg Config) (*Node, string) {
+func testNodeWith(t testing.TB, cfg Config) (*Node, string) {
 	t.Helper()
 	h, folderPath := testHome(t)
 	cfg.Home, cfg.ListenAddrs = h, []string{"/ip4/127.0.0.1/tcp/0"}

@@ -87,10 +87,11 @@ type vault struct {
 	scanning      bool
 	scanned       bool // the first full scan has completed
 	pending       pendingCounts
-	errs          map[string]string      // path -> last apply error
-	stop          folderStop             // why the folder guard stopped the folder (folderguard.go)
-	deletes       deleteGuard            // deletions held for the user (massdelete.go)
-	corrupt       map[string]corruptFile // damaged files being written again (rot.go)
+	errs          map[string]string        // path -> last apply error
+	stop          folderStop               // why the folder guard stopped the folder (folderguard.go)
+	deletes       deleteGuard              // deletions held for the user (massdelete.go)
+	corrupt       map[string]corruptFile   // damaged files being written again (rot.go)
+	recentApplies map[string]appliedRecord // peers' versions applied in the last applyRaceWindow (applyrace.go)
 }
 
 // pendingCounts are what the vault still has to do.

@@ -186,3 +186,79 @@ func TestMassDeleteIsHeld(t *testing.T) {
 	waitStatus(t, a, time.Minute, inSync)
 	waitStatus(t, b, time.Minute, inSync)
 }
+
+// A byte flipped in B's copy of a file, with its mtime put back: B takes it
+// for damage, not an edit. B authors nothing, keeps the damaged copy in
+// .weft/corrupt/, writes A's content again, and A's copy is untouched.
+// `weft scrub` then finds every file sound.
+func TestRotOnADeviceIsRepaired(t *testing.T) {
+	a, b := pair(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	big := randBytes(r, 300<<10) // chunked: repaired from a's chunks
+	small := []byte("a small note, inline in the log")
+	a.writeAtomic("big.bin", big)
+	a.writeAtomic("note.md", small)
+	b.up()
+	waitSame(t, a, b, time.Minute, filesIn(2))
+	waitStatus(t, b, time.Minute, inSync)
+	written := b.status().Folders[0].Written
+	aWritten := a.status().Folders[0].Written
+
+	for _, f := range []struct {
+		rel string
+		at  int64
+	}{{"big.bin", 200 << 10}, {"note.md", 3}} {
+		p := filepath.Join(b.folder, f.rel)
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fh, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one := make([]byte, 1)
+		if _, err := fh.ReadAt(one, f.at); err != nil {
+			t.Fatal(err)
+		}
+		one[0] ^= 0x01
+		if _, err := fh.WriteAt(one, f.at); err != nil {
+			t.Fatal(err)
+		}
+		fh.Close()
+		if err := os.Chtimes(p, info.ModTime(), info.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var res []node.ScrubResult
+	if err := json.Unmarshal([]byte(b.must("scrub", "--json")), &res); err != nil {
+		t.Fatal(err)
+	}
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		if m["big.bin"] != "file:"+string(big) || m["note.md"] != "file:"+string(small) {
+			return fmt.Errorf("not repaired yet")
+		}
+		return nil
+	})
+	waitStatus(t, b, time.Minute, inSync)
+	for _, d := range []struct {
+		dev  *device
+		want uint64
+	}{{b, written}, {a, aWritten}} {
+		if got := d.dev.status().Folders[0].Written; got != d.want {
+			t.Errorf("%s authored %d entries for the damage, want 0", d.dev.name, got-d.want)
+		}
+	}
+	for _, rel := range []string{"big.bin", "note.md"} {
+		aside, _ := filepath.Glob(filepath.Join(b.folder, ".weft", "corrupt", rel+"~*"))
+		if len(aside) != 1 {
+			t.Errorf("%s: damaged copies kept on b: %v, want one", rel, aside)
+		}
+	}
+	if err := json.Unmarshal([]byte(b.must("scrub", "--json")), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Files != 2 || len(res[0].Corrupt) != 0 {
+		t.Fatalf("scrub after the repair: %+v, want 2 files verified, none damaged", res)
+	}
+}

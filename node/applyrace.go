@@ -1,0 +1,73 @@
+package node
+
+import (
+	"time"
+
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// A save that lands right after weft wrote a peer's version of the same
+// file was made from the content before that version: an editor (or a
+// script) read the file, weft replaced it, and the editor's write-then-
+// rename put its edit of the older content on top. Recorded as usual it
+// superseded the peer's version it never saw, and the peer's edit was
+// gone everywhere with no conflict copy (issue 14: 1 token of 2,663 lost
+// when two devices appended to the same 50 files). A local change found
+// within applyRaceWindow of such an apply supersedes what was on disk
+// before the apply instead, so it meets the peer's version as a concurrent
+// edit: merged when the text merges cleanly, a conflict copy otherwise.
+// A user who really edited the peer's version that fast gets a clean merge
+// (their edit contains the peer's) or, for a binary file, a conflict copy:
+// a spare copy, never a lost edit.
+
+// applyRaceWindow is how long after an apply a local change of the same
+// path is taken for one made from the content before it.
+const applyRaceWindow = 2 * time.Second
+
+// appliedRecord is what a path's index said before weft applied a peer's
+// version there, and when.
+type appliedRecord struct {
+	at      time.Time
+	applied vaultdb.Record // the record the apply wrote
+	before  vaultdb.Record // the record before (Kind 0: nothing there)
+	had     bool
+}
+
+// noteAppliedLocked remembers that an apply replaced old (if had) at path
+// with rec. v.mu must be held.
+func (v *vault) noteAppliedLocked(path string, old vaultdb.Record, had bool, rec vaultdb.Record) {
+	if rec.Kind == 0 || had && old.Version == rec.Version {
+		delete(v.recentApplies, path)
+		return
+	}
+	now := v.n.now()
+	if v.recentApplies == nil {
+		v.recentApplies = map[string]appliedRecord{}
+	}
+	if len(v.recentApplies) >= 4096 {
+		for p, a := range v.recentApplies {
+			if now.Sub(a.at) >= applyRaceWindow {
+				delete(v.recentApplies, p)
+			}
+		}
+	}
+	v.recentApplies[path] = appliedRecord{at: now, applied: rec, before: old, had: had}
+}
+
+// baseForLocalChangeLocked returns the record a local change of path
+// supersedes: the index's, unless the index holds a peer's version
+// applied less than applyRaceWindow ago, in which case it is what was
+// there before that apply. v.mu must be held.
+func (v *vault) baseForLocalChangeLocked(path string, cur vaultdb.Record, had bool) (vaultdb.Record, bool) {
+	a, ok := v.recentApplies[path]
+	if !ok {
+		return cur, had
+	}
+	if v.n.now().Sub(a.at) >= applyRaceWindow || !had || cur.Version != a.applied.Version {
+		delete(v.recentApplies, path)
+		return cur, had
+	}
+	delete(v.recentApplies, path)
+	v.log.Info("a local change right after applying a peer's version: recorded as concurrent with it, not replacing it", "path", path)
+	return a.before, a.had
+}
