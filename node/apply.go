@@ -52,13 +52,13 @@ func (v *vault) reconcile(ctx context.Context) {
 			isDel[p] = true
 		}
 	}
-	arriving := map[[32]byte]bool{}
+	arriving := map[[32]byte]string{} // content hash -> a path it arrives at
 	v.mu.Lock()
 	for _, p := range paths {
 		if !isDel[p] {
 			for _, h := range v.graph.Heads(p) {
 				if h.Kind == protocol.KindFile {
-					arriving[h.ContentHash] = true
+					arriving[h.ContentHash] = p
 				}
 			}
 		}
@@ -406,10 +406,20 @@ func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.
 		c.Supersedes = v.copySupersedesLocked(c.Path)
 		versions = append(versions, c)
 	}
+	old, had := v.index[path]
 	v.mu.Unlock()
 	v.authorMu.Lock()
 	defer v.authorMu.Unlock()
-	return v.author(versions, paths, records)
+	if err := v.author(versions, paths, records); err != nil {
+		return err
+	}
+	// The winner or the merge is what is at path now (author set its
+	// version in records): an editor's save landing right after it was
+	// made from what was there before (applyrace.go).
+	v.mu.Lock()
+	v.noteAppliedLocked(path, old, had, records[0])
+	v.mu.Unlock()
+	return nil
 }
 
 // copySupersedesLocked is what a new conflict copy at name supersedes: the

@@ -18,7 +18,8 @@ import (
 // edit: merged when the text merges cleanly, a conflict copy otherwise.
 // A user who really edited the peer's version that fast gets a clean merge
 // (their edit contains the peer's) or, for a binary file, a conflict copy:
-// a spare copy, never a lost edit.
+// a spare copy, never a lost edit. A file the apply created is exempt: no
+// editor can have read an older content of it.
 
 // applyRaceWindow is how long after an apply a local change of the same
 // path is taken for one made from the content before it.
@@ -35,8 +36,12 @@ type appliedRecord struct {
 
 // noteAppliedLocked remembers that an apply replaced old (if had) at path
 // with rec. v.mu must be held.
+//
+// Only a change of content counts: an apply that left the bytes as they
+// were (a version with the same content, a resolution whose winner is
+// what was on disk) cannot have been missed by an editor.
 func (v *vault) noteAppliedLocked(path string, old vaultdb.Record, had bool, rec vaultdb.Record) {
-	if rec.Kind == 0 || had && old.Version == rec.Version {
+	if rec.Kind == 0 || had && (old.Version == rec.Version || old.Kind == rec.Kind && old.Hash == rec.Hash && old.Target == rec.Target) {
 		delete(v.recentApplies, path)
 		return
 	}
@@ -63,7 +68,10 @@ func (v *vault) baseForLocalChangeLocked(path string, cur vaultdb.Record, had bo
 	if !ok {
 		return cur, had
 	}
-	if v.n.now().Sub(a.at) >= applyRaceWindow || !had || cur.Version != a.applied.Version {
+	// A file the apply created had no older content an editor could have
+	// read: the change is an edit of what arrived (the first sync of a
+	// folder is followed by many), recorded as usual.
+	if v.n.now().Sub(a.at) >= applyRaceWindow || !had || cur.Version != a.applied.Version || !a.had {
 		delete(v.recentApplies, path)
 		return cur, had
 	}

@@ -103,6 +103,11 @@ func (n *Node) DecideDeletions(ctx context.Context, req DeletionsRequest) (Delet
 		return res, err
 	}
 	res.Folder = v.cfg.Folder
+	if _, err := v.guard(); err != nil {
+		// An unmounted folder would make every held file look gone: a
+		// reject would drop their records, an accept record nothing.
+		return res, err
+	}
 	if req.Action == "accept" {
 		res.Local, res.Incoming, err = v.acceptDeletions(ctx)
 	} else {

@@ -71,6 +71,16 @@ func (v *vault) noteWatcherRescan() {
 	v.n.events.publish(Event{Type: EventWatcherRescan, Folder: v.cfg.Folder})
 }
 
+// noteWatcherRunning clears a watcher failure once a new watcher runs
+// (after a stopped folder came back).
+func (v *vault) noteWatcherRunning() {
+	if m := v.n.monitor(); m != nil {
+		m.mu.Lock()
+		m.scanNoteLocked(v).watcherFailed = ""
+		m.mu.Unlock()
+	}
+}
+
 // noteWatcherFailed reports that the watcher could not start or stopped:
 // changes are then found only by the periodic rescan.
 func (v *vault) noteWatcherFailed(err error) {

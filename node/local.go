@@ -166,7 +166,7 @@ func (v *vault) scanAs(ctx context.Context, paths []string, mode scanMode) (fold
 	}
 	if err == nil {
 		refuseOversized(&res)
-		res.Changes, confirmed = v.holdLocalDeletions(res.Changes, mode)
+		res.Changes, confirmed = v.holdLocalDeletions(res.Changes, mode, paths)
 	}
 	v.noteScan(start, paths, res, err)
 	if err != nil {
@@ -574,6 +574,7 @@ func (v *vault) startWatcher(ctx context.Context, settle time.Duration, done cha
 		close(done)
 		return nil
 	}
+	v.noteWatcherRunning()
 	go func() {
 		defer close(done)
 		if err := w.Run(ctx); err != nil {

@@ -58,7 +58,12 @@ type deleteGuard struct {
 	// deferred are deletions the watcher reported, waiting for the next
 	// recheck to be judged together (path -> is a file).
 	deferred map[string]bool
-	allowIn  map[string]struct{} // incoming deletions the user accepted
+	// added and arrived are the content hashes of files recorded here and
+	// of files arriving from peers within massDeleteWindow: a deletion of
+	// that content is the other half of a move, even when the move was
+	// reported (or sent) in two parts.
+	added, arrived map[[32]byte]seenAt
+	allowIn        map[string]struct{} // incoming deletions the user accepted
 	// recentLocal and recentIn are the files deleted within
 	// massDeleteWindow, oldest first.
 	recentLocal, recentIn []deletedAt
@@ -83,6 +88,28 @@ func recentCount(marks *[]deletedAt, now time.Time) int {
 	}
 	*marks = kept
 	return n
+}
+
+// seenAt is where and when a content was last recorded or arrived.
+type seenAt struct {
+	at   time.Time
+	path string
+}
+
+// pruneHashes drops the hashes older than massDeleteWindow.
+func pruneHashes(m map[[32]byte]seenAt, now time.Time) {
+	for h, s := range m {
+		if now.Sub(s.at) >= massDeleteWindow {
+			delete(m, h)
+		}
+	}
+}
+
+// movedElsewhere reports whether content h was seen at a path other than
+// p within the window: p's deletion is then one half of a move.
+func movedElsewhere(m map[[32]byte]seenAt, h [32]byte, p string) bool {
+	s, ok := m[h]
+	return ok && s.path != p
 }
 
 // loadMassDeletePolicy reads the folder's stored policy (the default when
@@ -136,29 +163,52 @@ func isFileKind(k folder.Kind) bool { return k == folder.KindFile || k == folder
 // confirmed names the deletions the user accepted (`weft deletions
 // accept`): they are recorded with entry.DeletionConfirmed, so other
 // devices apply them instead of holding them for their own users.
-func (v *vault) holdLocalDeletions(changes []folder.Change, mode scanMode) (kept []folder.Change, confirmed map[string]bool) {
+func (v *vault) holdLocalDeletions(changes []folder.Change, mode scanMode, scanned []string) (kept []folder.Change, confirmed map[string]bool) {
 	now := v.n.now()
 	v.mu.Lock()
 	g := &v.deletes
-	// A deletion whose content the same scan finds at another path is a
-	// move, not a loss: it is recorded at once and counts for nothing.
-	moved := map[[32]byte]bool{}
+	// A deletion whose content this scan, or one in the last
+	// massDeleteWindow, found at another path is a move, not a loss: it is
+	// recorded at once and counts for nothing.
+	pruneHashes(g.added, now)
 	for _, c := range changes {
 		if c.Type != folder.Deleted && c.New.Kind == folder.KindFile {
-			moved[c.New.Hash] = true
+			if g.added == nil {
+				g.added = map[[32]byte]seenAt{}
+			}
+			g.added[c.New.Hash] = seenAt{now, c.Path}
+		}
+	}
+	if mode == scanSettled {
+		// A deferred path the scan looked at and did not find deleted
+		// came back unchanged (moved out and back): no longer deferred.
+		gone := map[string]bool{}
+		for _, c := range changes {
+			if c.Type == folder.Deleted {
+				gone[c.Path] = true
+			}
+		}
+		for _, p := range scanned {
+			if !gone[p] {
+				delete(g.deferred, p)
+			}
 		}
 	}
 	var dels []folder.Change
 	files := 0
 	for _, c := range changes {
-		if c.Type == folder.Deleted && c.Old.Kind == folder.KindFile && moved[c.Old.Hash] {
-			continue
+		if c.Type == folder.Deleted && c.Old.Kind == folder.KindFile {
+			if movedElsewhere(g.added, c.Old.Hash, c.Path) {
+				delete(g.deferred, c.Path)
+				continue
+			}
 		}
 		if c.Type != folder.Deleted {
 			if _, ok := g.local[c.Path]; ok {
 				delete(g.local, c.Path) // back on disk
 			}
 			delete(g.deferred, c.Path)
+			delete(g.allowLocal, c.Path) // an accepted deletion undone: not accepted for later
 			continue
 		}
 		if _, ok := g.allowLocal[c.Path]; ok {
@@ -299,7 +349,7 @@ func (v *vault) deferredDeletions() []string {
 // and a deletion whose content arrives at another path in the same pass
 // (arriving: content hashes of the pass's other paths' heads) is a move;
 // once a hold exists every further one joins it. v.mu must not be held.
-func (v *vault) holdIncomingDeletions(dels []string, arriving map[[32]byte]bool) []string {
+func (v *vault) holdIncomingDeletions(dels []string, arriving map[[32]byte]string) []string {
 	now := v.n.now()
 	v.mu.Lock()
 	g := &v.deletes
@@ -308,6 +358,35 @@ func (v *vault) holdIncomingDeletions(dels []string, arriving map[[32]byte]bool)
 			delete(g.allowIn, p) // applied
 		}
 	}
+	// Content arriving now or within the window at other paths: the
+	// deletions of it are moves, even when the author's entries carried
+	// the deletions first and the new paths later (a rename of more than
+	// one entry's worth of files). Held deletions that turn out to be
+	// moves are released and applied.
+	pruneHashes(g.arrived, now)
+	for h, p := range arriving {
+		if g.arrived == nil {
+			g.arrived = map[[32]byte]seenAt{}
+		}
+		g.arrived[h] = seenAt{now, p}
+	}
+	var released []string
+	for p := range g.incoming {
+		if rec, ok := v.index[p]; ok && rec.Kind == entry.KindFile {
+			if movedElsewhere(g.arrived, rec.Hash, p) {
+				delete(g.incoming, p)
+				released = append(released, p)
+			}
+		}
+	}
+	if len(released) > 0 {
+		v.countIncomingLocked()
+		if len(g.incoming) == 0 {
+			g.incoming, g.inSince = nil, time.Time{}
+		}
+		slices.Sort(released)
+		dels = append(slices.Clone(dels), released...)
+	}
 	var present []string
 	files := 0
 	for _, p := range dels {
@@ -315,7 +394,10 @@ func (v *vault) holdIncomingDeletions(dels []string, arriving map[[32]byte]bool)
 			continue
 		}
 		rec, here := v.index[p]
-		if !here || rec.Kind == entry.KindFile && arriving[rec.Hash] || v.deletionConfirmedLocked(p) {
+		if !here || v.deletionConfirmedLocked(p) {
+			continue
+		}
+		if rec.Kind == entry.KindFile && movedElsewhere(g.arrived, rec.Hash, p) {
 			continue
 		}
 		present = append(present, p)
@@ -405,6 +487,7 @@ func (v *vault) releaseIncomingLocked(dirty []string) {
 			continue
 		}
 		delete(g.incoming, p)
+		delete(g.allowIn, p) // an accepted deletion that lost: not accepted for later
 	}
 	v.countIncomingLocked()
 	if len(g.incoming) == 0 {

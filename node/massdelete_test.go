@@ -295,3 +295,70 @@ func TestIncomingMassDeleteIsHeld(t *testing.T) {
 		})
 	}
 }
+
+// A directory rename the watcher reports in two parts (the new paths
+// first, the old ones in a later batch) is a move, not a mass deletion.
+func TestSplitRenameIsNotHeld(t *testing.T) {
+	ctx := context.Background()
+	n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true})
+	writeNotes(t, folderPath, 40)
+	if err := n.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v := n.vaultsNow()[0]
+	if err := os.Rename(filepath.Join(folderPath, "notes"), filepath.Join(folderPath, "renamed")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.scanAs(ctx, []string{"renamed"}, scanWatched); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.scanAs(ctx, []string{"notes"}, scanWatched); err != nil {
+		t.Fatal(err)
+	}
+	if ps := v.deferredDeletions(); len(ps) > 0 {
+		if _, err := v.scan(ctx, ps); err != nil { // the recheck
+			t.Fatal(err)
+		}
+	}
+	if held := n.Deletions(); len(held) != 0 {
+		t.Fatalf("a split rename was held: %+v", held)
+	}
+	v.mu.Lock()
+	files := v.counts.files
+	v.mu.Unlock()
+	if files != 40 {
+		t.Fatalf("index holds %d files after the rename, want 40", files)
+	}
+}
+
+// Peers' deletions held as a mass deletion are released once their
+// content arrives at other paths: the author renamed, and its entries
+// carried the deletions before the new paths.
+func TestIncomingRenameReleasesHold(t *testing.T) {
+	ctx := context.Background()
+	n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true})
+	paths := writeNotes(t, folderPath, 30)
+	if err := n.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v := n.vaultsNow()[0]
+	if kept := v.holdIncomingDeletions(paths[:27], nil); len(kept) != 0 {
+		t.Fatalf("27 of 30 deleted: %d applied, want all held", len(kept))
+	}
+	if held := n.Deletions(); len(held) != 1 || held[0].Files != 27 {
+		t.Fatalf("held: %+v", held)
+	}
+	arriving := map[[32]byte]string{}
+	v.mu.Lock()
+	for _, p := range paths[:27] {
+		arriving[v.index[p].Hash] = "moved/" + p
+	}
+	v.mu.Unlock()
+	kept := v.holdIncomingDeletions(nil, arriving)
+	if len(kept) != 27 {
+		t.Fatalf("after the content arrived elsewhere: %d deletions released, want 27", len(kept))
+	}
+	if held := n.Deletions(); len(held) != 0 {
+		t.Fatalf("still held: %+v", held)
+	}
+}

@@ -621,6 +621,11 @@ func (v *vault) recordRestored(ctx context.Context, paths []string) error {
 		if !ok && settled && len(heads) > 0 && c.Type == folder.Deleted {
 			ver, ok = entry.Version{Path: c.Path, Kind: entry.KindDeletion}, true
 		}
+		if ok && ver.Kind == entry.KindDeletion {
+			// The user asked for it: other devices apply it even when a
+			// restore to an earlier time deletes most of the folder.
+			ver.Mode = entry.DeletionConfirmed
+		}
 		if ok {
 			if settled && len(heads) > 0 {
 				ver.Supersedes = heads

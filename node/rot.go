@@ -74,7 +74,16 @@ func (v *vault) quarantine(found []folder.Change) []string {
 		aside, err := v.moveAside(c)
 		if err != nil {
 			if !errors.Is(err, errChangedAgain) {
+				// Not recorded, not repaired: said in status until it is.
 				v.log.Warn("moving a damaged file aside", "path", c.Path, "err", err)
+				v.mu.Lock()
+				if v.corrupt == nil {
+					v.corrupt = map[string]corruptFile{}
+				}
+				if _, ok := v.corrupt[c.Path]; !ok {
+					v.corrupt[c.Path] = corruptFile{aside: "(not moved: " + err.Error() + ")", since: v.n.now()}
+				}
+				v.mu.Unlock()
 			}
 			continue
 		}
@@ -202,7 +211,7 @@ func (v *vault) scrubPass(ctx context.Context, prefix, cursor string, maxBytes i
 		c, n, err := v.verifyFile(it.path, it.rec)
 		res.Bytes += n
 		switch {
-		case errors.Is(err, errChangedAgain):
+		case errors.Is(err, errChangedAgain), errors.Is(err, errRacy):
 			res.Skipped++
 		case err != nil:
 			res.Skipped++
@@ -213,7 +222,14 @@ func (v *vault) scrubPass(ctx context.Context, prefix, cursor string, maxBytes i
 			res.Files++
 		}
 	}
-	res.Corrupt = append(res.Corrupt, v.quarantine(found)...)
+	if len(found) > 0 {
+		// Under the scan lock, as a scan's own finds are: a scan between
+		// moving a file aside and dropping its record would record a
+		// deletion (moveAside checks the file again under the lock).
+		v.scanMu.Lock()
+		res.Corrupt = append(res.Corrupt, v.quarantine(found)...)
+		v.scanMu.Unlock()
+	}
 	res.Seconds = time.Since(start).Seconds()
 	v.n.events.publish(Event{Type: EventScrubbed, Folder: v.cfg.Folder, Count: res.Files, Bytes: res.Bytes})
 	return res, next, nil
@@ -252,7 +268,38 @@ func (v *vault) verifyFile(p string, rec vaultdb.Record) (*folder.Change, int64,
 	if !folder.IsRot(old, true, now) {
 		return nil, n, nil
 	}
+	if v.racy(rec) {
+		v.log.Warn("a file's content differs from what was recorded, but it was recorded within a timestamp tick of its last write: taken for an edit weft missed, not rot; run `weft scan` after editing it again",
+			"path", p)
+		return nil, n, errRacy
+	}
 	return &folder.Change{Type: folder.Modified, Path: p, Old: old, New: now}, n, nil
+}
+
+// errRacy: a mismatch the scrub cannot call rot (see racy).
+var errRacy = errors.New("recorded too close to its last write")
+
+// racyWindow is how close to a file's mtime its recording must have been
+// for a later mismatch to be an unseen edit rather than rot: a write in
+// the same timestamp tick as the scan that recorded the file moves neither
+// mtime nor ctime (git's "racy" entries). Two seconds covers the coarsest
+// clocks weft meets (FAT, HFS+, SMB).
+const racyWindow = 2 * time.Second
+
+// racy reports whether this device recorded rec within racyWindow of the
+// file's mtime, so that a write right after the scan could have left the
+// metadata unchanged. Versions written by the applier are never racy: it
+// took the metadata from the file it had just written.
+func (v *vault) racy(rec vaultdb.Record) bool {
+	if rec.Version.Author != v.n.id.ID() {
+		return false
+	}
+	e, err := v.db.Get(rec.Version.Author, rec.Version.Seq)
+	if err != nil {
+		return true // unknown: not rot
+	}
+	recorded := time.UnixMilli(e.Time())
+	return recorded.Sub(time.Unix(0, rec.MTime)) < racyWindow
 }
 
 // statMatches reports whether an lstat shows the file the index recorded,

@@ -103,7 +103,14 @@ func TestRotIsRepairedNotRecorded(t *testing.T) {
 func TestScrubFindsSilentRot(t *testing.T) {
 	ctx := context.Background()
 	n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true})
-	writeNotes(t, folderPath, 10)
+	// Written an hour ago: a file recorded within a timestamp tick of its
+	// last write is never called rot (racyWindow).
+	hourAgo := time.Now().Add(-time.Hour)
+	for _, p := range writeNotes(t, folderPath, 10) {
+		if err := os.Chtimes(filepath.Join(folderPath, filepath.FromSlash(p)), hourAgo, hourAgo); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := n.Scan(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -186,5 +193,41 @@ func TestEditIsNotRot(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(folderPath, folder.WorkDir, "corrupt")); len(ents) != 0 {
 		t.Fatalf("an edit was taken for rot: %v", ents)
+	}
+}
+
+// A file recorded right after its last write may have been written again
+// in the same timestamp tick, unseen: the scrub does not call it rot (it
+// would put back content older than the user's).
+func TestScrubLeavesRacyRecords(t *testing.T) {
+	ctx := context.Background()
+	n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true})
+	writeNotes(t, folderPath, 3)
+	if err := n.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v := n.vaultsNow()[0]
+	rel := "notes/n001.md"
+	p := filepath.Join(folderPath, filepath.FromSlash(rel))
+	flipByte(t, p, 2)
+	info, err := v.fs.Lstat(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.mu.Lock()
+	rec := v.index[rel]
+	rec.Ctime = info.Ctime // as if the write had moved no metadata
+	v.setIndexLocked(rel, rec)
+	v.mu.Unlock()
+	changed, _ := os.ReadFile(p)
+	res, err := n.Scrub(ctx, ScrubRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res[0].Corrupt) != 0 || res[0].Skipped != 1 {
+		t.Fatalf("scrub of a racy record: %+v, want it skipped, nothing damaged", res)
+	}
+	if b, _ := os.ReadFile(p); !bytes.Equal(b, changed) {
+		t.Fatal("the scrub replaced a file it could not call rot")
 	}
 }

@@ -520,7 +520,9 @@ func (w *walk) hash(ctx context.Context, j hashJob) {
 // file's back and its mtime put back), not an edit to sync.
 func IsRot(old Record, had bool, now Record) bool {
 	var zero [32]byte
-	return had && old.Kind == KindFile && now.Kind == KindFile && old.Hash != zero &&
+	// Without inode numbers (FAT, some network file systems) a replaced
+	// file cannot be told from a damaged one: never rot there.
+	return had && old.Kind == KindFile && now.Kind == KindFile && old.Hash != zero && old.Inode != 0 &&
 		old.Size == now.Size && old.MTime == now.MTime && old.Inode == now.Inode && old.Hash != now.Hash
 }
 
