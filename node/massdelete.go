@@ -58,6 +58,10 @@ type deleteGuard struct {
 	// deferred are deletions the watcher reported, waiting for the next
 	// recheck to be judged together (path -> is a file).
 	deferred map[string]bool
+	// deferredAt is when the last deletion joined deferred: they are
+	// judged only once deletionQuiet has passed since, so a deletion still
+	// under way (rm -rf of a large tree) is judged whole, not in slices.
+	deferredAt time.Time
 	// added and arrived are the content hashes of files recorded here and
 	// of files arriving from peers within massDeleteWindow: a deletion of
 	// that content is the other half of a move, even when the move was
@@ -68,6 +72,10 @@ type deleteGuard struct {
 	// massDeleteWindow, oldest first.
 	recentLocal, recentIn []deletedAt
 }
+
+// deletionQuiet is how long no further deletion must have been reported
+// before the deferred ones are judged.
+const deletionQuiet = time.Second
 
 // deletedAt is a count of files deleted at a time.
 type deletedAt struct {
@@ -236,6 +244,7 @@ func (v *vault) holdLocalDeletions(changes []folder.Change, mode scanMode, scann
 			for _, c := range dels {
 				g.deferred[c.Path] = isFileKind(c.Old.Kind)
 			}
+			g.deferredAt = now
 			v.mu.Unlock()
 			return withoutPaths(changes, dels), confirmed
 		}
@@ -333,8 +342,8 @@ func withoutPaths(changes, drop []folder.Change) []folder.Change {
 func (v *vault) deferredDeletions() []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if len(v.deletes.deferred) == 0 {
-		return nil
+	if len(v.deletes.deferred) == 0 || v.n.now().Sub(v.deletes.deferredAt) < deletionQuiet {
+		return nil // none, or deletions still arriving: judged once they stop
 	}
 	out := make([]string, 0, len(v.deletes.deferred))
 	for p := range v.deletes.deferred {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
@@ -300,7 +301,8 @@ func TestIncomingMassDeleteIsHeld(t *testing.T) {
 // first, the old ones in a later batch) is a move, not a mass deletion.
 func TestSplitRenameIsNotHeld(t *testing.T) {
 	ctx := context.Background()
-	n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true})
+	clk := &testClock{t: time.Now()}
+	n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true, Now: clk.Now})
 	writeNotes(t, folderPath, 40)
 	if err := n.Scan(ctx); err != nil {
 		t.Fatal(err)
@@ -315,10 +317,18 @@ func TestSplitRenameIsNotHeld(t *testing.T) {
 	if _, err := v.scanAs(ctx, []string{"notes"}, scanWatched); err != nil {
 		t.Fatal(err)
 	}
-	if ps := v.deferredDeletions(); len(ps) > 0 {
-		if _, err := v.scan(ctx, ps); err != nil { // the recheck
-			t.Fatal(err)
-		}
+	if ps := v.deferredDeletions(); len(ps) != 0 {
+		t.Fatalf("deferred deletions judged before they were quiet: %v", ps)
+	}
+	clk.set(clk.Now().Add(deletionQuiet))
+	// The moved files' deletions went out with the scan (their content
+	// was just recorded elsewhere); the old directory's waited.
+	ps := v.deferredDeletions()
+	if !slices.Equal(ps, []string{"notes"}) {
+		t.Fatalf("deferred once quiet: %v, want the old directory", ps)
+	}
+	if _, err := v.scan(ctx, ps); err != nil { // the recheck
+		t.Fatal(err)
 	}
 	if held := n.Deletions(); len(held) != 0 {
 		t.Fatalf("a split rename was held: %+v", held)
