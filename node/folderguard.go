@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/store/vaultdb"
 )
 
@@ -137,20 +138,43 @@ func (v *vault) checkFolder() (code, msg string) {
 	// unless its index holds files and the root holds nothing at all.
 	v.mu.Lock()
 	files := v.counts.files
+	if files == 0 && v.logHoldsFilesLocked() {
+		// A rebuilt index lost its records (and the marked flag with
+		// them), but the log says the folder holds files.
+		files = -1
+	}
 	v.mu.Unlock()
-	if files > 0 {
+	if files != 0 {
 		empty, err := rootEmpty(v.fs)
 		if err != nil {
 			return codeUnreadable, fmt.Sprintf("the folder %s cannot be read: %v", dir, err)
 		}
 		if empty {
-			return codeMarkerMissing, fmt.Sprintf("the folder %s is empty but weft last saw %d files in it (an unmounted drive, an empty folder put in its place); put the real folder back, or see `weft folder reset`", dir, files)
+			seen := fmt.Sprintf("weft last saw %d files in it", files)
+			if files < 0 {
+				seen = "the vault's log holds files for it"
+			}
+			return codeMarkerMissing, fmt.Sprintf("the folder %s is empty but %s (an unmounted drive, an empty folder put in its place); put the real folder back, or see `weft folder reset`", dir, seen)
 		}
 	}
 	if err := v.markFolder(); err != nil {
 		return codeUnreadable, fmt.Sprintf("writing the folder marker in %s: %v", dir, err)
 	}
 	return "", ""
+}
+
+// logHoldsFilesLocked reports whether some path's heads include a file:
+// the folder is not new. Asked only of a folder that has never been
+// marked, once per check. v.mu must be held.
+func (v *vault) logHoldsFilesLocked() bool {
+	for _, p := range v.graph.Paths() {
+		for _, h := range v.graph.Heads(p) {
+			if h.Kind == protocol.KindFile {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // markedBefore reports whether this vault's folder has had a marker.

@@ -178,3 +178,44 @@ func TestFolderGuardMarksOldVaults(t *testing.T) {
 		t.Fatalf("authored %d entries, want 0", got-seq)
 	}
 }
+
+// After an index rebuild (no folder records, no marked flag) an empty
+// folder is not marked as the vault's while the log holds files for it.
+func TestFolderGuardEmptyAfterIndexLoss(t *testing.T) {
+	ctx := context.Background()
+	n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true})
+	writeNotes(t, folderPath, 5)
+	if err := n.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v := n.vaultsNow()[0]
+	// What a rebuild leaves: the log, no records, no flag; and the drive
+	// not mounted.
+	u := &vaultdb.Update{}
+	u.DeleteMeta(metaMarked)
+	v.mu.Lock()
+	for p := range v.index {
+		u.DeleteIndex(p)
+	}
+	v.mu.Unlock()
+	if err := v.db.Commit(u); err != nil {
+		t.Fatal(err)
+	}
+	v.mu.Lock()
+	for p := range v.index {
+		v.setIndexLocked(p, vaultdb.Record{})
+	}
+	v.mu.Unlock()
+	if err := os.RemoveAll(folderPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(folderPath, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Scan(ctx); !errors.Is(err, errFolderStopped) {
+		t.Fatalf("scan of an empty folder after index loss: %v, want errFolderStopped", err)
+	}
+	if _, err := os.Stat(filepath.Join(folderPath, folder.MarkerPath)); err == nil {
+		t.Fatal("the empty folder was marked as the vault's")
+	}
+}
