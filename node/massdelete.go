@@ -20,7 +20,9 @@ import (
 // user accepts them (`weft deletions accept`) or rejects them (`weft
 // deletions reject`, which brings the files back). So neither a user's
 // slip, nor a broken disk that the folder guard did not catch, nor one
-// broken or hostile member can empty every device.
+// broken member can empty every device; a hostile member with the vault's
+// keys can mark its deletions confirmed (entry.DeletionConfirmed) and is
+// slowed, not stopped (docs/security.md).
 //
 // What is held is derived again after a restart: held local deletions
 // were never recorded, so the first scan finds them again; held incoming
