@@ -262,7 +262,8 @@ func (v *vault) status() FolderStatus {
 	}
 	held := v.heldErrors()
 	fs.Errors = append(fs.Errors, held...)
-	fs.Errors = append(fs.Errors, v.corruptErrors()...)
+	corrupt := v.corruptErrors()
+	fs.Errors = append(fs.Errors, corrupt...)
 	for _, p := range sortedKeys(view.errs) {
 		fs.Errors = append(fs.Errors, PathMessage{Path: p, Reason: view.errs[p]})
 	}
@@ -275,6 +276,10 @@ func (v *vault) status() FolderStatus {
 		fs.State, fs.Error = "error", stuck(fs.Errors)
 	case len(held) > 0:
 		fs.State = "held"
+	case len(corrupt) > 0 && fs.Pending == 0:
+		// A damaged file that is not being written again (it could not
+		// be moved aside): nothing will fix it without the user.
+		fs.State, fs.Error = "error", corrupt[0].Path+": "+corrupt[0].Reason
 	case fs.Pending > 0:
 		fs.State = "syncing"
 	default:

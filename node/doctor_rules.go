@@ -29,7 +29,7 @@ type Finding struct {
 	// clock-skew, scanning, relay-offline, relay-refused, relay-full,
 	// relay-rollback, and the folder error codes of docs/api.md
 	// (folder-marker-missing, folder-marker-foreign, folder-unreadable,
-	// mass-delete).
+	// mass-delete, corrupt, membership-lost, log-unconfirmed).
 	Kind    string `json:"kind"`
 	Folder  string `json:"folder,omitempty"`
 	Path    string `json:"path,omitempty"`
@@ -335,8 +335,8 @@ func folderHealth(fo folderFacts) []Finding {
 	var out []Finding
 	add := func(sev, kind, msg, fix string) { out = append(out, Finding{sev, kind, fo.Path, "", "", msg, fix}) }
 	for _, e := range fo.coded {
-		if fix, ok := codeFixes[e.Code]; ok {
-			add(SeverityProblem, e.Code, e.Reason, fix)
+		if c, ok := codeFindings[e.Code]; ok {
+			out = append(out, Finding{c.severity, e.Code, fo.Path, e.Path, "", e.Reason, c.fix})
 		}
 	}
 	w := fo.Watcher
@@ -374,12 +374,16 @@ func folderHealth(fo folderFacts) []Finding {
 	return out
 }
 
-// codeFixes says what to do about each folder error code doctor reports.
-var codeFixes = map[string]string{
-	codeMarkerMissing: "put the real folder back (mount its drive, move it back): weft resumes by itself; if this really is the folder now, run `weft folder reset FOLDER`",
-	codeMarkerForeign: "check that FOLDER is the folder this vault syncs; if it is, run `weft folder reset FOLDER`",
-	codeUnreadable:    "make the folder readable again (check its drive, mount and permissions); weft resumes by itself",
-	codeMassDelete:    "run `weft deletions` to see them, then `weft deletions accept` to let them go through or `weft deletions reject` to bring the files back",
+// codeFindings says how doctor reports each folder error code of status,
+// and what to do about it.
+var codeFindings = map[string]struct{ severity, fix string }{
+	codeMarkerMissing:  {SeverityProblem, "put the real folder back (mount its drive, move it back): weft resumes by itself; if this really is the folder now, run `weft folder reset FOLDER`"},
+	codeMarkerForeign:  {SeverityProblem, "check that FOLDER is the folder this vault syncs; if it is, run `weft folder reset FOLDER`"},
+	codeUnreadable:     {SeverityProblem, "make the folder readable again (check its drive, mount and permissions); weft resumes by itself"},
+	codeMassDelete:     {SeverityProblem, "run `weft deletions` to see them, then `weft deletions accept` to let them go through or `weft deletions reject` to bring the files back"},
+	codeCorrupt:        {SeverityProblem, "check the disk (SMART, dmesg); weft writes the recorded version again from local chunks, peers or the relay, and keeps the damaged copy in .weft/corrupt/ for you to compare or delete"},
+	codeMembershipLost: {SeverityProblem, "start a device that is a member (or the relay) so this one can fetch the membership log again"},
+	codeLogUnconfirmed: {SeverityWarning, "keep a member or the relay reachable: local changes are recorded once this device knows its own log is whole"},
 }
 
 func nextLimit(dirs int) int { return max(524288, dirs*2) }

@@ -43,6 +43,14 @@ func TestDiagnoseRules(t *testing.T) {
 		want  []string // severity:kind that must be present
 		not   []string // that must be absent
 	}{
+		{"folder error codes", doctorFacts{folders: []folderFacts{with(func(f *folderFacts) {
+			f.State = "error"
+			f.coded = []PathMessage{
+				{Code: codeMarkerMissing, Reason: "marker gone"}, {Code: codeMassDelete, Reason: "held"},
+				{Code: codeCorrupt, Path: "a.md", Reason: "damaged"}, {Code: codeLogUnconfirmed, Reason: "waiting"},
+			}
+		})}, peers: []PeerDiagnosis{online}},
+			[]string{"problem:folder-marker-missing", "problem:mass-delete", "problem:corrupt", "warning:log-unconfirmed"}, []string{"info:in-sync"}},
 		{"in sync", doctorFacts{folders: []folderFacts{folderOK}, peers: []PeerDiagnosis{online}},
 			[]string{"info:in-sync", "info:peer-reachable"}, []string{"problem:peer-offline"}},
 		{"peer stopped, nothing pending", doctorFacts{folders: []folderFacts{with(func(f *folderFacts) { f.anyPeer = false; f.State = "offline" })}, peers: []PeerDiagnosis{offline}},

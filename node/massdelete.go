@@ -263,12 +263,7 @@ func (v *vault) holdLocalDeletions(changes []folder.Change, mode scanMode, scann
 			}
 		}
 	}
-	g.localFiles = 0
-	for p := range g.local {
-		if isFileRecord(v.index[p]) {
-			g.localFiles++
-		}
-	}
+	v.countLocalLocked()
 	recent := recentCount(&g.recentLocal, now)
 	hold := len(dels) > 0 && (len(g.local) > 0 || g.policy.Exceeds(files+recent, v.counts.files+recent))
 	if !hold {
@@ -298,12 +293,7 @@ func (v *vault) holdLocalDeletions(changes []folder.Change, mode scanMode, scann
 		}
 		g.deferred = nil
 	}
-	g.localFiles = 0
-	for p := range g.local {
-		if isFileRecord(v.index[p]) {
-			g.localFiles++
-		}
-	}
+	v.countLocalLocked()
 	if g.localSince.IsZero() {
 		g.localSince = now
 	}
@@ -468,6 +458,18 @@ func (v *vault) deletionConfirmedLocked(path string) bool {
 // guard.
 func isFileRecord(r vaultdb.Record) bool {
 	return r.Kind == entry.KindFile || r.Kind == entry.KindSymlink
+}
+
+// countLocalLocked recounts the files among the held local deletions
+// (their records stay in the index). v.mu must be held.
+func (v *vault) countLocalLocked() {
+	g := &v.deletes
+	g.localFiles = 0
+	for p := range g.local {
+		if isFileRecord(v.index[p]) {
+			g.localFiles++
+		}
+	}
 }
 
 // countIncomingLocked recounts the files among the held incoming

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"lukechampine.com/blake3"
@@ -157,21 +159,11 @@ func (v *vault) corruptErrors() []PathMessage {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var out []PathMessage
-	for _, p := range slices.Sorted(mapKeys(v.corrupt)) {
+	for _, p := range slices.Sorted(maps.Keys(v.corrupt)) {
 		out = append(out, PathMessage{Code: codeCorrupt, Path: p, Reason: fmt.Sprintf(
 			"the file's content changed without an edit (damage on the disk): the damaged copy is kept at %s; the recorded version is being written again from this device's other files, peers or the relay", v.corrupt[p].aside)})
 	}
 	return out
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // scrubPass re-verifies the files under prefix ("" for all) whose
@@ -254,6 +246,16 @@ func (v *vault) verifyFile(p string, rec vaultdb.Record) (*folder.Change, int64,
 	defer f.Close()
 	h := blake3.New(32, nil)
 	n, err := io.Copy(h, io.LimitReader(f, int64(rec.Size)+1))
+	if errors.Is(err, syscall.EIO) {
+		// A file that cannot be read back while its metadata is as
+		// recorded sits on a bad sector: damaged, like a wrong hash.
+		if after, serr := v.fs.Lstat(p); serr == nil && statMatches(after, rec) {
+			v.log.Warn("a file cannot be read back (I/O error): taken for damage", "path", p, "err", err)
+			now := folder.Record{Path: p, Kind: folder.KindFile, Size: info.Size, MTime: info.MTime, Inode: info.Inode, Ctime: info.Ctime}
+			old := folder.Record{Path: p, Kind: folder.KindFile, Size: int64(rec.Size), MTime: rec.MTime, Inode: rec.Inode, Ctime: rec.Ctime, Hash: rec.Hash}
+			return &folder.Change{Type: folder.Modified, Path: p, Old: old, New: now}, n, nil
+		}
+	}
 	if err != nil {
 		return nil, n, fmt.Errorf("reading %s: %w", p, err)
 	}
