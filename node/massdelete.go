@@ -100,6 +100,12 @@ func recentCount(marks *[]deletedAt, now time.Time) int {
 	return n
 }
 
+// maxMoveHashes bounds each of the added and arrived sets (about 60
+// bytes an entry): a first scan of 100,000 files must not keep 6 MB for a
+// move check. A split rename of more files than that may be held; the
+// user accepts it.
+const maxMoveHashes = 10_000
+
 // seenAt is where and when a content was last recorded or arrived.
 type seenAt struct {
 	at   time.Time
@@ -182,7 +188,7 @@ func (v *vault) holdLocalDeletions(changes []folder.Change, mode scanMode, scann
 	// recorded at once and counts for nothing.
 	pruneHashes(g.added, now)
 	for _, c := range changes {
-		if c.Type != folder.Deleted && c.New.Kind == folder.KindFile {
+		if c.Type != folder.Deleted && c.New.Kind == folder.KindFile && len(g.added) < maxMoveHashes {
 			if g.added == nil {
 				g.added = map[[32]byte]seenAt{}
 			}
@@ -366,6 +372,9 @@ func (v *vault) holdIncomingDeletions(dels []string, arriving map[[32]byte]strin
 	// moves are released and applied.
 	pruneHashes(g.arrived, now)
 	for h, p := range arriving {
+		if len(g.arrived) >= maxMoveHashes {
+			break
+		}
 		if g.arrived == nil {
 			g.arrived = map[[32]byte]seenAt{}
 		}
