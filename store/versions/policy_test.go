@@ -51,7 +51,7 @@ func TestPlanThinsOldVersionsToOnePerDay(t *testing.T) {
 		day := old.Add(time.Duration(i/3) * 24 * time.Hour)
 		es = append(es, entryOf(t, fmt.Sprint("v", i), "a", day.Add(time.Duration(i%3)*time.Hour), false, fmt.Sprint("c", i)))
 	}
-	es = append(es, entryOf(t, "cur", "a", old, true, "cur"))          // current: never thinned
+	es = append(es, entryOf(t, "cur", "a", old, true, "cur"))             // current: never thinned
 	es = append(es, entryOf(t, "b", "b", old.Add(time.Hour), false, "b")) // another path: its own day
 	drop, _ := Plan(es, now, Policy{Budget: 1 << 20})
 	if want := []int{0, 1, 3, 4}; !slices.Equal(drop, want) {
