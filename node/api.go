@@ -75,6 +75,8 @@ func (n *Node) startAPI(ctx context.Context, addr string) (*apiServer, error) {
 	mux.HandleFunc("POST /v1/deletions", a.decideDeletions)
 	mux.HandleFunc("POST /v1/folders/reset", a.folderReset)
 	mux.HandleFunc("POST /v1/folders/guard", a.folderGuard)
+	mux.HandleFunc("GET /v1/versions", a.versions)
+	mux.HandleFunc("POST /v1/folders/versions", a.setVersionPolicy)
 	mux.Handle("GET /metrics", a.mon.metrics.handler())
 	a.srv = &http.Server{Handler: a.auth(mux), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	if err := n.cfg.Home.WriteAPIInfo(home.APIInfo{Addr: a.addr, Token: a.token, PID: os.Getpid()}); err != nil {

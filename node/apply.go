@@ -469,6 +469,9 @@ func (v *vault) commitIndex(path string, rec vaultdb.Record) error {
 	v.setIndexLocked(path, rec)
 	v.grewLocked() // what this device holds in full may have grown
 	v.mu.Unlock()
+	if rec.Kind == entry.KindFile && len(rec.Chunks) > 0 && (!had || old.Version != rec.Version) {
+		v.queueKeep(rec.Version, !had || old.Kind != entry.KindFile)
+	}
 	return nil
 }
 
@@ -488,6 +491,7 @@ func (v *vault) applyVersion(ctx context.Context, id entry.VersionID, ver entry.
 		if !had {
 			return vaultdb.Record{}, nil
 		}
+		v.keepBeforeReplace(cur, had)
 		if err := a.Delete(ctx, ver.Path); err != nil {
 			return vaultdb.Record{}, err
 		}
@@ -519,6 +523,7 @@ func (v *vault) applyVersion(ctx context.Context, id entry.VersionID, ver entry.
 			cur.Chunks = ver.Chunks
 			return cur, nil
 		}
+		v.keepBeforeReplace(cur, had)
 		content, stop := v.contentReader(ctx, ver)
 		defer stop()
 		out, err := a.WriteFile(ctx, folder.FileVersion{
@@ -547,6 +552,7 @@ func (v *vault) writeBytes(ctx context.Context, path string, like entry.Version,
 	if had && cur.Kind == entry.KindFile && cur.Hash == ver.Hash {
 		return cur, nil
 	}
+	v.keepBeforeReplace(cur, had)
 	out, err := v.applier.WriteFile(ctx, folder.FileVersion{Path: path, Size: int64(len(b)), MTime: v.n.now().UnixNano(), Executable: ver.Mode&0o111 != 0}, bytes.NewReader(b))
 	if err != nil {
 		return vaultdb.Record{}, err
@@ -743,15 +749,45 @@ func (v *vault) localPlaintext(c cid.Cid) ([]byte, error) {
 	return b, err
 }
 
-// localEnvelope re-creates a chunk's envelope for a peer.
+// localEnvelope re-creates a chunk's envelope for a peer: from a folder
+// file, else from the local version store.
 func (v *vault) localEnvelope(c cid.Cid) ([]byte, error) {
-	_, env, err := v.localChunk(c)
+	_, env, err := v.folderChunk(c)
+	if err != nil {
+		if e, serr := v.storedEnvelope(c); serr == nil {
+			return e, nil
+		}
+	}
+	return env, err
+}
+
+// folderEnvelope re-creates a chunk's envelope from a folder file only
+// (what the keeper copies into the version store).
+func (v *vault) folderEnvelope(c cid.Cid) ([]byte, error) {
+	_, env, err := v.folderChunk(c)
 	return env, err
 }
 
 var errNotLocal = errors.New("chunk not held locally")
 
+// localChunk returns a chunk's plaintext and envelope from a folder file,
+// else from the local version store.
 func (v *vault) localChunk(c cid.Cid) (plain, env []byte, err error) {
+	plain, env, err = v.folderChunk(c)
+	if err == nil {
+		return plain, env, nil
+	}
+	if e, serr := v.storedEnvelope(c); serr == nil {
+		if p, oerr := v.openChunk(c, e); oerr == nil {
+			return p, e, nil
+		}
+	}
+	return nil, nil, err
+}
+
+// folderChunk re-creates chunk c from a file of the folder that the index
+// says holds it.
+func (v *vault) folderChunk(c cid.Cid) (plain, env []byte, err error) {
 	v.mu.Lock()
 	locs := slices.Clone(v.chunkLoc[c])
 	v.mu.Unlock()

@@ -184,6 +184,11 @@ func auditWant(t *testing.T, s network.Stream, cids []cid.Cid, batch int) [][]by
 // chunk and checking its CID can tell).
 func TestAuditChunkServedOnlyFromUnchangedFile(t *testing.T) {
 	n, folderPath := testNodeWith(t, Config{NoWatcher: true})
+	// The version store would serve the recorded chunks (verified, from
+	// its own copy): this test is about the folder's files.
+	if _, err := n.SetVersionPolicy(context.Background(), folderPath, VersionPolicy{Off: true}); err != nil {
+		t.Fatal(err)
+	}
 	h, _ := joinAsMember(t, n)
 	v := n.vaultsNow()[0]
 	p := filepath.Join(folderPath, "big.bin")

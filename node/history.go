@@ -82,8 +82,14 @@ type HistoryVersion struct {
 	Hash string `json:"hash,omitempty"`
 	// Content says where the content can come from: "inline" (carried
 	// in the log itself, always restorable), "local" (every chunk is in a
-	// file of this folder now) or "peers" (it must be fetched from a
-	// device or relay that still holds it). Empty for dirs and deletions.
+	// file of this folder now), "versions" (every chunk is in this
+	// folder or this device's version store), "peers" (some chunk must be
+	// fetched: a device of the vault is connected and is asked, with any
+	// connected relay), "relay" (the same, with only relays connected) or
+	// "none" (no local store holds it and no device or relay of the vault
+	// is connected: it cannot be restored now). Empty for dirs and
+	// deletions. "peers" and "relay" say who is asked, not that they
+	// still hold it: `weft restore --dry-run` asks them.
 	Content string `json:"content,omitempty"`
 }
 
@@ -214,10 +220,6 @@ func (v *vault) history(path string) (History, error) {
 		heads[toEntryID(h.ID)] = true
 	}
 	cur, had := v.index[path]
-	local := map[entry.VersionID]bool{}
-	for _, pv := range pvs {
-		local[pv.id] = len(pv.ver.Chunks) > 0 && v.chunksLocalLocked(pv.ver.Chunks)
-	}
 	v.mu.Unlock()
 	if len(pvs) == 0 {
 		return History{}, fmt.Errorf("%s: %w", path, errNoHistory)
@@ -227,6 +229,7 @@ func (v *vault) history(path string) (History, error) {
 	}
 	sortNewestFirst(pvs)
 	h := History{Folder: v.cfg.Folder, Path: path, Versions: make([]HistoryVersion, 0, len(pvs))}
+	var r reach
 	for _, pv := range pvs {
 		hv := HistoryVersion{
 			ID: versionIDString(pv.id), Time: time.UnixMilli(pv.time).UTC(),
@@ -253,30 +256,72 @@ func (v *vault) history(path string) (History, error) {
 		}
 		if pv.ver.Kind == entry.KindFile {
 			hv.Hash = hex.EncodeToString(pv.ver.Hash[:])
-			switch {
-			case len(pv.ver.Chunks) == 0:
-				hv.Content = "inline"
-			case local[pv.id]:
-				hv.Content = "local"
-			default:
-				hv.Content = "peers"
-			}
+			hv.Content = v.contentSource(pv.ver, &r)
 		}
 		h.Versions = append(h.Versions, hv)
 	}
 	return h, nil
 }
 
-// chunksLocalLocked reports whether every chunk lies in a local file, as
-// far as the index says (the file is re-checked when it is read). v.mu
-// must be held.
-func (v *vault) chunksLocalLocked(refs []entry.ChunkRef) bool {
-	for _, r := range refs {
-		if len(v.chunkLoc[r.CID]) == 0 {
-			return false
+// reach says which members of the vault this device is connected to; the
+// zero value is not yet looked at.
+type reach struct {
+	known, devices, relays bool
+}
+
+// look fills r in, once.
+func (r *reach) look(v *vault) {
+	if r.known {
+		return
+	}
+	r.known = true
+	relays := map[keys.DeviceID]bool{}
+	for _, rr := range v.relays() {
+		relays[rr.dev] = true
+	}
+	for _, c := range v.n.connectedMembers(v) {
+		if relays[c.dev] {
+			r.relays = true
+		} else {
+			r.devices = true
 		}
 	}
-	return true
+}
+
+// contentSource says where a file version's content can come from
+// (HistoryVersion.Content). r caches who is connected across calls.
+func (v *vault) contentSource(ver entry.Version, r *reach) string {
+	if len(ver.Chunks) == 0 {
+		return "inline"
+	}
+	inFolder := true
+	for _, c := range ver.Chunks {
+		v.mu.Lock()
+		here := len(v.chunkLoc[c.CID]) > 0
+		v.mu.Unlock()
+		if here {
+			continue
+		}
+		inFolder = false
+		if v.chunkKept(c.CID) {
+			continue
+		}
+		if r == nil {
+			r = &reach{}
+		}
+		r.look(v)
+		switch {
+		case r.devices:
+			return "peers"
+		case r.relays:
+			return "relay"
+		}
+		return "none"
+	}
+	if inFolder {
+		return "local"
+	}
+	return "versions"
 }
 
 // versionAt returns the version of a path that was current at t (unix

@@ -394,6 +394,9 @@ func TestRestoreRefusesLocalChange(t *testing.T) {
 
 func TestRestoreUnavailableContentChangesNothing(t *testing.T) {
 	n, v, folderPath, clk := historyNode(t)
+	if _, err := n.SetVersionPolicy(context.Background(), folderPath, VersionPolicy{Off: true}); err != nil {
+		t.Fatal(err)
+	}
 	base := clk.Now()
 	f := filepath.Join(folderPath, "big.bin")
 	big := bytes.Repeat([]byte("a line of a large file\n"), 4000) // chunked, not inline
@@ -403,8 +406,8 @@ func TestRestoreUnavailableContentChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Versions[1].Content != "peers" {
-		t.Fatalf("got content %q for the overwritten large version, want peers", h.Versions[1].Content)
+	if h.Versions[1].Content != "none" {
+		t.Fatalf("got content %q for the overwritten large version, want none (not kept, no device connected)", h.Versions[1].Content)
 	}
 	head := v.db.Head(n.ID()).Seq
 	_, err = n.Restore(context.Background(), RestoreRequest{Path: f, Version: h.Versions[1].ID})

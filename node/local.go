@@ -467,7 +467,13 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 		return fmt.Errorf("committing scan: %w", err)
 	}
 	v.mu.Lock()
+	var keeps []keepJob
 	for i, p := range paths {
+		if r := records[i]; r.Kind == entry.KindFile && len(r.Chunks) > 0 {
+			if old, had := v.index[p]; !had || old.Version != r.Version {
+				keeps = append(keeps, keepJob{id: r.Version, fresh: !had || old.Kind != entry.KindFile})
+			}
+		}
 		v.setIndexLocked(p, records[i])
 	}
 	if e != nil {
@@ -482,6 +488,9 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 		v.grewLocked()
 	}
 	v.mu.Unlock()
+	for _, j := range keeps {
+		v.queueKeep(j.id, j.fresh)
+	}
 	if e != nil {
 		v.n.events.publish(Event{Type: EventEntryWritten, Folder: v.cfg.Folder, Count: len(versions), Seq: e.Seq()})
 		v.kick()

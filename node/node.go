@@ -270,6 +270,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		tail:          newOwnTail(n.id.ID(), report),
 	}
 	v.mh.damaged = memberDamaged(report)
+	v.openKeeper()
 	v.learnEpochsLocked() // the epoch keys this device holds, from the membership log
 	if v.deletes.policy, err = loadMassDeletePolicy(db); err != nil {
 		v.log.Warn("using the default mass-delete policy", "err", err)
@@ -368,6 +369,9 @@ func (n *Node) closeVaults() {
 	for _, v := range n.vaultsNow() {
 		if err := v.db.Close(); err != nil {
 			n.log.Warn("closing vault database", "folder", v.cfg.Folder, "err", err)
+		}
+		if err := v.closeKeeper(); err != nil {
+			n.log.Warn("closing the version store", "folder", v.cfg.Folder, "err", err)
 		}
 	}
 }
@@ -554,6 +558,7 @@ func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 		v.watch(ctx, !n.cfg.NoWatcher, n.cfg.Settle, n.cfg.RescanEvery)
 	})
 	wg.Go(func() { v.tailLoop(ctx) })
+	wg.Go(func() { v.keepLoop(ctx) })
 }
 
 // reconcileLoop applies what the sync core decides, whenever a vault is

@@ -48,8 +48,14 @@ type RestoreRequest struct {
 	At string `json:"at,omitempty"`
 	// All restores every path (under Path, if given) as of At.
 	All bool `json:"all,omitempty"`
-	// DryRun lists what would change and changes nothing.
+	// DryRun lists what would change and changes nothing. It checks what
+	// a restore checks, fetching (and dropping) the content no local
+	// store holds, so what it promises is what a restore would do.
 	DryRun bool `json:"dry_run,omitempty"`
+	// Partial restores every path that can be restored when some cannot.
+	// Without it a restore with any path that cannot be restored changes
+	// nothing and its error names every such path.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // RestoreResult is the answer of POST /v1/restore and `weft restore
@@ -62,6 +68,22 @@ type RestoreResult struct {
 	// in the order they were written. Empty when everything already
 	// matches.
 	Changes []RestoreChange `json:"changes"`
+	// Failed are the paths that cannot be restored (on a dry run, or with
+	// Partial), each with the reason.
+	Failed []RestoreFailure `json:"failed"`
+}
+
+// RestoreFailure is one path a restore cannot bring back.
+type RestoreFailure struct {
+	Folder string `json:"folder"`
+	Path   string `json:"path"`
+	From   string `json:"from,omitempty"` // the version that was to come back
+	// Code is "unavailable" (no local store holds the content and no
+	// connected device or relay sent it), "syncing" (the path has
+	// versions not applied here yet) or "changed" (edited on disk since
+	// its last scan).
+	Code   string `json:"code"`
+	Reason string `json:"reason"`
 }
 
 // RestoreChange is one path a restore changed.
@@ -79,6 +101,9 @@ type RestoreChange struct {
 	// Version is the ID of the new version that records the restore
 	// (empty on a dry run).
 	Version string `json:"version,omitempty"`
+	// Content is where the content comes from (HistoryVersion.Content:
+	// inline, local, versions, peers or relay).
+	Content string `json:"content,omitempty"`
 }
 
 // restoreCacheLimit bounds the chunk bytes a restore fetches up front.
@@ -119,7 +144,7 @@ func ParseAt(s string, now time.Time) (time.Time, error) {
 // but a failure part-way through a large --all restore (see
 // restoreCacheLimit) mean nothing was changed.
 func (n *Node) Restore(ctx context.Context, req RestoreRequest) (RestoreResult, error) {
-	res := RestoreResult{DryRun: req.DryRun, Changes: []RestoreChange{}}
+	res := RestoreResult{DryRun: req.DryRun, Changes: []RestoreChange{}, Failed: []RestoreFailure{}}
 	var at time.Time
 	switch {
 	case req.Version != "" && (req.At != "" || req.All):
@@ -168,30 +193,78 @@ func (n *Node) Restore(ctx context.Context, req RestoreRequest) (RestoreResult, 
 		}
 		jobs = append(jobs, job{v, items})
 	}
-	for _, j := range jobs {
-		if req.DryRun {
-			for _, it := range j.items {
-				res.Changes = append(res.Changes, it.change(j.v.cfg.Folder))
-			}
-			continue
+	// Every path is checked before anything is written, in every folder.
+	plans := make([]*restorePlan, len(jobs))
+	for i, j := range jobs {
+		j.v.scanMu.Lock()
+		p, err := j.v.planRestore(ctx, j.items, req.DryRun)
+		if err != nil || req.DryRun {
+			j.v.scanMu.Unlock()
 		}
-		done, err := j.v.restore(ctx, j.items)
-		res.Changes = append(res.Changes, done...)
 		if err != nil {
-			if len(res.Changes) > 0 {
-				return res, fmt.Errorf("restored %d paths, then: %w", len(res.Changes), err)
+			for _, pp := range plans[:i] {
+				if pp != nil && !req.DryRun {
+					pp.v.scanMu.Unlock()
+				}
 			}
 			return res, err
 		}
+		plans[i] = p
+		res.Failed = append(res.Failed, p.failed...)
+	}
+	if req.DryRun {
+		for _, p := range plans {
+			for _, it := range p.ok {
+				res.Changes = append(res.Changes, it.change(p.v.cfg.Folder))
+			}
+		}
+		return res, nil
+	}
+	if len(res.Failed) > 0 && !req.Partial {
+		for _, p := range plans {
+			p.v.scanMu.Unlock()
+		}
+		return res, restoreFailedErr(res.Failed)
+	}
+	var werr error
+	for _, p := range plans {
+		if werr == nil {
+			var done []RestoreChange
+			done, werr = p.v.restore(ctx, p)
+			res.Changes = append(res.Changes, done...)
+		}
+		p.v.scanMu.Unlock()
+	}
+	if werr != nil {
+		if len(res.Changes) > 0 {
+			return res, fmt.Errorf("restored %d paths, then: %w", len(res.Changes), werr)
+		}
+		return res, werr
 	}
 	return res, nil
+}
+
+// restoreFailedErr names every path that cannot be restored, wrapping the
+// error class of the first (for the API's status code).
+func restoreFailedErr(fs []RestoreFailure) error {
+	class := map[string]error{"unavailable": errContentUnavailable, "syncing": errNotSettled, "changed": errChangedSinceScan}
+	var b strings.Builder
+	for _, f := range fs {
+		fmt.Fprintf(&b, "\n  %s: %s", f.Path, f.Reason)
+	}
+	n := "1 path"
+	if len(fs) > 1 {
+		n = fmt.Sprintf("%d paths", len(fs))
+	}
+	return fmt.Errorf("%w: %s cannot be restored; nothing was restored (--partial restores the rest):%s", class[fs[0].Code], n, b.String())
 }
 
 // restoreItem is one path to restore: to from's content, or deleted when
 // from is nil.
 type restoreItem struct {
-	path string
-	from *pathVersion
+	path    string
+	from    *pathVersion
+	content string // where from's content comes from (planRestore)
 }
 
 // change describes the item for a RestoreResult.
@@ -199,8 +272,18 @@ func (it restoreItem) change(folderPath string) RestoreChange {
 	c := RestoreChange{Folder: folderPath, Path: it.path, Action: "delete"}
 	if it.from != nil {
 		c.Action, c.From, c.Kind, c.Size = "restore", versionIDString(it.from.id), it.from.ver.Kind.String(), it.from.ver.Size
+		c.Content = it.content
 	}
 	return c
+}
+
+// failure describes the item as a path that cannot be restored.
+func (it restoreItem) failure(folderPath, code, reason string) RestoreFailure {
+	f := RestoreFailure{Folder: folderPath, Path: it.path, Code: code, Reason: reason}
+	if it.from != nil {
+		f.From = versionIDString(it.from.id)
+	}
+	return f
 }
 
 // planOne plans restoring path to the version named by id, or else to the
@@ -309,38 +392,158 @@ func holds(target *pathVersion, cur vaultdb.Record, had bool) bool {
 	return true
 }
 
-// restore writes items and records them as new versions. It returns the
-// changes made. Nothing is written unless every check passes (see the
-// package comment above); a failure while writing stops the restore, and
-// what was written until then is recorded.
-func (v *vault) restore(ctx context.Context, items []restoreItem) ([]RestoreChange, error) {
-	if len(items) == 0 {
-		return nil, nil
+// restorePlan is what a restore of one vault will do once checked: the
+// items that can be restored (with the content fetched for them), and
+// those that cannot.
+type restorePlan struct {
+	v      *vault
+	ok     []restoreItem
+	failed []RestoreFailure
+	cache  map[cid.Cid][]byte // fetched plaintexts; nil: stream while writing
+}
+
+// planRestore checks every item before anything is written: a path with
+// heads not applied here (a remote version still on its way would be
+// superseded unseen) or changed on disk since its last scan cannot be
+// restored, nor one whose content no local store holds and no connected
+// device or relay sends. The content to fetch is fetched now: kept in
+// memory up to restoreCacheLimit for the restore, or dropped on a dry
+// run (which so checks everything a restore would need). v.scanMu must be
+// held.
+func (v *vault) planRestore(ctx context.Context, items []restoreItem, dryRun bool) (*restorePlan, error) {
+	p := &restorePlan{v: v}
+	folderPath := v.cfg.Folder
+	paths := make([]string, 0, len(items))
+	bad := map[string]bool{}
+	v.mu.Lock()
+	for _, it := range items {
+		if _, ok := v.appliedHeadsLocked(it.path); !ok {
+			p.failed = append(p.failed, it.failure(folderPath, "syncing", "versions not applied here yet; try again once `weft status` shows the folder in sync"))
+			bad[it.path] = true
+		}
+		paths = append(paths, it.path)
 	}
-	// Hold off scans (and the reconciler's writes) until the restore is
-	// written and recorded: a watcher scan in between would record the
-	// restored files without their supersedes.
-	v.scanMu.Lock()
-	defer v.scanMu.Unlock()
-	if err := v.restoreChecks(ctx, items); err != nil {
-		return nil, err
-	}
-	cache, err := v.prefetch(ctx, items)
+	v.mu.Unlock()
+	res, err := v.scanner.ScanPaths(ctx, paths)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("checking the folder: %w", err)
+	}
+	changed := map[string]bool{}
+	for _, c := range res.Unsettled {
+		changed[c] = true
+	}
+	for _, c := range res.Changes {
+		changed[c.Path] = true
+	}
+	// Where each item's content comes from, and what must be fetched.
+	need := map[cid.Cid][]int{} // chunk -> items needing it
+	var needOrder []cid.Cid
+	var total int64
+	for i := range items {
+		it := &items[i]
+		if bad[it.path] {
+			continue
+		}
+		if changed[it.path] {
+			p.failed = append(p.failed, it.failure(folderPath, "changed", "changed on disk since its last scan; let weft record the edit (`weft scan`) and restore again"))
+			bad[it.path] = true
+			continue
+		}
+		if it.from == nil || it.from.ver.Kind != entry.KindFile {
+			continue
+		}
+		it.content = v.contentSource(it.from.ver, nil)
+		for _, r := range it.from.ver.Chunks {
+			v.mu.Lock()
+			inFolder := len(v.chunkLoc[r.CID]) > 0
+			v.mu.Unlock()
+			if inFolder || v.chunkKept(r.CID) {
+				continue
+			}
+			if _, seen := need[r.CID]; !seen {
+				needOrder = append(needOrder, r.CID)
+				total += int64(r.Size)
+			}
+			need[r.CID] = append(need[r.CID], i)
+		}
+	}
+	var unavailable map[int]int // item -> chunks missing
+	var why string
+	if len(needOrder) > 0 {
+		keep := !dryRun && total <= restoreCacheLimit
+		if keep {
+			p.cache = map[cid.Cid][]byte{}
+		}
+		if !dryRun && !keep {
+			// Too much to hold: streamed while written (restoreCacheLimit).
+			needOrder = nil
+		}
+		var mu sync.Mutex
+		got := map[cid.Cid]bool{}
+		ferr := v.fetchFromPeers(ctx, needOrder, func(c cid.Cid, env []byte) error {
+			b, err := v.openChunk(c, env)
+			if err != nil {
+				return fmt.Errorf("chunk %s: %w", c, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			got[c] = true
+			if keep {
+				p.cache[c] = b
+			}
+			return nil
+		})
+		if ferr != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if ferr != nil {
+			why = ferr.Error()
+			unavailable = map[int]int{}
+			for _, c := range needOrder {
+				if !got[c] {
+					for _, i := range need[c] {
+						unavailable[i]++
+					}
+				}
+			}
+		}
+	}
+	for i, it := range items {
+		if bad[it.path] {
+			continue
+		}
+		if n := unavailable[i]; n > 0 {
+			p.failed = append(p.failed, it.failure(folderPath, "unavailable",
+				fmt.Sprintf("the content of this version is not available: %d of its %d chunks are in no local store and no connected device or relay sent them (%s)", n, len(it.from.ver.Chunks), why)))
+			continue
+		}
+		p.ok = append(p.ok, it)
+	}
+	return p, nil
+}
+
+// restore writes a checked plan's items and records them as new
+// versions. It returns the changes made. A failure while writing (content
+// streamed beyond restoreCacheLimit that a peer no longer sends, a disk
+// error) stops the restore, and what was written until then is recorded.
+// v.scanMu must be held (since planRestore: a watcher scan in between
+// would record the restored files without their supersedes).
+func (v *vault) restore(ctx context.Context, p *restorePlan) ([]RestoreChange, error) {
+	if len(p.ok) == 0 {
+		return nil, nil
 	}
 	now := v.n.now().UnixNano()
 	var written []restoreItem
 	var scanPaths []string
 	var werr error
-	for _, it := range items {
+	for _, it := range p.ok {
 		if werr = ctx.Err(); werr != nil {
 			break
 		}
 		v.mu.Lock()
 		top := topNewAncestorLocked(v, it.path)
 		v.mu.Unlock()
-		if werr = v.writeRestored(ctx, it, now, cache); werr != nil {
+		if werr = v.writeRestored(ctx, it, now, p.cache); werr != nil {
 			werr = fmt.Errorf("restoring %s: %w", it.path, classifyRestoreErr(werr))
 			break
 		}
@@ -361,39 +564,6 @@ func (v *vault) restore(ctx context.Context, items []restoreItem) ([]RestoreChan
 	}
 	v.mu.Unlock()
 	return out, werr
-}
-
-// restoreChecks refuses a restore that would lose something: a path with
-// heads not applied here (a remote version still on its way would be
-// superseded unseen), or a path changed on disk since its last scan. The
-// check scans without recording; v.scanMu must be held.
-func (v *vault) restoreChecks(ctx context.Context, items []restoreItem) error {
-	var busy []string
-	paths := make([]string, 0, len(items))
-	v.mu.Lock()
-	for _, it := range items {
-		if _, ok := v.appliedHeadsLocked(it.path); !ok {
-			busy = append(busy, it.path)
-		}
-		paths = append(paths, it.path)
-	}
-	v.mu.Unlock()
-	if len(busy) > 0 {
-		return fmt.Errorf("%s: %w (versions not applied here yet); try again once `weft status` shows the folder in sync", listPaths(busy), errNotSettled)
-	}
-	res, err := v.scanner.ScanPaths(ctx, paths)
-	if err != nil {
-		return fmt.Errorf("checking the folder: %w", err)
-	}
-	changed := slices.Clone(res.Unsettled)
-	for _, c := range res.Changes {
-		changed = append(changed, c.Path)
-	}
-	if len(changed) > 0 {
-		slices.Sort(changed)
-		return fmt.Errorf("%s: %w; nothing was restored: let weft record the edit (`weft scan`) and restore again", listPaths(changed), errChangedSinceScan)
-	}
-	return nil
 }
 
 // listPaths names up to five paths.
@@ -440,53 +610,6 @@ func topNewAncestorLocked(v *vault, p string) string {
 		top = d
 	}
 	return top
-}
-
-// prefetch fetches, before anything is written, every chunk the items
-// need that no local file holds, and returns their plaintexts. Beyond
-// restoreCacheLimit it fetches nothing and returns nil: the content is
-// then streamed while it is written.
-func (v *vault) prefetch(ctx context.Context, items []restoreItem) (map[cid.Cid][]byte, error) {
-	var need []cid.Cid
-	var total int64
-	seen := map[cid.Cid]bool{}
-	v.mu.Lock()
-	for _, it := range items {
-		if it.from == nil {
-			continue
-		}
-		for _, r := range it.from.ver.Chunks {
-			if seen[r.CID] || len(v.chunkLoc[r.CID]) > 0 {
-				continue
-			}
-			seen[r.CID] = true
-			need = append(need, r.CID)
-			total += int64(r.Size)
-		}
-	}
-	v.mu.Unlock()
-	cache := map[cid.Cid][]byte{}
-	if len(need) == 0 {
-		return cache, nil
-	}
-	if total > restoreCacheLimit {
-		return nil, nil
-	}
-	var mu sync.Mutex
-	err := v.fetchFromPeers(ctx, need, func(c cid.Cid, env []byte) error {
-		b, err := v.openChunk(c, env)
-		if err != nil {
-			return fmt.Errorf("chunk %s: %w", c, err)
-		}
-		mu.Lock()
-		cache[c] = b
-		mu.Unlock()
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w (%d of its chunks are held by no connected device; nothing was restored): %v", errContentUnavailable, len(need)-len(cache), err)
-	}
-	return cache, nil
 }
 
 // classifyRestoreErr names the restore errors a user can act on.

@@ -92,6 +92,8 @@ type vault struct {
 	deletes       deleteGuard              // deletions held for the user (massdelete.go)
 	corrupt       map[string]corruptFile   // damaged files being written again (rot.go)
 	recentApplies map[string]appliedRecord // peers' versions applied in the last applyRaceWindow (applyrace.go)
+
+	keep *keeper // the local version store and its queue (versions.go); set at open
 }
 
 // pendingCounts are what the vault still has to do.

@@ -112,7 +112,7 @@ func decideCmd(g *globals, action, short string) *cobra.Command {
 func folderCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "folder",
-		Short: "Reset a stopped folder, or set a folder's mass-delete guard",
+		Short: "Reset a stopped folder, set its mass-delete guard, or its local versions",
 	}
 	reset := &cobra.Command{
 		Use:   "reset FOLDER",
@@ -177,6 +177,6 @@ defaults are 50 %, 20 files and 1,000 files; a flag left out keeps its default.`
 	guard.Flags().IntVar(&pol.Percent, "percent", 0, "share of the folder's files (1-100; default 50)")
 	guard.Flags().IntVar(&pol.MinFiles, "min-files", 0, "folders of this many files or fewer are not held by --percent (default 20)")
 	guard.Flags().IntVar(&pol.MaxFiles, "max-files", 0, "deleting more than this many files at once is held (default 1000)")
-	c.AddCommand(reset, guard)
+	c.AddCommand(reset, guard, folderVersionsCmd(g))
 	return c
 }

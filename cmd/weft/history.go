@@ -52,7 +52,7 @@ func historyCmd(g *globals) *cobra.Command {
 func printHistory(w io.Writer, h node.History) {
 	fmt.Fprintf(w, "%s: %d versions, newest first\n", filepath.Join(h.Folder, filepath.FromSlash(h.Path)), len(h.Versions))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTIME\tDEVICE\tKIND\tSIZE\tSTATE")
+	fmt.Fprintln(tw, "ID\tTIME\tDEVICE\tKIND\tSIZE\tCONTENT\tSTATE")
 	for _, v := range h.Versions {
 		dev := v.AuthorShort
 		if v.Self {
@@ -66,10 +66,8 @@ func printHistory(w io.Writer, h node.History) {
 		if v.OnDisk {
 			state = append(state, "on disk")
 		}
-		if v.Content == "peers" && !v.OnDisk {
-			state = append(state, "content on other devices")
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Time.Local().Format("2006-01-02 15:04:05"), dev, v.Kind, size, strings.Join(state, ", "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Time.Local().Format("2006-01-02 15:04:05"), dev, v.Kind, size, v.Content, strings.Join(state, ", "))
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "CONTENT: inline, local, versions: restorable on this device; peers, relay: asked of the connected devices or relays; none: not restorable now")
 }

@@ -63,6 +63,7 @@ func TestRestoreUnavailableFails(t *testing.T) {
 	a := newDevice(t, "a")
 	a.must("init", a.folder)
 	a.up()
+	a.must("folder", "versions", a.folder, "--off") // no local copy: nobody holds the old content
 	path := filepath.Join(a.folder, "big.bin")
 	a.write("big.bin", bytes.Repeat([]byte("large file line\n"), 2000))
 	a.must("scan", path) // do not depend on the watcher being up yet

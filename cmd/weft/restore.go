@@ -23,7 +23,10 @@ func restoreCmd(g *globals) *cobra.Command {
 			"receives it like any edit. Content not held here is fetched from connected devices; if none\n" +
 			"holds it, nothing changes. TIME is RFC 3339 (2026-11-30T06:00:00Z) or relative (-2h, -90m, -3d);\n" +
 			"the version current at TIME is taken. --all restores every path (under PATH, if given):\n" +
-			"paths created after TIME are deleted. A file changed since its last scan is never overwritten.",
+			"paths created after TIME are deleted. A file changed since its last scan is never overwritten.\n" +
+			"If any path cannot be restored, nothing changes and every such path is named with the reason;\n" +
+			"--partial restores the rest. Content comes from this folder, this device's version store\n" +
+			"(`weft folder versions`), or connected devices and relays.",
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -52,22 +55,36 @@ func restoreCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), res)
+				if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
+					return err
+				}
+			} else {
+				printRestore(cmd.OutOrStdout(), res)
 			}
-			printRestore(cmd.OutOrStdout(), res)
+			if len(res.Failed) > 0 && !res.DryRun {
+				return fmt.Errorf("%d paths could not be restored", len(res.Failed))
+			}
 			return nil
 		},
 	}
 	c.Flags().StringVar(&req.Version, "version", "", "the version to bring back (an ID from `weft history`)")
 	c.Flags().StringVar(&req.At, "at", "", "bring back what was current at this time: RFC 3339, or relative (-2h, -3d)")
 	c.Flags().BoolVar(&req.All, "all", false, "restore every path (under PATH, if given) as of --at")
-	c.Flags().BoolVar(&req.DryRun, "dry-run", false, "list what would change; change nothing")
+	c.Flags().BoolVar(&req.DryRun, "dry-run", false, "list what would change (and what cannot be restored); change nothing")
+	c.Flags().BoolVar(&req.Partial, "partial", false, "restore what can be restored when some paths cannot (default: change nothing then)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON (docs/api.md)")
 	return c
 }
 
 // printRestore renders what a restore changed (or would change).
 func printRestore(w io.Writer, res node.RestoreResult) {
+	for _, f := range res.Failed {
+		p := filepath.Join(f.Folder, filepath.FromSlash(f.Path))
+		fmt.Fprintf(w, "%-14s %s: %s\n", "cannot restore", p, f.Reason)
+	}
+	if len(res.Changes) == 0 && len(res.Failed) > 0 {
+		return
+	}
 	if len(res.Changes) == 0 {
 		fmt.Fprintln(w, "nothing to restore: the folder already holds that content")
 		return
@@ -83,6 +100,9 @@ func printRestore(w io.Writer, res node.RestoreResult) {
 			line += fmt.Sprintf(" from %s (%s", c.From, c.Kind)
 			if c.Kind == "file" {
 				line += ", " + humanBytes(int64(c.Size))
+				if c.Content != "" {
+					line += ", content " + c.Content
+				}
 			}
 			line += ")"
 		}

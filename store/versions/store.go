@@ -63,8 +63,10 @@ type Store struct {
 	chunks *pack.Store
 	cat    *leveldb.DB
 	count  atomic.Int64 // versions in the catalog
-	// pmu serialises Prune: two runs would race on the catalog.
-	pmu sync.Mutex
+	// pmu is held shared by Keep and exclusively by Prune: a Keep puts its
+	// chunks before it names its version, and a Prune in between would
+	// find them unnamed and free them.
+	pmu sync.RWMutex
 }
 
 // record is a catalog value.
@@ -203,6 +205,8 @@ func (s *Store) Keep(k Kept, envelope func(cid.Cid) ([]byte, error)) (int64, err
 	if len(k.ID) == 0 || len(k.ID) > 256 {
 		return 0, fmt.Errorf("versions: key of %d bytes", len(k.ID))
 	}
+	s.pmu.RLock()
+	defer s.pmu.RUnlock()
 	if s.Has(k.ID) {
 		return 0, nil
 	}
@@ -255,10 +259,6 @@ type PruneResult struct {
 	Unreadable   int   // damaged catalog records dropped
 	DroppedPaths []string
 }
-
-// pruneGrace keeps chunks put in the last minutes whether named or not: a
-// Keep puts its chunks before it names its version.
-const pruneGrace = 10 * time.Minute
 
 // Prune drops the versions policy p does not retain at now (current says
 // whether the folder holds a version now), then frees the chunks no
@@ -314,7 +314,8 @@ func (s *Store) Prune(ctx context.Context, p Policy, current func(id []byte) boo
 			}
 		}
 	}
-	gc, err := s.chunks.GC(ctx, pack.GCOptions{Live: iter.Seq[cid.Cid](live), Grace: pruneGrace, AllowEmptyLiveSet: true})
+	// No grace: no Keep runs meanwhile (pmu), so an unnamed chunk is garbage.
+	gc, err := s.chunks.GC(ctx, pack.GCOptions{Live: iter.Seq[cid.Cid](live), Grace: -1, AllowEmptyLiveSet: true})
 	if err != nil {
 		return res, fmt.Errorf("freeing the chunks of dropped versions: %w", err)
 	}

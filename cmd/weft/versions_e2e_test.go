@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weftsync/weft/node"
+)
+
+// versionsOf reads d's local versions of its one folder.
+func versionsOf(t *testing.T, d *device) node.VersionsInfo {
+	t.Helper()
+	var infos []node.VersionsInfo
+	if err := json.Unmarshal([]byte(d.must("folder", "versions", "--json")), &infos); err != nil || len(infos) != 1 {
+		t.Fatalf("%s: folder versions --json: %v (%d folders)", d.name, err, len(infos))
+	}
+	return infos[0]
+}
+
+// waitKept waits until d's version store names at least n versions.
+func waitKept(t *testing.T, d *device, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if got := versionsOf(t, d).Versions; got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: fewer than %d versions kept after a minute: %+v", d.name, n, versionsOf(t, d))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// versionWith returns the ID and content source of the version of path
+// whose hash is that of want.
+func versionWith(t *testing.T, d *device, path string, hashOf string) node.HistoryVersion {
+	t.Helper()
+	for _, v := range history(t, d, path).Versions {
+		if v.Hash == hashOf {
+			return v
+		}
+	}
+	t.Fatalf("%s: no version of %s with hash %s", d.name, path, hashOf)
+	return node.HistoryVersion{}
+}
+
+// No relay, two devices: a 1 MiB file overwritten on A and another
+// deleted on A come back from the version store on B with A stopped, and
+// on A with B stopped. A tiny budget then drops the oldest versions:
+// history says none for them, and restore --dry-run promises nothing.
+func TestLocalVersionsWithNoRelay(t *testing.T) {
+	a, b := pair(t)
+	b.up()
+	r := rand.New(rand.NewPCG(21, 22))
+	keep1, gone := randBytes(r, 1<<20), randBytes(r, 1<<20)
+	a.writeAtomic("keep.bin", keep1)
+	a.writeAtomic("gone.bin", gone)
+	waitSame(t, a, b, 2*time.Minute, filesIn(2))
+	waitKept(t, a, 2)
+	waitKept(t, b, 2)
+	h1 := history(t, a, filepath.Join(a.folder, "keep.bin")).Versions[0].Hash
+	hg := history(t, a, filepath.Join(a.folder, "gone.bin")).Versions[0].Hash
+
+	keep2 := randBytes(r, 1<<20)
+	a.writeAtomic("keep.bin", keep2)
+	if err := os.Remove(filepath.Join(a.folder, "gone.bin")); err != nil {
+		t.Fatal(err)
+	}
+	waitSame(t, a, b, 2*time.Minute, filesIn(1))
+	waitKept(t, a, 3)
+	h2 := history(t, a, filepath.Join(a.folder, "keep.bin")).Versions[0].Hash
+
+	// B alone: its own store holds what A's edit and deletion replaced here.
+	a.stop()
+	for _, f := range []struct {
+		name, hash string
+		want       []byte
+	}{{"keep.bin", h1, keep1}, {"gone.bin", hg, gone}} {
+		p := filepath.Join(b.folder, f.name)
+		v := versionWith(t, b, p, f.hash)
+		if v.Content != "versions" {
+			t.Fatalf("b: %s's old version content %q, want versions", f.name, v.Content)
+		}
+		if out := b.must("restore", p, "--version", v.ID, "--dry-run"); !strings.Contains(out, "would restore") {
+			t.Fatalf("b: dry run: %q", out)
+		}
+		b.must("restore", p, "--version", v.ID)
+		if got, _ := os.ReadFile(p); !bytes.Equal(got, f.want) {
+			t.Fatalf("b: %s after the restore is not the old content", f.name)
+		}
+	}
+	b.stop()
+
+	// A alone: its own store holds what its user replaced and deleted.
+	a.up()
+	for _, f := range []struct {
+		name, hash string
+		want       []byte
+	}{{"keep.bin", h1, keep1}, {"gone.bin", hg, gone}} {
+		p := filepath.Join(a.folder, f.name)
+		v := versionWith(t, a, p, f.hash)
+		if v.Content != "versions" {
+			t.Fatalf("a: %s's old version content %q, want versions", f.name, v.Content)
+		}
+		a.must("restore", p, "--version", v.ID)
+		if got, _ := os.ReadFile(p); !bytes.Equal(got, f.want) {
+			t.Fatalf("a: %s after the restore is not the old content", f.name)
+		}
+	}
+
+	// A budget of one byte keeps nothing: the overwritten second version
+	// of keep.bin is in no local store and no device is connected.
+	a.must("folder", "versions", a.folder, "--budget", "1")
+	p := filepath.Join(a.folder, "keep.bin")
+	v2 := versionWith(t, a, p, h2)
+	if v2.Content != "none" {
+		t.Fatalf("a: dropped version content %q, want none", v2.Content)
+	}
+	out := a.must("restore", p, "--version", v2.ID, "--dry-run")
+	if strings.Contains(out, "would restore") || !strings.Contains(out, "cannot restore") {
+		t.Fatalf("a: dry run of a version nobody holds: %q; want it to say it cannot", out)
+	}
+	if _, err := a.run("restore", p, "--version", v2.ID); err == nil || !strings.Contains(err.Error(), "not available") {
+		t.Fatalf("a: restoring a version nobody holds: %v, want a clear error", err)
+	}
+	if got, _ := os.ReadFile(p); !bytes.Equal(got, keep1) {
+		t.Fatal("a: keep.bin changed after a failed restore")
+	}
+}

@@ -1,0 +1,470 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/store/pack"
+	"github.com/weftsync/weft/store/vaultdb"
+	"github.com/weftsync/weft/store/versions"
+)
+
+// Local versions (docs/history.md, "Local versions"): every device keeps
+// the content of the file versions it holds in a version store in its
+// home (store/versions), so that what the user or a peer replaces or
+// deletes can be restored with no relay and no other device online.
+//
+// What is kept, and when:
+//   - a version that becomes current here (recorded from a local edit, or
+//     applied from a peer) is queued to the keeper, which copies its
+//     chunks from the folder into the store, unless the store is over
+//     budget and the version replaced nothing (the first scan or first
+//     sync of a large folder does not copy the whole folder);
+//   - before weft itself replaces or deletes a file (a peer's version, a
+//     resolution, a deletion), the version on disk is copied first if the
+//     store lacks it, synchronously: what sync takes away is always kept.
+//
+// Inline versions (4 KiB or less) are in the log itself and need no copy.
+// A version larger than a quarter of the budget is not kept (one large
+// file would push every other version out); history then says where its
+// content is, truthfully. Keeping never blocks sync: a failure (a full
+// disk) is logged and counted, and the version is simply not kept.
+
+// metaVersionPolicy holds the folder's policy (JSON), when the user set one.
+const metaVersionPolicy = "version-policy"
+
+// VersionPolicy is a folder's local version policy (`weft folder versions`).
+type VersionPolicy struct {
+	// Off keeps no versions (and drops those kept at the next prune).
+	Off bool `json:"off,omitempty"`
+	// Budget, when above zero, is the store's size in bytes; otherwise it
+	// is Percent of the folder's size, at least minVersionBudget and at
+	// most MaxBytes.
+	Budget   int64   `json:"budget_bytes,omitempty"`
+	Percent  float64 `json:"percent,omitempty"`
+	MaxBytes int64   `json:"max_bytes,omitempty"`
+	// KeepAllDays is how long every version is kept before the daily
+	// thinning (zero: 30).
+	KeepAllDays int `json:"keep_all_days,omitempty"`
+}
+
+// Defaults of VersionPolicy.
+const (
+	defaultVersionPercent  = 10
+	defaultVersionMaxBytes = 20 << 30
+	// minVersionBudget is the floor of a percentage budget: 10 % of a new
+	// or small folder is next to nothing, and a notes vault of 50 MiB
+	// should still keep weeks of edits.
+	minVersionBudget = 256 << 20
+	// versionLowDisk: below this much free space on the home's disk the
+	// keeper keeps nothing new (sync needs the space more).
+	versionLowDisk = 1 << 30
+)
+
+// Validate refuses a policy that means nothing.
+func (p VersionPolicy) Validate() error {
+	switch {
+	case p.Budget < 0, p.MaxBytes < 0, p.KeepAllDays < 0:
+		return fmt.Errorf("version policy: sizes and days cannot be negative")
+	case p.Percent < 0 || p.Percent > 100:
+		return fmt.Errorf("version policy: percent %g is not between 0 and 100", p.Percent)
+	}
+	return nil
+}
+
+// BudgetFor returns the store's budget in bytes for a folder of
+// folderBytes.
+func (p VersionPolicy) BudgetFor(folderBytes int64) int64 {
+	switch {
+	case p.Off:
+		return 0
+	case p.Budget > 0:
+		return p.Budget
+	}
+	pct, maxB := p.Percent, p.MaxBytes
+	if pct == 0 {
+		pct = defaultVersionPercent
+	}
+	if maxB == 0 {
+		maxB = defaultVersionMaxBytes
+	}
+	return min(max(int64(float64(folderBytes)*pct/100), minVersionBudget), maxB)
+}
+
+func (p VersionPolicy) keepAll() time.Duration {
+	if p.KeepAllDays == 0 {
+		return versions.DefaultKeepAll
+	}
+	return time.Duration(p.KeepAllDays) * 24 * time.Hour
+}
+
+func loadVersionPolicy(db *vaultdb.DB) (VersionPolicy, error) {
+	var p VersionPolicy
+	b, ok, err := db.Meta(metaVersionPolicy)
+	if err != nil || !ok {
+		return p, err
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return VersionPolicy{}, fmt.Errorf("reading the version policy: %w", err)
+	}
+	return p, p.Validate()
+}
+
+// keeper is a vault's version keeping: the store, the queue of versions to
+// copy into it and its counters. The keep loop (started by startVault)
+// owns the queue's receiving end; keepNow is called synchronously by the
+// applier's goroutine.
+type keeper struct {
+	store  *versions.Store // nil when the store could not be opened
+	policy atomic.Pointer[VersionPolicy]
+	queue  chan keepJob
+	prune  chan struct{} // buffer 1: a prune is wanted
+
+	// mu serialises keeping (the keep loop and keepBeforeReplace), so a
+	// version is copied and named once.
+	mu sync.Mutex
+
+	kept, keptBytes, skipped, failed, dropped atomic.Int64
+	sincePrune                                atomic.Int64
+}
+
+// keepJob is a version to copy into the store.
+type keepJob struct {
+	id    entry.VersionID
+	fresh bool // it replaced no file version at its path
+	// done, when set, makes the job a barrier: the keep loop closes it
+	// once every job queued before it is done (keepFlush).
+	done chan struct{}
+}
+
+// keepQueue bounds the versions waiting for the keeper; beyond it a
+// version is not kept (counted as dropped) rather than slowing sync.
+const keepQueue = 4096
+
+// pruneEvery is how many kept versions trigger a prune; the keep loop
+// also prunes hourly (the 30-day window moves with the clock).
+const pruneEvery = 64
+
+// versionKey is a version's key in the store: author, seq (big endian),
+// index (big endian).
+func versionKey(id entry.VersionID) []byte {
+	b := make([]byte, 0, len(id.Author)+12)
+	b = append(b, id.Author[:]...)
+	b = binary.BigEndian.AppendUint64(b, id.Seq)
+	return binary.BigEndian.AppendUint32(b, id.Index)
+}
+
+// openKeeper opens the vault's version store; an error leaves the vault
+// without one (logged: sync does not depend on it).
+func (v *vault) openKeeper() {
+	v.keep = &keeper{queue: make(chan keepJob, keepQueue), prune: make(chan struct{}, 1)}
+	p, err := loadVersionPolicy(v.db)
+	if err != nil {
+		v.log.Warn("using the default version policy", "err", err)
+	}
+	v.keep.policy.Store(&p)
+	st, err := versions.Open(versions.Config{
+		Dir: filepath.Join(v.cfg.Dir, "versions"), Logger: v.log, Now: v.n.now,
+		OnQuarantine: func(cs []cid.Cid, _ pack.FoundBy) {
+			v.log.Warn("version store: damaged chunks dropped; the versions that need them are no longer restorable from this device", "chunks", len(cs))
+		},
+	})
+	if err != nil {
+		v.log.Error("local versions are off: opening the version store", "err", err)
+		return
+	}
+	v.keep.store = st
+}
+
+func (v *vault) closeKeeper() error {
+	if v.keep == nil || v.keep.store == nil {
+		return nil
+	}
+	return v.keep.store.Close()
+}
+
+// queueKeep asks the keeper to copy version id (now current at its path).
+// It never blocks.
+func (v *vault) queueKeep(id entry.VersionID, fresh bool) {
+	k := v.keep
+	if k == nil || k.store == nil || id == (entry.VersionID{}) {
+		return
+	}
+	select {
+	case k.queue <- keepJob{id: id, fresh: fresh}:
+	default:
+		k.dropped.Add(1)
+	}
+}
+
+// keepFlush waits until the keeper has handled every version queued
+// before the call (or ctx ends), so that a test sees a settled store.
+func (v *vault) keepFlush(ctx context.Context) error {
+	k := v.keep
+	if k == nil || k.store == nil {
+		return nil
+	}
+	done := make(chan struct{})
+	select {
+	case k.queue <- keepJob{done: done}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// keepBeforeReplace copies the version on disk at a path (cur, when had)
+// into the store before weft replaces or deletes it. It is quick when the
+// keeper already has it.
+func (v *vault) keepBeforeReplace(cur vaultdb.Record, had bool) {
+	if !had || cur.Kind != entry.KindFile || len(cur.Chunks) == 0 {
+		return
+	}
+	v.keepNow(keepJob{id: cur.Version})
+}
+
+// keepNow copies one version's chunks into the store, when the policy
+// admits it.
+func (v *vault) keepNow(j keepJob) {
+	k := v.keep
+	if k == nil || k.store == nil || j.id == (entry.VersionID{}) {
+		return
+	}
+	key := versionKey(j.id)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.store.Has(key) {
+		return
+	}
+	v.mu.Lock()
+	ver, ok := v.bodies[toCoreID(j.id)]
+	folderBytes := v.counts.bytes
+	v.mu.Unlock()
+	if !ok || ver.Kind != entry.KindFile || len(ver.Chunks) == 0 {
+		return
+	}
+	budget := k.policy.Load().BudgetFor(folderBytes)
+	u := k.store.Usage()
+	switch {
+	case int64(ver.Size) > budget/4,
+		j.fresh && u.Bytes+int64(ver.Size) > budget:
+		k.skipped.Add(1)
+		return
+	}
+	if free, _ := diskSpace(v.cfg.Dir); free > 0 && free < versionLowDisk+int64(ver.Size) {
+		k.skipped.Add(1)
+		return
+	}
+	refs := make([]versions.ChunkRef, len(ver.Chunks))
+	for i, c := range ver.Chunks {
+		refs[i] = versions.ChunkRef{CID: c.CID, Size: c.Size}
+	}
+	added, err := k.store.Keep(versions.Kept{ID: key, Path: ver.Path, Size: ver.Size, Chunks: refs}, v.folderEnvelope)
+	switch {
+	case errors.Is(err, versions.ErrContent):
+		k.skipped.Add(1) // edited or gone again before it could be read
+		return
+	case err != nil:
+		k.failed.Add(1)
+		v.log.Warn("keeping a local version", "path", ver.Path, "err", err)
+		return
+	}
+	k.kept.Add(1)
+	k.keptBytes.Add(added)
+	if k.sincePrune.Add(1) >= pruneEvery || u.Bytes+added > budget {
+		select {
+		case k.prune <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// keepLoop copies queued versions into the store and prunes it, until ctx
+// ends.
+func (v *vault) keepLoop(ctx context.Context) {
+	k := v.keep
+	if k == nil || k.store == nil {
+		return
+	}
+	tick := time.NewTicker(time.Hour)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-k.queue:
+			if j.done != nil {
+				close(j.done)
+				continue
+			}
+			v.keepNow(j)
+		case <-k.prune:
+			v.pruneVersions(ctx)
+		case <-tick.C:
+			v.pruneVersions(ctx)
+		}
+	}
+}
+
+// pruneVersions applies the policy to the store.
+func (v *vault) pruneVersions(ctx context.Context) (versions.PruneResult, error) {
+	k := v.keep
+	if k == nil || k.store == nil {
+		return versions.PruneResult{}, nil
+	}
+	k.sincePrune.Store(0)
+	v.mu.Lock()
+	folderBytes := v.counts.bytes
+	current := make(map[string]bool, len(v.index))
+	for _, r := range v.index {
+		if r.Kind == entry.KindFile && len(r.Chunks) > 0 {
+			current[string(versionKey(r.Version))] = true
+		}
+	}
+	v.mu.Unlock()
+	p := k.policy.Load()
+	res, err := k.store.Prune(ctx, versions.Policy{KeepAll: p.keepAll(), Budget: p.BudgetFor(folderBytes)}, func(id []byte) bool { return current[string(id)] })
+	if err != nil && ctx.Err() == nil {
+		v.log.Warn("pruning local versions", "err", err)
+	}
+	if res.Dropped > 0 {
+		v.log.Info("local versions pruned", "dropped", res.Dropped, "retained", res.Retained, "bytes", res.Bytes)
+	}
+	return res, err
+}
+
+// keptLocally reports whether the store holds every chunk of version id.
+func (v *vault) keptLocally(id entry.VersionID) bool {
+	k := v.keep
+	return k != nil && k.store != nil && k.store.Holds(versionKey(id))
+}
+
+// storedEnvelope returns a chunk's envelope from the version store.
+func (v *vault) storedEnvelope(c cid.Cid) ([]byte, error) {
+	k := v.keep
+	if k == nil || k.store == nil {
+		return nil, errNotLocal
+	}
+	env, err := k.store.Chunk(c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNotLocal, err)
+	}
+	return env, nil
+}
+
+// chunkKept reports whether the version store holds chunk c.
+func (v *vault) chunkKept(c cid.Cid) bool {
+	k := v.keep
+	return k != nil && k.store != nil && k.store.HasChunk(c)
+}
+
+// VersionsInfo is a folder's local versions, for `weft folder versions`
+// and GET /v1/versions.
+type VersionsInfo struct {
+	Folder string        `json:"folder"`
+	Policy VersionPolicy `json:"policy"`
+	// Available is false when the store could not be opened (the agent's
+	// log says why): nothing is kept.
+	Available   bool  `json:"available"`
+	BudgetBytes int64 `json:"budget_bytes"`
+	Versions    int64 `json:"versions"`
+	Bytes       int64 `json:"bytes"`         // chunks held, each counted once
+	BytesOnDisk int64 `json:"bytes_on_disk"` // pack files, before GC frees dropped chunks
+	// Since the agent started: versions kept, skipped by the policy (too
+	// large, over budget, low disk, edited again before they could be
+	// read), failed (a disk error) and dropped (the queue was full).
+	Kept    int64 `json:"kept"`
+	Skipped int64 `json:"skipped"`
+	Failed  int64 `json:"failed"`
+	Dropped int64 `json:"dropped"`
+}
+
+func (v *vault) versionsInfo() VersionsInfo {
+	k := v.keep
+	v.mu.Lock()
+	folderBytes := v.counts.bytes
+	v.mu.Unlock()
+	p := *k.policy.Load()
+	info := VersionsInfo{Folder: v.cfg.Folder, Policy: p, BudgetBytes: p.BudgetFor(folderBytes),
+		Kept: k.kept.Load(), Skipped: k.skipped.Load(), Failed: k.failed.Load(), Dropped: k.dropped.Load()}
+	if k.store != nil {
+		u := k.store.Usage()
+		info.Available, info.Versions, info.Bytes, info.BytesOnDisk = true, u.Versions, u.Bytes, u.BytesOnDisk
+	}
+	return info
+}
+
+// Versions reports every folder's local versions.
+func (n *Node) Versions() []VersionsInfo {
+	out := []VersionsInfo{}
+	for _, v := range n.vaultsNow() {
+		out = append(out, v.versionsInfo())
+	}
+	return out
+}
+
+// SetVersionPolicy stores a folder's version policy and applies it now (a
+// smaller budget drops the oldest versions at once).
+func (n *Node) SetVersionPolicy(ctx context.Context, folder string, p VersionPolicy) (VersionsInfo, error) {
+	v, err := n.vaultOfFolder(folder)
+	if err != nil {
+		return VersionsInfo{}, err
+	}
+	if err := p.Validate(); err != nil {
+		return VersionsInfo{}, fmt.Errorf("%w: %v", errBadDecision, err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return VersionsInfo{}, err
+	}
+	u := &vaultdb.Update{}
+	u.SetMeta(metaVersionPolicy, b)
+	if err := v.db.Commit(u); err != nil {
+		return VersionsInfo{}, fmt.Errorf("storing the version policy: %w", err)
+	}
+	v.keep.policy.Store(&p)
+	if _, err := v.pruneVersions(ctx); err != nil {
+		return v.versionsInfo(), err
+	}
+	return v.versionsInfo(), nil
+}
+
+// VersionsRequest is the body of POST /v1/folders/versions.
+type VersionsRequest struct {
+	Folder string        `json:"folder"`
+	Policy VersionPolicy `json:"policy"`
+}
+
+func (a *apiServer) versions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, a.n.Versions())
+}
+
+func (a *apiServer) setVersionPolicy(w http.ResponseWriter, r *http.Request) {
+	var req VersionsRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+		http.Error(w, "versions request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	info, err := a.n.SetVersionPolicy(r.Context(), req.Folder, req.Policy)
+	if err != nil {
+		http.Error(w, err.Error(), decisionStatus(err))
+		return
+	}
+	writeJSON(w, info)
+}
