@@ -104,6 +104,11 @@ type RestoreChange struct {
 	// Content is where the content comes from (HistoryVersion.Content:
 	// inline, local, versions, peers or relay).
 	Content string `json:"content,omitempty"`
+	// Unrecorded says the content is back on disk but not yet recorded as
+	// a version: this device has heard from no other device or relay
+	// since it started, so it may not sign entries yet (docs/sync.md,
+	// "This device's own log"). It is recorded and sent once it has.
+	Unrecorded bool `json:"unrecorded,omitempty"`
 }
 
 // restoreCacheLimit bounds the chunk bytes a restore fetches up front.
@@ -550,14 +555,22 @@ func (v *vault) restore(ctx context.Context, p *restorePlan) ([]RestoreChange, e
 		written = append(written, it)
 		scanPaths = append(scanPaths, top)
 	}
-	if err := v.recordRestored(ctx, scanPaths); err != nil {
+	unrecorded := false
+	if err := v.recordRestored(ctx, scanPaths); errors.Is(err, errAuthoringHeld) {
+		// Alone since its start, this device may not sign entries yet
+		// (logtail.go). The content is back on disk, which is what the
+		// user asked; the rescan that runs once authoring opens records
+		// it, like an edit made meanwhile.
+		unrecorded = true
+	} else if err != nil {
 		return nil, errors.Join(werr, fmt.Errorf("recording the restore: %w", err))
 	}
 	out := make([]RestoreChange, 0, len(written))
 	v.mu.Lock()
 	for _, it := range written {
 		c := it.change(v.cfg.Folder)
-		if hs := v.graph.Heads(it.path); len(hs) == 1 && hs[0].ID.Author == v.n.id.ID() {
+		c.Unrecorded = unrecorded
+		if hs := v.graph.Heads(it.path); !unrecorded && len(hs) == 1 && hs[0].ID.Author == v.n.id.ID() {
 			c.Version = versionIDString(toEntryID(hs[0].ID))
 		}
 		out = append(out, c)

@@ -109,6 +109,9 @@ func printRestore(w io.Writer, res node.RestoreResult) {
 		if c.Version != "" {
 			line += " as " + c.Version
 		}
+		if c.Unrecorded {
+			line += " (on disk now; recorded and sent once this device hears from another device or relay)"
+		}
 		fmt.Fprintln(w, line)
 	}
 	if res.DryRun {
