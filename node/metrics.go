@@ -131,6 +131,12 @@ var (
 	descChunksServed = prometheus.NewDesc("weft_chunks_served_total", "Chunks this device served to peers.", nil, nil)
 	descChunksFetch  = prometheus.NewDesc("weft_chunks_fetched_total", "Chunks fetched from peers.", nil, nil)
 	descChunkBytes   = prometheus.NewDesc("weft_chunk_fetched_bytes_total", "Sealed bytes of the chunks fetched from peers.", nil, nil)
+
+	descVersions        = prometheus.NewDesc("weft_versions_kept", "Versions named in the folder's local version store.", []string{"folder"}, nil)
+	descVersionBytes    = prometheus.NewDesc("weft_versions_bytes", "Bytes of chunks in the folder's local version store, each counted once.", []string{"folder"}, nil)
+	descVersionBudget   = prometheus.NewDesc("weft_versions_budget_bytes", "The folder's local version store budget.", []string{"folder"}, nil)
+	descVersionScrubbed = prometheus.NewDesc("weft_versions_scrub_verified_bytes_total", "Bytes of the local version stores the scrub re-read and verified.", nil, nil)
+	descVersionCorrupt  = prometheus.NewDesc("weft_versions_corrupt_chunks_total", "Chunks of the local version stores found corrupt and dropped (fetched again from peers).", nil, nil)
 )
 
 // folderStates are the values of FolderStatus.State.
@@ -142,7 +148,8 @@ type stateCollector struct{ n *Node }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFiles, descBytes, descDirs, descPending, descUnsafe, descConflictsNow, descErrorsNow, descState,
-		descPeerUp, descPeerInSync, descBytesSent, descBytesRecv, descMsgsSent, descMsgsRecv, descChunksServed, descChunksFetch, descChunkBytes} {
+		descPeerUp, descPeerInSync, descBytesSent, descBytesRecv, descMsgsSent, descMsgsRecv, descChunksServed, descChunksFetch, descChunkBytes,
+		descVersions, descVersionBytes, descVersionBudget, descVersionScrubbed, descVersionCorrupt} {
 		ch <- d
 	}
 }
@@ -192,4 +199,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	count(descChunksServed, float64(c.n.stats.chunksServed.Load()))
 	count(descChunksFetch, float64(c.n.stats.chunksFetched.Load()))
 	count(descChunkBytes, float64(c.n.stats.chunkBytesFetched.Load()))
+	for _, in := range c.n.Versions() {
+		gauge(descVersions, float64(in.Versions), in.Folder)
+		gauge(descVersionBytes, float64(in.Bytes), in.Folder)
+		gauge(descVersionBudget, float64(in.BudgetBytes), in.Folder)
+	}
+	count(descVersionScrubbed, float64(c.n.stats.versionScrubBytes.Load()))
+	count(descVersionCorrupt, float64(c.n.stats.versionCorrupt.Load()))
 }

@@ -119,6 +119,8 @@ type nodeStats struct {
 	chunksServed      atomic.Int64
 	chunksFetched     atomic.Int64
 	chunkBytesFetched atomic.Int64
+	versionScrubBytes atomic.Uint64 // local version stores re-verified (versions.go)
+	versionCorrupt    atomic.Uint64 // their chunks found corrupt
 }
 
 // peerState is what the node knows about one device it talks to.

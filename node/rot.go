@@ -63,7 +63,12 @@ type ScrubResult struct {
 	Bytes   int64    `json:"bytes"`   // bytes read
 	Corrupt []string `json:"corrupt"` // damaged files found (moved aside, being repaired)
 	Skipped int      `json:"skipped"` // changed since the last scan: left to the scanner
-	Seconds float64  `json:"seconds"`
+	// VersionBytes are the bytes of the local version store re-verified,
+	// VersionCorrupt its chunks found damaged (dropped and fetched again
+	// from the vault's devices).
+	VersionBytes   int64   `json:"version_bytes"`
+	VersionCorrupt int     `json:"version_corrupt"`
+	Seconds        float64 `json:"seconds"`
 }
 
 // quarantine handles the damaged files a scan or the scrub found: each is
@@ -338,6 +343,12 @@ func (v *vault) scrubLoop(ctx context.Context) {
 		if len(res.Corrupt) > 0 {
 			v.log.Warn("scrub found damaged files", "files", res.Corrupt)
 		}
+		// The version store's share, paced alike.
+		if k := v.keep; k != nil && k.store != nil {
+			if _, _, err := v.scrubKept(ctx, max(int64(float64(k.store.Usage().Bytes)*share)+1, scrubMinBytes)); err != nil && ctx.Err() == nil {
+				v.log.Warn("scrubbing the version store", "err", err)
+			}
+		}
 	}
 }
 
@@ -362,9 +373,16 @@ func (n *Node) Scrub(ctx context.Context, req ScrubRequest) ([]ScrubResult, erro
 	}
 	out := []ScrubResult{}
 	for _, v := range vaults {
+		start := time.Now()
 		res, _, err := v.scrubPass(ctx, rel, "", 0, 0)
 		if err != nil {
 			return out, fmt.Errorf("scrubbing %s: %w", v.cfg.Folder, err)
+		}
+		if rel == "" {
+			if res.VersionBytes, res.VersionCorrupt, err = v.scrubKept(ctx, 0); err != nil {
+				return out, fmt.Errorf("scrubbing the version store of %s: %w", v.cfg.Folder, err)
+			}
+			res.Seconds = time.Since(start).Seconds()
 		}
 		out = append(out, res)
 	}

@@ -130,6 +130,9 @@ type keeper struct {
 	policy atomic.Pointer[VersionPolicy]
 	queue  chan keepJob
 	prune  chan struct{} // buffer 1: a prune is wanted
+	// damaged carries chunks the scrub (or a read) dropped from the store,
+	// for the keep loop to fetch again from a peer.
+	damaged chan []cid.Cid
 
 	// mu serialises keeping (the keep loop and keepBeforeReplace), so a
 	// version is copied and named once.
@@ -168,7 +171,7 @@ func versionKey(id entry.VersionID) []byte {
 // openKeeper opens the vault's version store; an error leaves the vault
 // without one (logged: sync does not depend on it).
 func (v *vault) openKeeper() {
-	v.keep = &keeper{queue: make(chan keepJob, keepQueue), prune: make(chan struct{}, 1)}
+	v.keep = &keeper{queue: make(chan keepJob, keepQueue), prune: make(chan struct{}, 1), damaged: make(chan []cid.Cid, 16)}
 	p, err := loadVersionPolicy(v.db)
 	if err != nil {
 		v.log.Warn("using the default version policy", "err", err)
@@ -177,7 +180,12 @@ func (v *vault) openKeeper() {
 	st, err := versions.Open(versions.Config{
 		Dir: filepath.Join(v.cfg.Dir, "versions"), Logger: v.log, Now: v.n.now,
 		OnQuarantine: func(cs []cid.Cid, _ pack.FoundBy) {
-			v.log.Warn("version store: damaged chunks dropped; the versions that need them are no longer restorable from this device", "chunks", len(cs))
+			v.log.Warn("version store: damaged chunks dropped; fetching them again from the vault's devices", "chunks", len(cs))
+			v.n.stats.versionCorrupt.Add(uint64(len(cs)))
+			select {
+			case v.keep.damaged <- cs:
+			default: // the loop is behind; the next scrub pass finds the rest
+			}
 		},
 	})
 	if err != nil {
@@ -304,10 +312,13 @@ func (v *vault) keepLoop(ctx context.Context) {
 	}
 	tick := time.NewTicker(time.Hour)
 	defer tick.Stop()
+	var damaged []cid.Cid // dropped by the scrub, not fetched again yet
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case cs := <-k.damaged:
+			damaged = v.repairKept(ctx, append(damaged, cs...))
 		case j := <-k.queue:
 			if j.done != nil {
 				close(j.done)
@@ -318,8 +329,64 @@ func (v *vault) keepLoop(ctx context.Context) {
 			v.pruneVersions(ctx)
 		case <-tick.C:
 			v.pruneVersions(ctx)
+			damaged = v.repairKept(ctx, damaged)
 		}
 	}
+}
+
+// maxDamaged bounds the chunks waiting to be fetched again; beyond it the
+// oldest are forgotten (their versions read as not kept, truthfully).
+const maxDamaged = 4096
+
+// repairKept fetches chunks the scrub dropped from the version store
+// again from the connected members and stores them; it returns those no
+// member sent (tried again at the next tick).
+func (v *vault) repairKept(ctx context.Context, cs []cid.Cid) []cid.Cid {
+	if len(cs) == 0 {
+		return nil
+	}
+	if len(cs) > maxDamaged {
+		cs = cs[len(cs)-maxDamaged:]
+	}
+	var mu sync.Mutex
+	got := map[cid.Cid]bool{}
+	_ = v.fetchFromPeers(ctx, cs, func(c cid.Cid, env []byte) error {
+		if err := v.keep.store.PutChunk(c, env); err != nil {
+			return err
+		}
+		mu.Lock()
+		got[c] = true
+		mu.Unlock()
+		return nil
+	})
+	var left []cid.Cid
+	for _, c := range cs {
+		if !got[c] {
+			left = append(left, c)
+		}
+	}
+	if n := len(cs) - len(left); n > 0 {
+		v.log.Info("version store: damaged chunks fetched again", "chunks", n, "still missing", len(left))
+	}
+	return left
+}
+
+// scrubKept re-verifies up to maxBytes of the version store (the
+// background scrub's share), or all of it when maxBytes is 0.
+func (v *vault) scrubKept(ctx context.Context, maxBytes int64) (int64, int, error) {
+	k := v.keep
+	if k == nil || k.store == nil {
+		return 0, 0, nil
+	}
+	var res pack.ScrubStepResult
+	var err error
+	if maxBytes == 0 {
+		res, err = k.store.ScrubPass(ctx, 0)
+	} else {
+		res, err = k.store.ScrubStep(maxBytes)
+	}
+	v.n.stats.versionScrubBytes.Add(uint64(res.Bytes))
+	return res.Bytes, len(res.Corrupt), err
 }
 
 // pruneVersions applies the policy to the store.

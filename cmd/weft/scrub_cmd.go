@@ -49,6 +49,10 @@ about once a week (docs/folder.md, "Rot").`,
 				for _, p := range r.Corrupt {
 					fmt.Fprintf(out, "  damaged: %s (moved to .weft/corrupt/, being written again)\n", p)
 				}
+				if r.VersionBytes > 0 || r.VersionCorrupt > 0 {
+					fmt.Fprintf(out, "  local versions: %s verified, %d damaged chunks (dropped, fetched again from the vault's devices)\n",
+						humanBytes(r.VersionBytes), r.VersionCorrupt)
+				}
 			}
 			return nil
 		},

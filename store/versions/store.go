@@ -327,3 +327,13 @@ func (s *Store) Prune(ctx context.Context, p Policy, current func(id []byte) boo
 func (s *Store) ScrubStep(maxBytes int64) (pack.ScrubStepResult, error) {
 	return s.chunks.ScrubStep(maxBytes)
 }
+
+// ScrubPass re-verifies every chunk now (pack.Store.ScrubPass).
+func (s *Store) ScrubPass(ctx context.Context, stepBytes int64) (pack.ScrubStepResult, error) {
+	return s.chunks.ScrubPass(ctx, stepBytes)
+}
+
+// PutChunk stores a chunk again (a repair of one the scrub dropped).
+func (s *Store) PutChunk(c cid.Cid, env []byte) error {
+	return s.chunks.Put(c, env)
+}
