@@ -211,6 +211,7 @@ func TestAuditFirstSyncShowsProgress(t *testing.T) {
 	a.upArgs = []string{"--mdns=false", "--settle", "10m"} // a records only on `weft scan`
 	a.must("init", a.folder)
 	a.up()
+	a.must("folder", "versions", a.folder, "--off") // its version store would serve the recorded chunks
 	const n = 60
 	for i := range n {
 		a.write(fmt.Sprintf("f%02d.bin", i), []byte(strings.Repeat(fmt.Sprintf("version 1 of %02d;", i), 1000)))

@@ -264,6 +264,7 @@ func TestEventsAndDoctor(t *testing.T) {
 	a.upArgs = []string{"--mdns=false", "--settle", "10m"} // a records only on `weft scan`
 	a.must("init", a.folder)
 	a.up()
+	a.must("folder", "versions", a.folder, "--off") // its version store would serve the recorded chunks
 	lines := strings.Split(strings.TrimSpace(a.must("invite")), "\n")
 	b.must("join", lines[len(lines)-1], b.folder)
 	evA := a.follow(t)
