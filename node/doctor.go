@@ -229,6 +229,7 @@ func (n *Node) folderFacts(v *vault, fs FolderStatus, asked string, onePath bool
 		}
 	}
 	fo.rollbacks = v.relayRollbacks()
+	fo.versions = v.versionsInfo()
 	if m := n.monitor(); m != nil {
 		fo.skipped, fo.unsettled, fo.Watcher.OverflowRescans, fo.Watcher.Failed = m.scanProblems(v)
 	}

@@ -60,6 +60,7 @@ type folderFacts struct {
 	relays    []RelayInfo // the vault's relays
 	rollbacks []RelayRollback
 	coded     []PathMessage // the folder's errors[] items that carry a code
+	versions  VersionsInfo  // the local version store
 }
 
 type pathFacts struct {
@@ -338,6 +339,15 @@ func folderHealth(fo folderFacts) []Finding {
 		if c, ok := codeFindings[e.Code]; ok {
 			out = append(out, Finding{c.severity, e.Code, fo.Path, e.Path, "", e.Reason, c.fix})
 		}
+	}
+	switch vi := fo.versions; {
+	case vi.Folder == "":
+	case !vi.Available && !vi.Policy.Off:
+		add(SeverityWarning, "versions-unavailable", "this device keeps no old versions of the folder's files: its version store could not be opened",
+			"see the agent's log for why; until then `weft restore` needs another device or the relay for large files")
+	case vi.Failed > 0:
+		add(SeverityWarning, "versions-failing", fmt.Sprintf("%d versions could not be kept in the version store since the agent started (a disk error)", vi.Failed),
+			"see the agent's log; check the disk that holds weft's home")
 	}
 	w := fo.Watcher
 	if w.Enabled && w.MaxUserWatches > 0 {
