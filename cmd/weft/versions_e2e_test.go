@@ -183,3 +183,58 @@ func TestLocalVersionsWithNoRelay(t *testing.T) {
 		t.Fatal("a: keep.bin changed after a failed restore")
 	}
 }
+
+// Bytes flipped in B's version store: `weft scrub` on B finds the damaged
+// chunks and drops them, and B fetches them again from A, so the store
+// holds as much as before.
+func TestVersionStoreScrubRepairs(t *testing.T) {
+	a, b := pair(t)
+	b.up()
+	r := rand.New(rand.NewPCG(31, 32))
+	for i := range 4 {
+		a.writeAtomic(fmt.Sprintf("f%d.bin", i), randBytes(r, 300<<10))
+	}
+	waitSame(t, a, b, 2*time.Minute, filesIn(4))
+	for i := range 4 {
+		a.writeAtomic(fmt.Sprintf("f%d.bin", i), randBytes(r, 300<<10))
+	}
+	waitSame(t, a, b, 2*time.Minute, func(m map[string]string) error {
+		for k, v := range m {
+			if want, _ := os.ReadFile(filepath.Join(a.folder, k)); v != "file:"+string(want) {
+				return fmt.Errorf("%s not synced yet", k)
+			}
+		}
+		return filesIn(4)(m)
+	})
+	waitKept(t, a, 8)
+	waitKept(t, b, 8)
+	before := versionsOf(t, b)
+
+	b.stop()
+	flipped := flipPackRecords(t, filepath.Join(b.home, "vaults", "*", "versions", "chunks", "packs", "*.pack"), 2)
+	if flipped == 0 {
+		t.Fatal("no record flipped in b's version store")
+	}
+	b.up()
+	var res []node.ScrubResult
+	if err := json.Unmarshal([]byte(b.must("scrub", "--json")), &res); err != nil || len(res) != 1 {
+		t.Fatalf("scrub --json: %v %+v", err, res)
+	}
+	if res[0].VersionCorrupt != flipped {
+		t.Fatalf("scrub found %d damaged chunks in the version store, want the %d flipped", res[0].VersionCorrupt, flipped)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		now := versionsOf(t, b)
+		if now.Bytes == before.Bytes && now.Versions == before.Versions {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b's version store holds %+v after the repair, want what it held before: %+v\n%s", now, before, b.logTail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := json.Unmarshal([]byte(b.must("scrub", "--json")), &res); err != nil || res[0].VersionCorrupt != 0 {
+		t.Fatalf("second scrub: %v %+v; want nothing damaged", err, res)
+	}
+}
