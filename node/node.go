@@ -239,6 +239,9 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	if err := report.Err(); err != nil {
 		n.log.Warn("vault database recovered", "folder", hv.Folder, "report", err)
 	}
+	if report.Rebuilt {
+		n.log.Warn("vault index rebuilt from the logs: the folder is rescanned and what it holds adopted", "folder", hv.Folder)
+	}
 	var fsys folder.FS
 	if n.cfg.FolderFS != nil {
 		fsys, err = n.cfg.FolderFS(hv.Folder)
