@@ -39,13 +39,29 @@ type appliedRecord struct {
 //
 // Only a change of content counts: an apply that left the bytes as they
 // were (a version with the same content, a resolution whose winner is
-// what was on disk) cannot have been missed by an editor.
+// what was on disk) cannot have been missed by an editor. It does not
+// end the window of an apply before it either: the bytes that apply wrote
+// are still there, now under rec's version (a peer's resolution that
+// restated them, or its identical resolution outranking this device's),
+// and a save landing now may still have been made from what was there
+// before them. Forgetting that apply here let such a save supersede the
+// peer's content unseen, the token race's remaining loss
+// (TestSaveAfterApplyAndRestatementKeepsBoth).
 func (v *vault) noteAppliedLocked(path string, old vaultdb.Record, had bool, rec vaultdb.Record) {
-	if rec.Kind == 0 || had && (old.Version == rec.Version || old.Kind == rec.Kind && old.Hash == rec.Hash && old.Target == rec.Target) {
+	now := v.n.now()
+	if rec.Kind != 0 && had && (old.Version == rec.Version || old.Kind == rec.Kind && old.Hash == rec.Hash && old.Target == rec.Target) {
+		if a, ok := v.recentApplies[path]; ok && a.applied.Version == old.Version && now.Sub(a.at) < applyRaceWindow {
+			a.applied = rec
+			v.recentApplies[path] = a
+			return
+		}
 		delete(v.recentApplies, path)
 		return
 	}
-	now := v.n.now()
+	if rec.Kind == 0 {
+		delete(v.recentApplies, path)
+		return
+	}
 	if v.recentApplies == nil {
 		v.recentApplies = map[string]appliedRecord{}
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,4 +94,116 @@ func TestSaveRightAfterApplyKeepsBoth(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The same race, with one more step between the apply and the save's
+// scan: a version with the same content as the applied one arrives and
+// takes its place in the index, with no write to disk (a peer's
+// resolution that restates it, or an identical resolution recorded by
+// the peer at the same time as this device's own, which outranks it).
+// The editor's save was still made from the content before the apply.
+// Before, that index-only change forgot the apply (noteAppliedLocked
+// dropped the record, and baseForLocalChangeLocked no longer matched the
+// index's version), so the save superseded the peer's content unseen and
+// the peer's token was lost everywhere: the token race's remaining loss.
+func TestSaveAfterApplyAndRestatementKeepsBoth(t *testing.T) {
+	for _, identical := range []bool{false, true} {
+		name := "restated"
+		if identical {
+			name = "identical concurrent version"
+		}
+		t.Run(name, func(t *testing.T) {
+			clk := &testClock{t: time.Now()} // invites are checked against real time
+			n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true, Now: clk.Now})
+			v := n.vaultsNow()[0]
+			p := filepath.Join(folderPath, "log.md")
+			base := "line 0\n"
+			if err := os.WriteFile(p, []byte(base), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			if err := n.Scan(ctx); err != nil {
+				t.Fatal(err)
+			}
+			v.mu.Lock()
+			xID := v.index["log.md"].Version
+			v.mu.Unlock()
+
+			_, id := joinAsMember(t, n)
+			theirs := []byte(base + "token-from-peer\n")
+			mtime := clk.Now().UnixNano()
+			a := entry.Version{Path: "log.md", Kind: entry.KindFile, Mode: 0o644, MTime: mtime,
+				Size: uint64(len(theirs)), Inline: theirs, Hash: blake3.Sum256(theirs), Supersedes: []entry.VersionID{xID}}
+			e1, err := entry.New(entry.Config{Identity: id, Vault: v.id, Clock: 50, Keys: v.ek, Time: clk.Now().UnixMilli(), Rand: rand.Reader},
+				&entry.Body{Versions: []entry.Version{a}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := v.ingestEntry(e1.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the peer's version to be applied", func() bool {
+				b, err := os.ReadFile(p)
+				return err == nil && string(b) == string(theirs)
+			})
+
+			// The same content again, superseding the applied version
+			// (restated) or, with a later mtime so it outranks it,
+			// concurrent with it (identical).
+			r := a
+			r.MTime = mtime + int64(time.Second)
+			if !identical {
+				r.Supersedes = []entry.VersionID{e1.VersionID(0)}
+			}
+			e2, err := entry.New(entry.Config{Identity: id, Vault: v.id, Prev: e1.Head(), Clock: 51, Keys: v.ek, Time: clk.Now().UnixMilli(), Rand: rand.Reader},
+				&entry.Body{Versions: []entry.Version{r}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rID := e2.VersionID(0)
+			if err := v.ingestEntry(e2.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the index to take the same content under the new version", func() bool {
+				v.mu.Lock()
+				defer v.mu.Unlock()
+				return v.index["log.md"].Version == rID && !pathDirtyLocked(v, "log.md")
+			})
+
+			// The editor read "line 0" before the apply; its save lands now.
+			tmp := filepath.Join(folderPath, "log.md.tmp-editor")
+			if err := os.WriteFile(tmp, []byte(base+"token-from-here\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, p); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Scan(ctx); err != nil {
+				t.Fatal(err)
+			}
+			v.mu.Lock()
+			heads := v.headIDsLocked("log.md")
+			v.mu.Unlock()
+			if !slices.Contains(heads, rID) {
+				t.Fatalf("heads of log.md after the save: %v; the peer's version %v was superseded by a save that never saw it", heads, rID)
+			}
+			waitFor(t, "both edits to be in the folder", func() bool {
+				var sb strings.Builder
+				ents, _ := os.ReadDir(folderPath)
+				for _, de := range ents {
+					if strings.HasPrefix(de.Name(), "log") {
+						b, _ := os.ReadFile(filepath.Join(folderPath, de.Name()))
+						sb.Write(b)
+					}
+				}
+				got := sb.String()
+				return strings.Contains(got, "token-from-peer") && strings.Contains(got, "token-from-here")
+			})
+		})
+	}
+}
+
+func pathDirtyLocked(v *vault, p string) bool {
+	_, ok := v.dirty[p]
+	return ok
 }
