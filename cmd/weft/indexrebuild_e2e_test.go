@@ -195,4 +195,3 @@ func sameAs(d *device, n int) func(map[string]string) error {
 
 // isConflictName reports whether a path is named like a conflict copy.
 func isConflictName(p string) bool { return strings.Contains(p, ".conflict-") }
-
