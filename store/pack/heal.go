@@ -98,7 +98,7 @@ func (s *Store) heal() error {
 		s.cfg.Logger.Warn("closing broken chunk index", "err", err)
 	}
 	path := filepath.Join(s.cfg.Dir, "index")
-	o := *indexOptions
+	o := *s.indexOpts()
 	o.Strict &^= opt.StrictJournal
 	db, err := s.cfg.openIndex(path, &o)
 	if err != nil {

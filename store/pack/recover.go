@@ -42,13 +42,26 @@ import (
 // relocations are synced, and GC drops, retire marks, scrub marks, the
 // clean mark and recovery's own writes are all synced too.
 
-// indexOptions opens goleveldb with every strict check, so that it reports
-// damage instead of silently dropping what it cannot read.
-// indexOptions opens the chunk index. Its write buffer is 1 MiB, not
+// indexOptions opens the chunk index with every strict check, so that
+// goleveldb reports damage instead of silently dropping what it cannot
+// read. Its write buffer is 1 MiB, not
 // goleveldb's 4 MiB: an index record is a few dozen bytes, so 1 MiB holds
 // tens of thousands of chunks before a flush, and a relay holds one index
 // per vault it serves, idle most of the time (B7: idle memory).
 var indexOptions = &opt.Options{Strict: opt.StrictAll, WriteBuffer: 1 << 20}
+
+// smallIndexOptions is indexOptions for a store that holds little and is
+// read seldom (Config.SmallIndex): a 256 KiB write buffer and block cache
+// instead of 1 MiB and goleveldb's 8 MiB.
+var smallIndexOptions = &opt.Options{Strict: opt.StrictAll, WriteBuffer: 256 << 10, BlockCacheCapacity: 256 << 10, OpenFilesCacheCapacity: 64}
+
+// indexOpts returns the options the index is opened with.
+func (s *Store) indexOpts() *opt.Options {
+	if s.cfg.SmallIndex {
+		return smallIndexOptions
+	}
+	return indexOptions
+}
 
 func (s *Store) recover() error {
 	idxDir := filepath.Join(s.cfg.Dir, "index")
@@ -126,7 +139,7 @@ func (s *Store) recoverOnce(idxDir string) error {
 			}
 		}
 	}
-	db, err := s.cfg.openIndex(idxDir, indexOptions)
+	db, err := s.cfg.openIndex(idxDir, s.indexOpts())
 	if err != nil {
 		if lerrors.IsCorrupted(err) {
 			return fmt.Errorf("opening chunk index: %v: %w", err, errRebuild)

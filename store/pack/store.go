@@ -51,6 +51,10 @@ type Config struct {
 	// held: it may call the store. It runs on the goroutine that found
 	// them and holds it up, so it should be quick.
 	OnQuarantine func(cs []cid.Cid, by FoundBy)
+	// SmallIndex opens the index with small buffers and caches (a
+	// device's version store: little data, few reads, and memory an idle
+	// agent should not spend).
+	SmallIndex bool
 
 	// openIndex opens the goleveldb index; nil means leveldb.OpenFile.
 	// goleveldb's own IO is outside FS: tests use this to inject faults

@@ -115,6 +115,13 @@ func decodeRecord(b []byte) (record, []ChunkRef, error) {
 	return r, refs, nil
 }
 
+// catalogOptions keep the catalog small in memory: a record is a few
+// hundred bytes and an idle agent should not hold goleveldb's default 4 MiB
+// write buffer and 8 MiB block cache for it.
+var catalogOptions = &opt.Options{WriteBuffer: 128 << 10, BlockCacheCapacity: 128 << 10, OpenFilesCacheCapacity: 32}
+
+var syncWrite = &opt.WriteOptions{Sync: true}
+
 // Open opens or creates the store in cfg.Dir.
 func Open(cfg Config) (*Store, error) {
 	if cfg.Dir == "" {
@@ -126,11 +133,11 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	chunks, err := pack.Open(pack.Config{Dir: filepath.Join(cfg.Dir, "chunks"), FS: cfg.FS, Logger: cfg.Logger, OnQuarantine: cfg.OnQuarantine})
+	chunks, err := pack.Open(pack.Config{Dir: filepath.Join(cfg.Dir, "chunks"), FS: cfg.FS, Logger: cfg.Logger, OnQuarantine: cfg.OnQuarantine, SmallIndex: true})
 	if err != nil {
 		return nil, fmt.Errorf("opening the version store's chunks: %w", err)
 	}
-	cat, err := leveldb.OpenFile(filepath.Join(cfg.Dir, "catalog"), &opt.Options{})
+	cat, err := leveldb.OpenFile(filepath.Join(cfg.Dir, "catalog"), catalogOptions)
 	if err != nil {
 		if !lerrors.IsCorrupted(err) {
 			chunks.Close()
@@ -139,7 +146,7 @@ func Open(cfg Config) (*Store, error) {
 		// A damaged catalog loses the names of some kept versions, never
 		// a byte of the folder: recover what goleveldb can.
 		cfg.Logger.Warn("version catalog damaged; recovering it", "err", err)
-		if cat, err = leveldb.RecoverFile(filepath.Join(cfg.Dir, "catalog"), nil); err != nil {
+		if cat, err = leveldb.RecoverFile(filepath.Join(cfg.Dir, "catalog"), catalogOptions); err != nil {
 			chunks.Close()
 			return nil, fmt.Errorf("recovering the version catalog: %w", err)
 		}
@@ -230,7 +237,7 @@ func (s *Store) Keep(k Kept, envelope func(cid.Cid) ([]byte, error)) (int64, err
 	if err != nil {
 		return added, err
 	}
-	if err := s.cat.Put(k.ID, b, &opt.WriteOptions{Sync: true}); err != nil {
+	if err := s.cat.Put(k.ID, b, syncWrite); err != nil {
 		return added, fmt.Errorf("naming a kept version of %s: %w", k.Path, err)
 	}
 	s.count.Add(1)
