@@ -161,6 +161,11 @@ func (n *Node) vaultOfFolder(folder string) (*vault, error) {
 // acceptDeletions records the held local deletions and applies the held
 // incoming ones.
 func (v *vault) acceptDeletions(ctx context.Context) (local, incoming int, err error) {
+	if v.authoringHeld(nil) {
+		// Recording the deletions would fail, and the accept would be
+		// spent with nothing recorded: refuse it now instead.
+		return 0, 0, fmt.Errorf("%w; try again once this device has heard from another device or the relay", errAuthoringHeld)
+	}
 	v.mu.Lock()
 	g := &v.deletes
 	if len(g.local) == 0 && len(g.incoming) == 0 {
@@ -338,7 +343,7 @@ func decisionStatus(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, errPickFolder), errors.Is(err, errBadDecision), errors.Is(err, errFolderNotStop):
 		return http.StatusBadRequest
-	case errors.Is(err, errFolderStopped):
+	case errors.Is(err, errFolderStopped), errors.Is(err, errAuthoringHeld):
 		return http.StatusConflict
 	}
 	return http.StatusInternalServerError

@@ -372,3 +372,36 @@ func TestIncomingRenameReleasesHold(t *testing.T) {
 		t.Fatalf("still held: %+v", held)
 	}
 }
+
+// An accept while this device may not author yet (it has heard from no
+// peer since its start) is refused with the hold kept, instead of being
+// spent with nothing recorded.
+func TestAcceptRefusedWhileAuthoringHeld(t *testing.T) {
+	ctx := context.Background()
+	n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true})
+	paths := writeNotes(t, folderPath, 40)
+	if err := n.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v := n.vaultsNow()[0]
+	for _, p := range paths[:30] {
+		if err := os.Remove(filepath.Join(folderPath, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if held := n.Deletions(); len(held) != 1 || held[0].Files != 30 {
+		t.Fatalf("deletions: %+v, want 30 held", held)
+	}
+	v.tail.mu.Lock()
+	v.tail.state = tailHeld // as after a start, before any peer is heard
+	v.tail.mu.Unlock()
+	if _, err := n.DecideDeletions(ctx, DeletionsRequest{Action: "accept"}); !errors.Is(err, errAuthoringHeld) {
+		t.Fatalf("accept while authoring is held: %v, want errAuthoringHeld", err)
+	}
+	if held := n.Deletions(); len(held) != 1 || held[0].Files != 30 {
+		t.Fatalf("deletions after the refused accept: %+v, want the 30 still held", held)
+	}
+}
