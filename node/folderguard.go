@@ -107,7 +107,7 @@ func (v *vault) checkFolder() (code, msg string) {
 		case !info.IsDir():
 			return codeMarkerMissing, fmt.Sprintf("%s is not a directory any more; put the folder back, or see `weft folder reset`", dir)
 		}
-		if root, err := o.Lstat(""); err != nil || !sameInode(root, info) {
+		if same, err := o.RootIs(info); err != nil || !same {
 			// The directory weft holds open is not the one at the path
 			// (the folder was moved away, or replaced): follow the path,
 			// whose marker decides below.

@@ -58,6 +58,18 @@ func (o *OSFS) Reopen() error {
 	return nil
 }
 
+// RootIs reports whether the directory the FS is rooted at is at (the
+// same file system and inode, os.SameFile: a drive mounted over the path
+// has a root inode that may match the old directory's, but not its
+// device).
+func (o *OSFS) RootIs(at os.FileInfo) (bool, error) {
+	ri, err := o.r().Stat(".")
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(ri, at), nil
+}
+
 // Close releases the root. The FS must not be used afterwards.
 func (o *OSFS) Close() error { return o.r().Close() }
 
