@@ -27,21 +27,8 @@ func TestSaveRightAfterApplyKeepsBoth(t *testing.T) {
 			name = "later"
 		}
 		t.Run(name, func(t *testing.T) {
-			clk := &testClock{t: time.Now()} // invites are checked against real time
-			n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true, Now: clk.Now})
-			v := n.vaultsNow()[0]
-			p := filepath.Join(folderPath, "log.md")
-			base := "line 0\n"
-			if err := os.WriteFile(p, []byte(base), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ctx := t.Context()
-			if err := n.Scan(ctx); err != nil {
-				t.Fatal(err)
-			}
-			v.mu.Lock()
-			xID := v.index["log.md"].Version
-			v.mu.Unlock()
+			rs := newRaceSetup(t)
+			clk, n, v, folderPath, p, base, xID, ctx := rs.clk, rs.n, rs.v, rs.folder, rs.path, rs.base, rs.xID, t.Context()
 
 			h, id := joinAsMember(t, n)
 			theirs := []byte(base + "token-from-peer\n")
@@ -61,27 +48,11 @@ func TestSaveRightAfterApplyKeepsBoth(t *testing.T) {
 				clk.set(clk.Now().Add(applyRaceWindow + time.Second))
 			}
 			// The editor read "line 0" before the apply; its save lands now.
-			tmp := filepath.Join(folderPath, "log.md.tmp-editor")
-			if err := os.WriteFile(tmp, []byte(base+"token-from-here\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Rename(tmp, p); err != nil {
-				t.Fatal(err)
-			}
+			editorSave(t, p, base+"token-from-here\n")
 			if err := n.Scan(ctx); err != nil {
 				t.Fatal(err)
 			}
-			all := func() string {
-				var sb strings.Builder
-				ents, _ := os.ReadDir(folderPath)
-				for _, de := range ents {
-					if strings.HasPrefix(de.Name(), "log") {
-						b, _ := os.ReadFile(filepath.Join(folderPath, de.Name()))
-						sb.Write(b)
-					}
-				}
-				return sb.String()
-			}
+			all := func() string { return logContents(folderPath) }
 			if late {
 				if got := all(); strings.Contains(got, "token-from-peer") {
 					t.Fatalf("an edit made %s after the apply kept the peer's version it replaced:\n%s", applyRaceWindow+time.Second, got)
@@ -113,21 +84,8 @@ func TestSaveAfterApplyAndRestatementKeepsBoth(t *testing.T) {
 			name = "identical concurrent version"
 		}
 		t.Run(name, func(t *testing.T) {
-			clk := &testClock{t: time.Now()} // invites are checked against real time
-			n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true, Now: clk.Now})
-			v := n.vaultsNow()[0]
-			p := filepath.Join(folderPath, "log.md")
-			base := "line 0\n"
-			if err := os.WriteFile(p, []byte(base), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ctx := t.Context()
-			if err := n.Scan(ctx); err != nil {
-				t.Fatal(err)
-			}
-			v.mu.Lock()
-			xID := v.index["log.md"].Version
-			v.mu.Unlock()
+			rs := newRaceSetup(t)
+			clk, n, v, folderPath, p, base, xID, ctx := rs.clk, rs.n, rs.v, rs.folder, rs.path, rs.base, rs.xID, t.Context()
 
 			_, id := joinAsMember(t, n)
 			theirs := []byte(base + "token-from-peer\n")
@@ -171,13 +129,7 @@ func TestSaveAfterApplyAndRestatementKeepsBoth(t *testing.T) {
 			})
 
 			// The editor read "line 0" before the apply; its save lands now.
-			tmp := filepath.Join(folderPath, "log.md.tmp-editor")
-			if err := os.WriteFile(tmp, []byte(base+"token-from-here\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Rename(tmp, p); err != nil {
-				t.Fatal(err)
-			}
+			editorSave(t, p, base+"token-from-here\n")
 			if err := n.Scan(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -188,15 +140,7 @@ func TestSaveAfterApplyAndRestatementKeepsBoth(t *testing.T) {
 				t.Fatalf("heads of log.md after the save: %v; the peer's version %v was superseded by a save that never saw it", heads, rID)
 			}
 			waitFor(t, "both edits to be in the folder", func() bool {
-				var sb strings.Builder
-				ents, _ := os.ReadDir(folderPath)
-				for _, de := range ents {
-					if strings.HasPrefix(de.Name(), "log") {
-						b, _ := os.ReadFile(filepath.Join(folderPath, de.Name()))
-						sb.Write(b)
-					}
-				}
-				got := sb.String()
+				got := logContents(folderPath)
 				return strings.Contains(got, "token-from-peer") && strings.Contains(got, "token-from-here")
 			})
 		})
@@ -206,4 +150,57 @@ func TestSaveAfterApplyAndRestatementKeepsBoth(t *testing.T) {
 func pathDirtyLocked(v *vault, p string) bool {
 	_, ok := v.dirty[p]
 	return ok
+}
+
+// raceSetup is a node whose folder holds log.md ("line 0"), recorded as xID.
+type raceSetup struct {
+	clk          *testClock
+	n            *Node
+	v            *vault
+	folder, path string
+	base         string
+	xID          entry.VersionID
+}
+
+func newRaceSetup(t *testing.T) raceSetup {
+	t.Helper()
+	clk := &testClock{t: time.Now()} // invites are checked against real time
+	n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true, Now: clk.Now})
+	rs := raceSetup{clk: clk, n: n, v: n.vaultsNow()[0], folder: folderPath, path: filepath.Join(folderPath, "log.md"), base: "line 0\n"}
+	if err := os.WriteFile(rs.path, []byte(rs.base), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Scan(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rs.v.mu.Lock()
+	rs.xID = rs.v.index["log.md"].Version
+	rs.v.mu.Unlock()
+	return rs
+}
+
+// editorSave saves content at p as an editor does: a temporary file
+// beside it, renamed over it.
+func editorSave(t *testing.T, p, content string) {
+	t.Helper()
+	tmp := p + ".tmp-editor"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logContents is the content of log.md and its conflict copies, together.
+func logContents(folderPath string) string {
+	var sb strings.Builder
+	ents, _ := os.ReadDir(folderPath)
+	for _, de := range ents {
+		if strings.HasPrefix(de.Name(), "log") {
+			b, _ := os.ReadFile(filepath.Join(folderPath, de.Name()))
+			sb.Write(b)
+		}
+	}
+	return sb.String()
 }

@@ -112,47 +112,40 @@ func TestLocalVersionsWithNoRelay(t *testing.T) {
 	waitKept(t, a, 3)
 	h2 := history(t, a, filepath.Join(a.folder, "keep.bin")).Versions[0].Hash
 
-	// B alone: its own store holds what A's edit and deletion replaced here.
-	a.stop()
-	for _, f := range []struct {
-		name, hash string
-		want       []byte
-	}{{"keep.bin", h1, keep1}, {"gone.bin", hg, gone}} {
-		p := filepath.Join(b.folder, f.name)
-		v := versionWith(t, b, p, f.hash)
-		if v.Content != "versions" {
-			t.Fatalf("b: %s's old version content %q, want versions", f.name, v.Content)
-		}
-		if out := b.must("restore", p, "--version", v.ID, "--dry-run"); !strings.Contains(out, "would restore") {
-			t.Fatalf("b: dry run: %q", out)
-		}
-		b.must("restore", p, "--version", v.ID)
-		if got, _ := os.ReadFile(p); !bytes.Equal(got, f.want) {
-			t.Fatalf("b: %s after the restore is not the old content", f.name)
+	// restoreAlone restores keep.bin's and gone.bin's first versions on d
+	// from its own version store; each restore's output must contain say.
+	restoreAlone := func(d *device, say string) {
+		t.Helper()
+		for _, f := range []struct {
+			name, hash string
+			want       []byte
+		}{{"keep.bin", h1, keep1}, {"gone.bin", hg, gone}} {
+			p := filepath.Join(d.folder, f.name)
+			v := versionWith(t, d, p, f.hash)
+			if v.Content != "versions" {
+				t.Fatalf("%s: %s's old version content %q, want versions", d.name, f.name, v.Content)
+			}
+			if out := d.must("restore", p, "--version", v.ID, "--dry-run"); !strings.Contains(out, "would restore") {
+				t.Fatalf("%s: dry run: %q", d.name, out)
+			}
+			if out := d.must("restore", p, "--version", v.ID); !strings.Contains(out, say) {
+				t.Fatalf("%s: restore: %q; want it to say %q", d.name, out, say)
+			}
+			if got, _ := os.ReadFile(p); !bytes.Equal(got, f.want) {
+				t.Fatalf("%s: %s after the restore is not the old content", d.name, f.name)
+			}
 		}
 	}
+	// B alone: its own store holds what A's edit and deletion replaced here.
+	a.stop()
+	restoreAlone(b, "restored")
 	b.stop()
 
 	// A alone: its own store holds what its user replaced and deleted.
 	// Having heard from nobody since its start, A writes the content back
 	// and records it once it hears from B (docs/sync.md).
 	a.up()
-	for _, f := range []struct {
-		name, hash string
-		want       []byte
-	}{{"keep.bin", h1, keep1}, {"gone.bin", hg, gone}} {
-		p := filepath.Join(a.folder, f.name)
-		v := versionWith(t, a, p, f.hash)
-		if v.Content != "versions" {
-			t.Fatalf("a: %s's old version content %q, want versions", f.name, v.Content)
-		}
-		if out := a.must("restore", p, "--version", v.ID); !strings.Contains(out, "recorded and sent once") {
-			t.Fatalf("a: restore alone after a start: %q; want it to say the restore is recorded later", out)
-		}
-		if got, _ := os.ReadFile(p); !bytes.Equal(got, f.want) {
-			t.Fatalf("a: %s after the restore is not the old content", f.name)
-		}
-	}
+	restoreAlone(a, "recorded and sent once")
 	b.up()
 	waitCurrent(t, a, filepath.Join(a.folder, "keep.bin"), h1)
 	waitCurrent(t, a, filepath.Join(a.folder, "gone.bin"), hg)
