@@ -444,6 +444,7 @@ func (v *vault) planRestore(ctx context.Context, items []restoreItem, dryRun boo
 	need := map[cid.Cid][]int{} // chunk -> items needing it
 	var needOrder []cid.Cid
 	var total int64
+	var who reach // who is connected, looked up once
 	for i := range items {
 		it := &items[i]
 		if bad[it.path] {
@@ -457,7 +458,7 @@ func (v *vault) planRestore(ctx context.Context, items []restoreItem, dryRun boo
 		if it.from == nil || it.from.ver.Kind != entry.KindFile {
 			continue
 		}
-		it.content = v.contentSource(it.from.ver, nil)
+		it.content = v.contentSource(it.from.ver, &who)
 		for _, r := range it.from.ver.Chunks {
 			v.mu.Lock()
 			inFolder := len(v.chunkLoc[r.CID]) > 0
