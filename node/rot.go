@@ -48,6 +48,8 @@ const (
 	scrubTick     = time.Minute
 	scrubMinBytes = 4 << 20
 	scrubMinFiles = 64
+	// scrubMinVersionBytes is the floor of a slice of the version store.
+	scrubMinVersionBytes = 256 << 10
 )
 
 // corruptFile is a damaged file being repaired.
@@ -343,9 +345,12 @@ func (v *vault) scrubLoop(ctx context.Context) {
 		if len(res.Corrupt) > 0 {
 			v.log.Warn("scrub found damaged files", "files", res.Corrupt)
 		}
-		// The version store's share, paced alike.
+		// The version store's share of a week, with a smaller floor than
+		// the folder's: it holds copies (a damaged one is fetched again,
+		// not lost), and an idle agent should not re-read a small store
+		// every few minutes.
 		if k := v.keep; k != nil && k.store != nil {
-			if _, _, err := v.scrubKept(ctx, max(int64(float64(k.store.Usage().Bytes)*share)+1, scrubMinBytes)); err != nil && ctx.Err() == nil {
+			if _, _, err := v.scrubKept(ctx, max(int64(float64(k.store.Usage().Bytes)*share)+1, scrubMinVersionBytes)); err != nil && ctx.Err() == nil {
 				v.log.Warn("scrubbing the version store", "err", err)
 			}
 		}
