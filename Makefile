@@ -17,10 +17,14 @@ test: lint
 	$(GO) test -race -timeout 30m ./...
 	$(GO) test -timeout 15m -run '^TestS1Small$$' ./simulation/
 
+# lint: gofmt, go vet, staticcheck (pinned; go run fetches it from the
+# module proxy) and go mod tidy leaving go.mod and go.sum as they are.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	@$(GO) mod tidy -diff || { echo "go mod tidy would change go.mod or go.sum (diff above)"; exit 1; }
 
 # fuzz: every Fuzz target in the tree for FUZZTIME each.
 fuzz:

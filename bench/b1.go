@@ -27,7 +27,7 @@ func runB1(rc *runCtx) error {
 	ready := time.Now()
 	seen, err := waitNotes(b.folder, ns, z.syncTimeout)
 	if err != nil {
-		return fmt.Errorf("B: %w\n%s", err, b.logTail())
+		return fmt.Errorf("device B: %w\n%s", err, b.logTail())
 	}
 	ua, err := a.usage()
 	if err != nil {

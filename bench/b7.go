@@ -55,7 +55,7 @@ func runB7(rc *runCtx) error {
 		return err
 	}
 	if _, err := waitNotes(b.folder, ns, z.syncTimeout); err != nil {
-		return fmt.Errorf("B: %w\n%s", err, b.logTail())
+		return fmt.Errorf("device B: %w\n%s", err, b.logTail())
 	}
 	if _, err := b.waitState(rc.ctx, z.syncTimeout, 50*time.Millisecond, indexed(len(ns))); err != nil {
 		return err
@@ -103,7 +103,7 @@ func runB7(rc *runCtx) error {
 	if _, err := a.waitState(rc.ctx, z.syncTimeout, 20*time.Millisecond, func(st node.Status) bool {
 		return safe(len(ns))(st) && st.Folders[0].Bytes == want
 	}); err != nil {
-		return fmt.Errorf("A recording the edits and uploading them: %w", err)
+		return fmt.Errorf("device A recording the edits and uploading them: %w", err)
 	}
 	took := time.Since(start)
 	m1, err := relayHolds(rc.ctx, r, m0[mEntries]+1, z.syncTimeout)

@@ -90,7 +90,7 @@ func (v *relayVault) handOver(rc *runCtx, arrived func() (time.Time, error)) (h 
 	}
 	seen, err := arrived()
 	if err != nil {
-		return h, fmt.Errorf("B (A offline, relay only): %w\n%s", err, v.b.logTail())
+		return h, fmt.Errorf("device B (A offline, relay only): %w\n%s", err, v.b.logTail())
 	}
 	h.down = seen.Sub(start)
 	if h.b, err = v.b.usage(); err != nil {

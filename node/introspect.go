@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 )
@@ -55,17 +54,6 @@ func (v *vault) viewOf(withDirty bool) vaultView {
 			out.dirty = append(out.dirty, p)
 		}
 		slices.Sort(out.dirty)
-	}
-	return out
-}
-
-// peerVectors returns a copy of what each peer last said it holds.
-func (v *vault) peerVectors() map[keys.DeviceID]protocol.Vector {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	out := make(map[keys.DeviceID]protocol.Vector, len(v.peerVec))
-	for d, vec := range v.peerVec {
-		out[d] = vec.Clone()
 	}
 	return out
 }

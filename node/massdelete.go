@@ -220,9 +220,7 @@ func (v *vault) holdLocalDeletions(changes []folder.Change, mode scanMode, scann
 			}
 		}
 		if c.Type != folder.Deleted {
-			if _, ok := g.local[c.Path]; ok {
-				delete(g.local, c.Path) // back on disk
-			}
+			delete(g.local, c.Path) // back on disk, if it was held
 			delete(g.deferred, c.Path)
 			delete(g.allowLocal, c.Path) // an accepted deletion undone: not accepted for later
 			continue

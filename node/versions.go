@@ -416,12 +416,6 @@ func (v *vault) pruneVersions(ctx context.Context) (versions.PruneResult, error)
 	return res, err
 }
 
-// keptLocally reports whether the store holds every chunk of version id.
-func (v *vault) keptLocally(id entry.VersionID) bool {
-	k := v.keep
-	return k != nil && k.store != nil && k.store.Holds(versionKey(id))
-}
-
 // storedEnvelope returns a chunk's envelope from the version store.
 func (v *vault) storedEnvelope(c cid.Cid) ([]byte, error) {
 	k := v.keep

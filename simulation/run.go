@@ -547,22 +547,6 @@ func (r *runner) idleWhy() (bool, string) {
 	return true, ""
 }
 
-// idle reports whether no present device has work pending.
-func (r *runner) idle() bool {
-	for _, d := range r.devices() {
-		n := d.Node()
-		if n == nil {
-			continue
-		}
-		for _, f := range n.Status().Folders {
-			if f.Pending > 0 || f.PendingApply > 0 || f.PendingFetch > 0 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // identical compares the trees of every present device with the first's.
 func (r *runner) identical() (bool, string) {
 	var ref map[string]Item

@@ -94,9 +94,9 @@ func tokenRace(t *testing.T, seed uint64) {
 	if t.Failed() {
 		return
 	}
-	final := waitSame(t, a, b, 2*time.Minute, nil)
+	waitSame(t, a, b, 2*time.Minute, nil)
 	waitInSync(t, a, b)
-	final = waitSame(t, a, b, time.Minute, nil)
+	final := waitSame(t, a, b, time.Minute, nil)
 	var all strings.Builder
 	for _, v := range final {
 		all.WriteString(v)

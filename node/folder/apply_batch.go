@@ -43,13 +43,12 @@ func (a *Applier) WriteFiles(ctx context.Context, ws []FileWrite) []WriteResult 
 	ds := a.newDirSet()
 	defer ds.close()
 	type prepared struct {
-		i       int
-		f       File
-		tmp     string
-		target  string
-		cur     existing
-		put     FileInfo
-		written bool
+		i      int
+		f      File
+		tmp    string
+		target string
+		cur    existing
+		put    FileInfo
 	}
 	var ready []*prepared
 	cleanup := func(p *prepared) {

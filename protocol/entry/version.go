@@ -54,8 +54,6 @@ const (
 // a hostile member can make it too (docs/security.md).
 const DeletionConfirmed uint32 = 1
 
-func (k Kind) valid() bool { return k >= KindFile && k <= KindDeletion }
-
 func (k Kind) String() string {
 	switch k {
 	case KindFile:
@@ -119,16 +117,4 @@ type Body struct {
 type VersionHeader struct {
 	Refs       []cid.Cid
 	Supersedes []VersionID
-}
-
-// headerOf derives the public header of v.
-func headerOf(v *Version) VersionHeader {
-	h := VersionHeader{Supersedes: v.Supersedes}
-	if len(v.Chunks) > 0 {
-		h.Refs = make([]cid.Cid, len(v.Chunks))
-		for i, c := range v.Chunks {
-			h.Refs[i] = c.CID
-		}
-	}
-	return h
 }

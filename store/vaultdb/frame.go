@@ -21,10 +21,6 @@ import (
 // maxPayload bounds a record's payload: the largest entry there can be.
 const maxPayload = entry.MaxEntrySize
 
-// maxHeader is the largest frame header: a uvarint of at most 4 bytes for
-// lengths up to 2^28 and the checksum.
-const maxHeader = binary.MaxVarintLen32 + 4
-
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // appendFrame appends the framed payload to b.

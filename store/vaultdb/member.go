@@ -97,7 +97,8 @@ func openMemberLog(fsys FS, dir string, vault keys.VaultID, rep *OpenReport) (*m
 		rep.Damage = append(rep.Damage, Damage{File: name, Start: d[0], End: d[1]})
 	}
 	if res.end < int64(len(data)) {
-		if err := f.Truncate(res.end); err == nil {
+		err := f.Truncate(res.end)
+		if err == nil {
 			err = f.Sync()
 		}
 		if err != nil {

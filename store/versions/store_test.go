@@ -13,16 +13,6 @@ type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) Now() time.Time { return c.t }
 
-func openTest(t *testing.T, clk *fakeClock) *Store {
-	t.Helper()
-	s, err := Open(Config{Dir: t.TempDir(), Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 // envelopes stands in for a folder: chunk contents by CID.
 type envelopes map[cid.Cid][]byte
 
