@@ -5,10 +5,22 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // conflictTimeLayout formats the loser's recorded mtime in conflict names.
 const conflictTimeLayout = "20060102-150405"
+
+// Name limits a conflict name must fit (entry.MaxSegmentLen and
+// entry.MaxPathLen; a test checks they agree): most file systems refuse a
+// name over 255 bytes.
+const (
+	maxNameBytes = 255
+	maxPathBytes = 4096
+	// maxKeptExt is the longest extension a shortened name keeps; a
+	// longer one is shortened as part of the stem.
+	maxKeptExt = 32
+)
 
 // conflictHashBytes is how many leading bytes of the loser's content hash a
 // conflict name carries (as lowercase hex).
@@ -30,6 +42,15 @@ const conflictHashBytes = 3
 // name uses only the loser's own recorded fields, never the local clock, so
 // every device computes the same name.
 //
+// A name that would pass 255 bytes (or a path that would pass 4096) is
+// shortened the same way on every device: the stem is cut at a UTF-8
+// character boundary until it fits, keeping the suffix and the extension
+// (an extension over 32 bytes is cut as part of the stem instead). Before,
+// the copy of a note with a long name could not be written, and both
+// devices stayed syncing for good. The suffix itself is never cut (two
+// contents would then share a name), so a path within about 50 bytes of
+// 4096 still gets a copy name too long to write.
+//
 // The content hash is what makes the name a function of the content: two
 // different contents by one author in one second (an editor's autosave)
 // get different names without a counter, so devices that see different
@@ -47,21 +68,40 @@ func ConflictName(path string, loser Version, n int) string {
 	if i := strings.LastIndexByte(base, '.'); i > 0 {
 		stem, ext = base[:i], base[i:]
 	}
-	var b strings.Builder
-	b.WriteString(dir)
-	b.WriteString(stem)
-	b.WriteString(".conflict-")
-	b.WriteString(loser.ID.Author.Short())
-	b.WriteByte('-')
-	b.WriteString(time.Unix(0, loser.MTime).UTC().Format(conflictTimeLayout))
-	b.WriteByte('-')
-	b.WriteString(hex.EncodeToString(loser.ContentHash[:conflictHashBytes]))
+	var suffix strings.Builder
+	suffix.WriteString(".conflict-")
+	suffix.WriteString(loser.ID.Author.Short())
+	suffix.WriteByte('-')
+	suffix.WriteString(time.Unix(0, loser.MTime).UTC().Format(conflictTimeLayout))
+	suffix.WriteByte('-')
+	suffix.WriteString(hex.EncodeToString(loser.ContentHash[:conflictHashBytes]))
 	if n > 1 {
-		b.WriteByte('-')
-		b.WriteString(strconv.Itoa(n))
+		suffix.WriteByte('-')
+		suffix.WriteString(strconv.Itoa(n))
 	}
-	b.WriteString(ext)
-	return b.String()
+	limit := min(maxNameBytes, maxPathBytes-len(dir))
+	if len(stem)+suffix.Len()+len(ext) > limit {
+		if len(ext) > maxKeptExt {
+			stem, ext = base, ""
+		}
+		stem = cutUTF8(stem, limit-suffix.Len()-len(ext))
+	}
+	return dir + stem + suffix.String() + ext
+}
+
+// cutUTF8 returns the longest prefix of s of at most n bytes that ends at
+// a character boundary.
+func cutUTF8(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // NameUse says what a candidate conflict-copy name holds, as the replicated

@@ -1,6 +1,12 @@
 package protocol
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/weftsync/weft/protocol/entry"
+)
 
 func TestConflictName(t *testing.T) {
 	short := dev(2).Short()
@@ -76,5 +82,37 @@ func TestConflictCopiesNameUse(t *testing.T) {
 				t.Errorf("got %+v, want path %s exists %v", got, tt.wantPath, tt.wantExists)
 			}
 		})
+	}
+}
+
+// Conflict names fit 255 bytes (and 4096 for the path), cut at a UTF-8
+// boundary, the same on every device; a short name is left alone.
+func TestConflictNameFitsLimits(t *testing.T) {
+	loser := fileV(2, 1, 1, 0, "x")
+	suffix := ".conflict-9xCm2jWj-20261130-054657-2d7116"
+	long := strings.Repeat("a", 246) + ".md" // 249 bytes: a fine name, too long with the suffix
+	got := ConflictName("notes/"+long, loser, 1)
+	if want := "notes/" + strings.Repeat("a", 255-len(suffix)-3) + suffix + ".md"; got != want {
+		t.Fatalf("long name: got %q (%d bytes), want %q", got, len(got), want)
+	}
+	// Two-byte characters are never split.
+	accented := strings.Repeat("é", 120) + ".md"
+	got = ConflictName(accented, loser, 2)
+	if len(got) > 255 || !utf8.ValidString(got) || !strings.HasSuffix(got, suffix+"-2.md") {
+		t.Fatalf("accented name: got %q (%d bytes, valid UTF-8 %v)", got, len(got), utf8.ValidString(got))
+	}
+	// An extension too long to keep is cut as part of the stem.
+	got = ConflictName("x."+strings.Repeat("e", 240), loser, 1)
+	if len(got) != 255 || !strings.HasSuffix(got, suffix) || !strings.HasPrefix(got, "x.eee") {
+		t.Fatalf("long extension: got %q (%d bytes)", got, len(got))
+	}
+	// The path limit too.
+	dir := strings.Repeat("d/", 2000) // 4000 bytes
+	got = ConflictName(dir+"note.md", loser, 1)
+	if len(got) > 4096 || !strings.HasPrefix(got, dir) || !strings.HasSuffix(got, suffix+".md") {
+		t.Fatalf("deep path: %d bytes, %q", len(got), got[len(dir):])
+	}
+	if maxNameBytes != entry.MaxSegmentLen || maxPathBytes != entry.MaxPathLen {
+		t.Fatal("conflict name limits differ from the entry's path limits")
 	}
 }
