@@ -615,3 +615,35 @@ func BenchmarkGCCollect(b *testing.B) {
 		f.collect(Retention{KeepAll: -1, Daily: -1}, histStart.Add(oneDay))
 	}
 }
+
+// Fetchers storing chunks at once never take the vault past its byte
+// quota: each reserves its bytes before the store (before, each passed the
+// check on what was stored and several landed past it together).
+func TestQuotaHoldsUnderConcurrentPuts(t *testing.T) {
+	const quota = 20 * 3000 // room for 20 of the 3,000-byte chunks
+	f := newVaultFixture(t, Quota{Bytes: quota})
+	var names []string
+	for i := range 64 {
+		names = append(names, fmt.Sprint("q", i))
+	}
+	f.write(f.a, histStart, f.file("big.bin", nil, names...))
+	want := f.rep.wantList(1 << 20)
+	if len(want) != 64 {
+		t.Fatalf("%d chunks wanted, want 64", len(want))
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < len(want); i += 8 {
+				_ = f.rep.putChunk(want[i], f.chunks[want[i]]) // ErrQuota past the quota
+			}
+		})
+	}
+	wg.Wait()
+	if got := f.rep.chunks.Stats().BytesStored; got > quota {
+		t.Fatalf("the replica stores %d chunk bytes against a quota of %d", got, quota)
+	}
+	if st := f.rep.status(); !st.Full {
+		t.Fatalf("status %+v, want full", st)
+	}
+}

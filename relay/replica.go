@@ -50,6 +50,10 @@ type replica struct {
 	blockedOn map[keys.DeviceID]cid.Cid
 	unavail   map[cid.Cid]int // fetch rounds in which no connected device had the chunk
 	full      bool            // a quota is reached
+	// reserved is the bytes of chunks being stored now (putChunk): counted
+	// against the byte quota with what is stored, so that fetchers storing
+	// at once cannot each pass the check and overshoot it together.
+	reserved uint64
 	// lostSeen counts the quarantined chunks lost has accounted for
 	// (scrub.go). Below the chunk store's Stats().Quarantined, a
 	// quarantine is not yet reflected in held; a collection planned
@@ -366,18 +370,23 @@ func (r *replica) putChunk(c cid.Cid, env []byte) error {
 		r.mu.Unlock()
 		return nil
 	}
-	if r.quota.Bytes > 0 && uint64(r.chunks.Stats().BytesStored)+uint64(len(env)) > r.quota.Bytes {
+	n := uint64(len(env))
+	if r.quota.Bytes > 0 && uint64(r.chunks.Stats().BytesStored)+r.reserved+n > r.quota.Bytes {
 		r.full = true
 		r.grewLocked()
 		r.mu.Unlock()
 		return ErrQuota
 	}
+	r.reserved += n
 	r.mu.Unlock()
 	// pack.Put checks the CID against the bytes.
-	if err := r.chunks.Put(c, env); err != nil {
+	err := r.chunks.Put(c, env)
+	r.mu.Lock()
+	r.reserved -= n
+	if err != nil {
+		r.mu.Unlock()
 		return fmt.Errorf("storing chunk %s: %w", c, err)
 	}
-	r.mu.Lock()
 	delete(r.wanted, c)
 	delete(r.unavail, c)
 	r.mu.Unlock()
