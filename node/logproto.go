@@ -170,7 +170,11 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
 	f := wire.NewConn(s, v.n.counters(dev))
-	if err := f.OpenHello(v.id); err != nil {
+	err = f.OpenHello(v.id)
+	if !v.isRelay(dev) {
+		v.noteHello(dev, err) // revoked.go
+	}
+	if err != nil {
 		return err
 	}
 	if err := f.Send(wire.MsgLogRequest, wire.LogRequest{Vector: vectorToWire(v.vector()), MemberSeq: v.memberSeq()}); err != nil {

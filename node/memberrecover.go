@@ -150,6 +150,11 @@ const codeLogUnconfirmed = "log-unconfirmed"
 // waiting for this device's log to be confirmed make the folder syncing,
 // never in-sync.
 func (v *vault) logHealthStatus(fs *FolderStatus) {
+	if m := v.revokedMessage(); m != nil {
+		fs.Errors = append(fs.Errors, *m)
+		fs.State, fs.Error = "error", m.Reason
+		return
+	}
 	if m := v.memberLostMessage(); m != nil {
 		fs.Errors = append(fs.Errors, *m)
 		fs.State, fs.Error = "error", m.Reason

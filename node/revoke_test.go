@@ -126,6 +126,16 @@ func TestRevoke(t *testing.T) {
 		}
 		return nil
 	})
+	// C is not told, but it no longer says in-sync: its members refuse it.
+	waitUntil(t, 30*time.Second, func() error {
+		f := nC.Status().Folders[0]
+		for _, e := range f.Errors {
+			if e.Code == codeRevoked && f.State == "error" {
+				return nil
+			}
+		}
+		return fmt.Errorf("C's folder: state %q, errors %+v; want error with code %s", f.State, f.Errors, codeRevoked)
+	})
 
 	// A and B keep syncing: a chunked file and a small one from A, one from B.
 	big := make([]byte, 300<<10)

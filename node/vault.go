@@ -94,6 +94,8 @@ type vault struct {
 	recentApplies map[string]appliedRecord // peers' versions applied in the last applyRaceWindow (applyrace.go)
 
 	keep *keeper // the local version store and its queue (versions.go); set at open
+
+	refused refusals // members refusing this device (revoked.go)
 }
 
 // pendingCounts are what the vault still has to do.
