@@ -269,6 +269,8 @@ func (v *vault) status() FolderStatus {
 	for _, p := range sortedKeys(view.errs) {
 		fs.Errors = append(fs.Errors, PathMessage{Path: p, Reason: view.errs[p]})
 	}
+	skipped := v.skippedErrors()
+	fs.Errors = append(fs.Errors, skipped...)
 	switch {
 	case stopped:
 		fs.State, fs.Error = "error", stop.message
@@ -284,11 +286,58 @@ func (v *vault) status() FolderStatus {
 		fs.State, fs.Error = "error", corrupt[0].Path+": "+corrupt[0].Reason
 	case fs.Pending > 0:
 		fs.State = "syncing"
+	case len(skipped) > 0:
+		// Everything else is done, but these paths cannot sync.
+		fs.State = "out-of-sync"
 	default:
 		fs.State = "in-sync"
 	}
 	v.logHealthStatus(&fs) // memberrecover.go, logtail.go
 	return fs
+}
+
+// Status error codes of paths the scanner skips.
+const (
+	codeCannotSync     = "cannot-sync" // a name other systems cannot hold (not NFC, reserved characters)
+	codeTooLarge       = "too-large"   // over weft's size limit
+	codePathUnreadable = "unreadable"  // weft may not read it
+)
+
+// maxSkippedShown bounds the skipped paths status lists one by one.
+const maxSkippedShown = 100
+
+// skippedErrors lists the paths the last scans skipped and will skip
+// again until the user acts (a name that cannot sync, a file over the
+// size limit, one weft may not read), each with its code. Before, status
+// said in-sync with errors [] while they never reached another device.
+func (v *vault) skippedErrors() []PathMessage {
+	m := v.n.monitor()
+	if m == nil {
+		return nil
+	}
+	skipped, _, _, _ := m.scanProblems(v)
+	var out []PathMessage
+	more := 0
+	for _, p := range sortedKeys(skipped) {
+		code := codeCannotSync
+		switch errorKind(skipped[p]) {
+		case "local-edit":
+			continue // settles by itself
+		case "too-large":
+			code = codeTooLarge
+		case "permission":
+			code = codePathUnreadable
+		}
+		if len(out) == maxSkippedShown {
+			more++
+			continue
+		}
+		out = append(out, PathMessage{Code: code, Path: p, Reason: skipped[p]})
+	}
+	if more > 0 {
+		out = append(out, PathMessage{Code: codeCannotSync, Reason: fmt.Sprintf("and %d more paths that cannot sync (`weft doctor` lists them)", more)})
+	}
+	return out
 }
 
 // stuck names the first error that needs the user to act (a full disk,

@@ -140,7 +140,7 @@ var (
 )
 
 // folderStates are the values of FolderStatus.State.
-var folderStates = []string{"scanning", "syncing", "in-sync", "offline", "held", "error"}
+var folderStates = []string{"scanning", "syncing", "in-sync", "out-of-sync", "offline", "held", "error"}
 
 // stateCollector reads gauges and per-peer counters from the node at
 // scrape time.

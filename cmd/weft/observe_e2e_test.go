@@ -71,7 +71,7 @@ func strictStatus(t *testing.T, d *device) statusDoc {
 		t.Fatalf("status: got %+v, want device, addrs, folders and peers present", st)
 	}
 	for _, f := range st.Folders {
-		if !slices.Contains([]string{"scanning", "syncing", "in-sync", "offline", "held", "error"}, f.State) {
+		if !slices.Contains([]string{"scanning", "syncing", "in-sync", "out-of-sync", "offline", "held", "error"}, f.State) {
 			t.Errorf("folder state %q is not a documented value", f.State)
 		}
 		if (f.State == "error") != (f.Error != "") {
