@@ -469,8 +469,8 @@ func (v *vault) commitIndex(path string, rec vaultdb.Record) error {
 	v.setIndexLocked(path, rec)
 	v.grewLocked() // what this device holds in full may have grown
 	v.mu.Unlock()
-	if rec.Kind == entry.KindFile && len(rec.Chunks) > 0 && (!had || old.Version != rec.Version) {
-		v.queueKeep(rec.Version, !had || old.Kind != entry.KindFile)
+	if j, ok := keepJobFor(old, had, rec); ok {
+		v.queueKeep(j)
 	}
 	return nil
 }

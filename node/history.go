@@ -295,11 +295,14 @@ func (v *vault) contentSource(ver entry.Version, r *reach) string {
 		return "inline"
 	}
 	inFolder := true
-	for _, c := range ver.Chunks {
-		v.mu.Lock()
-		here := len(v.chunkLoc[c.CID]) > 0
-		v.mu.Unlock()
-		if here {
+	v.mu.Lock()
+	here := make([]bool, len(ver.Chunks))
+	for i, c := range ver.Chunks {
+		here[i] = len(v.chunkLoc[c.CID]) > 0
+	}
+	v.mu.Unlock()
+	for i, c := range ver.Chunks {
+		if here[i] {
 			continue
 		}
 		inFolder = false

@@ -469,10 +469,9 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 	v.mu.Lock()
 	var keeps []keepJob
 	for i, p := range paths {
-		if r := records[i]; r.Kind == entry.KindFile && len(r.Chunks) > 0 {
-			if old, had := v.index[p]; !had || old.Version != r.Version {
-				keeps = append(keeps, keepJob{id: r.Version, fresh: !had || old.Kind != entry.KindFile})
-			}
+		old, had := v.index[p]
+		if j, ok := keepJobFor(old, had, records[i]); ok {
+			keeps = append(keeps, j)
 		}
 		v.setIndexLocked(p, records[i])
 	}
@@ -489,7 +488,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 	}
 	v.mu.Unlock()
 	for _, j := range keeps {
-		v.queueKeep(j.id, j.fresh)
+		v.queueKeep(j)
 	}
 	if e != nil {
 		v.n.events.publish(Event{Type: EventEntryWritten, Folder: v.cfg.Folder, Count: len(versions), Seq: e.Seq()})

@@ -202,15 +202,25 @@ func (v *vault) closeKeeper() error {
 	return v.keep.store.Close()
 }
 
-// queueKeep asks the keeper to copy version id (now current at its path).
-// It never blocks.
-func (v *vault) queueKeep(id entry.VersionID, fresh bool) {
+// keepJobFor is the job for the keeper when the index at a path goes from
+// old (when had) to rec: a chunked file version that is new there; fresh
+// when it replaced no file.
+func keepJobFor(old vaultdb.Record, had bool, rec vaultdb.Record) (keepJob, bool) {
+	if rec.Kind != entry.KindFile || len(rec.Chunks) == 0 || (had && old.Version == rec.Version) {
+		return keepJob{}, false
+	}
+	return keepJob{id: rec.Version, fresh: !had || old.Kind != entry.KindFile}, true
+}
+
+// queueKeep asks the keeper to copy a version now current at its path. It
+// never blocks.
+func (v *vault) queueKeep(j keepJob) {
 	k := v.keep
-	if k == nil || k.store == nil || id == (entry.VersionID{}) {
+	if k == nil || k.store == nil || j.id == (entry.VersionID{}) {
 		return
 	}
 	select {
-	case k.queue <- keepJob{id: id, fresh: fresh}:
+	case k.queue <- j:
 	default:
 		k.dropped.Add(1)
 	}
@@ -255,6 +265,9 @@ func (v *vault) keepNow(j keepJob) {
 		return
 	}
 	key := versionKey(j.id)
+	if k.store.Has(key) {
+		return // the common case before a replace: no wait for another keep
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.store.Has(key) {
