@@ -32,6 +32,10 @@ type Diagnosis struct {
 	Folders  []FolderDiagnosis `json:"folders"`
 	Peers    []PeerDiagnosis   `json:"peers"`
 	Findings []Finding         `json:"findings"`
+	// ClockCorrectionMillis is how far this device moves its own clock to
+	// date the entries it writes: the median of its members' measured
+	// offsets (node/clock.go; docs/sync.md, "Clocks").
+	ClockCorrectionMillis int64 `json:"clock_correction_ms"`
 }
 
 // FolderDiagnosis is one folder's health.
@@ -74,10 +78,18 @@ type PeerDiagnosis struct {
 	SentBytesPerSec   float64 `json:"sent_bytes_per_sec"`
 	RecvBytesPerSec   float64 `json:"received_bytes_per_sec"`
 	ThroughputSeconds float64 `json:"throughput_seconds"`
-	// ClockSkewMillis estimates how far the peer's clock is ahead of this
-	// device's (negative: behind), from its entries that arrived while it
-	// was connected; null without such entries.
+	// ClockSkewMillis is how far the peer's clock is ahead of this
+	// device's (negative: behind), measured NTP fashion over
+	// /weft/clock/1 (node/clock.go) while doctor runs, or else the last
+	// measurement; null when the peer was never measured.
 	ClockSkewMillis *int64 `json:"clock_skew_ms"`
+	// ClockErrorMillis bounds the error of ClockSkewMillis: half the
+	// round trip of the probe it comes from.
+	ClockErrorMillis *float64 `json:"clock_error_ms,omitempty"`
+
+	// selfCorrection is this device's clock correction (Diagnosis.
+	// ClockCorrectionMillis), for the clock-skew rule.
+	selfCorrection time.Duration
 }
 
 // errNotInFolder means a path is outside every synced folder.
@@ -155,6 +167,7 @@ func (n *Node) Diagnose(ctx context.Context, abs string) (Diagnosis, error) {
 		d.Folders = append(d.Folders, fo.FolderDiagnosis)
 	}
 	d.Peers = facts.peers
+	d.ClockCorrectionMillis = n.clocks.correction(n.now()).Milliseconds()
 	d.Findings = diagnose(facts)
 	d.Healthy = !hasSeverity(d.Findings, SeverityProblem)
 	return d, nil
@@ -305,16 +318,18 @@ func (n *Node) diagnosePeers(ctx context.Context, vaults []*vault) []PeerDiagnos
 			p.SentBytesPerSec, p.RecvBytesPerSec, _ = m.throughput(d)
 			_, _, over := m.throughput(d)
 			p.ThroughputSeconds = over.Seconds()
-			if skew, _, ok := m.clockSkew(d); ok {
-				ms := skew.Milliseconds()
-				p.ClockSkewMillis = &ms
-			}
+		}
+		if s, ok := n.clocks.sample(d); ok {
+			p.ClockSkewMillis, p.ClockErrorMillis = skewFields(s)
 		}
 		out[i] = p
 		if p.Reachable {
 			wg.Go(func() {
 				pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 				defer cancel()
+				if s, err := n.measureClock(pctx, d); err == nil {
+					out[i].ClockSkewMillis, out[i].ClockErrorMillis = skewFields(s)
+				}
 				rtt := n.host.Peerstore().LatencyEWMA(pid)
 				if r, ok := <-ping.Ping(pctx, n.host, pid); ok && r.Error == nil {
 					rtt = r.RTT
@@ -327,6 +342,10 @@ func (n *Node) diagnosePeers(ctx context.Context, vaults []*vault) []PeerDiagnos
 		}
 	}
 	wg.Wait()
+	corr := n.clocks.correction(n.now())
+	for i := range out {
+		out[i].selfCorrection = corr
+	}
 	slices.SortFunc(out, func(a, b PeerDiagnosis) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }

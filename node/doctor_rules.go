@@ -71,9 +71,6 @@ type pathFacts struct {
 // maxPendingShown bounds the pending paths doctor explains one by one.
 const maxPendingShown = 50
 
-// skewLimit is the clock difference doctor warns about.
-const skewLimit = 5 * time.Second
-
 func (f *doctorFacts) peer(id string) (PeerDiagnosis, bool) {
 	for _, p := range f.peers {
 		if p.ID == id {
@@ -442,19 +439,7 @@ func peerFindings(f doctorFacts, p PeerDiagnosis, needed bool) []Finding {
 		}
 		out = append(out, Finding{SeverityInfo, "peer-reachable", "", "", p.ID, msg, fix})
 	}
-	if p.ClockSkewMillis != nil {
-		skew := time.Duration(*p.ClockSkewMillis) * time.Millisecond
-		if skew > skewLimit || skew < -skewLimit {
-			dir := "ahead of"
-			if skew < 0 {
-				dir, skew = "behind", -skew
-			}
-			out = append(out, Finding{SeverityWarning, "clock-skew", "", "", p.ID,
-				fmt.Sprintf("%s's clock is about %s %s this device's", name, skew.Round(time.Second), dir),
-				"turn on network time (NTP) on both devices: file times and conflict-copy names come from these clocks"})
-		}
-	}
-	return out
+	return append(out, clockSkewFindings(p, name)...) // doctor_clock.go
 }
 
 // relayFindings explains what is wrong with a folder's relays: one that

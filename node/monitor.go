@@ -11,27 +11,16 @@ import (
 
 // monitor watches the node's events for what status, doctor and metrics
 // report beyond the vaults' own state: counters, the entries that became
-// safe, when entries from each author arrived (clock skew), per-peer
-// throughput, and what scans skipped. The local API owns it; it exists
+// safe, per-peer throughput, and what scans skipped. The local API owns it; it exists
 // only while the API runs.
 type monitor struct {
 	n       *Node
 	metrics *metrics
 
-	mu        sync.Mutex // guards the fields below
-	safe      map[*vault]uint64
-	connSince map[keys.DeviceID]time.Time
-	recv      map[keys.DeviceID][]recvSample // newest last, at most maxRecvSamples
-	samples   []counterSample                // newest last, at most maxSamples
-	scans     map[*vault]*scanNote
-}
-
-// recvSample is an entry from an author and when it arrived.
-type recvSample struct {
-	vault *vault
-	seq   uint64
-	at    time.Time
-	live  bool // the author had been connected a while: no backlog
+	mu      sync.Mutex // guards the fields below
+	safe    map[*vault]uint64
+	samples []counterSample // newest last, at most maxSamples
+	scans   map[*vault]*scanNote
 }
 
 // counterSample is every peer's byte counters at one time.
@@ -49,18 +38,13 @@ type scanNote struct {
 }
 
 const (
-	maxRecvSamples = 16
-	maxSamples     = 13 // one minute at sampleEvery
-	sampleEvery    = 5 * time.Second
-	// liveAfter is how long a peer must have been connected for an entry
-	// from it to count as live (not backlog) for the clock skew estimate.
-	liveAfter = 10 * time.Second
+	maxSamples  = 13 // one minute at sampleEvery
+	sampleEvery = 5 * time.Second
 )
 
 func newMonitor(n *Node) *monitor {
 	m := &monitor{
-		n: n, safe: map[*vault]uint64{}, connSince: map[keys.DeviceID]time.Time{},
-		recv: map[keys.DeviceID][]recvSample{}, scans: map[*vault]*scanNote{},
+		n: n, safe: map[*vault]uint64{}, scans: map[*vault]*scanNote{},
 	}
 	for _, v := range n.vaultsNow() {
 		m.safe[v] = v.heldElsewhere()
@@ -130,35 +114,6 @@ func (m *monitor) vaultByFolder(folder string) *vault {
 func (m *monitor) observe(ev Event) []Event {
 	m.metrics.count(ev)
 	switch ev.Type {
-	case EventPeerConnected:
-		if d, err := keys.ParseDeviceID(ev.Peer); err == nil {
-			m.mu.Lock()
-			if _, ok := m.connSince[d]; !ok {
-				m.connSince[d] = ev.Time
-			}
-			m.mu.Unlock()
-		}
-	case EventPeerDisconnected:
-		if d, err := keys.ParseDeviceID(ev.Peer); err == nil {
-			m.mu.Lock()
-			delete(m.connSince, d)
-			m.mu.Unlock()
-		}
-	case EventEntryReceived:
-		v := m.vaultByFolder(ev.Folder)
-		d, err := keys.ParseDeviceID(ev.Peer)
-		if v == nil || err != nil {
-			return nil
-		}
-		seq := v.db.Head(d).Seq
-		m.mu.Lock()
-		since, ok := m.connSince[d]
-		s := append(m.recv[d], recvSample{vault: v, seq: seq, at: ev.Time, live: ok && ev.Time.Sub(since) >= liveAfter})
-		if len(s) > maxRecvSamples {
-			s = s[len(s)-maxRecvSamples:]
-		}
-		m.recv[d] = s
-		m.mu.Unlock()
 	case EventPeerStatus:
 		v := m.vaultByFolder(ev.Folder)
 		if v == nil {
@@ -177,36 +132,6 @@ func (m *monitor) observe(ev Event) []Event {
 		}
 	}
 	return nil
-}
-
-// clockSkew estimates how far d's clock is ahead of this device's from
-// the entries d wrote that arrived while d was connected: each arrival
-// time minus the entry's own time is transit plus d's lag, so the
-// smallest such delay bounds the skew. ok is false without live samples.
-func (m *monitor) clockSkew(d keys.DeviceID) (ahead time.Duration, samples int, ok bool) {
-	m.mu.Lock()
-	rs := append([]recvSample(nil), m.recv[d]...)
-	m.mu.Unlock()
-	first := true
-	var minDelay time.Duration
-	for _, r := range rs {
-		if !r.live {
-			continue
-		}
-		e, err := r.vault.db.Get(d, r.seq)
-		if err != nil {
-			continue
-		}
-		delay := r.at.Sub(time.UnixMilli(e.Time()))
-		if first || delay < minDelay {
-			minDelay, first = delay, false
-		}
-		samples++
-	}
-	if first {
-		return 0, 0, false
-	}
-	return -minDelay, samples, true
 }
 
 func (m *monitor) scanNoteLocked(v *vault) *scanNote {

@@ -112,6 +112,8 @@ type Node struct {
 	known   map[*vault]map[keys.DeviceID][]string // decoded known-peers lists (peers.go)
 
 	rdv rendezvous // DHT rendezvous state and test knobs (rendezvous.go)
+
+	clocks clockState // members' clocks as measured (clock.go)
 }
 
 // nodeStats are counters over the node's life.
@@ -454,6 +456,7 @@ func (n *Node) Run(ctx context.Context) error {
 	n.host.SetStreamHandler(ProtoLog, n.handleLog)
 	n.host.SetStreamHandler(ProtoChunk, n.handleChunk)
 	n.host.SetStreamHandler(ProtoPair, n.handlePair)
+	n.host.SetStreamHandler(ProtoClock, n.handleClock)
 	n.host.Network().Notify(&network.NotifyBundle{
 		ConnectedF:    func(_ network.Network, c network.Conn) { n.onConnected(c) },
 		DisconnectedF: func(_ network.Network, c network.Conn) { n.onDisconnected(c) },
@@ -533,6 +536,7 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { n.dialLoop(ctx) })
 	wg.Go(func() { n.keepConnectivity(ctx) })
 	wg.Go(func() { n.rendezvousLoop(ctx) })
+	wg.Go(func() { n.clockLoop(ctx) })
 	close(n.ready)
 	<-ctx.Done()
 	return nil

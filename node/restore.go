@@ -163,7 +163,9 @@ func (n *Node) Restore(ctx context.Context, req RestoreRequest) (RestoreResult, 
 	}
 	if req.At != "" {
 		var err error
-		if at, err = ParseAt(req.At, n.now()); err != nil {
+		// Relative times count back from the corrected clock, the one
+		// entries are dated by (clock.go).
+		if at, err = ParseAt(req.At, n.vaultNow()); err != nil {
 			return res, err
 		}
 		u := at.UTC()

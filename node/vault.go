@@ -71,6 +71,7 @@ type vault struct {
 	graph         *protocol.Graph
 	bodies        map[protocol.VersionID]entry.Version
 	clock         uint64 // highest Lamport clock seen
+	hlc           int64  // latest entry Time seen or written, unix ms (clock.go)
 	index         map[string]vaultdb.Record
 	counts        indexCounts                    // what status reports of index, kept by setIndexLocked
 	children      map[string]map[string]struct{} // dir -> indexed paths directly in it (and dirs leading to indexed paths)
@@ -332,10 +333,11 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head) er
 // paths for reconciliation. v.mu must be held.
 func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
 	v.clock = max(v.clock, e.Clock())
+	v.hlc = max(v.hlc, e.Time())
 	v.foldedUpTo[e.Author()] = max(v.foldedUpTo[e.Author()], e.Seq())
 	for i, ver := range body.Versions {
 		id := toCoreID(e.VersionID(i))
-		cv := coreVersion(id, e.Clock(), ver)
+		cv := coreVersion(id, e.Clock(), e.Time(), ver)
 		if err := v.graph.Add(cv); err != nil {
 			v.log.Warn("version not added to graph", "version", id, "err", err)
 			continue
@@ -354,8 +356,9 @@ func toEntryID(id protocol.VersionID) entry.VersionID {
 	return entry.VersionID{Author: id.Author, Seq: id.Seq, Index: id.Index}
 }
 
-// coreVersion is the sync core's view of a body version.
-func coreVersion(id protocol.VersionID, clock uint64, v entry.Version) protocol.Version {
+// coreVersion is the sync core's view of a body version carried by an
+// entry with Lamport clock clock and Time t (unix ms).
+func coreVersion(id protocol.VersionID, clock uint64, t int64, v entry.Version) protocol.Version {
 	cv := protocol.Version{
 		ID:    id,
 		Path:  v.Path,
@@ -364,6 +367,7 @@ func coreVersion(id protocol.VersionID, clock uint64, v entry.Version) protocol.
 		Mode:  v.Mode,
 		MTime: v.MTime,
 		Clock: clock,
+		Time:  t,
 	}
 	for _, s := range v.Supersedes {
 		cv.Supersedes = append(cv.Supersedes, toCoreID(s))

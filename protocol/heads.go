@@ -63,7 +63,7 @@ func (g *Graph) Add(v Version) error {
 
 func sameVersion(a, b Version) bool {
 	return a.ID == b.ID && a.Path == b.Path && a.Kind == b.Kind && a.ContentHash == b.ContentHash &&
-		a.Size == b.Size && a.Mode == b.Mode && a.MTime == b.MTime && a.Clock == b.Clock &&
+		a.Size == b.Size && a.Mode == b.Mode && a.MTime == b.MTime && a.Clock == b.Clock && a.Time == b.Time &&
 		a.Text == b.Text && slices.Equal(a.Supersedes, b.Supersedes)
 }
 

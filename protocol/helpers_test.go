@@ -23,12 +23,13 @@ func vid(author byte, seq uint64) VersionID { return VersionID{Author: dev(autho
 func hashOf(s string) [32]byte { return sha256.Sum256([]byte(s)) }
 
 // fileV is a text file version of notes.md by author at seq, with Lamport
-// clock clock, mtime t0+sec seconds, and the given content.
+// clock clock, mtime and entry time t0+sec seconds, and the given content.
 func fileV(author byte, seq, clock uint64, sec int64, content string, sup ...VersionID) Version {
 	return Version{
 		ID: vid(author, seq), Path: "notes.md", Kind: KindFile,
 		ContentHash: hashOf(content), Size: uint64(len(content)), Mode: 0o644,
-		MTime: t0 + sec*int64(time.Second), Clock: clock, Supersedes: sup, Text: true,
+		MTime: t0 + sec*int64(time.Second), Time: (t0 + sec*int64(time.Second)) / 1e6,
+		Clock: clock, Supersedes: sup, Text: true,
 	}
 }
 

@@ -124,6 +124,7 @@ func TestConcurrentTextResolutionsConvergeProperty(t *testing.T) {
 			res := out[0]
 			res.ContentHash, res.Size = changed[0], uint64(len(text[changed[0]]))
 			res.MTime = t0 + now*1e9
+			res.Time = res.MTime / 1e6
 			return []Version{res}
 		}
 		all := append([]Version{base}, edits...)

@@ -155,6 +155,12 @@ func (s *script) run(t *testing.T, line string) string {
 		}
 		v.Clock = uint64(num("clock", 10))
 		v.MTime = t0 + num("mtime", 10)*int64(time.Second)
+		// time= is the entry's clock (WinnerOrder's first key); without
+		// it the entry was written when the file was modified.
+		v.Time = v.MTime / 1e6
+		if kv["time"] != "" {
+			v.Time = (t0 + num("time", 10)*int64(time.Second)) / 1e6
+		}
 		if kv["mode"] != "" {
 			v.Mode = uint32(num("mode", 8))
 		}

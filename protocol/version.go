@@ -77,6 +77,14 @@ type Version struct {
 	MTime       int64  // unix nanoseconds, as recorded by the author's file system
 	Clock       uint64 // Lamport clock of the entry that carries the version
 
+	// Time is the entry's hybrid logical clock in unix milliseconds (the
+	// entry's Time field): the author's clock corrected against its peers,
+	// never going back and above every time the author had seen in the
+	// vault's entries (docs/sync.md, "Clocks"). It orders concurrent
+	// versions (WinnerOrder); it says nothing the version graph does not
+	// already say about versions that supersede one another.
+	Time int64
+
 	// Supersedes lists the versions the author had at this path when it
 	// wrote this one: its parents in the version graph. Each superseded
 	// version's Clock must be lower than this version's Clock (the Lamport
@@ -127,18 +135,23 @@ func sameContent(a, b Version) bool {
 // WinnerOrder compares two concurrent versions by who keeps the name when
 // they conflict. It returns +1 if a wins over b, -1 if b wins, and 0 only
 // when the IDs are equal. The order is total, and uses only fields every
-// device sees alike:
+// device sees alike, so every device picks the same winner:
 //
-//  1. the later MTime wins (the author's recorded modification time: the
-//     edit the user made last keeps the name);
+//  1. the later Time wins (the entry's hybrid logical clock: the edit made
+//     last, by clocks the devices keep in step, keeps the name; an edit
+//     made after its author saw the other version's entry is always later);
 //  2. then the higher Lamport Clock;
 //  3. then the greater author device ID (bytes);
 //  4. then the higher Seq, then the higher Index.
 //
+// MTime plays no part: it is the author's file system's word, and a device
+// whose clock is wrong records wrong mtimes, so with MTime first a device
+// 48 h slow lost every conflict it took part in.
+//
 // Deletions and kind clashes are decided before this order applies (see
 // Resolve).
 func WinnerOrder(a, b Version) int {
-	if c := cmp.Compare(a.MTime, b.MTime); c != 0 {
+	if c := cmp.Compare(a.Time, b.Time); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(a.Clock, b.Clock); c != 0 {

@@ -12,10 +12,14 @@ func TestWinnerOrder(t *testing.T) {
 		a, b Version
 		want int
 	}{
-		{"later mtime wins", fileV(1, 1, 5, 11, "x"), fileV(2, 1, 9, 10, "y"), +1},
-		{"earlier mtime loses", fileV(2, 1, 9, 10, "y"), fileV(1, 1, 5, 11, "x"), -1},
-		{"same mtime: higher clock wins", fileV(1, 1, 6, 10, "x"), fileV(2, 1, 5, 10, "y"), +1},
-		{"same mtime and clock: greater author wins", fileV(2, 1, 5, 10, "x"), fileV(1, 1, 5, 10, "y"), +1},
+		{"later time wins", fileV(1, 1, 5, 11, "x"), fileV(2, 1, 9, 10, "y"), +1},
+		{"earlier time loses", fileV(2, 1, 9, 10, "y"), fileV(1, 1, 5, 11, "x"), -1},
+		{"same time: higher clock wins", fileV(1, 1, 6, 10, "x"), fileV(2, 1, 5, 10, "y"), +1},
+		{"same time and clock: greater author wins", fileV(2, 1, 5, 10, "x"), fileV(1, 1, 5, 10, "y"), +1},
+		// A device 48 h slow records mtimes 48 h early; its entry time
+		// (kept in step with its peers) is what counts.
+		{"mtime plays no part", skewedMTime(fileV(1, 1, 5, 11, "x"), -48*3600), fileV(2, 1, 9, 10, "y"), +1},
+		{"a fast mtime does not win", skewedMTime(fileV(2, 1, 9, 10, "y"), +48*3600), fileV(1, 1, 5, 11, "x"), -1},
 		{"then higher seq", fileV(1, 2, 5, 10, "x"), fileV(1, 1, 5, 10, "y"), +1},
 		{"then higher index", func() Version { v := base; v.ID.Index = 1; return v }(), base, +1},
 		{"equal IDs", base, base, 0},
@@ -30,6 +34,13 @@ func TestWinnerOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// skewedMTime moves v's file mtime by sec seconds, as a skewed clock
+// would, leaving its entry time alone.
+func skewedMTime(v Version, sec int64) Version {
+	v.MTime += sec * 1e9
+	return v
 }
 
 func TestVersionValidate(t *testing.T) {

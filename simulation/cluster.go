@@ -45,6 +45,9 @@ type Device struct {
 	FS     *folder.MemFS
 	Folder string
 	Natted bool
+	// ClockOffset skews the device's clock (node.Config.Now) by this much
+	// from the machine's; set it before Start. Zero is a right clock.
+	ClockOffset time.Duration
 
 	home *home.Home
 	hv   home.Vault
@@ -243,10 +246,15 @@ func (c *Cluster) Start(d *Device) error {
 	if d.running {
 		return nil
 	}
+	var now func() time.Time
+	if off := d.ClockOffset; off != 0 {
+		now = func() time.Time { return time.Now().Add(off) }
+	}
 	n, err := node.New(node.Config{
 		Home: d.home, Host: d.Host, APIAddr: "-", NoWatcher: true, Logger: c.cfg.Logger.With("dev", d.Index),
 		FolderFS:    func(string) (folder.FS, error) { return d.FS, nil },
 		RescanEvery: c.cfg.RescanEvery,
+		Now:         now,
 	})
 	if err != nil {
 		return fmt.Errorf("starting device %d: %w", d.Index, err)

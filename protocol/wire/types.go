@@ -87,6 +87,14 @@ const (
 	// msg_relay.go.
 	MsgRelayStatus MsgType = 0x51
 
+	// 0x60..0x6f: /weft/clock/1.
+
+	// MsgClockProbe asks for the answerer's clock. Layout in msg_clock.go.
+	MsgClockProbe MsgType = 0x60
+	// MsgClockReply answers a ClockProbe with the answerer's receive and
+	// send times. Layout in msg_clock.go.
+	MsgClockReply MsgType = 0x61
+
 	// 0xf0..0xff: experiments; never in a released protocol.
 )
 
@@ -105,6 +113,8 @@ var msgNames = map[MsgType]string{
 	MsgChunkMissing: "ChunkMissing",
 	MsgEnroll:       "Enroll",
 	MsgRelayStatus:  "RelayStatus",
+	MsgClockProbe:   "ClockProbe",
+	MsgClockReply:   "ClockReply",
 }
 
 // Known reports whether t is a type code this version of the package
@@ -131,4 +141,5 @@ const (
 	ProtoChunk = "/weft/chunk/1"
 	ProtoPair  = "/weft/pair/1"
 	ProtoRelay = "/weft/relay/1"
+	ProtoClock = "/weft/clock/1"
 )
