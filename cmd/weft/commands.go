@@ -62,6 +62,7 @@ func upCmd(g *globals) *cobra.Command {
 	var quiet bool
 	var cpuprofile string
 	var bootstrap []string
+	var clockOffset time.Duration
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Run the agent in the foreground, syncing every folder in the home",
@@ -85,7 +86,13 @@ func upCmd(g *globals) *cobra.Command {
 			// WEFT_BOOTSTRAP adds DHT bootstrap peers, separated by commas
 			// or white space (docs/connectivity.md, "DHT rendezvous").
 			bootstrap = append(bootstrap, strings.Fields(strings.ReplaceAll(os.Getenv("WEFT_BOOTSTRAP"), ",", " "))...)
-			n, err := node.New(node.Config{Home: h, ListenAddrs: listen, MDNS: mdns, Settle: settle, Bootstrap: bootstrap, Logger: g.logger()})
+			cfg := node.Config{Home: h, ListenAddrs: listen, MDNS: mdns, Settle: settle, Bootstrap: bootstrap, Logger: g.logger()}
+			if clockOffset != 0 {
+				// Tests only: play a device whose clock is wrong.
+				cfg.Now = func() time.Time { return time.Now().Add(clockOffset) }
+				g.logger().Warn("clock skewed on purpose (--debug-clock-offset): for tests only", "offset", clockOffset)
+			}
+			n, err := node.New(cfg)
 			if err != nil {
 				return err
 			}
@@ -108,6 +115,10 @@ func upCmd(g *globals) *cobra.Command {
 	c.Flags().DurationVar(&settle, "settle", 100*time.Millisecond, "quiet time before a changed file is taken")
 	c.Flags().StringArrayVar(&bootstrap, "bootstrap", nil, "DHT bootstrap peer, a multiaddr ending in /p2p/<peer ID> (repeatable; also $WEFT_BOOTSTRAP); the vault's relays are always used")
 	c.Flags().BoolVar(&quiet, "quiet", false, "do not show progress of long syncs")
+	// Hidden: tests start agents with a skewed clock to check that
+	// conflicts, restore --at and doctor do not follow it (docs/cli.md).
+	c.Flags().DurationVar(&clockOffset, "debug-clock-offset", 0, "TESTS ONLY: run the agent as if its clock were off by this much (\"-48h\", \"90s\")")
+	_ = c.Flags().MarkHidden("debug-clock-offset")
 	c.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
 	_ = c.Flags().MarkHidden("cpuprofile")
 	return c
