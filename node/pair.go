@@ -108,7 +108,7 @@ func (n *Node) handlePair(s network.Stream) {
 		_ = s.Reset()
 		return
 	}
-	_ = s.SetDeadline(n.now().Add(time.Minute))
+	_ = s.SetDeadline(time.Now().Add(time.Minute)) // the network's clock, not n.now (which tests may skew)
 	f := wire.NewConn(s, n.counters(dev))
 	p, err := f.Expect(wire.MsgPairRequest)
 	if err != nil {
