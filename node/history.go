@@ -57,8 +57,9 @@ type HistoryVersion struct {
 	// short device ID, the sequence number of the author's entry and the
 	// version's index in it ("7xQ9aB2c/12/0").
 	ID string `json:"id"`
-	// Time is when the author's device says it wrote the entry (its own
-	// clock: a claim, not a fact; see docs/history.md).
+	// Time is the entry's time: when the author's device says it wrote
+	// it, by its clock corrected against its members' (a hybrid logical
+	// clock, node/clock.go). A claim, not a fact; see docs/history.md.
 	Time time.Time `json:"time"`
 	// Author is the device ID of the author, AuthorShort its short form,
 	// Self whether it is this device. Devices have no names in weft yet.

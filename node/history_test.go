@@ -54,7 +54,7 @@ func TestParseAt(t *testing.T) {
 // pv builds a pathVersion of "f" for versionAt tests.
 func pv(author byte, seq uint64, clock uint64, timeMs int64, kind entry.Kind, hash byte, supersedes ...*pathVersion) pathVersion {
 	id := entry.VersionID{Author: keys.DeviceID{author}, Seq: seq}
-	cv := protocol.Version{ID: toCoreID(id), Path: "f", Kind: protocol.Kind(kind), Clock: clock, MTime: timeMs}
+	cv := protocol.Version{ID: toCoreID(id), Path: "f", Kind: protocol.Kind(kind), Clock: clock, MTime: timeMs, Time: timeMs}
 	ver := entry.Version{Path: "f", Kind: kind}
 	if kind == entry.KindFile {
 		cv.ContentHash, ver.Hash = [32]byte{hash}, [32]byte{hash}
@@ -74,7 +74,7 @@ func TestVersionAt(t *testing.T) {
 	// A device with a slow clock edits on top of v2: its time claims
 	// 150, before v2's 200.
 	skew := pv(2, 1, 3, 150, entry.KindFile, 5, &v2)
-	// Two concurrent edits of v1, both before 250; the later mtime wins.
+	// Two concurrent edits of v1, both before 250; the later entry wins.
 	c1 := pv(1, 2, 2, 210, entry.KindFile, 6, &v1)
 	c2 := pv(2, 2, 2, 220, entry.KindFile, 7, &v1)
 	chain := []pathVersion{v4, del, v2, v1}

@@ -66,6 +66,11 @@ func TestClockSkewDoctor(t *testing.T) {
 	if p := peer(diag, rightID); p.ClockSkewMillis == nil || *p.ClockSkewMillis > 1000 || *p.ClockSkewMillis < -1000 {
 		t.Errorf("a's doctor: skew to the agent on the same machine %v ms, want under 1 s", p.ClockSkewMillis)
 	}
+	for _, id := range []string{fastID, rightID} {
+		if p := peer(diag, id); p.ClockSkewMillis != nil && p.ClockErrorMillis != nil {
+			t.Logf("a's doctor: peer %s skew %d ms, error bound %.3f ms", id[len(id)-8:], *p.ClockSkewMillis, *p.ClockErrorMillis)
+		}
+	}
 	f := skewFinding(diag, fastID)
 	if f == nil || f.Severity != node.SeverityWarning || !strings.Contains(f.Fix, "set the clock on") || !strings.Contains(f.Fix, "NTP") {
 		t.Errorf("a's doctor: clock-skew finding %+v, want a warning whose fix says to set the fast device's clock and turn on NTP", f)
