@@ -156,14 +156,6 @@ func (n *Node) vaultNow() time.Time {
 // "Clocks"). It is 0 until a member has been measured.
 func (n *Node) ClockCorrection() time.Duration { return n.clocks.correction(n.now()) }
 
-// ClockOffset is the last measurement of member d's clock: how far it is
-// ahead of this device's (negative: behind). ok is false when d was never
-// measured.
-func (n *Node) ClockOffset(d keys.DeviceID) (offset time.Duration, ok bool) {
-	s, ok := n.clocks.sample(d)
-	return s.offset, ok
-}
-
 // nextEntryTime returns the Time for the next entry this device writes in
 // v, in unix ms: the corrected clock, or just above the latest time seen
 // in v's entries when that is not below it (and not more than hlcMaxAhead
