@@ -286,15 +286,15 @@ func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool
 	v.mu.Unlock()
 	// What the change supersedes, asked only once it is a real change (a
 	// rescan of weft's own apply is not one: applyrace.go).
-	supersedesNow := func() []entry.VersionID {
+	supersedesNow := func(now vaultdb.Record) []entry.VersionID {
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		base, hadBase := v.baseForLocalChangeLocked(c.Path, cur, hadCur)
+		base, hadBase := v.baseForLocalChangeLocked(c.Path, cur, hadCur, now)
 		return v.supersedesLocked(c.Path, base, hadBase)
 	}
 
 	if c.Type == folder.Deleted {
-		supersedes := supersedesNow()
+		supersedes := supersedesNow(vaultdb.Record{})
 		if len(supersedes) == 0 {
 			return entry.Version{}, vaultdb.Record{}, false
 		}
@@ -337,7 +337,7 @@ func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool
 			return entry.Version{}, rec, false
 		}
 	}
-	ver.Supersedes = supersedesNow()
+	ver.Supersedes = supersedesNow(rec)
 	return ver, rec, true
 }
 
