@@ -151,9 +151,10 @@ type FolderStatus struct {
 // Path is empty. Code is stable (docs/api.md, "Error codes"); Reason is
 // for a person.
 type PathMessage struct {
-	Code   string `json:"code,omitempty"`
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
+	Code   string     `json:"code,omitempty"`
+	Path   string     `json:"path"`
+	Reason string     `json:"reason"`
+	Since  *time.Time `json:"since,omitempty"` // when the problem began, where weft knows
 }
 
 // PeerStatus is one peer's state.
@@ -260,20 +261,26 @@ func (v *vault) status() FolderStatus {
 	fs.Pending = fs.PendingApply + fs.PendingFetch
 	stop, stopped := v.stopped()
 	if stopped {
-		fs.Errors = append(fs.Errors, PathMessage{Code: stop.code, Reason: stop.message})
+		fs.Errors = append(fs.Errors, PathMessage{Code: stop.code, Reason: stop.message, Since: sinceOf(stop.since)})
+	}
+	home, homeFull := v.homeFaultNow()
+	if homeFull {
+		fs.Errors = append(fs.Errors, PathMessage{Code: codeHomeDiskFull, Reason: home.message, Since: sinceOf(home.since)})
 	}
 	held := v.heldErrors()
 	fs.Errors = append(fs.Errors, held...)
 	corrupt := v.corruptErrors()
 	fs.Errors = append(fs.Errors, corrupt...)
 	for _, p := range sortedKeys(view.errs) {
-		fs.Errors = append(fs.Errors, PathMessage{Path: p, Reason: view.errs[p]})
+		fs.Errors = append(fs.Errors, PathMessage{Code: applyErrorCode(view.errs[p]), Path: p, Reason: view.errs[p]})
 	}
 	skipped := v.skippedErrors()
 	fs.Errors = append(fs.Errors, skipped...)
 	switch {
 	case stopped:
 		fs.State, fs.Error = "error", stop.message
+	case homeFull:
+		fs.State, fs.Error = "error", home.message
 	case view.scanning || !view.scanned:
 		fs.State = "scanning"
 	case stuck(fs.Errors) != "":
@@ -294,6 +301,42 @@ func (v *vault) status() FolderStatus {
 	}
 	v.logHealthStatus(&fs) // memberrecover.go, logtail.go
 	return fs
+}
+
+// Status error codes of a path whose last apply failed (weft retries it).
+const (
+	codeFolderDiskFull   = "folder-disk-full"  // the folder's file system is full
+	codeReadOnly         = "read-only"         // the folder's file system is read-only
+	codePermission       = "permission-denied" // weft may not write there
+	codeChunkUnavailable = "chunk-unavailable" // no connected peer or relay has a chunk
+	codeLocalEdit        = "local-edit"        // the file changed here while it was being replaced
+	codeApplyFailed      = "apply-failed"      // any other failure
+)
+
+// applyErrorCode is the code of a failed apply's reason.
+func applyErrorCode(reason string) string {
+	switch errorKind(reason) {
+	case "disk-full":
+		return codeFolderDiskFull
+	case "read-only":
+		return codeReadOnly
+	case "permission":
+		return codePermission
+	case "chunk-unavailable":
+		return codeChunkUnavailable
+	case "local-edit":
+		return codeLocalEdit
+	}
+	return codeApplyFailed
+}
+
+// sinceOf is t for PathMessage.Since, nil when unknown.
+func sinceOf(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // Status error codes of paths the scanner skips.

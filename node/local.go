@@ -463,6 +463,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 	} else {
 		err = v.db.Commit(u)
 	}
+	v.noteHomeWrite("recording local changes", err) // homefull.go
 	if err != nil {
 		return fmt.Errorf("committing scan: %w", err)
 	}
@@ -620,7 +621,11 @@ func (v *vault) watchUntilResumed(ctx context.Context, batches <-chan folder.Bat
 			_, err = v.scan(ctx, nil)
 		case <-recheck:
 			v.guard() // a stop or a resume is logged and signalled by the guard
-			if ps := v.deferredDeletions(); len(ps) > 0 {
+			if v.retryHome() {
+				// Room again on the home's disk (homefull.go): edits that
+				// could not be recorded are still on disk.
+				_, err = v.scan(ctx, nil)
+			} else if ps := v.deferredDeletions(); len(ps) > 0 {
 				_, err = v.scan(ctx, ps)
 			}
 		case <-v.resumed:
@@ -629,7 +634,7 @@ func (v *vault) watchUntilResumed(ctx context.Context, batches <-chan folder.Bat
 		if errors.Is(err, errFolderStopped) {
 			continue // logged once by the guard; the recheck resumes it
 		}
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && !isDiskFull(err) { // a full home is logged once (homefull.go)
 			v.log.Error("scan", "err", err)
 		}
 	}

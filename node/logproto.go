@@ -202,10 +202,11 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 			v.memberCheck(dev) // memberrecover.go
 		case wire.MsgEntry:
 			if err := v.ingestEntry(payload); err != nil {
-				if !errors.Is(err, errTooFarAhead) {
+				if !errors.Is(err, errTooFarAhead) && !isDiskFull(err) {
 					// A forged, altered or foreign entry: nothing of it
 					// is kept; say so, since only a faulty or hostile
-					// peer sends one.
+					// peer sends one. (A full disk is this device's own
+					// fault, logged once as such by noteHomeWrite.)
 					v.log.Warn("refused an invalid entry from a peer; ending the stream", "peer", dev, "err", err)
 					v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Peer: dev.String(),
 						Kind: eventKindInvalidEntry, Error: err.Error()})

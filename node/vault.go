@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -54,6 +55,9 @@ type vault struct {
 	// resumed is signalled (buffer 1) when the folder guard lets a
 	// stopped folder run again; the watch loop then rescans and re-watches.
 	resumed chan struct{}
+	// homeFull is true while homeFault is set, read without mu on every
+	// write to the home (homefull.go).
+	homeFull atomic.Bool
 
 	// scanMu serialises scans (the scanner runs one at a time).
 	scanMu sync.Mutex
@@ -89,6 +93,7 @@ type vault struct {
 	pending       pendingCounts
 	errs          map[string]string        // path -> last apply error
 	stop          folderStop               // why the folder guard stopped the folder (folderguard.go)
+	homeFault     homeFault                // why writes to the home fail (homefull.go)
 	deletes       deleteGuard              // deletions held for the user (massdelete.go)
 	corrupt       map[string]corruptFile   // damaged files being written again (rot.go)
 	recentApplies map[string]appliedRecord // peers' versions applied in the last applyRaceWindow (applyrace.go)
@@ -179,6 +184,12 @@ func (v *vault) ingestMember(raw []byte) error {
 	if err != nil {
 		return err
 	}
+	var stored error
+	defer func() {
+		if isDiskFull(stored) {
+			v.noteHomeWrite("storing a membership record", stored) // after v.mu is released
+		}
+	}()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if r.Seq <= v.members.Seq {
@@ -187,6 +198,7 @@ func (v *vault) ingestMember(raw []byte) error {
 		return nil
 	}
 	if err := v.db.AppendMember(r); err != nil {
+		stored = err
 		return err
 	}
 	if err := v.members.Apply(r); err != nil {
@@ -312,7 +324,9 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head) er
 	if err != nil {
 		return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
 	}
-	if err := v.db.Append(e); err != nil {
+	err = v.db.Append(e)
+	v.noteHomeWrite("storing a peer's entry", err) // homefull.go
+	if err != nil {
 		return err
 	}
 	v.mu.Lock()
