@@ -392,6 +392,7 @@ var codeFindings = map[string]struct{ severity, fix string }{
 	codeUnreadable:     {SeverityProblem, "make the folder readable again (check its drive, mount and permissions); weft resumes by itself"},
 	codeMassDelete:     {SeverityProblem, "run `weft deletions` to see them, then `weft deletions accept` to let them go through or `weft deletions reject` to bring the files back"},
 	codeCorrupt:        {SeverityProblem, "check the disk (SMART, dmesg); weft writes the recorded version again from local chunks, peers or the relay, and keeps the damaged copy in .weft/corrupt/ for you to compare or delete"},
+	codeOwnLogForked:   {SeverityProblem, "give this device a new identity: stop weft here, move its home aside (keep it until the files are safe), `weft join` the vault again into the same folder with an invite from the admin (its files are scanned and synced as the new device's), then revoke the old identity on the admin (`weft revoke OLD-ID`)"},
 	codeHomeDiskFull:   {SeverityProblem, "free space on the disk that holds weft's home (see the path above; `df -h` shows it): weft resumes by itself, and nothing recorded or sent is lost meanwhile"},
 	codeMembershipLost: {SeverityProblem, "start a device that is a member (or the relay) so this one can fetch the membership log again"},
 	codeRevoked:        {SeverityProblem, "ask an admin of the vault to add this device again (`weft invite` there, `weft join` here, into a new folder); files already here stay as they are"},

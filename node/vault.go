@@ -101,6 +101,9 @@ type vault struct {
 	keep *keeper // the local version store and its queue (versions.go); set at open
 
 	refused refusals // members refusing this device (revoked.go)
+	// entryRefused is when peers' refusals of entries were logged
+	// (entryrefusals.go).
+	entryRefused entryRefusals
 }
 
 // pendingCounts are what the vault still has to do.
