@@ -153,6 +153,7 @@ type FolderStatus struct {
 type PathMessage struct {
 	Code   string     `json:"code,omitempty"`
 	Path   string     `json:"path"`
+	Peer   string     `json:"peer,omitempty"` // the device or relay concerned, where one is
 	Reason string     `json:"reason"`
 	Since  *time.Time `json:"since,omitempty"` // when the problem began, where weft knows
 }
@@ -248,6 +249,10 @@ func (v *vault) status() FolderStatus {
 		connected = append(connected, c.dev)
 	}
 	unsafe := v.unsafeCount()
+	relayFull, full := v.relayFullErrors() // relayfull.go
+	// A relay whose quota is full takes nothing: what it lacks is not
+	// on its way (doctor said "being sent").
+	connected = slices.DeleteFunc(connected, func(d keys.DeviceID) bool { return full[d] })
 	upload := v.toUpload(connected)
 	view := v.summary()
 	fs := FolderStatus{
@@ -276,6 +281,7 @@ func (v *vault) status() FolderStatus {
 	}
 	skipped := v.skippedErrors()
 	fs.Errors = append(fs.Errors, skipped...)
+	fs.Errors = append(fs.Errors, relayFull...)
 	switch {
 	case stopped:
 		fs.State, fs.Error = "error", stop.message
@@ -293,8 +299,9 @@ func (v *vault) status() FolderStatus {
 		fs.State, fs.Error = "error", corrupt[0].Path+": "+corrupt[0].Reason
 	case fs.Pending > 0:
 		fs.State = "syncing"
-	case len(skipped) > 0:
-		// Everything else is done, but these paths cannot sync.
+	case len(skipped) > 0 || len(relayFull) > 0:
+		// Everything else is done, but these paths cannot sync, or a
+		// relay takes none of what it lacks.
 		fs.State = "out-of-sync"
 	default:
 		fs.State = "in-sync"

@@ -481,10 +481,15 @@ func relayFindings(fo folderFacts) []Finding {
 				fmt.Sprintf("relay %s (%s) is not reachable: %s", name, r.Addr, why),
 				"check that the relay runs and that its ports (TCP and UDP, usually 4001) are open; `weft relay list` shows the address"})
 		case r.Quota != nil && r.Quota.Full:
+			fix := "ask the relay's operator to raise --quota-bytes or --quota-entries; old versions it no longer retains are freed by its garbage collection"
+			if i := slices.IndexFunc(fo.coded, func(e PathMessage) bool { return e.Code == codeRelayFull && e.Peer == r.ID }); i >= 0 {
+				// It lacks entries this device holds: they do not reach it.
+				out = append(out, Finding{SeverityProblem, "relay-full", folder, "", r.ID, fo.coded[i].Reason, fix})
+				continue
+			}
 			out = append(out, Finding{SeverityWarning, "relay-full", folder, "", r.ID,
 				fmt.Sprintf("relay %s has reached its quota for this vault (%s of %s, %d of %d entries): it keeps what it has and takes nothing new",
-					name, humanSize(int64(r.Quota.Bytes)), limitSize(r.Quota.BytesLimit), r.Quota.Entries, r.Quota.EntriesLimit),
-				"ask the relay's operator to raise --quota-bytes or --quota-entries; old versions it no longer retains are freed by its garbage collection"})
+					name, humanSize(int64(r.Quota.Bytes)), limitSize(r.Quota.BytesLimit), r.Quota.Entries, r.Quota.EntriesLimit), fix})
 		}
 	}
 	for _, rb := range fo.rollbacks {
