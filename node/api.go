@@ -223,7 +223,7 @@ func (n *Node) Status() Status {
 }
 
 // peerInSync reports whether d holds everything this device holds in every
-// shared vault, as far as its last LogStatus said.
+// shared vault, as far as its last LogStatus said, or a relay said of it.
 func (n *Node) peerInSync(d keys.DeviceID) bool {
 	for _, v := range n.vaultsNow() {
 		if !v.isPeer(d) {
@@ -231,7 +231,7 @@ func (n *Node) peerInSync(d keys.DeviceID) bool {
 		}
 		mine := v.vector()
 		v.mu.Lock()
-		theirs := v.peerVec[d]
+		theirs := v.peerHoldsLocked(d) // directly, or through a relay (relayholds.go)
 		v.mu.Unlock()
 		for a, s := range mine {
 			if theirs[a] < s {

@@ -280,6 +280,14 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 			if st.Vault == v.id {
 				v.setRelayStatus(dev, relayStatus{status: st, at: v.n.now()})
 			}
+		case wire.MsgHolds:
+			h, err := wire.ParseHolds(payload)
+			if err != nil {
+				return err
+			}
+			if relay {
+				v.noteRelayHolds(dev, h) // relayholds.go
+			}
 		default:
 			return fmt.Errorf("%w on log stream: %s", wire.ErrUnexpected, t)
 		}

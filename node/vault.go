@@ -83,11 +83,12 @@ type vault struct {
 	grow          chan struct{} // closed and replaced whenever the log grows
 	cleaned       chan struct{} // closed once the temp files of earlier runs are removed
 	peerVec       map[keys.DeviceID]protocol.Vector
-	waiting       map[waitKey][]byte       // entries ahead of their author's head
-	waitingBytes  int                      // total size of waiting
-	danglingSince map[string]time.Time     // paths waiting for superseded versions
-	heldUpTo      map[keys.DeviceID]uint64 // see heldVector
-	foldedUpTo    map[keys.DeviceID]uint64 // highest seq per author whose body is in the graph
+	heldViaRelay  map[keys.DeviceID]map[keys.DeviceID]protocol.Vector // relay -> device -> what the relay says it holds (relayholds.go)
+	waiting       map[waitKey][]byte                                  // entries ahead of their author's head
+	waitingBytes  int                                                 // total size of waiting
+	danglingSince map[string]time.Time                                // paths waiting for superseded versions
+	heldUpTo      map[keys.DeviceID]uint64                            // see heldVector
+	foldedUpTo    map[keys.DeviceID]uint64                            // highest seq per author whose body is in the graph
 	scanning      bool
 	scanned       bool // the first full scan has completed
 	pending       pendingCounts

@@ -25,7 +25,11 @@ package wire
 //	   the first on a stream carries only the authors that changed.
 //	   Incompatible with 1, which no released build speaks, so the stream
 //	   ID stays /weft/log/1.
-const ProtocolVersion = 2
+//	3  a log stream's opener that refuses an entry may send one Error
+//	   (code 9 log forked, or 6 invalid entry) before it ends the stream;
+//	   a relay sends Holds (0x52) on log streams devices open to it. No
+//	   released build speaks 2, so the stream ID stays /weft/log/1.
+const ProtocolVersion = 3
 
 // Stream protocol IDs. node/ converts them to libp2p's protocol.ID; they are
 // plain strings here so that this package imports no networking.
