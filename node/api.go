@@ -282,6 +282,8 @@ func (v *vault) status() FolderStatus {
 	skipped := v.skippedErrors()
 	fs.Errors = append(fs.Errors, skipped...)
 	fs.Errors = append(fs.Errors, relayFull...)
+	unwatched := v.fallbackErrors() // watchfallback.go
+	fs.Errors = append(fs.Errors, unwatched...)
 	switch {
 	case stopped:
 		fs.State, fs.Error = "error", stop.message
@@ -299,9 +301,10 @@ func (v *vault) status() FolderStatus {
 		fs.State, fs.Error = "error", corrupt[0].Path+": "+corrupt[0].Reason
 	case fs.Pending > 0:
 		fs.State = "syncing"
-	case len(skipped) > 0 || len(relayFull) > 0:
-		// Everything else is done, but these paths cannot sync, or a
-		// relay takes none of what it lacks.
+	case len(skipped) > 0 || len(relayFull) > 0 || len(unwatched) > 0:
+		// Everything else is done, but these paths cannot sync, a relay
+		// takes none of what it lacks, or changes in part of the folder
+		// are seen only by rescans.
 		fs.State = "out-of-sync"
 	default:
 		fs.State = "in-sync"

@@ -576,19 +576,23 @@ func (v *vault) startWatcher(ctx context.Context, settle time.Duration, done cha
 			ig := v.scanner.Ignore()
 			return ig != nil && ig.Match(p, isDir)
 		},
+		OnUnwatched: v.noteUnwatched, // watchfallback.go
 	})
 	if err != nil {
-		v.log.Warn("no file watcher; relying on periodic rescans", "err", err)
+		v.log.Warn("no file watcher; rescanning the folder instead", "every", fallbackEvery, "err", err)
 		v.noteWatcherFailed(err)
+		v.noteWatcherDead(true)
 		close(done)
 		return nil
 	}
 	v.noteWatcherRunning()
+	v.noteWatcherDead(false)
 	go func() {
 		defer close(done)
 		if err := w.Run(ctx); err != nil {
-			v.log.Warn("file watcher stopped; relying on periodic rescans", "err", err)
+			v.log.Warn("file watcher stopped; rescanning the folder instead", "every", fallbackEvery, "err", err)
 			v.noteWatcherFailed(err)
+			v.noteWatcherDead(true)
 		}
 	}()
 	return w.Batches()
@@ -621,6 +625,9 @@ func (v *vault) watchUntilResumed(ctx context.Context, batches <-chan folder.Bat
 			_, err = v.scan(ctx, nil)
 		case <-recheck:
 			v.guard() // a stop or a resume is logged and signalled by the guard
+			if ferr := v.fallbackScan(ctx); ferr != nil && !errors.Is(ferr, errFolderStopped) && ctx.Err() == nil && !isDiskFull(ferr) {
+				v.log.Error("fallback rescan", "err", ferr) // watchfallback.go
+			}
 			if v.retryHome() {
 				// Room again on the home's disk (homefull.go): edits that
 				// could not be recorded are still on disk.

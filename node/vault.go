@@ -95,6 +95,7 @@ type vault struct {
 	errs          map[string]string        // path -> last apply error
 	stop          folderStop               // why the folder guard stopped the folder (folderguard.go)
 	homeFault     homeFault                // why writes to the home fail (homefull.go)
+	fallback      watchFallback            // rescans of what the watcher does not cover (watchfallback.go)
 	deletes       deleteGuard              // deletions held for the user (massdelete.go)
 	corrupt       map[string]corruptFile   // damaged files being written again (rot.go)
 	recentApplies map[string]appliedRecord // peers' versions applied in the last applyRaceWindow (applyrace.go)

@@ -60,6 +60,9 @@ type device struct {
 	netns  string   // run every command inside this network namespace
 	upArgs []string // extra arguments for `weft up`
 	logDir string   // where the agent's log goes; the home's parent when empty
+	// watchLimit, when set, runs the agent in a user namespace of its own
+	// whose inotify watch limit is this (never the machine's).
+	watchLimit int
 }
 
 // logPath is the agent's log file.
@@ -126,6 +129,10 @@ func (d *device) up() <-chan string {
 		args = append(args, "--mdns=false")
 	}
 	cmd := d.command(args...)
+	if d.watchLimit > 0 {
+		cmd = exec.Command("unshare", append([]string{"--user", "--map-root-user", "sh", "-c",
+			fmt.Sprintf(`echo %d > /proc/sys/user/max_inotify_watches && exec "$@"`, d.watchLimit), "sh", weftBin, "--home", d.home}, args...)...)
+	}
 	cmd.Stderr = f
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
