@@ -151,9 +151,11 @@ type FolderStatus struct {
 // Path is empty. Code is stable (docs/api.md, "Error codes"); Reason is
 // for a person.
 type PathMessage struct {
-	Code   string `json:"code,omitempty"`
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
+	Code   string     `json:"code,omitempty"`
+	Path   string     `json:"path"`
+	Peer   string     `json:"peer,omitempty"` // the device or relay concerned, where one is
+	Reason string     `json:"reason"`
+	Since  *time.Time `json:"since,omitempty"` // when the problem began, where weft knows
 }
 
 // PeerStatus is one peer's state.
@@ -221,7 +223,7 @@ func (n *Node) Status() Status {
 }
 
 // peerInSync reports whether d holds everything this device holds in every
-// shared vault, as far as its last LogStatus said.
+// shared vault, as far as its last LogStatus said, or a relay said of it.
 func (n *Node) peerInSync(d keys.DeviceID) bool {
 	for _, v := range n.vaultsNow() {
 		if !v.isPeer(d) {
@@ -229,7 +231,7 @@ func (n *Node) peerInSync(d keys.DeviceID) bool {
 		}
 		mine := v.vector()
 		v.mu.Lock()
-		theirs := v.peerVec[d]
+		theirs := v.peerHoldsLocked(d) // directly, or through a relay (relayholds.go)
 		v.mu.Unlock()
 		for a, s := range mine {
 			if theirs[a] < s {
@@ -247,6 +249,10 @@ func (v *vault) status() FolderStatus {
 		connected = append(connected, c.dev)
 	}
 	unsafe := v.unsafeCount()
+	relayFull, full := v.relayFullErrors() // relayfull.go
+	// A relay whose quota is full takes nothing: what it lacks is not
+	// on its way (doctor said "being sent").
+	connected = slices.DeleteFunc(connected, func(d keys.DeviceID) bool { return full[d] })
 	upload := v.toUpload(connected)
 	view := v.summary()
 	fs := FolderStatus{
@@ -260,20 +266,29 @@ func (v *vault) status() FolderStatus {
 	fs.Pending = fs.PendingApply + fs.PendingFetch
 	stop, stopped := v.stopped()
 	if stopped {
-		fs.Errors = append(fs.Errors, PathMessage{Code: stop.code, Reason: stop.message})
+		fs.Errors = append(fs.Errors, PathMessage{Code: stop.code, Reason: stop.message, Since: sinceOf(stop.since)})
+	}
+	home, homeFull := v.homeFaultNow()
+	if homeFull {
+		fs.Errors = append(fs.Errors, PathMessage{Code: codeHomeDiskFull, Reason: home.message, Since: sinceOf(home.since)})
 	}
 	held := v.heldErrors()
 	fs.Errors = append(fs.Errors, held...)
 	corrupt := v.corruptErrors()
 	fs.Errors = append(fs.Errors, corrupt...)
 	for _, p := range sortedKeys(view.errs) {
-		fs.Errors = append(fs.Errors, PathMessage{Path: p, Reason: view.errs[p]})
+		fs.Errors = append(fs.Errors, PathMessage{Code: applyErrorCode(view.errs[p]), Path: p, Reason: view.errs[p]})
 	}
 	skipped := v.skippedErrors()
 	fs.Errors = append(fs.Errors, skipped...)
+	fs.Errors = append(fs.Errors, relayFull...)
+	unwatched := v.fallbackErrors() // watchfallback.go
+	fs.Errors = append(fs.Errors, unwatched...)
 	switch {
 	case stopped:
 		fs.State, fs.Error = "error", stop.message
+	case homeFull:
+		fs.State, fs.Error = "error", home.message
 	case view.scanning || !view.scanned:
 		fs.State = "scanning"
 	case stuck(fs.Errors) != "":
@@ -286,14 +301,52 @@ func (v *vault) status() FolderStatus {
 		fs.State, fs.Error = "error", corrupt[0].Path+": "+corrupt[0].Reason
 	case fs.Pending > 0:
 		fs.State = "syncing"
-	case len(skipped) > 0:
-		// Everything else is done, but these paths cannot sync.
+	case len(skipped) > 0 || len(relayFull) > 0 || len(unwatched) > 0:
+		// Everything else is done, but these paths cannot sync, a relay
+		// takes none of what it lacks, or changes in part of the folder
+		// are seen only by rescans.
 		fs.State = "out-of-sync"
 	default:
 		fs.State = "in-sync"
 	}
 	v.logHealthStatus(&fs) // memberrecover.go, logtail.go
 	return fs
+}
+
+// Status error codes of a path whose last apply failed (weft retries it).
+const (
+	codeFolderDiskFull   = "folder-disk-full"  // the folder's file system is full
+	codeReadOnly         = "read-only"         // the folder's file system is read-only
+	codePermission       = "permission-denied" // weft may not write there
+	codeChunkUnavailable = "chunk-unavailable" // no connected peer or relay has a chunk
+	codeLocalEdit        = "local-edit"        // the file changed here while it was being replaced
+	codeApplyFailed      = "apply-failed"      // any other failure
+)
+
+// applyErrorCode is the code of a failed apply's reason.
+func applyErrorCode(reason string) string {
+	switch errorKind(reason) {
+	case "disk-full":
+		return codeFolderDiskFull
+	case "read-only":
+		return codeReadOnly
+	case "permission":
+		return codePermission
+	case "chunk-unavailable":
+		return codeChunkUnavailable
+	case "local-edit":
+		return codeLocalEdit
+	}
+	return codeApplyFailed
+}
+
+// sinceOf is t for PathMessage.Since, nil when unknown.
+func sinceOf(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // Status error codes of paths the scanner skips.

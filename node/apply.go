@@ -461,7 +461,9 @@ func (v *vault) commitIndex(path string, rec vaultdb.Record) error {
 	} else {
 		u.PutIndex(path, rec)
 	}
-	if err := v.db.Commit(u); err != nil {
+	err := v.db.Commit(u)
+	v.noteHomeWrite("recording an applied file", err) // homefull.go
+	if err != nil {
 		return fmt.Errorf("recording %s in the index: %w", path, err)
 	}
 	v.mu.Lock()
@@ -918,8 +920,12 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 			u.PutIndex(batch[i].path, recordFromInfo(batch[i].id, batch[i].ver, r.Outcome.Info))
 			done = append(done, i)
 		}
-		if err := v.db.Commit(u); err != nil {
-			v.log.Error("recording applied files", "err", err)
+		err := v.db.Commit(u)
+		v.noteHomeWrite("recording applied files", err) // homefull.go
+		if err != nil {
+			if !isDiskFull(err) { // logged once by noteHomeWrite
+				v.log.Error("recording applied files", "err", err)
+			}
 			v.mu.Lock()
 			for _, i := range done {
 				v.dirty[batch[i].path] = struct{}{}

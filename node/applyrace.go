@@ -75,13 +75,29 @@ func (v *vault) noteAppliedLocked(path string, old vaultdb.Record, had bool, rec
 	v.recentApplies[path] = appliedRecord{at: now, applied: rec, before: old, had: had}
 }
 
-// baseForLocalChangeLocked returns the record a local change of path
-// supersedes: the index's, unless the index holds a peer's version
-// applied less than applyRaceWindow ago, in which case it is what was
-// there before that apply. v.mu must be held.
-func (v *vault) baseForLocalChangeLocked(path string, cur vaultdb.Record, had bool) (vaultdb.Record, bool) {
+// baseForLocalChangeLocked returns the record a local change of path to
+// now (Kind 0: a deletion) supersedes: the index's, unless the index holds
+// a peer's version applied less than applyRaceWindow ago, in which case it
+// is what was there before that apply. v.mu must be held.
+//
+// A change that puts back exactly the bytes the apply replaced is not an
+// edit made from them: an editor saving the older content it read would
+// have changed something, and a save that changed nothing carries nothing
+// to keep. It is a deliberate act on what the user sees (a conflict copy
+// moved back onto its name, a restore, an undo), and it supersedes the
+// applied version. Taken for a stale save, it restated the older content
+// concurrently with the apply, Resolve dropped it as outdated, and the
+// content the user moved back was gone from every device (simulation S1
+// seed 3: a conflict copy renamed onto its path right after an apply).
+// The applied version stays in history (and in the version store where
+// it was kept), as for any edit that replaces a version.
+func (v *vault) baseForLocalChangeLocked(path string, cur vaultdb.Record, had bool, now vaultdb.Record) (vaultdb.Record, bool) {
 	a, ok := v.recentApplies[path]
 	if !ok {
+		return cur, had
+	}
+	if a.had && now.Kind != 0 && now.Kind == a.before.Kind && now.Hash == a.before.Hash && now.Target == a.before.Target {
+		delete(v.recentApplies, path)
 		return cur, had
 	}
 	// A file the apply created had no older content an editor could have

@@ -204,3 +204,52 @@ func logContents(folderPath string) string {
 	}
 	return sb.String()
 }
+
+// A change that puts back exactly the bytes a peer's version just
+// replaced (a conflict copy moved back onto its name, an undo) is the
+// user's act on what they see, not a stale save: it supersedes the
+// applied version and keeps the name. Taken for a stale save, it restated
+// the older content concurrently with the peer's version, Resolve dropped
+// it as outdated, and the moved-back content was gone everywhere
+// (simulation S1 seed 3).
+func TestPutBackRightAfterApplyWins(t *testing.T) {
+	rs := newRaceSetup(t)
+	clk, n, v, folderPath, p, base, xID, ctx := rs.clk, rs.n, rs.v, rs.folder, rs.path, rs.base, rs.xID, t.Context()
+
+	h, id := joinAsMember(t, n)
+	theirs := []byte(base + "token-from-peer\n")
+	e, err := entry.New(entry.Config{Identity: id, Vault: v.id, Clock: 50, Keys: v.ek, Time: clk.Now().UnixMilli(), Rand: rand.Reader},
+		&entry.Body{Versions: []entry.Version{{Path: "log.md", Kind: entry.KindFile, Mode: 0o644, MTime: clk.Now().UnixNano(),
+			Size: uint64(len(theirs)), Inline: theirs, Hash: blake3.Sum256(theirs), Supersedes: []entry.VersionID{xID}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerID := e.VersionID(0)
+	serveLog(h, v.id, []*entry.Entry{e}, nil)
+	connect(t, h, n)
+	waitFor(t, "the peer's version to be applied", func() bool {
+		b, err := os.ReadFile(p)
+		return err == nil && string(b) == string(theirs)
+	})
+	editorSave(t, p, base) // exactly the bytes the apply replaced
+	if err := n.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v.mu.Lock()
+	rec := v.index["log.md"]
+	sup := v.graph.Get
+	v.mu.Unlock()
+	got, ok := sup(toCoreID(rec.Version))
+	if !ok || rec.Version == xID || rec.Version == peerID {
+		t.Fatalf("the put-back content was not recorded as a new version: index %v", rec.Version)
+	}
+	if !slices.Contains(got.Supersedes, toCoreID(peerID)) {
+		t.Fatalf("the put-back version supersedes %v, not the applied version %v: it would be dropped as a stale restatement", got.Supersedes, peerID)
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != base {
+		t.Fatalf("log.md holds %q (%v), want the put-back %q", b, err, base)
+	}
+	if all := logContents(folderPath); all != base {
+		t.Fatalf("log.md and its copies hold %q, want only the put-back content", all)
+	}
+}

@@ -355,10 +355,17 @@ func maxUserWatches() int {
 	if runtime.GOOS != "linux" {
 		return 0
 	}
-	b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches")
-	if err != nil {
-		return 0
+	// The system-wide sysctl, and since Linux 5.11 the limit of the user
+	// namespace weft runs in; the lower one applies.
+	n := 0
+	for _, f := range []string{"/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if m, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && m > 0 && (n == 0 || m < n) {
+			n = m
+		}
 	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	return n
 }

@@ -347,11 +347,12 @@ func folderHealth(fo folderFacts) []Finding {
 			"see the agent's log; check the disk that holds weft's home")
 	}
 	w := fo.Watcher
-	if w.Enabled && w.MaxUserWatches > 0 {
+	limitHit := slices.ContainsFunc(fo.coded, func(e PathMessage) bool { return e.Code == codeWatcherLimit })
+	if w.Enabled && w.MaxUserWatches > 0 && !limitHit {
 		switch {
 		case w.Directories >= w.MaxUserWatches:
 			add(SeverityProblem, "watcher-limit",
-				fmt.Sprintf("the folder has %d directories but inotify allows %d watches per user: changes in some directories are found only by the periodic rescan", w.Directories, w.MaxUserWatches),
+				fmt.Sprintf("the folder has %d directories but inotify allows %d watches per user: changes in some directories are found only by rescans", w.Directories, w.MaxUserWatches),
 				fmt.Sprintf("raise the limit: sudo sysctl fs.inotify.max_user_watches=%d (and set it in /etc/sysctl.d/ to keep it)", nextLimit(w.Directories)))
 		case w.Directories*5 >= w.MaxUserWatches*4:
 			add(SeverityWarning, "watcher-limit",
@@ -359,9 +360,9 @@ func folderHealth(fo folderFacts) []Finding {
 				fmt.Sprintf("raise the limit: sudo sysctl fs.inotify.max_user_watches=%d", nextLimit(w.Directories)))
 		}
 	}
-	if w.Failed != "" {
-		add(SeverityProblem, "watcher-failed", "the file watcher is not running ("+w.Failed+"): changes are found only by the periodic rescan",
-			"run `weft scan` after changes, and see the agent's log for why the watcher stopped")
+	if w.Failed != "" && !limitHit {
+		add(SeverityProblem, "watcher-failed", "the file watcher is not running ("+w.Failed+"): changes are found only by rescans",
+			"see the agent's log for why the watcher stopped; `weft scan` records changes at once")
 	}
 	if w.OverflowRescans > 0 {
 		add(SeverityWarning, "watcher-overflow",
@@ -389,6 +390,9 @@ var codeFindings = map[string]struct{ severity, fix string }{
 	codeUnreadable:     {SeverityProblem, "make the folder readable again (check its drive, mount and permissions); weft resumes by itself"},
 	codeMassDelete:     {SeverityProblem, "run `weft deletions` to see them, then `weft deletions accept` to let them go through or `weft deletions reject` to bring the files back"},
 	codeCorrupt:        {SeverityProblem, "check the disk (SMART, dmesg); weft writes the recorded version again from local chunks, peers or the relay, and keeps the damaged copy in .weft/corrupt/ for you to compare or delete"},
+	codeOwnLogForked:   {SeverityProblem, "give this device a new identity: stop weft here, move its home aside (keep it until the files are safe), `weft join` the vault again into the same folder with an invite from the admin (its files are scanned and synced as the new device's), then revoke the old identity on the admin (`weft revoke OLD-ID`)"},
+	codeWatcherLimit:   {SeverityProblem, "raise the system's file watch limit (the reason above says how); weft watches the rest again by itself within 10 s"},
+	codeHomeDiskFull:   {SeverityProblem, "free space on the disk that holds weft's home (see the path above; `df -h` shows it): weft resumes by itself, and nothing recorded or sent is lost meanwhile"},
 	codeMembershipLost: {SeverityProblem, "start a device that is a member (or the relay) so this one can fetch the membership log again"},
 	codeRevoked:        {SeverityProblem, "ask an admin of the vault to add this device again (`weft invite` there, `weft join` here, into a new folder); files already here stay as they are"},
 	codeLogUnconfirmed: {SeverityWarning, "keep a member or the relay reachable: local changes are recorded once this device knows its own log is whole"},
@@ -464,10 +468,15 @@ func relayFindings(fo folderFacts) []Finding {
 				fmt.Sprintf("relay %s (%s) is not reachable: %s", name, r.Addr, why),
 				"check that the relay runs and that its ports (TCP and UDP, usually 4001) are open; `weft relay list` shows the address"})
 		case r.Quota != nil && r.Quota.Full:
+			fix := "ask the relay's operator to raise --quota-bytes or --quota-entries; old versions it no longer retains are freed by its garbage collection"
+			if i := slices.IndexFunc(fo.coded, func(e PathMessage) bool { return e.Code == codeRelayFull && e.Peer == r.ID }); i >= 0 {
+				// It lacks entries this device holds: they do not reach it.
+				out = append(out, Finding{SeverityProblem, "relay-full", folder, "", r.ID, fo.coded[i].Reason, fix})
+				continue
+			}
 			out = append(out, Finding{SeverityWarning, "relay-full", folder, "", r.ID,
 				fmt.Sprintf("relay %s has reached its quota for this vault (%s of %s, %d of %d entries): it keeps what it has and takes nothing new",
-					name, humanSize(int64(r.Quota.Bytes)), limitSize(r.Quota.BytesLimit), r.Quota.Entries, r.Quota.EntriesLimit),
-				"ask the relay's operator to raise --quota-bytes or --quota-entries; old versions it no longer retains are freed by its garbage collection"})
+					name, humanSize(int64(r.Quota.Bytes)), limitSize(r.Quota.BytesLimit), r.Quota.Entries, r.Quota.EntriesLimit), fix})
 		}
 	}
 	for _, rb := range fo.rollbacks {

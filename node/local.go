@@ -286,15 +286,15 @@ func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool
 	v.mu.Unlock()
 	// What the change supersedes, asked only once it is a real change (a
 	// rescan of weft's own apply is not one: applyrace.go).
-	supersedesNow := func() []entry.VersionID {
+	supersedesNow := func(now vaultdb.Record) []entry.VersionID {
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		base, hadBase := v.baseForLocalChangeLocked(c.Path, cur, hadCur)
+		base, hadBase := v.baseForLocalChangeLocked(c.Path, cur, hadCur, now)
 		return v.supersedesLocked(c.Path, base, hadBase)
 	}
 
 	if c.Type == folder.Deleted {
-		supersedes := supersedesNow()
+		supersedes := supersedesNow(vaultdb.Record{})
 		if len(supersedes) == 0 {
 			return entry.Version{}, vaultdb.Record{}, false
 		}
@@ -337,7 +337,7 @@ func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool
 			return entry.Version{}, rec, false
 		}
 	}
-	ver.Supersedes = supersedesNow()
+	ver.Supersedes = supersedesNow(rec)
 	return ver, rec, true
 }
 
@@ -463,6 +463,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 	} else {
 		err = v.db.Commit(u)
 	}
+	v.noteHomeWrite("recording local changes", err) // homefull.go
 	if err != nil {
 		return fmt.Errorf("committing scan: %w", err)
 	}
@@ -575,19 +576,23 @@ func (v *vault) startWatcher(ctx context.Context, settle time.Duration, done cha
 			ig := v.scanner.Ignore()
 			return ig != nil && ig.Match(p, isDir)
 		},
+		OnUnwatched: v.noteUnwatched, // watchfallback.go
 	})
 	if err != nil {
-		v.log.Warn("no file watcher; relying on periodic rescans", "err", err)
+		v.log.Warn("no file watcher; rescanning the folder instead", "every", fallbackEvery, "err", err)
 		v.noteWatcherFailed(err)
+		v.noteWatcherDead(true)
 		close(done)
 		return nil
 	}
 	v.noteWatcherRunning()
+	v.noteWatcherDead(false)
 	go func() {
 		defer close(done)
 		if err := w.Run(ctx); err != nil {
-			v.log.Warn("file watcher stopped; relying on periodic rescans", "err", err)
+			v.log.Warn("file watcher stopped; rescanning the folder instead", "every", fallbackEvery, "err", err)
 			v.noteWatcherFailed(err)
+			v.noteWatcherDead(true)
 		}
 	}()
 	return w.Batches()
@@ -620,7 +625,14 @@ func (v *vault) watchUntilResumed(ctx context.Context, batches <-chan folder.Bat
 			_, err = v.scan(ctx, nil)
 		case <-recheck:
 			v.guard() // a stop or a resume is logged and signalled by the guard
-			if ps := v.deferredDeletions(); len(ps) > 0 {
+			if ferr := v.fallbackScan(ctx); ferr != nil && !errors.Is(ferr, errFolderStopped) && ctx.Err() == nil && !isDiskFull(ferr) {
+				v.log.Error("fallback rescan", "err", ferr) // watchfallback.go
+			}
+			if v.retryHome() {
+				// Room again on the home's disk (homefull.go): edits that
+				// could not be recorded are still on disk.
+				_, err = v.scan(ctx, nil)
+			} else if ps := v.deferredDeletions(); len(ps) > 0 {
 				_, err = v.scan(ctx, ps)
 			}
 		case <-v.resumed:
@@ -629,7 +641,7 @@ func (v *vault) watchUntilResumed(ctx context.Context, batches <-chan folder.Bat
 		if errors.Is(err, errFolderStopped) {
 			continue // logged once by the guard; the recheck resumes it
 		}
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && !isDiskFull(err) { // a full home is logged once (homefull.go)
 			v.log.Error("scan", "err", err)
 		}
 	}

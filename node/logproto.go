@@ -52,8 +52,41 @@ func (n *Node) handleLog(s network.Stream) {
 		f.SendError(wire.CodeProtocol, err.Error())
 		return
 	}
+	// The opener sends nothing more but, when it refuses an entry, the
+	// reason (readRefusal); this goroutine reads it, and ends once the
+	// stream's read side is closed below.
+	refusal := make(chan struct{})
+	go func() {
+		defer close(refusal)
+		v.readRefusal(f, dev)
+	}()
 	if err := v.serveLog(n.ctx, f, dev, req); err != nil && !isEOF(err) && !errors.Is(err, context.Canceled) {
 		n.log.Debug("serving log", "peer", dev, "err", err)
+	}
+	_ = s.CloseRead()
+	<-refusal
+}
+
+// readRefusal reads what the opener of a log stream sends after its
+// request: nothing, or one Error frame saying why it refused an entry
+// before it ends the stream. A refusal of this device's own entry as a
+// fork (wire.CodeLogForked) is the only way this device learns that a
+// peer holds another history of its log when the peer holds no entry
+// above this device's head: before, it showed in-sync while every new
+// entry it wrote was refused (logtail.go, ownForkSeen).
+func (v *vault) readRefusal(f *wire.Conn, dev keys.DeviceID) {
+	_, _, err := f.Read()
+	var we wire.Error
+	if !errors.As(err, &we) {
+		return // the stream ended (or a stray frame: the stream ends anyway)
+	}
+	switch we.Code {
+	case wire.CodeLogForked:
+		var seq uint64
+		_, _ = fmt.Sscanf(we.Reason, "entry %d", &seq)
+		v.ownForkSeen(seq, fmt.Errorf("%s refused it: %s", dev.Short(), we.Reason))
+	case wire.CodeInvalidEntry:
+		v.noteRefusedEntry(dev, we.Reason)
 	}
 }
 
@@ -202,10 +235,12 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 			v.memberCheck(dev) // memberrecover.go
 		case wire.MsgEntry:
 			if err := v.ingestEntry(payload); err != nil {
-				if !errors.Is(err, errTooFarAhead) {
+				v.tellRefusal(f, dev, payload, err)
+				if !errors.Is(err, errTooFarAhead) && !isDiskFull(err) {
 					// A forged, altered or foreign entry: nothing of it
 					// is kept; say so, since only a faulty or hostile
-					// peer sends one.
+					// peer sends one. (A full disk is this device's own
+					// fault, logged once as such by noteHomeWrite.)
 					v.log.Warn("refused an invalid entry from a peer; ending the stream", "peer", dev, "err", err)
 					v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Peer: dev.String(),
 						Kind: eventKindInvalidEntry, Error: err.Error()})
@@ -244,6 +279,14 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 			}
 			if st.Vault == v.id {
 				v.setRelayStatus(dev, relayStatus{status: st, at: v.n.now()})
+			}
+		case wire.MsgHolds:
+			h, err := wire.ParseHolds(payload)
+			if err != nil {
+				return err
+			}
+			if relay {
+				v.noteRelayHolds(dev, h) // relayholds.go
 			}
 		default:
 			return fmt.Errorf("%w on log stream: %s", wire.ErrUnexpected, t)

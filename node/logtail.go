@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
@@ -75,6 +76,8 @@ type ownTail struct {
 	source     keys.DeviceID
 	logged     bool // the recovery was logged and published
 	forked     bool // a fork of the own log was reported
+	forkSeq    uint64
+	forkedAt   time.Time
 }
 
 func newOwnTail(self keys.DeviceID, rep vaultdb.OpenReport) *ownTail {
@@ -396,7 +399,9 @@ func (v *vault) ownForkSeen(seq uint64, err error) {
 	t := v.tail
 	t.mu.Lock()
 	first := !t.forked
-	t.forked = true
+	if first {
+		t.forked, t.forkSeq, t.forkedAt = true, seq, v.n.now()
+	}
 	t.mu.Unlock()
 	if !first {
 		return

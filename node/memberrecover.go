@@ -160,6 +160,11 @@ func (v *vault) logHealthStatus(fs *FolderStatus) {
 		fs.State, fs.Error = "error", m.Reason
 		return
 	}
+	if m := v.forkMessage(); m != nil { // entryrefusals.go
+		fs.Errors = append(fs.Errors, *m)
+		fs.State, fs.Error = "error", m.Reason
+		return
+	}
 	if reason, owed := v.tailStatus(); owed > 0 {
 		fs.Errors = append(fs.Errors, PathMessage{Code: codeLogUnconfirmed,
 			Reason: fmt.Sprintf("%d local changes wait to be recorded: %s", owed, reason)})

@@ -120,7 +120,9 @@ var (
 	descPending      = prometheus.NewDesc("weft_folder_pending", "Pending items by kind: apply (paths), fetch (chunks), upload (entries a connected peer lacks).", []string{"folder", "kind"}, nil)
 	descUnsafe       = prometheus.NewDesc("weft_folder_unsafe_entries", "This device's own entries no other device is known to hold.", []string{"folder"}, nil)
 	descConflictsNow = prometheus.NewDesc("weft_folder_conflict_copies", "Conflict copies present in the folder.", []string{"folder"}, nil)
-	descErrorsNow    = prometheus.NewDesc("weft_folder_errors", "Paths whose last apply failed.", []string{"folder"}, nil)
+	descErrorsNow    = prometheus.NewDesc("weft_folder_errors", "Items in the folder's status errors[] (see weft_folder_error_codes).", []string{"folder"}, nil)
+	descErrorCodes   = prometheus.NewDesc("weft_folder_error_codes", "The folder's status errors[] items by code (docs/api.md, \"Error codes\"); only codes present now are listed.", []string{"folder", "code"}, nil)
+	descUnwatched    = prometheus.NewDesc("weft_watcher_unwatched_directories", "Subtrees of the folder the watcher cannot watch (the system's watch limit), rescanned instead; -1 when the whole folder is not watched.", []string{"folder"}, nil)
 	descState        = prometheus.NewDesc("weft_folder_state", "1 for the folder's current state, 0 for the others.", []string{"folder", "state"}, nil)
 	descPeerUp       = prometheus.NewDesc("weft_peer_connected", "1 when the peer is connected, by connection kind (lan, direct, holepunched, relayed); 0 with kind offline.", []string{"peer", "connection"}, nil)
 	descPeerInSync   = prometheus.NewDesc("weft_peer_in_sync", "1 when the peer holds everything this device holds, as far as it knows.", []string{"peer"}, nil)
@@ -147,7 +149,7 @@ var folderStates = []string{"scanning", "syncing", "in-sync", "out-of-sync", "of
 type stateCollector struct{ n *Node }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descFiles, descBytes, descDirs, descPending, descUnsafe, descConflictsNow, descErrorsNow, descState,
+	for _, d := range []*prometheus.Desc{descFiles, descBytes, descDirs, descPending, descUnsafe, descConflictsNow, descErrorsNow, descErrorCodes, descUnwatched, descState,
 		descPeerUp, descPeerInSync, descBytesSent, descBytesRecv, descMsgsSent, descMsgsRecv, descChunksServed, descChunksFetch, descChunkBytes,
 		descVersions, descVersionBytes, descVersionBudget, descVersionScrubbed, descVersionCorrupt} {
 		ch <- d
@@ -172,6 +174,18 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descUnsafe, float64(f.Unsafe), f.Path)
 		gauge(descConflictsNow, float64(f.Conflicts), f.Path)
 		gauge(descErrorsNow, float64(len(f.Errors)), f.Path)
+		if un, whole, _ := c.n.vaultsNow()[i].fallbackState(); whole {
+			gauge(descUnwatched, -1, f.Path)
+		} else {
+			gauge(descUnwatched, float64(un), f.Path)
+		}
+		byCode := map[string]int{}
+		for _, e := range f.Errors {
+			byCode[e.Code]++
+		}
+		for code, k := range byCode {
+			gauge(descErrorCodes, float64(k), f.Path, code)
+		}
 		for _, s := range folderStates {
 			v := 0.0
 			if s == f.State {

@@ -756,6 +756,21 @@ func (n *Node) retryWait(kick <-chan struct{}, backoff *time.Duration, limit tim
 	return true
 }
 
+// kickPullers ends the backoff wait of every log puller of v, so that
+// each tries its peer again now (the home has room again: homefull.go).
+func (n *Node) kickPullers(v *vault) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, ps := range n.peers {
+		if pl := ps.pulling[v]; pl != nil {
+			select {
+			case pl.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
 // syncWithDevice starts pulling from d if it is connected: a device that
 // just became a member was ignored when it connected.
 func (n *Node) syncWithDevice(d keys.DeviceID) {

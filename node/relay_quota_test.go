@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +101,37 @@ func TestRelayQuota(t *testing.T) {
 		}
 	}
 	if relayPeer == nil || relayPeer.Connection == "offline" {
-		t.Errorf("status lists the relay as %+v, want a connected peer with role relay", relayPeer)
+		t.Fatalf("status lists the relay as %+v, want a connected peer with role relay", relayPeer)
+	}
+
+	// The truth about it: the folder is out-of-sync with an error naming
+	// the relay, nothing is counted as on its way to it, and doctor calls
+	// it a problem. Before: in-sync, "being sent", healthy.
+	waitUntil(t, 30*time.Second, func() error {
+		st = n.Status()
+		if st.Folders[0].Pending > 0 {
+			return fmt.Errorf("still %d pending", st.Folders[0].Pending)
+		}
+		return nil
+	})
+	f := st.Folders[0]
+	var item *PathMessage
+	for i, e := range f.Errors {
+		if e.Code == codeRelayFull {
+			item = &f.Errors[i]
+		}
+	}
+	if f.State != "out-of-sync" || item == nil || item.Peer != relayPeer.ID || item.Since == nil || !strings.Contains(item.Reason, fmt.Sprintf("%d entries it lacks", head-3)) {
+		t.Fatalf("status with a full relay lacking %d entries: state %s, errors %+v; want out-of-sync with a relay-full item naming %s", head-3, f.State, f.Errors, relayPeer.ID)
+	}
+	if f.PendingUpload != 0 {
+		t.Errorf("pending_upload %d: entries a full relay refuses are not on their way", f.PendingUpload)
+	}
+	d, err := n.Diagnose(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Healthy || !slices.Contains(kinds(d.Findings), "problem:relay-full") || slices.Contains(kinds(d.Findings), "info:uploading") {
+		t.Fatalf("doctor with a full relay: healthy=%v findings %v; want problem:relay-full and nothing said to be uploading", d.Healthy, kinds(d.Findings))
 	}
 }

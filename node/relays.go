@@ -72,9 +72,10 @@ func (n *Node) isPeerAnywhere(d keys.DeviceID) bool {
 
 // relayStatus is what a relay last said about a vault's quota.
 type relayStatus struct {
-	status wire.RelayStatus
-	at     time.Time
-	err    string // why enrollment failed, if it did
+	status    wire.RelayStatus
+	at        time.Time
+	err       string    // why enrollment failed, if it did
+	fullSince time.Time // since when the quota has been reported full
 }
 
 // setRelayStatus records what relay d said about the vault.
@@ -85,6 +86,12 @@ func (v *vault) setRelayStatus(d keys.DeviceID, st relayStatus) {
 		v.relayStat = map[keys.DeviceID]relayStatus{}
 	}
 	prev, had := v.relayStat[d]
+	if st.status.Full {
+		st.fullSince = st.at
+		if had && prev.status.Full && !prev.fullSince.IsZero() {
+			st.fullSince = prev.fullSince
+		}
+	}
 	v.relayStat[d] = st
 	if st.status.Full && (!had || !prev.status.Full) {
 		v.log.Warn("relay quota reached: the relay keeps what it has and takes nothing new for this vault",

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -54,6 +55,9 @@ type vault struct {
 	// resumed is signalled (buffer 1) when the folder guard lets a
 	// stopped folder run again; the watch loop then rescans and re-watches.
 	resumed chan struct{}
+	// homeFull is true while homeFault is set, read without mu on every
+	// write to the home (homefull.go).
+	homeFull atomic.Bool
 
 	// scanMu serialises scans (the scanner runs one at a time).
 	scanMu sync.Mutex
@@ -80,16 +84,19 @@ type vault struct {
 	grow          chan struct{} // closed and replaced whenever the log grows
 	cleaned       chan struct{} // closed once the temp files of earlier runs are removed
 	peerVec       map[keys.DeviceID]protocol.Vector
-	waiting       map[waitKey][]byte       // entries ahead of their author's head
-	waitingBytes  int                      // total size of waiting
-	danglingSince map[string]time.Time     // paths waiting for superseded versions
-	heldUpTo      map[keys.DeviceID]uint64 // see heldVector
-	foldedUpTo    map[keys.DeviceID]uint64 // highest seq per author whose body is in the graph
+	heldViaRelay  map[keys.DeviceID]map[keys.DeviceID]protocol.Vector // relay -> device -> what the relay says it holds (relayholds.go)
+	waiting       map[waitKey][]byte                                  // entries ahead of their author's head
+	waitingBytes  int                                                 // total size of waiting
+	danglingSince map[string]time.Time                                // paths waiting for superseded versions
+	heldUpTo      map[keys.DeviceID]uint64                            // see heldVector
+	foldedUpTo    map[keys.DeviceID]uint64                            // highest seq per author whose body is in the graph
 	scanning      bool
 	scanned       bool // the first full scan has completed
 	pending       pendingCounts
 	errs          map[string]string        // path -> last apply error
 	stop          folderStop               // why the folder guard stopped the folder (folderguard.go)
+	homeFault     homeFault                // why writes to the home fail (homefull.go)
+	fallback      watchFallback            // rescans of what the watcher does not cover (watchfallback.go)
 	deletes       deleteGuard              // deletions held for the user (massdelete.go)
 	corrupt       map[string]corruptFile   // damaged files being written again (rot.go)
 	recentApplies map[string]appliedRecord // peers' versions applied in the last applyRaceWindow (applyrace.go)
@@ -97,6 +104,9 @@ type vault struct {
 	keep *keeper // the local version store and its queue (versions.go); set at open
 
 	refused refusals // members refusing this device (revoked.go)
+	// entryRefused is when peers' refusals of entries were logged
+	// (entryrefusals.go).
+	entryRefused entryRefusals
 }
 
 // pendingCounts are what the vault still has to do.
@@ -180,6 +190,12 @@ func (v *vault) ingestMember(raw []byte) error {
 	if err != nil {
 		return err
 	}
+	var stored error
+	defer func() {
+		if isDiskFull(stored) {
+			v.noteHomeWrite("storing a membership record", stored) // after v.mu is released
+		}
+	}()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if r.Seq <= v.members.Seq {
@@ -188,6 +204,7 @@ func (v *vault) ingestMember(raw []byte) error {
 		return nil
 	}
 	if err := v.db.AppendMember(r); err != nil {
+		stored = err
 		return err
 	}
 	if err := v.members.Apply(r); err != nil {
@@ -313,7 +330,9 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head) er
 	if err != nil {
 		return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
 	}
-	if err := v.db.Append(e); err != nil {
+	err = v.db.Append(e)
+	v.noteHomeWrite("storing a peer's entry", err) // homefull.go
+	if err != nil {
 		return err
 	}
 	v.mu.Lock()

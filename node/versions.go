@@ -265,6 +265,9 @@ func (v *vault) keepNow(j keepJob) {
 		return
 	}
 	key := versionKey(j.id)
+	if k.store.Has(key) {
+		return // the common case before a replace: no wait for another keep
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.store.Has(key) {

@@ -123,8 +123,14 @@ func (r *Relay) pullLog(ctx context.Context, rep *replica, p peer.ID, dev keys.D
 				return fmt.Errorf("entry from %s: %w", dev, err)
 			}
 			r.stats.entriesStored.Inc()
-		case wire.MsgPeers, wire.MsgLogStatus:
-			// A device's peers and vector tell a relay nothing it needs.
+		case wire.MsgLogStatus:
+			st, err := wire.ParseLogStatus(payload)
+			if err != nil {
+				return fmt.Errorf("log status from %s: %w", dev, err)
+			}
+			rep.noteHolds(dev, st.Vector) // passed on to the other devices (holds.go)
+		case wire.MsgPeers:
+			// A device's peers tell a relay nothing it needs.
 		default:
 			return fmt.Errorf("%w on log stream: %s", wire.ErrUnexpected, t)
 		}

@@ -58,8 +58,13 @@ type replica struct {
 	// (scrub.go). Below the chunk store's Stats().Quarantined, a
 	// quarantine is not yet reflected in held; a collection planned
 	// before it is abandoned (gc.go).
-	lostSeen  uint64
-	grown     chan struct{} // closed and replaced when anything a device could want changes
+	lostSeen uint64
+	grown    chan struct{} // closed and replaced when anything a device could want changes
+	// devHolds is what each member device last said it holds in full
+	// (its LogStatus on the relay's pulls); holdsGen counts its changes
+	// (holds.go).
+	devHolds  map[keys.DeviceID]map[keys.DeviceID]uint64
+	holdsGen  uint64
 	fetchKick chan struct{}
 
 	// Garbage collection (gc.go). gcBar is held shared while a stored

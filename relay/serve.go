@@ -249,6 +249,7 @@ func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev ke
 	var lastStatus wire.RelayStatus
 	var lastHeld protocol.Vector
 	var lastPeers string
+	var holdsSent uint64 // generation of the last Holds sent; 0: none yet
 	tick := time.NewTicker(peersRefresh)
 	defer tick.Stop()
 	for {
@@ -259,6 +260,14 @@ func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev ke
 				return err
 			}
 			lastPeers = key
+		}
+		if hs, gen := rep.holdsFor(dev); gen != holdsSent {
+			for _, h := range hs {
+				if err := c.Send(wire.MsgHolds, h); err != nil {
+					return err
+				}
+			}
+			holdsSent = gen
 		}
 		if st := rep.status(); st != lastStatus {
 			if err := c.Send(wire.MsgRelayStatus, st); err != nil {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/weftsync/weft/node"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/store/home"
 )
 
 // mountTmpfs mounts a tmpfs of size at dir for the test (root only; the
@@ -158,6 +161,9 @@ func TestHomeDiskFull(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no space left") {
 		t.Fatalf("weft scan on a full home: got %v, want an error naming the full disk\n%s", err, a.logTail())
 	}
+	if f := a.status().Folders[0]; f.State != "error" || len(f.Errors) == 0 || f.Errors[0].Code != "home-disk-full" {
+		t.Fatalf("a's status with its home full: state %s, errors %+v; want error with home-disk-full", f.State, f.Errors)
+	}
 
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
@@ -176,4 +182,129 @@ func TestHomeDiskFull(t *testing.T) {
 		return nil
 	})
 	waitInSync(t, a, b)
+	if st := a.status(); len(st.Folders[0].Errors) != 0 {
+		t.Errorf("errors still reported after the home has room: %+v", st.Folders[0].Errors)
+	}
+}
+
+// TestHomeDiskFullWhileReceiving fills the disk that holds B's home while
+// A sends it 300 notes. B cannot store A's entries: its folder is in state
+// error with code home-disk-full (status, doctor's problem and exit code,
+// /metrics), its log says once that its own home's disk is full and never
+// blames A ("refused an invalid entry", as it did), and once there is room
+// again B receives everything by itself, without a restart or a scan, and
+// is in-sync with no errors.
+func TestHomeDiskFullWhileReceiving(t *testing.T) {
+	a, b := newDevice(t, "a"), newDevice(t, "b")
+	b.logDir = filepath.Dir(b.home) // the log stays off the small disk
+	mountTmpfs(t, filepath.Dir(b.home)+"/homefs", "64m")
+	b.home = filepath.Dir(b.home) + "/homefs/home"
+	a.must("init", a.folder)
+	a.write("before.txt", []byte("synced before B's home filled"))
+	a.up()
+	lines := strings.Split(strings.TrimSpace(a.must("invite")), "\n")
+	b.must("join", lines[len(lines)-1], b.folder)
+	b.up()
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		if m["before.txt"] == "" {
+			return fmt.Errorf("before.txt not synced")
+		}
+		return nil
+	})
+
+	filler := fillDisk(t, filepath.Dir(b.home))
+	const notes = 300
+	note := func(i int) string {
+		return fmt.Sprintf("note %d from A\n%s", i, strings.Repeat("y", 3000))
+	}
+	for i := range notes {
+		a.write(fmt.Sprintf("in/n%03d.txt", i), []byte(note(i)))
+	}
+	a.must("scan")
+
+	waitStatus(t, b, time.Minute, func(st node.Status) error {
+		f := st.Folders[0]
+		for _, e := range f.Errors {
+			if e.Code == "home-disk-full" && f.State == "error" && e.Since != nil && strings.Contains(e.Reason, "home") {
+				return nil
+			}
+		}
+		return fmt.Errorf("state %s, errors %+v", f.State, f.Errors)
+	})
+	if code, out, _ := b.exitCode("doctor", "--json"); code != 3 || !strings.Contains(out, `"kind": "home-disk-full"`) {
+		t.Fatalf("doctor on b: exit %d, output:\n%s\nwant exit 3 naming home-disk-full", code, out)
+	}
+	m := deviceMetrics(t, b)
+	if !strings.Contains(m, `weft_folder_error_codes{code="home-disk-full"`) || !strings.Contains(m, `weft_errors_total{folder=`) {
+		t.Fatalf("b's /metrics has no home-disk-full error:\n%s", grepLines(m, "error"))
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitSame(t, a, b, 2*time.Minute, func(m map[string]string) error {
+		for i := range notes {
+			p := fmt.Sprintf("in/n%03d.txt", i)
+			if m[p] != "file:"+note(i) {
+				return fmt.Errorf("%s not synced", p)
+			}
+		}
+		return nil
+	})
+	waitInSync(t, a, b)
+	if st := b.status(); len(st.Folders[0].Errors) != 0 {
+		t.Errorf("errors still reported after the home has room: %+v", st.Folders[0].Errors)
+	}
+	log := b.logTail()
+	if all, _ := os.ReadFile(b.logPath()); len(all) > 0 {
+		log = string(all)
+	}
+	if strings.Contains(log, "refused an invalid entry") {
+		t.Errorf("b blamed its peer for its own full disk:\n%s", grepLines(log, "invalid entry"))
+	}
+	if n := strings.Count(log, "the disk that holds weft's home is full"); n == 0 {
+		t.Errorf("b never logged that its home's disk is full:\n%s", b.logTail())
+	}
+	if !strings.Contains(log, "has room again") {
+		t.Errorf("b never logged that its home has room again:\n%s", b.logTail())
+	}
+}
+
+// deviceMetrics reads an agent's /metrics through its local API.
+func deviceMetrics(t *testing.T, d *device) string {
+	t.Helper()
+	h, err := home.Open(d.home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := h.ReadAPIInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, "http://"+info.Addr+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+info.Token)
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// grepLines is the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

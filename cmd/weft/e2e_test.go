@@ -59,6 +59,19 @@ type device struct {
 	done   chan error
 	netns  string   // run every command inside this network namespace
 	upArgs []string // extra arguments for `weft up`
+	logDir string   // where the agent's log goes; the home's parent when empty
+	// watchLimit, when set, runs the agent in a user namespace of its own
+	// whose inotify watch limit is this (never the machine's).
+	watchLimit int
+}
+
+// logPath is the agent's log file.
+func (d *device) logPath() string {
+	dir := d.logDir
+	if dir == "" {
+		dir = filepath.Dir(d.home)
+	}
+	return filepath.Join(dir, d.name+".log")
 }
 
 // command builds a weft command line for this device, inside its network
@@ -104,8 +117,7 @@ func (d *device) must(args ...string) string {
 func (d *device) up() <-chan string {
 	t := d.t
 	t.Helper()
-	logPath := filepath.Join(filepath.Dir(d.home), d.name+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(d.logPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +129,10 @@ func (d *device) up() <-chan string {
 		args = append(args, "--mdns=false")
 	}
 	cmd := d.command(args...)
+	if d.watchLimit > 0 {
+		cmd = exec.Command("unshare", append([]string{"--user", "--map-root-user", "sh", "-c",
+			fmt.Sprintf(`echo %d > /proc/sys/user/max_inotify_watches && exec "$@"`, d.watchLimit), "sh", weftBin, "--home", d.home}, args...)...)
+	}
 	cmd.Stderr = f
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -185,7 +201,7 @@ func (d *device) kill() {
 }
 
 func (d *device) logTail() string {
-	b, _ := os.ReadFile(filepath.Join(filepath.Dir(d.home), d.name+".log"))
+	b, _ := os.ReadFile(d.logPath())
 	if len(b) > 6000 {
 		b = b[len(b)-6000:]
 	}

@@ -293,7 +293,8 @@ func waitHas(t *testing.T, d *device, want map[string][]byte, limit time.Duratio
 // TestSyncThroughRelayBehindNATs runs a relay and two devices as real
 // processes, each device behind its own masquerading router, so neither
 // can reach the other and both reach the relay. A's files reach B and B's
-// reach A byte-identical, through the relay's store: the relay's metrics
+// reach A byte-identical, through the relay's store, and each then shows
+// the other in_sync (what the relay passes on): the relay's metrics
 // count what it stored and served, and neither device ever exchanged a
 // byte with the other.
 func TestSyncThroughRelayBehindNATs(t *testing.T) {
@@ -345,6 +346,19 @@ func TestSyncThroughRelayBehindNATs(t *testing.T) {
 	}
 	waitHas(t, a, fromB, 2*time.Minute)
 	waitSame(t, a, b, time.Minute, nil)
+	// Identical, never in direct contact: each says the other holds
+	// everything it holds, from what the relay passes on (wire.Holds).
+	// Before, both said in_sync false.
+	for _, d := range []*device{a, b} {
+		waitStatus(t, d, time.Minute, func(st node.Status) error {
+			for _, p := range st.Peers {
+				if p.Role == "device" && !p.InSync {
+					return fmt.Errorf("peer %s (%s) in_sync false", p.ID, p.Connection)
+				}
+			}
+			return nil
+		})
+	}
 
 	// The bytes went through the relay's store.
 	m, err := scrapeMetrics(lab.relay, natMetrics)

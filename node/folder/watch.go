@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -54,7 +56,18 @@ type WatcherConfig struct {
 	MaxPending int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// OnUnwatched, if set, is told the roots of the subtrees the watcher
+	// could not watch because the system's watch limit is reached (sorted;
+	// empty once every directory is watched again), each time that set
+	// changes. It is called from the watcher's goroutine. The caller
+	// covers those subtrees itself, with rescans.
+	OnUnwatched func(roots []string)
 }
+
+// retryUnwatched is how often the watcher tries again to watch the
+// subtrees it could not (watches freed by other programs, or by removed
+// directories, make room).
+const retryUnwatched = 10 * time.Second
 
 // Watcher watches a folder recursively with fsnotify, adding directories
 // as they appear, and reports changed paths once they have settled.
@@ -97,10 +110,11 @@ func (w *Watcher) Run(ctx context.Context) error {
 		return fmt.Errorf("starting watcher: %w", err)
 	}
 	defer fw.Close()
-	l := &watchLoop{w: w, fw: fw, set: newSettler(w.cfg.Settle)}
+	l := &watchLoop{w: w, fw: fw, set: newSettler(w.cfg.Settle), unwatched: map[string]bool{}}
 	if err := l.addTree("", false); err != nil {
 		return fmt.Errorf("watching folder: %w", err)
 	}
+	l.told()
 	l.pending, l.has = Batch{Rescan: true, Ready: true}, true
 	return l.run(ctx)
 }
@@ -112,10 +126,60 @@ type watchLoop struct {
 	timer   Timer
 	pending Batch // settled, not yet delivered
 	has     bool  // pending holds something
+	// unwatched is the roots of subtrees not watched because the watch
+	// limit was reached; toldUnwatched what OnUnwatched was last told.
+	unwatched     map[string]bool
+	toldUnwatched []string
+}
+
+// isWatchLimit reports whether err from adding a watch means the system's
+// limit is reached: inotify's max_user_watches (ENOSPC), or open files
+// for watchers that take a descriptor per directory (EMFILE).
+func isWatchLimit(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE)
+}
+
+// told tells OnUnwatched the current unwatched roots if they changed.
+func (l *watchLoop) told() {
+	roots := slices.Sorted(maps.Keys(l.unwatched))
+	if slices.Equal(roots, l.toldUnwatched) {
+		return
+	}
+	if len(l.toldUnwatched) == 0 {
+		l.w.cfg.Logger.Warn("the system's file watch limit is reached: some directories are not watched and are rescanned instead",
+			"unwatched", len(roots), "first", roots[0])
+	}
+	l.toldUnwatched = roots
+	if l.w.cfg.OnUnwatched != nil {
+		l.w.cfg.OnUnwatched(roots)
+	}
+}
+
+// retry tries again to watch each unwatched subtree; one that is watched
+// now is reported for a scan (changes in it before the watch were not
+// seen).
+func (l *watchLoop) retry() {
+	roots := slices.Sorted(maps.Keys(l.unwatched))
+	var back []string
+	for _, p := range roots {
+		delete(l.unwatched, p)
+		if err := l.addTree(p, false); err != nil {
+			l.w.cfg.Logger.Warn("watcher: adding directory again", "path", p, "err", err)
+			l.unwatched[p] = true
+			continue
+		}
+		if !l.unwatched[p] {
+			back = append(back, p)
+		}
+	}
+	l.told()
+	l.deliver(back)
 }
 
 func (l *watchLoop) run(ctx context.Context) error {
 	defer l.stopTimer()
+	retry := time.NewTicker(retryUnwatched)
+	defer retry.Stop()
 	for {
 		var out chan<- Batch
 		if l.has {
@@ -148,6 +212,10 @@ func (l *watchLoop) run(ctx context.Context) error {
 		case now := <-tick:
 			l.timer = nil
 			l.deliver(l.set.due(now))
+		case <-retry.C:
+			if len(l.unwatched) > 0 {
+				l.retry()
+			}
 		}
 		l.arm()
 	}
@@ -243,6 +311,7 @@ func (l *watchLoop) event(ev fsnotify.Event) {
 				l.w.cfg.Logger.Warn("watcher: adding directory: full rescan", "path", p, "err", err)
 				l.rescan()
 			}
+			l.told()
 			return
 		}
 	}
@@ -278,7 +347,13 @@ func (l *watchLoop) addTree(p string, report bool) error {
 		}
 		if d.IsDir() {
 			if err := l.fw.Add(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
+				if !isWatchLimit(err) {
+					return err
+				}
+				// Out of watches: this subtree is left to the caller's
+				// rescans (OnUnwatched), the rest is watched as usual.
+				l.unwatched[rp] = true
+				return filepath.SkipDir
 			}
 		}
 		return nil

@@ -48,6 +48,12 @@ const (
 	CodeInvalidEntry  ErrorCode = 6 // an entry failed validation
 	CodeQuotaExceeded ErrorCode = 7 // a relay's per-vault quota is reached
 	CodeInviteInvalid ErrorCode = 8 // pairing: the invite is unknown, used or expired, or the proof is wrong
+	// CodeLogForked: the opener of a log stream refused an entry of the
+	// answerer's own log that does not chain onto what the opener holds
+	// of that log: the answerer's log has forked. Sent by the opener on
+	// the stream before it ends it; an answerer that does not read it
+	// loses nothing.
+	CodeLogForked ErrorCode = 9
 )
 
 // MaxReasonLen bounds an Error's reason.

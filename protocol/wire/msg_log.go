@@ -42,30 +42,44 @@ type LogRequest struct {
 
 // AppendBinary appends the payload of r to b. It sorts a copy of the vector.
 func (r LogRequest) AppendBinary(b []byte) []byte {
-	v := slices.Clone(r.Vector)
+	b = appendVector(b, r.Vector)
+	return appendUvarint(b, r.MemberSeq)
+}
+
+// appendVector appends a vector: count, then (author, seq) sorted by
+// author. It sorts a copy.
+func appendVector(b []byte, vec []VectorEntry) []byte {
+	v := slices.Clone(vec)
 	slices.SortFunc(v, func(a, b VectorEntry) int { return bytes.Compare(a.Author[:], b.Author[:]) })
 	b = appendUvarint(b, uint64(len(v)))
 	for _, e := range v {
 		b = append(b, e.Author[:]...)
 		b = appendUvarint(b, e.Seq)
 	}
-	return appendUvarint(b, r.MemberSeq)
+	return b
+}
+
+// vector parses what appendVector writes, with authors strictly
+// increasing.
+func (p *parser) vector() []VectorEntry {
+	n := p.count("vector", 33, MaxVectorAuthors)
+	out := make([]VectorEntry, 0, n)
+	for i := 0; i < n && p.err == nil; i++ {
+		var e VectorEntry
+		copy(e.Author[:], p.fixed(32, "vector author"))
+		e.Seq = p.uvarint("vector seq")
+		if i > 0 && bytes.Compare(out[i-1].Author[:], e.Author[:]) >= 0 {
+			p.fail("vector authors not strictly increasing")
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // ParseLogRequest parses a LogRequest payload.
 func ParseLogRequest(p []byte) (LogRequest, error) {
 	ps := parser{b: p}
-	n := ps.count("vector", 33, MaxVectorAuthors)
-	r := LogRequest{Vector: make([]VectorEntry, 0, n)}
-	for i := 0; i < n && ps.err == nil; i++ {
-		var e VectorEntry
-		copy(e.Author[:], ps.fixed(32, "vector author"))
-		e.Seq = ps.uvarint("vector seq")
-		if i > 0 && bytes.Compare(r.Vector[i-1].Author[:], e.Author[:]) >= 0 {
-			ps.fail("vector authors not strictly increasing")
-		}
-		r.Vector = append(r.Vector, e)
-	}
+	r := LogRequest{Vector: ps.vector()}
 	r.MemberSeq = ps.uvarint("member seq")
 	if err := ps.end(); err != nil {
 		return LogRequest{}, err

@@ -150,6 +150,7 @@ func FuzzParseMessages(f *testing.F) {
 	f.Add(PairAccept{WrappedKeys: []byte{1}, Records: [][]byte{{1}}}.AppendBinary(nil))
 	f.Add(Enroll{Records: [][]byte{{1}, {2, 3}}}.AppendBinary(nil))
 	f.Add(RelayStatus{Bytes: 1 << 40, Full: true}.AppendBinary(nil))
+	f.Add(Holds{Devices: []DeviceHolds{{Device: keys.DeviceID{1}, Vector: []VectorEntry{{Seq: 2}, {Author: keys.DeviceID{3}, Seq: 9}}}, {Device: keys.DeviceID{2}}}}.AppendBinary(nil))
 	f.Fuzz(func(t *testing.T, p []byte) {
 		check := func(m message, err error) {
 			if err != nil {
@@ -181,6 +182,8 @@ func FuzzParseMessages(f *testing.F) {
 		check(en, err)
 		rs, err := ParseRelayStatus(p)
 		check(rs, err)
+		ho, err := ParseHolds(p)
+		check(ho, err)
 	})
 }
 
@@ -189,5 +192,25 @@ func TestVectorOfAndMap(t *testing.T) {
 	back := VectorMap(VectorOf(v))
 	if len(back) != 2 || back[keys.DeviceID{1}] != 5 || back[keys.DeviceID{2}] != 300 {
 		t.Errorf("got %v, want %v", back, v)
+	}
+}
+
+func TestHoldsRoundTrip(t *testing.T) {
+	h := Holds{Devices: []DeviceHolds{
+		{Device: keys.DeviceID{1}, Vector: []VectorEntry{{Author: keys.DeviceID{9}, Seq: 4}, {Author: keys.DeviceID{2}, Seq: 300}}},
+		{Device: keys.DeviceID{7}},
+	}}
+	got, err := ParseHolds(h.AppendBinary(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Devices) != 2 || got.Devices[0].Device != (keys.DeviceID{1}) || len(got.Devices[0].Vector) != 2 ||
+		got.Devices[0].Vector[0].Author != (keys.DeviceID{2}) || got.Devices[0].Vector[1].Seq != 4 || len(got.Devices[1].Vector) != 0 {
+		t.Fatalf("round trip: got %+v from %+v", got, h)
+	}
+	// Devices out of order have no encoding.
+	bad := Holds{Devices: []DeviceHolds{{Device: keys.DeviceID{7}}, {Device: keys.DeviceID{1}}}}
+	if _, err := ParseHolds(bad.AppendBinary(nil)); !errors.Is(err, ErrMalformedPayload) {
+		t.Fatalf("devices out of order: got %v, want %v", err, ErrMalformedPayload)
 	}
 }

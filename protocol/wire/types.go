@@ -86,6 +86,10 @@ const (
 	// to Enroll and on log streams a device opens to a relay. Layout in
 	// msg_relay.go.
 	MsgRelayStatus MsgType = 0x51
+	// MsgHolds is a relay's account, on a log stream a device opened to
+	// it, of what the vault's other member devices hold. Layout in
+	// msg_holds.go. Since ProtocolVersion 3.
+	MsgHolds MsgType = 0x52
 
 	// 0x60..0x6f: /weft/clock/1.
 
@@ -113,6 +117,7 @@ var msgNames = map[MsgType]string{
 	MsgChunkMissing: "ChunkMissing",
 	MsgEnroll:       "Enroll",
 	MsgRelayStatus:  "RelayStatus",
+	MsgHolds:        "Holds",
 	MsgClockProbe:   "ClockProbe",
 	MsgClockReply:   "ClockReply",
 }

@@ -25,14 +25,18 @@ package wire
 //	   the first on a stream carries only the authors that changed.
 //	   Incompatible with 1, which no released build speaks, so the stream
 //	   ID stays /weft/log/1.
-//	3  the /weft/clock/1 stream with ClockProbe and ClockReply (new
+//	3  a log stream's opener that refuses an entry may send one Error
+//	   (code 9 log forked, or 6 invalid entry) before it ends the stream;
+//	   a relay sends Holds (0x52) on log streams devices open to it. No
+//	   released build speaks 2, so the stream ID stays /weft/log/1.
+//	4  the /weft/clock/1 stream with ClockProbe and ClockReply (new
 //	   codes on a new stream ID); an entry's time is a hybrid logical
 //	   clock and concurrent versions are ranked by it, not by mtime
-//	   (protocol.WinnerOrder). A version-2 device ranks them otherwise,
-//	   and two devices that pick different winners would resolve the
-//	   same conflict back and forth, so a node refuses a version-2 Hello;
-//	   no released build speaks 2.
-const ProtocolVersion = 3
+//	   (protocol.WinnerOrder). An older device ranks them otherwise, and
+//	   two devices that pick different winners would resolve the same
+//	   conflict back and forth, so a node refuses a version-3 Hello; no
+//	   released build speaks 3.
+const ProtocolVersion = 4
 
 // Stream protocol IDs. node/ converts them to libp2p's protocol.ID; they are
 // plain strings here so that this package imports no networking.

@@ -1,0 +1,90 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/wire"
+)
+
+// Refused entries, told to the sender. A device that pulls a peer's log
+// and refuses one of the entries it is sent ends the stream; before, it
+// ended it without a word, so the sender never knew. A device whose own
+// log had forked (a home restored from an older copy, one device key on two
+// machines) kept writing entries its peers refused, 23 times in 2 minutes
+// in one report, and showed in-sync. Now the refusing device sends the
+// reason on the stream first (an Error frame: wire.CodeLogForked for an
+// entry of the sender's own log that does not chain onto what it holds of
+// that log, wire.CodeInvalidEntry otherwise), and the sender reads it
+// (readRefusal in logproto.go): a fork makes its folder's state error
+// with code own-log-forked; another refusal is logged.
+
+// codeOwnLogForked is the status error code of a forked own log.
+const codeOwnLogForked = "own-log-forked"
+
+// refusedLogEvery bounds how often a peer's refusals of this device's
+// entries are logged.
+const refusedLogEvery = 10 * time.Minute
+
+// entryRefusals is when each peer's refusal of an entry this device sent
+// was last logged. Its methods are safe for concurrent use.
+type entryRefusals struct {
+	mu     sync.Mutex
+	logged map[keys.DeviceID]time.Time
+}
+
+// tellRefusal tells the answerer of a log stream why this device refuses
+// the entry raw it sent (err): nothing for a refusal that is this device's
+// own doing (its full disk, an entry too far ahead to hold yet) or its own
+// log's fork (the answerer holds the history this device lost).
+func (v *vault) tellRefusal(f *wire.Conn, dev keys.DeviceID, raw []byte, err error) {
+	if errors.Is(err, errTooFarAhead) || isDiskFull(err) {
+		return
+	}
+	dec, derr := entry.Decode(raw)
+	switch {
+	case derr != nil:
+		f.SendError(wire.CodeInvalidEntry, err.Error())
+	case dec.Author() == v.n.id.ID():
+		// This device's own log: it is the one that forked (logtail.go).
+	case dec.Author() == dev && errors.Is(err, entry.ErrPrevMismatch):
+		f.SendError(wire.CodeLogForked, fmt.Sprintf("entry %d of your own log does not follow the entry %d of it held here: your log has forked", dec.Seq(), dec.Seq()-1))
+	default:
+		f.SendError(wire.CodeInvalidEntry, fmt.Sprintf("entry %d by %s: %v", dec.Seq(), dec.Author().Short(), err))
+	}
+}
+
+// noteRefusedEntry logs, at most once per refusedLogEvery per peer, that
+// dev refused an entry this device sent it.
+func (v *vault) noteRefusedEntry(dev keys.DeviceID, reason string) {
+	r := &v.entryRefused
+	r.mu.Lock()
+	now := time.Now()
+	last, ok := r.logged[dev]
+	if !ok || now.Sub(last) >= refusedLogEvery {
+		if r.logged == nil {
+			r.logged = map[keys.DeviceID]time.Time{}
+		}
+		r.logged[dev] = now
+	}
+	r.mu.Unlock()
+	if !ok || now.Sub(last) >= refusedLogEvery {
+		v.log.Warn("a peer refused an entry this device sent it", "peer", dev, "reason", reason)
+	}
+}
+
+// forkMessage is the status error of a forked own log, or nil.
+func (v *vault) forkMessage() *PathMessage {
+	t := v.tail
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.forked {
+		return nil
+	}
+	return &PathMessage{Code: codeOwnLogForked, Since: sinceOf(t.forkedAt),
+		Reason: fmt.Sprintf("this device's log has forked: a member holds another history of it from entry %d (a home restored from an older copy, or this device's key used on another machine), so what this device writes from now on never reaches that member", t.forkSeq)}
+}

@@ -1,0 +1,142 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// A full disk under weft's home. The vault's database (its logs and folder
+// index) and version store live in the home, often on another disk than the
+// folder. When that disk fills, nothing new can be recorded (local edits)
+// or received (peers' entries): before, a peer's entry that failed to be
+// stored was reported as "refused an invalid entry from a peer", blaming
+// the honest peer, and status said in-sync while a first sync had stopped
+// at 1,528 of 4,000 files. Now the failure is the folder's error
+// home-disk-full (status state error, doctor problem, event and metric),
+// logged once with the home's path and free space, and weft retries by
+// itself: pullers retry their streams, and the folder is rescanned once a
+// probe write in the home succeeds. Nothing is lost meanwhile: a peer's
+// entry that was not stored is asked for again, and a local edit that was
+// not recorded is still on disk, found by the rescan.
+
+// codeHomeDiskFull is the status error code while the home's disk is full.
+const codeHomeDiskFull = "home-disk-full"
+
+// homeProbeEvery is how often, while the home's disk is full, weft checks
+// whether it has room again.
+const homeProbeEvery = 5 * time.Second
+
+// homeProbeSize is how much a probe writes (and removes): room for a few
+// entries and their index records, so that a disk with a few bytes free
+// does not count as having room.
+const homeProbeSize = 256 << 10
+
+// homeFault is why writes to the vault's home fail; the zero value means
+// they do not.
+type homeFault struct {
+	op      string // what failed: "storing a peer's entry", "recording local changes"
+	message string
+	since   time.Time
+	probed  time.Time // last probe
+}
+
+// isDiskFull reports whether err says a disk (or a user's quota on it) is
+// full. The message is checked too: goleveldb and some file systems do not
+// keep the errno in the chain.
+func isDiskFull(err error) bool {
+	if err == nil {
+		return false
+	}
+	return errors.Is(err, syscall.ENOSPC) || errorKind(err.Error()) == "disk-full"
+}
+
+// noteHomeWrite records the outcome of a write to the vault's home. A
+// full disk sets the fault (logged and published once); a write that
+// succeeds clears it. Other errors leave it as it is.
+func (v *vault) noteHomeWrite(op string, err error) {
+	if err != nil && !isDiskFull(err) {
+		return
+	}
+	if err == nil && !v.homeFull.Load() {
+		return // the common case: no lock
+	}
+	v.mu.Lock()
+	was := v.homeFault
+	if err == nil {
+		v.homeFault = homeFault{}
+		v.homeFull.Store(false)
+	} else if was.op == "" {
+		free, _ := diskSpace(v.cfg.Dir)
+		v.homeFault = homeFault{op: op, since: v.n.now(), probed: v.n.now(),
+			message: fmt.Sprintf("the disk that holds weft's home (%s) is full (%s free): %s failed, and nothing new can be recorded or received until it has room", v.cfg.Dir, humanSize(free), op)}
+		v.homeFull.Store(true)
+	}
+	now := v.homeFault
+	v.mu.Unlock()
+	switch {
+	case err == nil && was.op != "":
+		v.log.Info("the disk that holds weft's home has room again: recording and receiving resume", "home", v.cfg.Dir, "was_full_since", was.since)
+		v.n.events.publish(Event{Type: EventFolderResumed, Folder: v.cfg.Folder, Kind: codeHomeDiskFull})
+	case err != nil && was.op == "":
+		v.log.Error("the disk that holds weft's home is full; weft retries by itself once it has room", "home", v.cfg.Dir, "op", op, "err", err)
+		v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Kind: codeHomeDiskFull, Error: now.message})
+	}
+}
+
+// homeFaultNow returns the home's fault, if any.
+func (v *vault) homeFaultNow() (homeFault, bool) {
+	if !v.homeFull.Load() {
+		return homeFault{}, false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.homeFault, v.homeFault.op != ""
+}
+
+// retryHome runs on the folder's recheck tick: while the home's disk is
+// full, it probes for room every homeProbeEvery, and once a probe write
+// succeeds clears the fault and reports true, so that the caller rescans
+// the folder (edits that could not be recorded are still on disk) and the
+// pullers, which retry on their own, store what peers send again. A write
+// that then fails sets the fault again.
+func (v *vault) retryHome() bool {
+	f, full := v.homeFaultNow()
+	if !full || v.n.now().Sub(f.probed) < homeProbeEvery {
+		return false
+	}
+	v.mu.Lock()
+	v.homeFault.probed = v.n.now()
+	v.mu.Unlock()
+	if err := probeWrite(v.cfg.Dir, homeProbeSize); err != nil {
+		return false
+	}
+	v.noteHomeWrite(f.op, nil)
+	v.n.kickPullers(v)
+	return true
+}
+
+// probeWrite writes size bytes to a new file in dir, syncs it and removes
+// it: whether dir's disk has that much room now.
+func probeWrite(dir string, size int) error {
+	f, err := os.CreateTemp(dir, ".weft-probe-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	defer os.Remove(name)
+	_, err = f.Write(make([]byte, size))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("probing %s: %w", filepath.Dir(name), err)
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package node
+
+import (
+	"fmt"
+
+	"github.com/weftsync/weft/protocol/keys"
+)
+
+// A relay whose per-vault quota is reached keeps what it has and takes
+// nothing new. Before, the device said in-sync, doctor said the entries
+// the relay lacked "are being sent" and exited 0, while devices that were
+// offline could get none of them from the relay. Now each such relay that
+// lacks entries this device holds is an errors[] item with code relay-full
+// naming the relay, the folder is out-of-sync (everything else may be
+// done), doctor reports a problem, and what the relay lacks no longer
+// counts as pending upload.
+
+// codeRelayFull is the status error code of a relay whose quota is full
+// while it lacks entries this device holds.
+const codeRelayFull = "relay-full"
+
+// relayFullErrors returns an errors[] item for each of the vault's relays
+// that last reported its quota full and lacks entries this device holds,
+// and the set of relays reporting a full quota.
+func (v *vault) relayFullErrors() ([]PathMessage, map[keys.DeviceID]bool) {
+	mine := v.vector()
+	refs := v.relays()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []PathMessage
+	full := map[keys.DeviceID]bool{}
+	for _, r := range refs {
+		st, ok := v.relayStat[r.dev]
+		if !ok || !st.status.Full {
+			continue
+		}
+		full[r.dev] = true
+		theirs := v.peerVec[r.dev]
+		var lacking uint64
+		for a, s := range mine {
+			if h := theirs[a]; h < s {
+				lacking += s - h
+			}
+		}
+		if lacking == 0 {
+			continue
+		}
+		q := st.status
+		out = append(out, PathMessage{Code: codeRelayFull, Peer: r.dev.String(), Since: sinceOf(st.fullSince),
+			Reason: fmt.Sprintf("relay %s has reached its quota for this vault (%s of %s, %d of %d entries) and takes none of the %d entries it lacks: devices that are offline now cannot get them from it",
+				r.dev.Short(), humanSize(int64(q.Bytes)), limitSize(q.BytesLimit), q.Entries, q.EntriesLimit, lacking)})
+	}
+	return out, full
+}
