@@ -219,6 +219,9 @@ func (n *Node) Status() Status {
 		st.Peers = append(st.Peers, p)
 	}
 	slices.SortFunc(st.Peers, func(a, b PeerStatus) int { return strings.Compare(a.ID, b.ID) })
+	if m := n.monitor(); m != nil {
+		m.problems.track(st.Folders, n.now(), n.events.publish) // problems.go
+	}
 	return st
 }
 

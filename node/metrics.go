@@ -24,6 +24,7 @@ type metrics struct {
 	bytesApplied    *prometheus.CounterVec
 	conflicts       *prometheus.CounterVec
 	errors          *prometheus.CounterVec
+	problems        *prometheus.CounterVec
 	localChanges    *prometheus.CounterVec
 	watcherRescans  *prometheus.CounterVec
 	transfers       *prometheus.CounterVec
@@ -59,6 +60,7 @@ func newMetrics(n *Node, m *monitor) *metrics {
 		bytesApplied:    counter("bytes_applied_total", "Bytes of file content written to the folder from remote versions.", "folder"),
 		conflicts:       counter("conflicts_total", "Conflict copies written.", "folder"),
 		errors:          counter("errors_total", "Errors (failed applies, unreadable paths, watcher failures).", "folder", "kind"),
+		problems:        counter("problems_total", "Status errors[] items that appeared, by code (docs/api.md, \"Error codes\").", "folder", "code"),
 		localChanges:    counter("local_changes_total", "Changes the scanner found on disk.", "folder", "change"),
 		watcherRescans:  counter("watcher_rescans_total", "Full rescans the watcher asked for because it lost events (inotify overflow).", "folder"),
 		transfers:       counter("transfers_total", "Chunk transfers from peers, by outcome.", "folder", "outcome"),
@@ -86,6 +88,8 @@ func (mt *metrics) count(ev Event) {
 		mt.bytesApplied.WithLabelValues(ev.Folder).Add(float64(ev.Bytes))
 	case EventConflict:
 		mt.conflicts.WithLabelValues(ev.Folder).Inc()
+	case EventProblem:
+		mt.problems.WithLabelValues(ev.Folder, ev.Kind).Inc()
 	case EventError:
 		kind := ev.Kind
 		if kind == "" {

@@ -24,6 +24,8 @@ type monitor struct {
 	recv      map[keys.DeviceID][]recvSample // newest last, at most maxRecvSamples
 	samples   []counterSample                // newest last, at most maxSamples
 	scans     map[*vault]*scanNote
+
+	problems problemTracker // errors[] items and states, published as events (problems.go)
 }
 
 // recvSample is an entry from an author and when it arrived.
@@ -76,6 +78,7 @@ func (m *monitor) run(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		m.sample()
+		_ = m.n.Status() // publishes new and cleared problems (problems.go)
 		select {
 		case <-ctx.Done():
 			return
