@@ -55,12 +55,17 @@ func (n *Node) handleLog(s network.Stream) {
 	// The opener sends nothing more but, when it refuses an entry, the
 	// reason (readRefusal); this goroutine reads it, and ends once the
 	// stream's read side is closed below.
+	// A refusal ends the serving too: the opener is closing the stream.
+	ctx, cancel := context.WithCancel(n.ctx)
+	defer cancel()
 	refusal := make(chan struct{})
 	go func() {
 		defer close(refusal)
-		v.readRefusal(f, dev)
+		if v.readRefusal(f, dev) {
+			cancel()
+		}
 	}()
-	if err := v.serveLog(n.ctx, f, dev, req); err != nil && !isEOF(err) && !errors.Is(err, context.Canceled) {
+	if err := v.serveLog(ctx, f, dev, req); err != nil && !isEOF(err) && !errors.Is(err, context.Canceled) {
 		n.log.Debug("serving log", "peer", dev, "err", err)
 	}
 	_ = s.CloseRead()
@@ -74,11 +79,13 @@ func (n *Node) handleLog(s network.Stream) {
 // peer holds another history of its log when the peer holds no entry
 // above this device's head: before, it showed in-sync while every new
 // entry it wrote was refused (logtail.go, ownForkSeen).
-func (v *vault) readRefusal(f *wire.Conn, dev keys.DeviceID) {
+//
+// It reports whether an Error frame came.
+func (v *vault) readRefusal(f *wire.Conn, dev keys.DeviceID) bool {
 	_, _, err := f.Read()
 	var we wire.Error
 	if !errors.As(err, &we) {
-		return // the stream ended (or a stray frame: the stream ends anyway)
+		return false // the stream ended (or a stray frame: the stream ends anyway)
 	}
 	switch we.Code {
 	case wire.CodeLogForked:
@@ -88,6 +95,7 @@ func (v *vault) readRefusal(f *wire.Conn, dev keys.DeviceID) {
 	case wire.CodeInvalidEntry:
 		v.noteRefusedEntry(dev, we.Reason)
 	}
+	return true
 }
 
 // acceptHello reads the opener's Hello, checks that this node serves the
