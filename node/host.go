@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/libp2p/go-libp2p"
+	coreconnmgr "github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	p2pprotocol "github.com/libp2p/go-libp2p/core/protocol"
@@ -38,6 +39,9 @@ type HostConfig struct {
 	// makes, so the node can report a connection as holepunched. Give the
 	// same tracer to Config.Punches when the node runs on this host.
 	Punches *PunchTracer
+	// Gater, if set, is consulted on every connection: the node's bans
+	// of strangers (strangers.go).
+	Gater *p2p.Bans
 }
 
 // PeerIDOf returns the libp2p peer ID of a device.
@@ -89,6 +93,14 @@ var (
 	}
 )
 
+// gater returns b as a connection gater, or nil (no gater) when b is nil.
+func gater(b *p2p.Bans) coreconnmgr.ConnectionGater {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
 // newHost builds the device's libp2p host from hostOptions.
 func newHost(cfg HostConfig) (host.Host, error) {
 	opts, err := hostOptions(cfg)
@@ -136,6 +148,7 @@ func hostOptions(cfg HostConfig) ([]libp2p.Option, error) {
 		Override:  map[p2pprotocol.ID]p2p.ProtocolLimits{ProtoPair: pairLimits},
 		Peer:      peerLimits,
 		Stranger:  strangerLimits,
+		Gater:     gater(cfg.Gater),
 		ConnLow:   64, ConnHigh: 128,
 	}.Options()
 	if err != nil {

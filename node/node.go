@@ -219,7 +219,7 @@ func New(cfg Config) (*Node, error) {
 		n.host = cfg.Host
 		return n, nil
 	}
-	n.host, err = newHost(HostConfig{Identity: id, ListenAddrs: cfg.ListenAddrs, Punches: cfg.Punches})
+	n.host, err = newHost(HostConfig{Identity: id, ListenAddrs: cfg.ListenAddrs, Punches: cfg.Punches, Gater: n.strangers.bans})
 	if err != nil {
 		n.closeVaults()
 		return nil, err

@@ -39,9 +39,17 @@ const (
 	pairPeersMax = 1024
 )
 
-// strangers is the node's refusal log and pairing limits.
+// banFor is how long a stranger that sent what no weft peer sends (a
+// first frame larger than its message can be, or not a weft message at
+// all) is refused: its connections are closed, and new ones refused once
+// the handshake names it. Without it, an identity refused stream after
+// stream keeps the device decrypting all it sends.
+const banFor = time.Minute
+
+// strangers is the node's refusal log, bans and pairing limits.
 type strangers struct {
 	refused *refusal.Log
+	bans    *p2p.Bans // the host's connection gater, when the node built the host
 
 	mu    sync.Mutex // guards the fields below
 	total *rate.Limiter
@@ -51,6 +59,7 @@ type strangers struct {
 func newStrangers(log *slog.Logger) *strangers {
 	return &strangers{
 		refused: refusal.New(refusal.Config{Logger: log}),
+		bans:    p2p.NewBans(),
 		total:   rate.NewLimiter(rate.Every(pairTotalEvery), pairTotalBurst),
 		peers:   map[keys.DeviceID]*rate.Limiter{},
 	}
@@ -106,11 +115,36 @@ func (n *Node) refuse(s network.Stream, reason string, peer fmt.Stringer, err er
 // The stream is out of step, with the rest of a frame possibly still
 // coming, so it is reset: nothing more is read, and the muxer frees its
 // buffers now.
+//
+// A stranger whose first frame is larger than its message can be, or is
+// not a weft message, is banned for banFor and disconnected: no weft
+// device sends that. Members are never banned.
 func (n *Node) refuseRead(s network.Stream, peer fmt.Stringer, err error) {
-	if reason := refusal.Classify(err); reason != "" {
-		n.strangers.refused.Note(string(s.Protocol()), reason, peer.String(), err)
-	}
 	_ = s.Reset()
+	reason := refusal.Classify(err)
+	if reason == "" {
+		return
+	}
+	if (reason == refusal.Oversized || reason == refusal.Malformed || reason == refusal.NotDevice) && !n.admitted(s.Conn().RemotePeer()) {
+		p := s.Conn().RemotePeer()
+		if n.strangers.bans.Ban(p, banFor) {
+			err = fmt.Errorf("%w; disconnected, and its connections refused for %s", err, banFor)
+		}
+		// What the peerstore learnt of it (its key, protocols)
+		// goes too: a stranger per second must not grow it.
+		go func() {
+			_ = n.host.Network().ClosePeer(p)
+			n.host.Peerstore().RemovePeer(p)
+		}()
+	}
+	n.strangers.refused.Note(string(s.Protocol()), reason, peer.String(), err)
+}
+
+// admitted reports whether p is a member or relay of a vault served here,
+// or a device this one fetches membership from.
+func (n *Node) admitted(p peer.ID) bool {
+	d, err := DeviceIDOf(p)
+	return err == nil && (n.isPeerAnywhere(d) || n.fetchesMembershipAnywhere(d))
 }
 
 // inboundConn wraps a stream opened by a peer not yet checked: no

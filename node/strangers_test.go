@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	p2pprotocol "github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/weftsync/weft/internal/refusal"
@@ -33,8 +34,6 @@ func waitRefused(t *testing.T, n *Node, proto p2pprotocol.ID, reason string, wan
 // counted, and no peer state is made for the stranger.
 func TestStrangerLargeFirstFrame(t *testing.T) {
 	n, _ := testNode(t)
-	h, id := outsiderHost(t)
-	connect(t, h, n)
 	payload := bytes.Repeat([]byte{0xa5}, wire.MaxFrameSize-1)
 	for _, tt := range []struct {
 		proto p2pprotocol.ID
@@ -44,6 +43,8 @@ func TestStrangerLargeFirstFrame(t *testing.T) {
 		{ProtoChunk, wire.MsgHello},
 		{ProtoPair, wire.MsgPairRequest},
 	} {
+		h, id := outsiderHost(t)
+		connect(t, h, n)
 		s, err := h.NewStream(context.Background(), n.host.ID(), tt.proto)
 		if err != nil {
 			t.Fatal(err)
@@ -59,12 +60,37 @@ func TestStrangerLargeFirstFrame(t *testing.T) {
 		}
 		s.Reset()
 		waitRefused(t, n, tt.proto, refusal.Oversized, 1)
-	}
-	n.mu.Lock()
-	_, known := n.peers[id.ID()]
-	n.mu.Unlock()
-	if known {
-		t.Fatal("the stranger got peer state, want none")
+		n.mu.Lock()
+		_, known := n.peers[id.ID()]
+		n.mu.Unlock()
+		if known {
+			t.Fatalf("%s: the stranger got peer state, want none", tt.proto)
+		}
+		// Banned: disconnected, and its next connection refused.
+		if !n.strangers.bans.Banned(h.ID()) {
+			t.Fatalf("%s: the stranger is not banned", tt.proto)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for h.Network().Connectedness(n.host.ID()) == network.Connected {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the stranger is still connected 10 s after the refusal", tt.proto)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		h.Peerstore().AddAddrs(n.host.ID(), n.host.Addrs(), time.Minute)
+		_, err = h.NewStream(ctx, n.host.ID(), ProtoPair)
+		cancel()
+		if err == nil && h.Network().Connectedness(n.host.ID()) == network.Connected {
+			// The handshake may complete on the dialler's side before
+			// the gater's refusal closes it: wait for that.
+			for h.Network().Connectedness(n.host.ID()) == network.Connected {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: the banned stranger connected again", tt.proto)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
 	}
 	mt := newMetrics(n, nil)
 	if got := refusedMetric(t, mt, string(ProtoPair), refusal.Oversized); got != 1 {

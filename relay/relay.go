@@ -107,6 +107,7 @@ type Relay struct {
 	dht     *dht.IpfsDHT
 	stats   *stats
 	refused *refusal.Log // streams refused to peers not admitted (strangers.go)
+	bans    *p2p.Bans    // strangers refused for a while (strangers.go)
 
 	loops sync.WaitGroup // fetch, GC, idle and scrub loops
 
@@ -154,7 +155,7 @@ func New(cfg Config) (*Relay, error) {
 		return nil, fmt.Errorf("relay key: %w", err)
 	}
 	r := &Relay{
-		cfg: cfg, log: cfg.Logger, id: id, stats: newStats(), refused: refusal.New(refusal.Config{Logger: cfg.Logger}),
+		cfg: cfg, log: cfg.Logger, id: id, stats: newStats(), refused: refusal.New(refusal.Config{Logger: cfg.Logger}), bans: p2p.NewBans(),
 		vaults: map[keys.VaultID]*replica{}, pulling: map[pullKey]bool{},
 	}
 	r.stats.reg.MustRegister(r.refused.Collector("weft_relay_refused_streams_total"))
@@ -247,6 +248,8 @@ func (r *Relay) newHost() (host.Host, error) {
 		PerPeer:   rcmgr.BaseLimit{StreamsInbound: 32, StreamsOutbound: 32, Streams: 64, Memory: 64 << 20},
 		Override:  map[p2pprotocol.ID]p2p.ProtocolLimits{ProtoRelay: enrollLimits},
 		Peer:      peerLimits,
+		Stranger:  strangerLimits,
+		Gater:     r.bans,
 		ConnLow:   900, ConnHigh: 1000,
 	}.Options()
 	if err != nil {

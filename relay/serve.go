@@ -8,6 +8,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/weftsync/weft/internal/p2p"
 	"github.com/weftsync/weft/internal/refusal"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
@@ -100,6 +101,7 @@ func (r *Relay) handleEnroll(s network.Stream) {
 		return
 	}
 	_ = c.Flush()
+	p2p.Admit(r.host, s.Conn().RemotePeer(), peerLimits)
 	r.log.Info("device enrolled", "vault", en.Vault, "device", dev)
 	r.startPull(rep, s.Conn().RemotePeer(), dev)
 }
@@ -225,6 +227,7 @@ func (r *Relay) openStream(s network.Stream) (dev keys.DeviceID, c *wire.Conn, r
 		return dev, nil, nil, false
 	}
 	c.SetMemory(s.Scope(), network.ReservationPriorityHigh) // a member now
+	p2p.Admit(r.host, s.Conn().RemotePeer(), peerLimits)
 	_ = s.SetReadDeadline(time.Time{})
 	return dev, c, rep, true
 }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
@@ -44,6 +45,17 @@ var (
 		StreamsInbound: 256, StreamsOutbound: 256, Streams: 512,
 		Memory: 128 << 20,
 	}
+	// strangerLimits hold every peer until it is known as a member of a
+	// served vault (on connection, on an accepted Hello or enrollment):
+	// enough for an Enroll of the largest membership log (reserved at low
+	// priority: 40% of 16 MiB), a circuit reservation and libp2p's own
+	// services, while a stranger's refused streams cost at most 32 yamux
+	// windows (8 MiB) at a time.
+	strangerLimits = rcmgr.BaseLimit{
+		ConnsInbound: 4, ConnsOutbound: 4, Conns: 4, FD: 4,
+		StreamsInbound: 32, StreamsOutbound: 32, Streams: 64,
+		Memory: 16 << 20,
+	}
 )
 
 // inboundConn wraps a stream opened by a peer not yet checked: frames
@@ -65,9 +77,32 @@ func (r *Relay) refuse(s network.Stream, reason string, peer fmt.Stringer, err e
 // refuseRead handles an error reading a stream's first message: counted
 // when it says something about the peer, and the stream reset (it is out
 // of step, the rest of a frame possibly still coming).
+//
+// A stranger whose first frame is larger than its message can be, or is
+// not a weft message, is banned for banFor and disconnected, as at a
+// device (node/strangers.go); members of served vaults never are.
 func (r *Relay) refuseRead(s network.Stream, peer fmt.Stringer, err error) {
-	if reason := refusal.Classify(err); reason != "" {
-		r.refused.Note(string(s.Protocol()), reason, peer.String(), err)
-	}
 	_ = s.Reset()
+	reason := refusal.Classify(err)
+	if reason == "" {
+		return
+	}
+	p := s.Conn().RemotePeer()
+	if reason == refusal.Oversized || reason == refusal.Malformed || reason == refusal.NotDevice {
+		if d, derr := DeviceIDOf(p); derr != nil || len(r.vaultsOf(d)) == 0 {
+			if r.bans.Ban(p, banFor) {
+				err = fmt.Errorf("%w; disconnected, and its connections refused for %s", err, banFor)
+			}
+			// What the peerstore learnt of it (its key, protocols)
+			// goes too: a stranger per second must not grow it.
+			go func() {
+				_ = r.host.Network().ClosePeer(p)
+				r.host.Peerstore().RemovePeer(p)
+			}()
+		}
+	}
+	r.refused.Note(string(s.Protocol()), reason, peer.String(), err)
 }
+
+// banFor is how long a relay refuses a stranger it banned.
+const banFor = time.Minute

