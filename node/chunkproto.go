@@ -30,6 +30,7 @@ func (n *Node) handleChunk(s network.Stream) {
 	if !ok {
 		return
 	}
+	_ = s.SetReadDeadline(time.Time{})
 	for {
 		p, err := f.ExpectLimit(wire.MsgWantChunks, wire.MaxWantChunksFrame)
 		if err != nil {

@@ -87,7 +87,8 @@ func (v *vault) readRefusal(f *wire.Conn, dev keys.DeviceID) {
 // names the opener, reads its Hello (at most wire.MaxHelloFrame bytes,
 // within helloTimeout), checks that this device serves the vault and the
 // opener is one of its members or relays, and answers. ok is false when
-// the stream was refused (counted, logged at a bounded rate, and reset).
+// the stream was refused (counted, logged at a bounded rate, and closed or
+// reset). The read deadline is left set, for the caller's next message.
 func (n *Node) openStream(s network.Stream) (f *wire.Conn, v *vault, dev keys.DeviceID, ok bool) {
 	dev, err := DeviceIDOf(s.Conn().RemotePeer())
 	if err != nil {
@@ -106,8 +107,7 @@ func (n *Node) openStream(s network.Stream) (f *wire.Conn, v *vault, dev keys.De
 		return nil, nil, dev, false
 	}
 	f.SetCounter(n.counters(dev))
-	_ = s.SetReadDeadline(time.Time{})
-	return f, v, dev, true
+	return f, v, dev, true // the read deadline stays: the caller clears it
 }
 
 // acceptHello reads the opener's Hello, checks that this node serves the
