@@ -48,16 +48,16 @@ func (n *Node) handleLog(s network.Stream) {
 	// The opener sends nothing more but, when it refuses an entry, the
 	// reason (readRefusal); this goroutine reads it, and ends once the
 	// stream's read side is closed below.
-	refusal := make(chan struct{})
+	refused := make(chan struct{})
 	go func() {
-		defer close(refusal)
+		defer close(refused)
 		v.readRefusal(f, dev)
 	}()
 	if err := v.serveLog(n.ctx, f, dev, req); err != nil && !isEOF(err) && !errors.Is(err, context.Canceled) {
 		n.log.Debug("serving log", "peer", dev, "err", err)
 	}
 	_ = s.CloseRead()
-	<-refusal
+	<-refused
 }
 
 // readRefusal reads what the opener of a log stream sends after its
@@ -68,7 +68,7 @@ func (n *Node) handleLog(s network.Stream) {
 // above this device's head: before, it showed in-sync while every new
 // entry it wrote was refused (logtail.go, ownForkSeen).
 func (v *vault) readRefusal(f *wire.Conn, dev keys.DeviceID) {
-	_, _, err := f.Read()
+	_, _, err := f.ReadLimit(wire.MaxHelloFrame) // an Error frame is at most 1,035 bytes
 	var we wire.Error
 	if !errors.As(err, &we) {
 		return // the stream ended (or a stray frame: the stream ends anyway)
