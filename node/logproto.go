@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/weftsync/weft/internal/refusal"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -30,19 +31,11 @@ const eventKindInvalidEntry = "invalid-entry"
 // handleLog answers a log stream.
 func (n *Node) handleLog(s network.Stream) {
 	defer s.Close()
-	dev, err := DeviceIDOf(s.Conn().RemotePeer())
-	if err != nil {
-		_ = s.Reset()
+	f, v, dev, ok := n.openStream(s)
+	if !ok {
 		return
 	}
-	f := wire.NewConn(s, n.counters(dev))
-	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
-	v, err := n.acceptHello(f, dev)
-	if err != nil {
-		n.log.Debug("log stream refused", "peer", dev, "err", err)
-		return
-	}
-	p, err := f.Expect(wire.MsgLogRequest)
+	p, err := f.ExpectLimit(wire.MsgLogRequest, wire.MaxLogRequestFrame)
 	if err != nil {
 		return
 	}
@@ -58,9 +51,9 @@ func (n *Node) handleLog(s network.Stream) {
 	// A refusal ends the serving too: the opener is closing the stream.
 	ctx, cancel := context.WithCancel(n.ctx)
 	defer cancel()
-	refusal := make(chan struct{})
+	refused := make(chan struct{})
 	go func() {
-		defer close(refusal)
+		defer close(refused)
 		if v.readRefusal(f, dev) {
 			cancel()
 		}
@@ -69,7 +62,7 @@ func (n *Node) handleLog(s network.Stream) {
 		n.log.Debug("serving log", "peer", dev, "err", err)
 	}
 	_ = s.CloseRead()
-	<-refusal
+	<-refused
 }
 
 // readRefusal reads what the opener of a log stream sends after its
@@ -82,7 +75,7 @@ func (n *Node) handleLog(s network.Stream) {
 //
 // It reports whether an Error frame came.
 func (v *vault) readRefusal(f *wire.Conn, dev keys.DeviceID) bool {
-	_, _, err := f.Read()
+	_, _, err := f.ReadLimit(wire.MaxHelloFrame) // an Error frame is at most 1,035 bytes
 	var we wire.Error
 	if !errors.As(err, &we) {
 		return false // the stream ended (or a stray frame: the stream ends anyway)
@@ -98,21 +91,50 @@ func (v *vault) readRefusal(f *wire.Conn, dev keys.DeviceID) bool {
 	return true
 }
 
+// openStream runs the answerer's Hello step of a log or chunk stream: it
+// names the opener, reads its Hello (at most wire.MaxHelloFrame bytes,
+// within helloTimeout), checks that this device serves the vault and the
+// opener is one of its members or relays, and answers. ok is false when
+// the stream was refused (counted, logged at a bounded rate, and closed or
+// reset). The read deadline is left set, for the caller's next message.
+func (n *Node) openStream(s network.Stream) (f *wire.Conn, v *vault, dev keys.DeviceID, ok bool) {
+	dev, err := DeviceIDOf(s.Conn().RemotePeer())
+	if err != nil {
+		n.refuseRead(s, s.Conn().RemotePeer(), fmt.Errorf("%w: %w", refusal.ErrNotDevice, err))
+		return nil, nil, dev, false
+	}
+	f = inboundConn(s)
+	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
+	v, err = n.acceptHello(f, dev)
+	if errors.Is(err, errNotMember) {
+		n.refuse(s, refusal.NotMember, dev, err)
+		return nil, nil, dev, false
+	}
+	if err != nil {
+		n.refuseRead(s, dev, err)
+		return nil, nil, dev, false
+	}
+	f.SetCounter(n.counters(dev))
+	return f, v, dev, true // the read deadline stays: the caller clears it
+}
+
 // acceptHello reads the opener's Hello, checks that this node serves the
 // vault and that the opener is one of its members or relays, and answers.
+// A vault not served here and a peer that is not a member get the same
+// answer (wire.ReasonNotMember), so an outsider cannot tell which vaults
+// a device serves; the error returned, for the log, says which it was.
 func (n *Node) acceptHello(f *wire.Conn, dev keys.DeviceID) (*vault, error) {
 	h, err := f.ReadHello()
 	if err != nil {
 		return nil, err
 	}
 	v := n.vault(h.Vault)
-	if v == nil {
-		f.SendError(wire.CodeUnknownVault, "vault not served here")
-		return nil, fmt.Errorf("unknown vault %s", h.Vault)
-	}
-	if !v.isPeer(dev) {
-		f.SendError(wire.CodeNotMember, "not a member of this vault")
-		return nil, fmt.Errorf("%s is not a member", dev)
+	if v == nil || !v.isPeer(dev) {
+		f.SendError(wire.CodeNotMember, wire.ReasonNotMember)
+		if v == nil {
+			return nil, fmt.Errorf("%w: vault %s is not served here", errNotMember, h.Vault)
+		}
+		return nil, fmt.Errorf("%w: not a member of vault %s", errNotMember, h.Vault)
 	}
 	return v, f.AcceptHello(h.Vault)
 }
@@ -210,7 +232,7 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	f := wire.NewConn(s, v.n.counters(dev))
+	f := v.n.outboundConn(s, dev)
 	err = f.OpenHello(v.id)
 	if !v.isRelay(dev) {
 		v.noteHello(dev, err) // revoked.go

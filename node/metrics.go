@@ -72,6 +72,9 @@ func newMetrics(n *Node, m *monitor) *metrics {
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(&stateCollector{n: n})
+	if n != nil && n.strangers != nil {
+		reg.MustRegister(n.strangers.refused.Collector("weft_refused_streams_total"))
+	}
 	return mt
 }
 

@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/weftsync/weft/internal/p2p"
+
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +29,9 @@ func (r *Relay) onConnected(p peer.ID) {
 		return
 	}
 	r.stats.devicesChanged(r)
+	if len(r.vaultsOf(dev)) > 0 {
+		p2p.Admit(r.host, p, peerLimits) // a member: off strangerLimits (strangers.go)
+	}
 	for _, rep := range r.vaultsOf(dev) {
 		r.startPull(rep, p, dev)
 		rep.retryUnavailable()
