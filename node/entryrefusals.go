@@ -8,6 +8,7 @@ import (
 
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/protocol/wire"
 )
 
@@ -42,8 +43,8 @@ type entryRefusals struct {
 // own doing (its full disk, an entry too far ahead to hold yet) or its own
 // log's fork (the answerer holds the history this device lost).
 func (v *vault) tellRefusal(f *wire.Conn, dev keys.DeviceID, raw []byte, err error) {
-	if errors.Is(err, errTooFarAhead) || isDiskFull(err) {
-		return
+	if !isInvalidEntry(err) {
+		return // this device's own trouble (a disk, a closing database): the peer did nothing wrong
 	}
 	dec, derr := entry.Decode(raw)
 	switch {
@@ -56,6 +57,20 @@ func (v *vault) tellRefusal(f *wire.Conn, dev keys.DeviceID, raw []byte, err err
 	default:
 		f.SendError(wire.CodeInvalidEntry, fmt.Sprintf("entry %d by %s: %v", dec.Seq(), dec.Author().Short(), err))
 	}
+}
+
+// isInvalidEntry reports whether err says an entry failed validation: a
+// fault of what the peer sent, not of this device.
+func isInvalidEntry(err error) bool {
+	for _, e := range []error{entry.ErrMalformed, entry.ErrNonCanonical, entry.ErrUnknownFormat, entry.ErrTooLarge,
+		entry.ErrBadSignature, entry.ErrWrongVault, entry.ErrSeqGap, entry.ErrSeqReplay, entry.ErrDuplicate,
+		entry.ErrPrevMismatch, entry.ErrClockNotIncreasing, entry.ErrWrongEpoch, entry.ErrBodyAuth, entry.ErrBadPath,
+		entry.ErrBadVersion, entry.ErrHeaderMismatch, member.ErrNotMember, member.ErrRevokedEntry} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // noteRefusedEntry logs, at most once per refusedLogEvery per peer, that

@@ -47,16 +47,17 @@ func (n *Node) handleLog(s network.Stream) {
 	}
 	// The opener sends nothing more but, when it refuses an entry, the
 	// reason (readRefusal); this goroutine reads it, and ends once the
-	// stream's read side is closed below.
-	// A refusal ends the serving too: the opener is closing the stream.
+	// stream's read side is closed below. Whatever ends its read (a
+	// refusal, the opener closing or resetting the stream) ends the
+	// serving too: serveLog waits for the vault to grow, and on a quiet
+	// vault a dropped opener's handler stayed parked until it did.
 	ctx, cancel := context.WithCancel(n.ctx)
 	defer cancel()
 	refused := make(chan struct{})
 	go func() {
 		defer close(refused)
-		if v.readRefusal(f, dev) {
-			cancel()
-		}
+		defer cancel()
+		v.readRefusal(f, dev)
 	}()
 	if err := v.serveLog(ctx, f, dev, req); err != nil && !isEOF(err) && !errors.Is(err, context.Canceled) {
 		n.log.Debug("serving log", "peer", dev, "err", err)
@@ -266,11 +267,11 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 		case wire.MsgEntry:
 			if err := v.ingestEntry(payload); err != nil {
 				v.tellRefusal(f, dev, payload, err)
-				if !errors.Is(err, errTooFarAhead) && !isDiskFull(err) {
+				if isInvalidEntry(err) {
 					// A forged, altered or foreign entry: nothing of it
 					// is kept; say so, since only a faulty or hostile
-					// peer sends one. (A full disk is this device's own
-					// fault, logged once as such by noteHomeWrite.)
+					// peer sends one. (This device's own trouble, a full
+					// disk or a closing database, is not the peer's.)
 					v.log.Warn("refused an invalid entry from a peer; ending the stream", "peer", dev, "err", err)
 					v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Peer: dev.String(),
 						Kind: eventKindInvalidEntry, Error: err.Error()})

@@ -591,6 +591,9 @@ func (n *Node) reconcileLoop(ctx context.Context) {
 				// applying now could have one of its own removed too.
 				continue
 			}
+			if v.homeFull.Load() {
+				continue // nothing can be recorded; retryHome kicks once there is room (homefull.go)
+			}
 			if v.reconcileHeld() {
 				// Not before this device's log is known whole and the
 				// folder rescanned (logtail.go): an apply could meet a
