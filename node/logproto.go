@@ -83,9 +83,15 @@ func (v *vault) readRefusal(f *wire.Conn, dev keys.DeviceID) bool {
 	}
 	switch we.Code {
 	case wire.CodeLogForked:
+		// A claim, not a proof: the next pull from dev asks for its copy
+		// of this device's log from there, and a copy that differs from
+		// the one held here, signed by this device's own key, is the
+		// proof (checkOwnHeld). A peer's word alone must not turn off the
+		// authoring gate (logtail.go) or put the folder in error.
 		var seq uint64
 		_, _ = fmt.Sscanf(we.Reason, "entry %d", &seq)
-		v.ownForkSeen(seq, fmt.Errorf("%s refused it: %s", dev.Short(), we.Reason))
+		v.probeFork(dev, seq)
+		v.noteRefusedEntry(dev, we.Reason)
 	case wire.CodeInvalidEntry:
 		v.noteRefusedEntry(dev, we.Reason)
 	}
@@ -226,6 +232,10 @@ func (s *statusSender) send(f *wire.Conn, held protocol.Vector, memberSeq uint64
 // pullLog opens a log stream to p for v and ingests what arrives until
 // the stream or ctx ends.
 func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	v.setPullRestart(dev, cancel) // a fork probe restarts the pull (entryrefusals.go)
+	defer v.setPullRestart(dev, nil)
 	s, err := v.n.host.NewStream(ctx, p, ProtoLog)
 	if err != nil {
 		return fmt.Errorf("opening log stream: %w", err)
@@ -241,7 +251,7 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 	if err != nil {
 		return err
 	}
-	if err := f.Send(wire.MsgLogRequest, wire.LogRequest{Vector: vectorToWire(v.vector()), MemberSeq: v.memberSeq()}); err != nil {
+	if err := f.Send(wire.MsgLogRequest, wire.LogRequest{Vector: vectorToWire(v.requestVector(dev)), MemberSeq: v.memberSeq()}); err != nil {
 		return err
 	}
 	if err := f.Flush(); err != nil {
