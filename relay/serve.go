@@ -285,7 +285,7 @@ func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev ke
 			}
 			lastPeers = key
 		}
-		if hs, gen := rep.holdsFor(dev); gen != holdsSent {
+		if hs, gen := rep.holdsFor(dev, holdsSent); gen != holdsSent {
 			for _, h := range hs {
 				if err := c.Send(wire.MsgHolds, h); err != nil {
 					return err
