@@ -173,6 +173,12 @@ type PeerStatus struct {
 
 // Status reports the node's state. docs/api.md is its contract.
 func (n *Node) Status() Status {
+	if m := n.monitor(); m != nil {
+		// One status at a time while the problems are tracked: two
+		// snapshots tracked out of order re-raised a cleared problem.
+		m.statusMu.Lock()
+		defer m.statusMu.Unlock()
+	}
 	st := Status{Device: n.id.ID().String(), Addrs: n.Addrs(), Folders: []FolderStatus{}, Peers: []PeerStatus{}}
 	if st.Addrs == nil {
 		st.Addrs = []string{}

@@ -171,17 +171,27 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	count := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	for i, f := range st.Folders {
+	// By folder, not by position: a vault added or removed since Status
+	// would shift the list.
+	byFolder := map[string]*vault{}
+	for _, v := range c.n.vaultsNow() {
+		byFolder[v.cfg.Folder] = v
+	}
+	for _, f := range st.Folders {
+		v := byFolder[f.Path]
+		if v == nil {
+			continue
+		}
 		gauge(descFiles, float64(f.Files), f.Path)
 		gauge(descBytes, float64(f.Bytes), f.Path)
-		gauge(descDirs, float64(c.n.vaultsNow()[i].view().dirs), f.Path)
+		gauge(descDirs, float64(v.view().dirs), f.Path)
 		gauge(descPending, float64(f.PendingApply), f.Path, "apply")
 		gauge(descPending, float64(f.PendingFetch), f.Path, "fetch")
 		gauge(descPending, float64(f.PendingUpload), f.Path, "upload")
 		gauge(descUnsafe, float64(f.Unsafe), f.Path)
 		gauge(descConflictsNow, float64(f.Conflicts), f.Path)
 		gauge(descErrorsNow, float64(len(f.Errors)), f.Path)
-		if un, whole, _ := c.n.vaultsNow()[i].fallbackState(); whole {
+		if un, whole, _ := v.fallbackState(); whole {
 			gauge(descUnwatched, -1, f.Path)
 		} else {
 			gauge(descUnwatched, float64(un), f.Path)

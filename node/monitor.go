@@ -26,6 +26,7 @@ type monitor struct {
 	scans     map[*vault]*scanNote
 
 	problems problemTracker // errors[] items and states, published as events (problems.go)
+	statusMu sync.Mutex     // held by Node.Status while the monitor runs
 }
 
 // recvSample is an entry from an author and when it arrived.

@@ -48,7 +48,12 @@ func (p *problemTracker) track(folders []FolderStatus, now time.Time, publish fu
 	for i := range folders {
 		f := &folders[i]
 		tracked[f.Path] = true
-		if was, ok := p.states[f.Path]; !ok || was != f.State {
+		// A scan after the first (the watcher's, a fallback rescan) is a
+		// moment, not a change of state: every few seconds under
+		// fallback rescans it would publish scanning and back.
+		was, known := p.states[f.Path]
+		moment := f.State == "scanning" && f.InitialScanDone && known
+		if !moment && (!known || was != f.State) {
 			p.states[f.Path] = f.State
 			out = append(out, Event{Type: EventFolderState, Folder: f.Path, Kind: f.State, Error: f.Error})
 		}
