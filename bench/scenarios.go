@@ -140,5 +140,13 @@ func scenarios() []scenario {
 			params: func(s Scale) string { return fmt.Sprintf("%d files of 2 KiB", sizesFor(s).restartSet) },
 			run:    runB10,
 		},
+		{
+			id: "B11", title: "honest 5 MiB sync A -> B while strangers attack A",
+			target: "under attack / without <= 2x; peak RSS A <= before + 64 MiB",
+			params: func(Scale) string {
+				return fmt.Sprintf("%d MiB file; 4 identities x 32 streams x 3 protocols, 8 MiB first frames, for %s", strangerFile>>20, strangerAttack)
+			},
+			run: runB11,
+		},
 	}
 }

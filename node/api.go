@@ -173,6 +173,12 @@ type PeerStatus struct {
 
 // Status reports the node's state. docs/api.md is its contract.
 func (n *Node) Status() Status {
+	if m := n.monitor(); m != nil {
+		// One status at a time while the problems are tracked: two
+		// snapshots tracked out of order re-raised a cleared problem.
+		m.statusMu.Lock()
+		defer m.statusMu.Unlock()
+	}
 	st := Status{Device: n.id.ID().String(), Addrs: n.Addrs(), Folders: []FolderStatus{}, Peers: []PeerStatus{}}
 	if st.Addrs == nil {
 		st.Addrs = []string{}
@@ -219,6 +225,9 @@ func (n *Node) Status() Status {
 		st.Peers = append(st.Peers, p)
 	}
 	slices.SortFunc(st.Peers, func(a, b PeerStatus) int { return strings.Compare(a.ID, b.ID) })
+	if m := n.monitor(); m != nil {
+		m.problems.track(st.Folders, n.now(), n.events.publish) // problems.go
+	}
 	return st
 }
 

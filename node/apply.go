@@ -129,8 +129,8 @@ func (v *vault) reconcileOne(ctx context.Context, path string) {
 		return
 	}
 	v.dirty[path] = struct{}{}
-	if errors.Is(err, errWaitingForHistory) || errors.Is(err, errDecisionStale) {
-		return
+	if errors.Is(err, errWaitingForHistory) || errors.Is(err, errDecisionStale) || errors.Is(err, errHomeFull) {
+		return // errHomeFull: the folder's error home-disk-full, not this path's (homefull.go)
 	}
 	v.errs[path] = err.Error()
 	if !errors.Is(err, folder.ErrLocalChange) && !errors.Is(err, errWaitingForHistory) && ctx.Err() == nil {
@@ -464,6 +464,9 @@ func (v *vault) commitIndex(path string, rec vaultdb.Record) error {
 	err := v.db.Commit(u)
 	v.noteHomeWrite("recording an applied file", err) // homefull.go
 	if err != nil {
+		if isDiskFull(err) {
+			err = fmt.Errorf("%w: %w", errHomeFull, err)
+		}
 		return fmt.Errorf("recording %s in the index: %w", path, err)
 	}
 	v.mu.Lock()

@@ -26,20 +26,13 @@ import (
 // handleChunk answers a chunk stream.
 func (n *Node) handleChunk(s network.Stream) {
 	defer s.Close()
-	dev, err := DeviceIDOf(s.Conn().RemotePeer())
-	if err != nil {
-		_ = s.Reset()
-		return
-	}
-	f := wire.NewConn(s, n.counters(dev))
-	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
-	v, err := n.acceptHello(f, dev)
-	if err != nil {
+	f, v, _, ok := n.openStream(s)
+	if !ok {
 		return
 	}
 	_ = s.SetReadDeadline(time.Time{})
 	for {
-		p, err := f.Expect(wire.MsgWantChunks)
+		p, err := f.ExpectLimit(wire.MsgWantChunks, wire.MaxWantChunksFrame)
 		if err != nil {
 			return
 		}
@@ -93,7 +86,7 @@ func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, c
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	f := wire.NewConn(s, v.n.counters(dev))
+	f := v.n.outboundConn(s, dev)
 	if err := f.OpenHello(v.id); err != nil {
 		return cids, err
 	}

@@ -359,13 +359,19 @@ func maxUserWatches() int {
 	// namespace weft runs in; the lower one applies.
 	n := 0
 	for _, f := range []string{"/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		if m, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && m > 0 && (n == 0 || m < n) {
+		if m := readLimit(f); m > 0 && (n == 0 || m < n) {
 			n = m
 		}
 	}
 	return n
+}
+
+// readLimit reads a number from a /proc/sys file; 0 when unknown.
+func readLimit(f string) int {
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return 0
+	}
+	m, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return m
 }

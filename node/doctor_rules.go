@@ -347,7 +347,7 @@ func folderHealth(fo folderFacts) []Finding {
 			"see the agent's log; check the disk that holds weft's home")
 	}
 	w := fo.Watcher
-	limitHit := slices.ContainsFunc(fo.coded, func(e PathMessage) bool { return e.Code == codeWatcherLimit })
+	limitHit := slices.ContainsFunc(fo.coded, func(e PathMessage) bool { return e.Code == codeWatcherLimit || e.Code == codeWatcherFailed })
 	if w.Enabled && w.MaxUserWatches > 0 && !limitHit {
 		switch {
 		case w.Directories >= w.MaxUserWatches:
@@ -391,6 +391,7 @@ var codeFindings = map[string]struct{ severity, fix string }{
 	codeMassDelete:     {SeverityProblem, "run `weft deletions` to see them, then `weft deletions accept` to let them go through or `weft deletions reject` to bring the files back"},
 	codeCorrupt:        {SeverityProblem, "check the disk (SMART, dmesg); weft writes the recorded version again from local chunks, peers or the relay, and keeps the damaged copy in .weft/corrupt/ for you to compare or delete"},
 	codeOwnLogForked:   {SeverityProblem, "give this device a new identity: stop weft here, move its home aside (keep it until the files are safe), `weft join` the vault again into the same folder with an invite from the admin (its files are scanned and synced as the new device's), then revoke the old identity on the admin (`weft revoke OLD-ID`)"},
+	codeWatcherFailed:  {SeverityProblem, "see the agent's log for why the watcher stopped (the reason above); `weft scan` records changes at once, and restarting the agent starts a new watcher"},
 	codeWatcherLimit:   {SeverityProblem, "raise the system's file watch limit (the reason above says how); weft watches the rest again by itself within 10 s"},
 	codeHomeDiskFull:   {SeverityProblem, "free space on the disk that holds weft's home (see the path above; `df -h` shows it): weft resumes by itself, and nothing recorded or sent is lost meanwhile"},
 	codeMembershipLost: {SeverityProblem, "start a device that is a member (or the relay) so this one can fetch the membership log again"},

@@ -1,13 +1,16 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/protocol/wire"
 )
 
@@ -20,8 +23,12 @@ import (
 // reason on the stream first (an Error frame: wire.CodeLogForked for an
 // entry of the sender's own log that does not chain onto what it holds of
 // that log, wire.CodeInvalidEntry otherwise), and the sender reads it
-// (readRefusal in logproto.go): a fork makes its folder's state error
-// with code own-log-forked; another refusal is logged.
+// (readRefusal in logproto.go). A claimed fork is then checked: the next
+// pull from that peer asks for its copy of this device's log from the
+// entry before the refused one (probeFork, requestVector), and a copy
+// that differs from the one held here, signed by this device's own key,
+// makes the folder's state error with code own-log-forked (logtail.go,
+// checkOwnHeld). Any refusal is logged.
 
 // codeOwnLogForked is the status error code of a forked own log.
 const codeOwnLogForked = "own-log-forked"
@@ -42,8 +49,8 @@ type entryRefusals struct {
 // own doing (its full disk, an entry too far ahead to hold yet) or its own
 // log's fork (the answerer holds the history this device lost).
 func (v *vault) tellRefusal(f *wire.Conn, dev keys.DeviceID, raw []byte, err error) {
-	if errors.Is(err, errTooFarAhead) || isDiskFull(err) {
-		return
+	if !isInvalidEntry(err) {
+		return // this device's own trouble (a disk, a closing database): the peer did nothing wrong
 	}
 	dec, derr := entry.Decode(raw)
 	switch {
@@ -56,6 +63,20 @@ func (v *vault) tellRefusal(f *wire.Conn, dev keys.DeviceID, raw []byte, err err
 	default:
 		f.SendError(wire.CodeInvalidEntry, fmt.Sprintf("entry %d by %s: %v", dec.Seq(), dec.Author().Short(), err))
 	}
+}
+
+// isInvalidEntry reports whether err says an entry failed validation: a
+// fault of what the peer sent, not of this device.
+func isInvalidEntry(err error) bool {
+	for _, e := range []error{entry.ErrMalformed, entry.ErrNonCanonical, entry.ErrUnknownFormat, entry.ErrTooLarge,
+		entry.ErrBadSignature, entry.ErrWrongVault, entry.ErrSeqGap, entry.ErrSeqReplay, entry.ErrDuplicate,
+		entry.ErrPrevMismatch, entry.ErrClockNotIncreasing, entry.ErrWrongEpoch, entry.ErrBodyAuth, entry.ErrBadPath,
+		entry.ErrBadVersion, entry.ErrHeaderMismatch, member.ErrNotMember, member.ErrRevokedEntry} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // noteRefusedEntry logs, at most once per refusedLogEvery per peer, that
@@ -75,6 +96,56 @@ func (v *vault) noteRefusedEntry(dev keys.DeviceID, reason string) {
 	if !ok || now.Sub(last) >= refusedLogEvery {
 		v.log.Warn("a peer refused an entry this device sent it", "peer", dev, "reason", reason)
 	}
+}
+
+// probeFork notes that dev says entry seq of this device's log does not
+// chain onto what it holds: the next pull from dev asks for its copy of
+// this log from seq-1 on, to compare.
+func (v *vault) probeFork(dev keys.DeviceID, seq uint64) {
+	if seq < 2 {
+		seq = 2 // the claim names no usable entry: compare from the first
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.forkProbes == nil {
+		v.forkProbes = map[keys.DeviceID]uint64{}
+	}
+	v.forkProbes[dev] = seq - 1
+	if r := v.pullRestart[dev]; r != nil {
+		r() // the running pull asked with the full vector; the next one probes
+	}
+}
+
+// setPullRestart records (nil: forgets) how to end the running log pull
+// from dev.
+func (v *vault) setPullRestart(dev keys.DeviceID, cancel context.CancelFunc) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if cancel == nil {
+		delete(v.pullRestart, dev)
+		return
+	}
+	if v.pullRestart == nil {
+		v.pullRestart = map[keys.DeviceID]context.CancelFunc{}
+	}
+	v.pullRestart[dev] = cancel
+}
+
+// requestVector is the vector a log request to dev sends: what this
+// device holds, except that a fork probe of dev asks for this device's
+// own log from the probed entry on (once).
+func (v *vault) requestVector(dev keys.DeviceID) protocol.Vector {
+	vec := v.vector()
+	v.mu.Lock()
+	from, ok := v.forkProbes[dev]
+	delete(v.forkProbes, dev)
+	v.mu.Unlock()
+	self := v.n.id.ID()
+	if ok && vec[self] >= from {
+		vec = vec.Clone()
+		vec[self] = from - 1
+	}
+	return vec
 }
 
 // forkMessage is the status error of a forked own log, or nil.

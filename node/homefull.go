@@ -18,13 +18,19 @@ import (
 // at 1,528 of 4,000 files. Now the failure is the folder's error
 // home-disk-full (status state error, doctor problem, event and metric),
 // logged once with the home's path and free space, and weft retries by
-// itself: pullers retry their streams, and the folder is rescanned once a
-// probe write in the home succeeds. Nothing is lost meanwhile: a peer's
+// itself: pullers retry their streams, and once a probe write in the home
+// succeeds the folder is rescanned and applies resume (they wait while the
+// home is full: each would fail to record its index entry). Nothing is lost meanwhile: a peer's
 // entry that was not stored is asked for again, and a local edit that was
 // not recorded is still on disk, found by the rescan.
 
 // codeHomeDiskFull is the status error code while the home's disk is full.
 const codeHomeDiskFull = "home-disk-full"
+
+// errHomeFull marks an apply that failed only because its index record
+// could not be written to the full home: the path stays pending, and is
+// not reported (or blamed on the folder's disk) as its own error.
+var errHomeFull = errors.New("the disk that holds weft's home is full")
 
 // homeProbeEvery is how often, while the home's disk is full, weft checks
 // whether it has room again.
@@ -55,15 +61,19 @@ func isDiskFull(err error) bool {
 }
 
 // noteHomeWrite records the outcome of a write to the vault's home. A
-// full disk sets the fault (logged and published once); a write that
-// succeeds clears it. Other errors leave it as it is.
+// full disk sets the fault (logged and published once). Only the probe
+// clears it (retryHome, with nil): on a nearly full disk small writes
+// succeed between failing ones, and clearing on each made the fault, its
+// log lines and events flap. Other outcomes leave it as it is.
 func (v *vault) noteHomeWrite(op string, err error) {
-	if err != nil && !isDiskFull(err) {
+	if err == nil || !isDiskFull(err) {
 		return
 	}
-	if err == nil && !v.homeFull.Load() {
-		return // the common case: no lock
-	}
+	v.setHomeFault(op, err)
+}
+
+// setHomeFault sets (err != nil) or clears the home's fault.
+func (v *vault) setHomeFault(op string, err error) {
 	v.mu.Lock()
 	was := v.homeFault
 	if err == nil {
@@ -114,8 +124,9 @@ func (v *vault) retryHome() bool {
 	if err := probeWrite(v.cfg.Dir, homeProbeSize); err != nil {
 		return false
 	}
-	v.noteHomeWrite(f.op, nil)
+	v.setHomeFault(f.op, nil)
 	v.n.kickPullers(v)
+	v.kick() // applies wait while the home is full (reconcileLoop)
 	return true
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/libp2p/go-libp2p"
+	coreconnmgr "github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	p2pprotocol "github.com/libp2p/go-libp2p/core/protocol"
@@ -38,6 +39,9 @@ type HostConfig struct {
 	// makes, so the node can report a connection as holepunched. Give the
 	// same tracer to Config.Punches when the node runs on this host.
 	Punches *PunchTracer
+	// Gater, if set, is consulted on every connection: the node's bans
+	// of strangers (strangers.go).
+	Gater *p2p.Bans
 }
 
 // PeerIDOf returns the libp2p peer ID of a device.
@@ -46,6 +50,56 @@ func PeerIDOf(d keys.DeviceID) (peer.ID, error) { return p2p.PeerIDOf(d) }
 // DeviceIDOf returns the device ID of a libp2p peer, or an error if its key
 // is not an ed25519 key (then it cannot be a weft device).
 func DeviceIDOf(p peer.ID) (keys.DeviceID, error) { return p2p.DeviceIDOf(p) }
+
+// Resource limits for what strangers can reach (docs/security.md,
+// "Strangers"). libp2p's resource manager knows peers, not vault
+// membership, so the limits hold every identity; they are sized for
+// members, which need few streams, and bound strangers, which before the
+// Hello check cost a stream each (its yamux window, 256 KiB reserved in
+// the connection's scope, and at most wire.MaxHelloFrame bytes read).
+var (
+	// pairLimits: pairing is a stream or two when a device joins. A few
+	// at once per identity (a stream's resources are freed only once both
+	// sides closed it, so quick retries overlap), 32 in all; each carries
+	// one request of at most wire.MaxPairRequestFrame bytes, and its
+	// attempts are rate-limited (strangers.go).
+	pairLimits = p2p.ProtocolLimits{
+		Total:   rcmgr.BaseLimit{StreamsInbound: 32, StreamsOutbound: 32, Streams: 64, Memory: 4 << 20},
+		PerPeer: rcmgr.BaseLimit{StreamsInbound: 8, StreamsOutbound: 8, Streams: 16, Memory: 1 << 20},
+	}
+	// peerLimits hold one identity across its connections and
+	// protocols, instead of libp2p's defaults that grow with the
+	// machine's memory: its connections (8, as libp2p's default), its
+	// streams (a member needs a log and a few chunk streams per shared
+	// vault, plus libp2p's own services) and the memory reserved for
+	// them (yamux windows and frames over wire.MaxHelloFrame).
+	peerLimits = rcmgr.BaseLimit{
+		ConnsInbound: 8, ConnsOutbound: 8, Conns: 8, FD: 8,
+		StreamsInbound: 128, StreamsOutbound: 256, Streams: 384,
+		Memory: 128 << 20,
+	}
+	// strangerLimits hold every peer until the node admits it (a member
+	// or relay of a vault served here: admitLimits, on each connection
+	// and when pairing admits a device). A stranger needs little: a
+	// pairing stream, libp2p's identify, ping and AutoNAT. 16 streams at
+	// once, whose yamux windows (256 KiB each, reserved in the
+	// connection's scope) stay within its 8 MiB: an identity refused
+	// after its first frame can make the device hold about 4 MiB at a
+	// time, not one 8 MiB frame per stream it opens.
+	strangerLimits = rcmgr.BaseLimit{
+		ConnsInbound: 4, ConnsOutbound: 4, Conns: 4, FD: 4,
+		StreamsInbound: 16, StreamsOutbound: 16, Streams: 32,
+		Memory: 8 << 20,
+	}
+)
+
+// gater returns b as a connection gater, or nil (no gater) when b is nil.
+func gater(b *p2p.Bans) coreconnmgr.ConnectionGater {
+	if b == nil {
+		return nil
+	}
+	return b
+}
 
 // newHost builds the device's libp2p host from hostOptions.
 func newHost(cfg HostConfig) (host.Host, error) {
@@ -91,6 +145,10 @@ func hostOptions(cfg HostConfig) ([]libp2p.Option, error) {
 		Protocols: []p2pprotocol.ID{ProtoLog, ProtoChunk, ProtoPair},
 		Total:     rcmgr.BaseLimit{StreamsInbound: 256, StreamsOutbound: 256, Streams: 512, Memory: 256 << 20},
 		PerPeer:   rcmgr.BaseLimit{StreamsInbound: 32, StreamsOutbound: 32, Streams: 64, Memory: 64 << 20},
+		Override:  map[p2pprotocol.ID]p2p.ProtocolLimits{ProtoPair: pairLimits},
+		Peer:      peerLimits,
+		Stranger:  strangerLimits,
+		Gater:     gater(cfg.Gater),
 		ConnLow:   64, ConnHigh: 128,
 	}.Options()
 	if err != nil {

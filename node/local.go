@@ -581,18 +581,18 @@ func (v *vault) startWatcher(ctx context.Context, settle time.Duration, done cha
 	if err != nil {
 		v.log.Warn("no file watcher; rescanning the folder instead", "every", fallbackEvery, "err", err)
 		v.noteWatcherFailed(err)
-		v.noteWatcherDead(true)
+		v.noteWatcherDead(err)
 		close(done)
 		return nil
 	}
 	v.noteWatcherRunning()
-	v.noteWatcherDead(false)
+	v.noteWatcherDead(nil)
 	go func() {
 		defer close(done)
 		if err := w.Run(ctx); err != nil {
 			v.log.Warn("file watcher stopped; rescanning the folder instead", "every", fallbackEvery, "err", err)
 			v.noteWatcherFailed(err)
-			v.noteWatcherDead(true)
+			v.noteWatcherDead(err)
 		}
 	}()
 	return w.Batches()

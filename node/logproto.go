@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/weftsync/weft/internal/refusal"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -30,19 +31,11 @@ const eventKindInvalidEntry = "invalid-entry"
 // handleLog answers a log stream.
 func (n *Node) handleLog(s network.Stream) {
 	defer s.Close()
-	dev, err := DeviceIDOf(s.Conn().RemotePeer())
-	if err != nil {
-		_ = s.Reset()
+	f, v, dev, ok := n.openStream(s)
+	if !ok {
 		return
 	}
-	f := wire.NewConn(s, n.counters(dev))
-	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
-	v, err := n.acceptHello(f, dev)
-	if err != nil {
-		n.log.Debug("log stream refused", "peer", dev, "err", err)
-		return
-	}
-	p, err := f.Expect(wire.MsgLogRequest)
+	p, err := f.ExpectLimit(wire.MsgLogRequest, wire.MaxLogRequestFrame)
 	if err != nil {
 		return
 	}
@@ -54,17 +47,23 @@ func (n *Node) handleLog(s network.Stream) {
 	}
 	// The opener sends nothing more but, when it refuses an entry, the
 	// reason (readRefusal); this goroutine reads it, and ends once the
-	// stream's read side is closed below.
-	refusal := make(chan struct{})
+	// stream's read side is closed below. Whatever ends its read (a
+	// refusal, the opener closing or resetting the stream) ends the
+	// serving too: serveLog waits for the vault to grow, and on a quiet
+	// vault a dropped opener's handler stayed parked until it did.
+	ctx, cancel := context.WithCancel(n.ctx)
+	defer cancel()
+	refused := make(chan struct{})
 	go func() {
-		defer close(refusal)
+		defer close(refused)
+		defer cancel()
 		v.readRefusal(f, dev)
 	}()
-	if err := v.serveLog(n.ctx, f, dev, req); err != nil && !isEOF(err) && !errors.Is(err, context.Canceled) {
+	if err := v.serveLog(ctx, f, dev, req); err != nil && !isEOF(err) && !errors.Is(err, context.Canceled) {
 		n.log.Debug("serving log", "peer", dev, "err", err)
 	}
 	_ = s.CloseRead()
-	<-refusal
+	<-refused
 }
 
 // readRefusal reads what the opener of a log stream sends after its
@@ -74,37 +73,75 @@ func (n *Node) handleLog(s network.Stream) {
 // peer holds another history of its log when the peer holds no entry
 // above this device's head: before, it showed in-sync while every new
 // entry it wrote was refused (logtail.go, ownForkSeen).
-func (v *vault) readRefusal(f *wire.Conn, dev keys.DeviceID) {
-	_, _, err := f.Read()
+//
+// It reports whether an Error frame came.
+func (v *vault) readRefusal(f *wire.Conn, dev keys.DeviceID) bool {
+	_, _, err := f.ReadLimit(wire.MaxHelloFrame) // an Error frame is at most 1,035 bytes
 	var we wire.Error
 	if !errors.As(err, &we) {
-		return // the stream ended (or a stray frame: the stream ends anyway)
+		return false // the stream ended (or a stray frame: the stream ends anyway)
 	}
 	switch we.Code {
 	case wire.CodeLogForked:
+		// A claim, not a proof: the next pull from dev asks for its copy
+		// of this device's log from there, and a copy that differs from
+		// the one held here, signed by this device's own key, is the
+		// proof (checkOwnHeld). A peer's word alone must not turn off the
+		// authoring gate (logtail.go) or put the folder in error.
 		var seq uint64
 		_, _ = fmt.Sscanf(we.Reason, "entry %d", &seq)
-		v.ownForkSeen(seq, fmt.Errorf("%s refused it: %s", dev.Short(), we.Reason))
+		v.probeFork(dev, seq)
+		v.noteRefusedEntry(dev, we.Reason)
 	case wire.CodeInvalidEntry:
 		v.noteRefusedEntry(dev, we.Reason)
 	}
+	return true
+}
+
+// openStream runs the answerer's Hello step of a log or chunk stream: it
+// names the opener, reads its Hello (at most wire.MaxHelloFrame bytes,
+// within helloTimeout), checks that this device serves the vault and the
+// opener is one of its members or relays, and answers. ok is false when
+// the stream was refused (counted, logged at a bounded rate, and closed or
+// reset). The read deadline is left set, for the caller's next message.
+func (n *Node) openStream(s network.Stream) (f *wire.Conn, v *vault, dev keys.DeviceID, ok bool) {
+	dev, err := DeviceIDOf(s.Conn().RemotePeer())
+	if err != nil {
+		n.refuseRead(s, s.Conn().RemotePeer(), fmt.Errorf("%w: %w", refusal.ErrNotDevice, err))
+		return nil, nil, dev, false
+	}
+	f = inboundConn(s)
+	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
+	v, err = n.acceptHello(f, dev)
+	if errors.Is(err, errNotMember) {
+		n.refuse(s, refusal.NotMember, dev, err)
+		return nil, nil, dev, false
+	}
+	if err != nil {
+		n.refuseRead(s, dev, err)
+		return nil, nil, dev, false
+	}
+	f.SetCounter(n.counters(dev))
+	return f, v, dev, true // the read deadline stays: the caller clears it
 }
 
 // acceptHello reads the opener's Hello, checks that this node serves the
 // vault and that the opener is one of its members or relays, and answers.
+// A vault not served here and a peer that is not a member get the same
+// answer (wire.ReasonNotMember), so an outsider cannot tell which vaults
+// a device serves; the error returned, for the log, says which it was.
 func (n *Node) acceptHello(f *wire.Conn, dev keys.DeviceID) (*vault, error) {
 	h, err := f.ReadHello()
 	if err != nil {
 		return nil, err
 	}
 	v := n.vault(h.Vault)
-	if v == nil {
-		f.SendError(wire.CodeUnknownVault, "vault not served here")
-		return nil, fmt.Errorf("unknown vault %s", h.Vault)
-	}
-	if !v.isPeer(dev) {
-		f.SendError(wire.CodeNotMember, "not a member of this vault")
-		return nil, fmt.Errorf("%s is not a member", dev)
+	if v == nil || !v.isPeer(dev) {
+		f.SendError(wire.CodeNotMember, wire.ReasonNotMember)
+		if v == nil {
+			return nil, fmt.Errorf("%w: vault %s is not served here", errNotMember, h.Vault)
+		}
+		return nil, fmt.Errorf("%w: not a member of vault %s", errNotMember, h.Vault)
 	}
 	return v, f.AcceptHello(h.Vault)
 }
@@ -195,6 +232,10 @@ func (s *statusSender) send(f *wire.Conn, held protocol.Vector, memberSeq uint64
 // pullLog opens a log stream to p for v and ingests what arrives until
 // the stream or ctx ends.
 func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	v.setPullRestart(dev, cancel) // a fork probe restarts the pull (entryrefusals.go)
+	defer v.setPullRestart(dev, nil)
 	s, err := v.n.host.NewStream(ctx, p, ProtoLog)
 	if err != nil {
 		return fmt.Errorf("opening log stream: %w", err)
@@ -202,7 +243,7 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	f := wire.NewConn(s, v.n.counters(dev))
+	f := v.n.outboundConn(s, dev)
 	err = f.OpenHello(v.id)
 	if !v.isRelay(dev) {
 		v.noteHello(dev, err) // revoked.go
@@ -210,7 +251,7 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 	if err != nil {
 		return err
 	}
-	if err := f.Send(wire.MsgLogRequest, wire.LogRequest{Vector: vectorToWire(v.vector()), MemberSeq: v.memberSeq()}); err != nil {
+	if err := f.Send(wire.MsgLogRequest, wire.LogRequest{Vector: vectorToWire(v.requestVector(dev)), MemberSeq: v.memberSeq()}); err != nil {
 		return err
 	}
 	if err := f.Flush(); err != nil {
@@ -236,11 +277,11 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 		case wire.MsgEntry:
 			if err := v.ingestEntry(payload); err != nil {
 				v.tellRefusal(f, dev, payload, err)
-				if !errors.Is(err, errTooFarAhead) && !isDiskFull(err) {
+				if isInvalidEntry(err) {
 					// A forged, altered or foreign entry: nothing of it
 					// is kept; say so, since only a faulty or hostile
-					// peer sends one. (A full disk is this device's own
-					// fault, logged once as such by noteHomeWrite.)
+					// peer sends one. (This device's own trouble, a full
+					// disk or a closing database, is not the peer's.)
 					v.log.Warn("refused an invalid entry from a peer; ending the stream", "peer", dev, "err", err)
 					v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Peer: dev.String(),
 						Kind: eventKindInvalidEntry, Error: err.Error()})

@@ -24,6 +24,7 @@ type metrics struct {
 	bytesApplied    *prometheus.CounterVec
 	conflicts       *prometheus.CounterVec
 	errors          *prometheus.CounterVec
+	problems        *prometheus.CounterVec
 	localChanges    *prometheus.CounterVec
 	watcherRescans  *prometheus.CounterVec
 	transfers       *prometheus.CounterVec
@@ -59,6 +60,7 @@ func newMetrics(n *Node, m *monitor) *metrics {
 		bytesApplied:    counter("bytes_applied_total", "Bytes of file content written to the folder from remote versions.", "folder"),
 		conflicts:       counter("conflicts_total", "Conflict copies written.", "folder"),
 		errors:          counter("errors_total", "Errors (failed applies, unreadable paths, watcher failures).", "folder", "kind"),
+		problems:        counter("problems_total", "Status errors[] items that appeared, by code (docs/api.md, \"Error codes\").", "folder", "code"),
 		localChanges:    counter("local_changes_total", "Changes the scanner found on disk.", "folder", "change"),
 		watcherRescans:  counter("watcher_rescans_total", "Full rescans the watcher asked for because it lost events (inotify overflow).", "folder"),
 		transfers:       counter("transfers_total", "Chunk transfers from peers, by outcome.", "folder", "outcome"),
@@ -70,6 +72,9 @@ func newMetrics(n *Node, m *monitor) *metrics {
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(&stateCollector{n: n})
+	if n != nil && n.strangers != nil {
+		reg.MustRegister(n.strangers.refused.Collector("weft_refused_streams_total"))
+	}
 	return mt
 }
 
@@ -86,6 +91,8 @@ func (mt *metrics) count(ev Event) {
 		mt.bytesApplied.WithLabelValues(ev.Folder).Add(float64(ev.Bytes))
 	case EventConflict:
 		mt.conflicts.WithLabelValues(ev.Folder).Inc()
+	case EventProblem:
+		mt.problems.WithLabelValues(ev.Folder, ev.Kind).Inc()
 	case EventError:
 		kind := ev.Kind
 		if kind == "" {
@@ -164,17 +171,27 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	count := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	for i, f := range st.Folders {
+	// By folder, not by position: a vault added or removed since Status
+	// would shift the list.
+	byFolder := map[string]*vault{}
+	for _, v := range c.n.vaultsNow() {
+		byFolder[v.cfg.Folder] = v
+	}
+	for _, f := range st.Folders {
+		v := byFolder[f.Path]
+		if v == nil {
+			continue
+		}
 		gauge(descFiles, float64(f.Files), f.Path)
 		gauge(descBytes, float64(f.Bytes), f.Path)
-		gauge(descDirs, float64(c.n.vaultsNow()[i].view().dirs), f.Path)
+		gauge(descDirs, float64(v.view().dirs), f.Path)
 		gauge(descPending, float64(f.PendingApply), f.Path, "apply")
 		gauge(descPending, float64(f.PendingFetch), f.Path, "fetch")
 		gauge(descPending, float64(f.PendingUpload), f.Path, "upload")
 		gauge(descUnsafe, float64(f.Unsafe), f.Path)
 		gauge(descConflictsNow, float64(f.Conflicts), f.Path)
 		gauge(descErrorsNow, float64(len(f.Errors)), f.Path)
-		if un, whole, _ := c.n.vaultsNow()[i].fallbackState(); whole {
+		if un, whole, _ := v.fallbackState(); whole {
 			gauge(descUnwatched, -1, f.Path)
 		} else {
 			gauge(descUnwatched, float64(un), f.Path)

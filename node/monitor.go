@@ -21,6 +21,9 @@ type monitor struct {
 	safe    map[*vault]uint64
 	samples []counterSample // newest last, at most maxSamples
 	scans   map[*vault]*scanNote
+
+	problems problemTracker // errors[] items and states, published as events (problems.go)
+	statusMu sync.Mutex     // held by Node.Status while the monitor runs
 }
 
 // counterSample is every peer's byte counters at one time.
@@ -60,6 +63,7 @@ func (m *monitor) run(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		m.sample()
+		_ = m.n.Status() // publishes new and cleared problems (problems.go)
 		select {
 		case <-ctx.Done():
 			return

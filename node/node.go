@@ -100,7 +100,10 @@ type Node struct {
 	events  *events
 	invites invites
 	stats   nodeStats
-	api     *apiServer
+	// strangers counts and limits what peers not admitted may do
+	// (strangers.go).
+	strangers *strangers
+	api       *apiServer
 
 	ready   chan struct{} // closed once Run accepts streams and API calls
 	ownHost bool          // Run closes the host it built
@@ -203,6 +206,7 @@ func New(cfg Config) (*Node, error) {
 		cfg: cfg, id: id, log: cfg.Logger, now: cfg.Now,
 		kicks:  make(chan *vault, 1),
 		events: newEvents(), peers: map[keys.DeviceID]*peerState{}, ready: make(chan struct{}),
+		strangers: newStrangers(cfg.Logger),
 	}
 	n.vaults.Store(&vaultSet{byID: map[keys.VaultID]*vault{}})
 	for _, hv := range hvs {
@@ -217,7 +221,7 @@ func New(cfg Config) (*Node, error) {
 		n.host = cfg.Host
 		return n, nil
 	}
-	n.host, err = newHost(HostConfig{Identity: id, ListenAddrs: cfg.ListenAddrs, Punches: cfg.Punches})
+	n.host, err = newHost(HostConfig{Identity: id, ListenAddrs: cfg.ListenAddrs, Punches: cfg.Punches, Gater: n.strangers.bans})
 	if err != nil {
 		n.closeVaults()
 		return nil, err
@@ -449,6 +453,7 @@ func (n *Node) Run(ctx context.Context) error {
 	defer cancel()
 	n.ctx = ctx
 	defer n.closeVaults()
+	defer n.strangers.refused.Close()
 	if n.ownHost {
 		defer n.host.Close()
 	}
@@ -590,6 +595,9 @@ func (n *Node) reconcileLoop(ctx context.Context) {
 				// applying now could have one of its own removed too.
 				continue
 			}
+			if v.homeFull.Load() {
+				continue // nothing can be recorded; retryHome kicks once there is room (homefull.go)
+			}
 			if v.reconcileHeld() {
 				// Not before this device's log is known whole and the
 				// folder rescanned (logtail.go): an apply could meet a
@@ -639,6 +647,7 @@ func (n *Node) onConnected(c network.Conn) {
 	if err != nil || !n.isPeerAnywhere(dev) && !n.fetchesMembershipAnywhere(dev) {
 		return
 	}
+	n.admitLimits(c.RemotePeer())
 	ps := n.peerState(dev)
 	kind := n.connectionKind(c)
 	n.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/weftsync/weft/internal/refusal"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/protocol/wire"
@@ -105,26 +106,38 @@ func (n *Node) handlePair(s network.Stream) {
 	remote := s.Conn().RemotePeer()
 	dev, err := DeviceIDOf(remote)
 	if err != nil {
-		_ = s.Reset()
+		n.refuseRead(s, remote, fmt.Errorf("%w: %w", refusal.ErrNotDevice, err))
 		return
 	}
-	_ = s.SetDeadline(time.Now().Add(time.Minute)) // the network's clock, not n.now (which tests may skew)
-	f := wire.NewConn(s, n.counters(dev))
-	p, err := f.Expect(wire.MsgPairRequest)
+	// The joiner is a stranger until its proof checks: its attempts are
+	// rate-limited before anything is read, and its request may be at
+	// most wire.MaxPairRequestFrame bytes, sent within helloTimeout.
+	f := inboundConn(s)
+	if err := n.strangers.allowPair(dev, n.now()); err != nil {
+		f.SendError(wire.CodeRateLimited, "too many pairing attempts; try again in a minute")
+		n.refuse(s, refusal.RateLimited, dev, err)
+		return
+	}
+	_ = s.SetDeadline(time.Now().Add(helloTimeout)) // the network's clock, not n.now (which tests may skew)
+	p, err := f.ExpectLimit(wire.MsgPairRequest, wire.MaxPairRequestFrame)
 	if err != nil {
+		n.refuseRead(s, dev, err)
 		return
 	}
 	req, err := wire.ParsePairRequest(p)
 	if err != nil {
 		f.SendError(wire.CodeProtocol, err.Error())
+		n.refuse(s, refusal.Malformed, dev, err)
 		return
 	}
 	pi, err := n.invites.take(dev, req.Proof, n.now())
 	if err != nil {
-		n.log.Warn("pairing refused", "peer", dev, "err", err)
 		f.SendError(wire.CodeInviteInvalid, err.Error())
+		n.refuse(s, refusal.BadInvite, dev, err)
 		return
 	}
+	_ = s.SetDeadline(n.now().Add(time.Minute))
+	f.SetCounter(n.counters(dev))
 	v := pi.vault
 	if err := v.admit(dev); err != nil {
 		n.log.Error("admitting device", "peer", dev, "err", err)
@@ -146,6 +159,7 @@ func (n *Node) handlePair(s network.Stream) {
 	if err := f.Flush(); err != nil {
 		return
 	}
+	n.admitLimits(remote)
 	n.rememberPeer(v, dev, n.host.Peerstore().Addrs(remote))
 	n.log.Info("device joined", "peer", dev, "folder", v.cfg.Folder)
 	n.events.publish(Event{Type: EventPeerJoined, Peer: dev.String(), Folder: v.cfg.Folder})

@@ -153,8 +153,13 @@ func (n *Node) syncWithRelay(v *vault, p peer.ID, d keys.DeviceID, kick <-chan s
 		if enrolled {
 			err = v.pullLog(n.ctx, p, d)
 			var we wire.Error
-			if errors.As(err, &we) && we.Code == wire.CodeUnknownVault {
-				enrolled = false // the relay lost or dropped the vault: enroll again
+			// The relay lost or dropped the vault: enroll again. A relay
+			// answers a vault it does not serve as it answers a stranger
+			// (not a member; relays before that said unknown vault), so
+			// either means "enroll", and the enrollment says whether
+			// this device is refused.
+			if errors.As(err, &we) && (we.Code == wire.CodeUnknownVault || we.Code == wire.CodeNotMember) {
+				enrolled = false
 			}
 		}
 		if n.ctx.Err() != nil {

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -93,13 +94,15 @@ type vault struct {
 	scanning      bool
 	scanned       bool // the first full scan has completed
 	pending       pendingCounts
-	errs          map[string]string        // path -> last apply error
-	stop          folderStop               // why the folder guard stopped the folder (folderguard.go)
-	homeFault     homeFault                // why writes to the home fail (homefull.go)
-	fallback      watchFallback            // rescans of what the watcher does not cover (watchfallback.go)
-	deletes       deleteGuard              // deletions held for the user (massdelete.go)
-	corrupt       map[string]corruptFile   // damaged files being written again (rot.go)
-	recentApplies map[string]appliedRecord // peers' versions applied in the last applyRaceWindow (applyrace.go)
+	errs          map[string]string                    // path -> last apply error
+	stop          folderStop                           // why the folder guard stopped the folder (folderguard.go)
+	homeFault     homeFault                            // why writes to the home fail (homefull.go)
+	fallback      watchFallback                        // rescans of what the watcher does not cover (watchfallback.go)
+	forkProbes    map[keys.DeviceID]uint64             // peer -> entry of the own log to compare with its copy (entryrefusals.go)
+	pullRestart   map[keys.DeviceID]context.CancelFunc // ends the running log pull from a peer (entryrefusals.go)
+	deletes       deleteGuard                          // deletions held for the user (massdelete.go)
+	corrupt       map[string]corruptFile               // damaged files being written again (rot.go)
+	recentApplies map[string]appliedRecord             // peers' versions applied in the last applyRaceWindow (applyrace.go)
 
 	keep *keeper // the local version store and its queue (versions.go); set at open
 

@@ -33,6 +33,7 @@ const fallbackCostFactor = 20
 type watchFallback struct {
 	roots   []string  // unwatched subtree roots ("" is the whole folder)
 	dead    bool      // the watcher is not running: the whole folder
+	why     string    // why it is not running
 	last    time.Time // when the last fallback rescan started
 	took    time.Duration
 	scanned uint64 // fallback rescans done
@@ -50,12 +51,15 @@ func (v *vault) noteUnwatched(roots []string) {
 	}
 }
 
-// noteWatcherDead records whether the watcher is running.
-func (v *vault) noteWatcherDead(dead bool) {
+// noteWatcherDead records that the watcher is not running (err) or runs
+// (nil).
+func (v *vault) noteWatcherDead(err error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.fallback.dead = dead
-	if !dead {
+	v.fallback.dead, v.fallback.why = err != nil, ""
+	if err != nil {
+		v.fallback.why = err.Error()
+	} else {
 		v.fallback.roots = nil
 	}
 }
@@ -94,16 +98,25 @@ func (v *vault) fallbackScan(ctx context.Context) error {
 	return err
 }
 
-// codeWatcherLimit is the status error code while some of the folder is
-// not watched (the system's watch limit) or the watcher cannot run.
-const codeWatcherLimit = "watcher-limit"
+// Status error codes while fallback rescans stand in for the watcher.
+const (
+	codeWatcherLimit  = "watcher-limit"  // some of the folder is not watched: the system's watch limit
+	codeWatcherFailed = "watcher-failed" // the watcher is not running at all
+)
 
 // fallbackErrors is the folder's errors[] item while fallback rescans
 // stand in for the watcher: the folder syncs, but a change in what is not
 // watched is seen only by the next rescan, so it is not in-sync.
 func (v *vault) fallbackErrors() []PathMessage {
+	v.mu.Lock()
+	dead, why := v.fallback.dead, v.fallback.why
+	v.mu.Unlock()
 	unwatched, whole, every := v.fallbackState()
-	if unwatched == 0 && !whole {
+	switch {
+	case dead:
+		return []PathMessage{{Code: codeWatcherFailed,
+			Reason: fmt.Sprintf("the file watcher is not running (%s), so weft rescans the folder instead, every %s, and a change is seen only then", why, every.Round(time.Second))}}
+	case unwatched == 0:
 		return nil
 	}
 	what := fmt.Sprintf("%d directories of the folder (and everything below them) are not watched", unwatched)
@@ -111,16 +124,19 @@ func (v *vault) fallbackErrors() []PathMessage {
 		what = "the folder is not watched"
 	}
 	return []PathMessage{{Code: codeWatcherLimit,
-		Reason: fmt.Sprintf("%s: the system's file watch limit is reached (or the watcher cannot run), so weft rescans instead, every %s, and a change there is seen only then. %s",
+		Reason: fmt.Sprintf("%s: the system's file watch limit is reached, so weft rescans instead, every %s, and a change there is seen only then. %s",
 			what, every.Round(time.Second), raiseWatchLimit())}}
 }
 
-// raiseWatchLimit says how to raise the watch limit on this system.
+// raiseWatchLimit says how to raise the watch limit that applies here.
 func raiseWatchLimit() string {
-	if runtime.GOOS == "linux" {
-		return "Raise the limit: sudo sysctl fs.inotify.max_user_watches=524288 (and put it in /etc/sysctl.d/ to keep it)."
+	if runtime.GOOS != "linux" {
+		return "Raise the open-files limit of the user that runs weft (ulimit -n)."
 	}
-	return "Raise the open-files limit of the user that runs weft (ulimit -n)."
+	if ns, sys := readLimit("/proc/sys/user/max_inotify_watches"), readLimit("/proc/sys/fs/inotify/max_user_watches"); ns > 0 && (sys == 0 || ns < sys) {
+		return fmt.Sprintf("Raise the limit of the user namespace weft runs in (%d): write a larger number to /proc/sys/user/max_inotify_watches in it.", ns)
+	}
+	return "Raise the limit: sudo sysctl fs.inotify.max_user_watches=524288 (and put it in /etc/sysctl.d/ to keep it)."
 }
 
 // fallbackState is what doctor and /metrics show of the fallback.

@@ -39,7 +39,7 @@ func TestFallbackPaths(t *testing.T) {
 	if un, whole, _ := v.fallbackState(); !whole || un != 2 {
 		t.Fatalf("state: %d unwatched, whole %v", un, whole)
 	}
-	v.noteWatcherDead(false)
+	v.noteWatcherDead(nil)
 	if _, ok := v.fallbackPaths(t0.Add(2 * time.Hour)); ok {
 		t.Fatal("a fallback rescan once the watcher runs again")
 	}

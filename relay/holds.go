@@ -42,26 +42,39 @@ func (r *replica) noteHolds(dev keys.DeviceID, st []wire.VectorEntry) {
 		}
 	}
 	if changed {
+		if r.devGen == nil {
+			r.devGen = map[keys.DeviceID]uint64{}
+		}
 		r.holdsGen++
+		r.devGen[dev] = r.holdsGen
 		r.grewLocked()
 	}
 }
 
 // holdsFor returns what the relay knows the vault's current member devices
-// other than dev hold, in Holds messages within holdsFrameBudget, and a
-// generation that changes whenever any of it does.
-func (r *replica) holdsFor(dev keys.DeviceID) ([]wire.Holds, uint64) {
+// other than dev hold, only those whose vector changed after generation
+// since (0: all), in Holds messages within holdsFrameBudget, and the
+// generation to pass next time. Each device change costs one vector per
+// stream, not every device's: with N devices, sending all of them on each
+// change was N vectors times N streams for every entry.
+func (r *replica) holdsFor(dev keys.DeviceID, since uint64) ([]wire.Holds, uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	devs := slices.SortedFunc(maps.Keys(r.devHolds), func(a, b keys.DeviceID) int { return bytes.Compare(a[:], b[:]) })
+	return holdsSince(r.devHolds, r.devGen, dev, since, r.state.IsMember), r.holdsGen
+}
+
+// holdsSince is holdsFor's choice, pure: the vectors of the members other
+// than dev whose generation is above since, sorted, cut into messages.
+func holdsSince(holds map[keys.DeviceID]map[keys.DeviceID]uint64, gens map[keys.DeviceID]uint64, dev keys.DeviceID, since uint64, isMember func(keys.DeviceID) bool) []wire.Holds {
+	devs := slices.SortedFunc(maps.Keys(holds), func(a, b keys.DeviceID) int { return bytes.Compare(a[:], b[:]) })
 	var out []wire.Holds
 	var cur wire.Holds
 	size := 0
 	for _, d := range devs {
-		if d == dev || !r.state.IsMember(d) {
+		if d == dev || gens[d] <= since || !isMember(d) {
 			continue
 		}
-		vec := wire.VectorOf(r.devHolds[d])
+		vec := wire.VectorOf(holds[d])
 		need := 32 + 10 + len(vec)*42
 		if len(cur.Devices) > 0 && (size+need > holdsFrameBudget || len(cur.Devices) == wire.MaxHoldsDevices) {
 			out = append(out, cur)
@@ -73,5 +86,5 @@ func (r *replica) holdsFor(dev keys.DeviceID) ([]wire.Holds, uint64) {
 	if len(cur.Devices) > 0 {
 		out = append(out, cur)
 	}
-	return out, r.holdsGen
+	return out
 }

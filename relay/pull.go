@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/weftsync/weft/internal/p2p"
+
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/protocol/wire"
@@ -27,6 +30,9 @@ func (r *Relay) onConnected(p peer.ID) {
 		return
 	}
 	r.stats.devicesChanged(r)
+	if len(r.vaultsOf(dev)) > 0 {
+		p2p.Admit(r.host, p, peerLimits) // a member: off strangerLimits (strangers.go)
+	}
 	for _, rep := range r.vaultsOf(dev) {
 		r.startPull(rep, p, dev)
 		rep.retryUnavailable()
@@ -119,6 +125,12 @@ func (r *Relay) pullLog(ctx context.Context, rep *replica, p peer.ID, dev keys.D
 			if err := rep.ingestEntry(payload); err != nil {
 				if errors.Is(err, ErrQuota) {
 					r.log.Warn("vault quota reached; taking no more entries", "vault", rep.id)
+				}
+				if dec, derr := entry.Decode(payload); derr == nil && dec.Author() == dev && errors.Is(err, entry.ErrPrevMismatch) {
+					// The device's own log forked from the copy here
+					// (often the only other copy): tell it, as devices
+					// do (node/entryrefusals.go); it checks the claim.
+					c.SendError(wire.CodeLogForked, fmt.Sprintf("entry %d of your own log does not follow the entry %d of it held here: your log has forked", dec.Seq(), dec.Seq()-1))
 				}
 				return fmt.Errorf("entry from %s: %w", dev, err)
 			}

@@ -23,6 +23,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/weftsync/weft/internal/p2p"
+	"github.com/weftsync/weft/internal/refusal"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
 	"github.com/weftsync/weft/store/home"
@@ -105,6 +106,8 @@ type Relay struct {
 	ownHost bool
 	dht     *dht.IpfsDHT
 	stats   *stats
+	refused *refusal.Log // streams refused to peers not admitted (strangers.go)
+	bans    *p2p.Bans    // strangers refused for a while (strangers.go)
 
 	loops sync.WaitGroup // fetch, GC, idle and scrub loops
 
@@ -152,9 +155,10 @@ func New(cfg Config) (*Relay, error) {
 		return nil, fmt.Errorf("relay key: %w", err)
 	}
 	r := &Relay{
-		cfg: cfg, log: cfg.Logger, id: id, stats: newStats(),
+		cfg: cfg, log: cfg.Logger, id: id, stats: newStats(), refused: refusal.New(refusal.Config{Logger: cfg.Logger}), bans: p2p.NewBans(),
 		vaults: map[keys.VaultID]*replica{}, pulling: map[pullKey]bool{},
 	}
+	r.stats.reg.MustRegister(r.refused.Collector("weft_relay_refused_streams_total"))
 	if err := r.openReplicas(); err != nil {
 		r.closeReplicas()
 		return nil, err
@@ -242,6 +246,10 @@ func (r *Relay) newHost() (host.Host, error) {
 		Protocols: []p2pprotocol.ID{ProtoLog, ProtoChunk, ProtoRelay},
 		Total:     rcmgr.BaseLimit{StreamsInbound: 4096, StreamsOutbound: 4096, Streams: 8192, Memory: 512 << 20},
 		PerPeer:   rcmgr.BaseLimit{StreamsInbound: 32, StreamsOutbound: 32, Streams: 64, Memory: 64 << 20},
+		Override:  map[p2pprotocol.ID]p2p.ProtocolLimits{ProtoRelay: enrollLimits},
+		Peer:      peerLimits,
+		Stranger:  strangerLimits,
+		Gater:     r.bans,
 		ConnLow:   900, ConnHigh: 1000,
 	}.Options()
 	if err != nil {
@@ -319,6 +327,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer r.closeReplicas()
+	defer r.refused.Close()
 	if r.ownHost {
 		defer r.host.Close()
 	}

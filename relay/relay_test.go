@@ -139,7 +139,7 @@ func TestRelayAccess(t *testing.T) {
 	}{
 		{"outsider reads X's log", out, ProtoLog, [][]byte{hello(t, x.id), logReq}, wire.CodeNotMember},
 		{"outsider reads X's chunk", out, ProtoChunk, [][]byte{hello(t, x.id), want}, wire.CodeNotMember},
-		{"outsider reads a vault not served", out, ProtoLog, [][]byte{hello(t, keys.VaultID{9}), logReq}, wire.CodeUnknownVault},
+		{"outsider reads a vault not served", out, ProtoLog, [][]byte{hello(t, keys.VaultID{9}), logReq}, wire.CodeNotMember},
 		{"outsider enrolls X's own log", out, ProtoRelay, [][]byte{enrollFrame(t, x.id, x.encoded())}, wire.CodeNotMember},
 		{"outsider enrolls a forged log of X", out, ProtoRelay, [][]byte{enrollFrame(t, x.id, forgedLog)}, wire.CodeProtocol},
 		{"outsider enrolls X's log, tampered", out, ProtoRelay, [][]byte{enrollFrame(t, x.id, tampered)}, wire.CodeProtocol},
@@ -151,7 +151,7 @@ func TestRelayAccess(t *testing.T) {
 		{"member of X reads Y's log", a, ProtoLog, [][]byte{hello(t, y.id), logReq}, wire.CodeNotMember},
 		{"member of X reads X's chunk under Y", a, ProtoChunk, [][]byte{hello(t, y.id), want}, wire.CodeNotMember},
 		{"admin of Z enrolls Z, which does not list the relay", c, ProtoRelay, [][]byte{enrollFrame(t, z.id, z.encoded())}, wire.CodeNotMember},
-		{"admin of Z reads Z's log", c, ProtoLog, [][]byte{hello(t, z.id), logReq}, wire.CodeUnknownVault},
+		{"admin of Z reads Z's log", c, ProtoLog, [][]byte{hello(t, z.id), logReq}, wire.CodeNotMember},
 		{"admin of Z reads X's log", c, ProtoLog, [][]byte{hello(t, x.id), logReq}, wire.CodeNotMember},
 	}
 	for _, tt := range tests {

@@ -64,6 +64,7 @@ type replica struct {
 	// (its LogStatus on the relay's pulls); holdsGen counts its changes
 	// (holds.go).
 	devHolds  map[keys.DeviceID]map[keys.DeviceID]uint64
+	devGen    map[keys.DeviceID]uint64 // holdsGen at each device's last change
 	holdsGen  uint64
 	fetchKick chan struct{}
 

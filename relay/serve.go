@@ -8,6 +8,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/weftsync/weft/internal/p2p"
+	"github.com/weftsync/weft/internal/refusal"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -29,35 +31,43 @@ func (r *Relay) handleEnroll(s network.Stream) {
 	defer s.Close()
 	dev, err := DeviceIDOf(s.Conn().RemotePeer())
 	if err != nil {
-		_ = s.Reset()
+		r.refuseRead(s, s.Conn().RemotePeer(), fmt.Errorf("%w: %w", refusal.ErrNotDevice, err))
 		return
 	}
-	c := wire.NewConn(s, r.stats)
+	c := r.inboundConn(s)
 	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
-	p, err := c.Expect(wire.MsgEnroll)
+	p, err := c.ExpectLimit(wire.MsgEnroll, wire.MaxEnrollFrame)
 	if err != nil {
+		r.refuseRead(s, dev, err)
 		return
 	}
 	en, err := wire.ParseEnroll(p)
 	if err != nil {
 		c.SendError(wire.CodeProtocol, err.Error())
+		r.refuse(s, refusal.Malformed, dev, err)
 		return
 	}
 	recs, err := checkMembership(en)
 	if err != nil {
 		c.SendError(wire.CodeProtocol, err.Error())
+		r.refuse(s, refusal.Malformed, dev, err)
 		return
 	}
+	c.Release() // recs hold what is needed of the frame
 	st := member.NewState(en.Vault)
 	for _, rec := range recs {
 		_ = st.Apply(rec) // checked above
 	}
+	// Whoever sent them holds records signed with the vault's key, so
+	// it may learn whether this relay is listed.
 	if !Listed(st.Relays(), r.host.ID()) {
 		c.SendError(wire.CodeNotMember, "this relay is not listed in the vault's membership; add it with `weft relay add`")
+		r.refuse(s, refusal.NotMember, dev, errNotListed)
 		return
 	}
 	if !st.IsMember(dev) {
-		c.SendError(wire.CodeNotMember, "not a member of this vault")
+		c.SendError(wire.CodeNotMember, wire.ReasonNotMember)
+		r.refuse(s, refusal.NotMember, dev, errNotMember)
 		return
 	}
 	rep, err := r.enroll(en.Vault, recs)
@@ -83,13 +93,15 @@ func (r *Relay) handleEnroll(s network.Stream) {
 		return
 	}
 	if !rep.isMember(dev) {
-		c.SendError(wire.CodeNotMember, "not a member of this vault")
+		c.SendError(wire.CodeNotMember, wire.ReasonNotMember)
+		r.refuse(s, refusal.NotMember, dev, errNotMember)
 		return
 	}
 	if err := c.Send(wire.MsgRelayStatus, rep.status()); err != nil {
 		return
 	}
 	_ = c.Flush()
+	p2p.Admit(r.host, s.Conn().RemotePeer(), peerLimits)
 	r.log.Info("device enrolled", "vault", en.Vault, "device", dev)
 	r.startPull(rep, s.Conn().RemotePeer(), dev)
 }
@@ -120,6 +132,7 @@ func checkMembership(en wire.Enroll) ([]member.Record, error) {
 }
 
 var (
+	errNotListed     = errors.New("this relay is not listed in the vault's membership")
 	errNotAllowed    = errors.New("this relay does not serve that vault (operator allow-list)")
 	errTooManyVaults = errors.New("this relay serves as many vaults as its operator allows")
 )
@@ -170,7 +183,11 @@ func containsVault(ids []keys.VaultID, id keys.VaultID) bool {
 }
 
 // acceptHello answers a stream's Hello when the relay serves the vault
-// and the opener is one of its current members.
+// and the opener is one of its current members. A vault not served and
+// an opener that is not a member get the same answer (wire.ReasonNotMember):
+// a member whose vault the relay does not serve (yet, or any more) then
+// enrolls (node/relays.go), and an outsider learns nothing of which
+// vaults the relay serves. The error returned, for the log, says which.
 func (r *Relay) acceptHello(c *wire.Conn, dev keys.DeviceID) (*replica, error) {
 	h, err := c.ReadHello()
 	if err != nil {
@@ -178,11 +195,11 @@ func (r *Relay) acceptHello(c *wire.Conn, dev keys.DeviceID) (*replica, error) {
 	}
 	rep := r.replica(h.Vault)
 	if rep == nil || !Listed(rep.relays(), r.host.ID()) {
-		c.SendError(wire.CodeUnknownVault, "vault not served here; enroll it first")
-		return nil, fmt.Errorf("vault %s not served", h.Vault)
+		c.SendError(wire.CodeNotMember, wire.ReasonNotMember)
+		return nil, fmt.Errorf("%w: vault %s not served", errNotMember, h.Vault)
 	}
 	if !rep.isMember(dev) {
-		c.SendError(wire.CodeNotMember, "not a member of this vault")
+		c.SendError(wire.CodeNotMember, wire.ReasonNotMember)
 		return nil, fmt.Errorf("%s: %w", dev, errNotMember)
 	}
 	return rep, c.AcceptHello(h.Vault)
@@ -195,15 +212,22 @@ func (r *Relay) acceptHello(c *wire.Conn, dev keys.DeviceID) (*replica, error) {
 func (r *Relay) openStream(s network.Stream) (dev keys.DeviceID, c *wire.Conn, rep *replica, ok bool) {
 	dev, err := DeviceIDOf(s.Conn().RemotePeer())
 	if err != nil {
-		_ = s.Reset()
+		r.refuseRead(s, s.Conn().RemotePeer(), fmt.Errorf("%w: %w", refusal.ErrNotDevice, err))
 		return dev, nil, nil, false
 	}
-	c = wire.NewConn(s, r.stats)
+	c = r.inboundConn(s)
 	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
 	rep, err = r.acceptHello(c, dev)
-	if err != nil {
+	if errors.Is(err, errNotMember) {
+		r.refuse(s, refusal.NotMember, dev, err)
 		return dev, nil, nil, false
 	}
+	if err != nil {
+		r.refuseRead(s, dev, err)
+		return dev, nil, nil, false
+	}
+	c.SetMemory(s.Scope(), network.ReservationPriorityHigh) // a member now
+	p2p.Admit(r.host, s.Conn().RemotePeer(), peerLimits)
 	_ = s.SetReadDeadline(time.Time{})
 	return dev, c, rep, true
 }
@@ -218,7 +242,7 @@ func (r *Relay) handleLog(s network.Stream) {
 		return
 	}
 	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
-	p, err := c.Expect(wire.MsgLogRequest)
+	p, err := c.ExpectLimit(wire.MsgLogRequest, wire.MaxLogRequestFrame)
 	if err != nil {
 		return
 	}
@@ -261,7 +285,7 @@ func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev ke
 			}
 			lastPeers = key
 		}
-		if hs, gen := rep.holdsFor(dev); gen != holdsSent {
+		if hs, gen := rep.holdsFor(dev, holdsSent); gen != holdsSent {
 			for _, h := range hs {
 				if err := c.Send(wire.MsgHolds, h); err != nil {
 					return err
@@ -336,7 +360,7 @@ func (r *Relay) handleChunk(s network.Stream) {
 		return
 	}
 	for {
-		p, err := c.Expect(wire.MsgWantChunks)
+		p, err := c.ExpectLimit(wire.MsgWantChunks, wire.MaxWantChunksFrame)
 		if err != nil {
 			return
 		}

@@ -212,7 +212,15 @@ func TestRestoredHomeConverges(t *testing.T) {
 // records again from the peer it remembers, checks them from the genesis,
 // and syncs again.
 func TestDamagedMembershipRefetched(t *testing.T) {
-	a, b := pair(t)
+	a, b := newDevice(t, "a"), newDevice(t, "b")
+	// Fixed ports: both restart below, and must find each other again.
+	for _, d := range []*device{a, b} {
+		d.upArgs = []string{"--mdns=false", "--listen", fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", freePort(t))}
+	}
+	a.must("init", a.folder)
+	a.up()
+	lines := strings.Split(strings.TrimSpace(a.must("invite")), "\n")
+	b.must("join", lines[len(lines)-1], b.folder)
 	b.up()
 	want := map[string]string{"before.txt": "before the damage"}
 	a.write("before.txt", []byte(want["before.txt"]))
@@ -237,7 +245,23 @@ func TestDamagedMembershipRefetched(t *testing.T) {
 	want["while-b-was-down.txt"] = "written on a while b was stopped"
 	a.write("while-b-was-down.txt", []byte(want["while-b-was-down.txt"]))
 
+	// With no member reachable, b says what is wrong: an error with code
+	// membership-lost, and doctor a problem (before: in-sync, nothing).
+	a.stop()
 	b.up()
+	waitStatus(t, b, time.Minute, func(st node.Status) error {
+		f := st.Folders[0]
+		for _, e := range f.Errors {
+			if e.Code == "membership-lost" && f.State == "error" {
+				return nil
+			}
+		}
+		return fmt.Errorf("state %s, errors %+v", f.State, f.Errors)
+	})
+	if code, out, _ := b.exitCode("doctor", "--json"); code != 3 || !strings.Contains(out, `"kind": "membership-lost"`) {
+		t.Fatalf("doctor on b: exit %d, output:\n%s\nwant exit 3 naming membership-lost", code, out)
+	}
+	a.up()
 	waitHolding(t, a, b, want)
 	want["after.txt"] = "written on b after the refetch"
 	b.write("after.txt", []byte(want["after.txt"]))

@@ -351,10 +351,18 @@ func TestSyncThroughRelayBehindNATs(t *testing.T) {
 	// Before, both said in_sync false.
 	for _, d := range []*device{a, b} {
 		waitStatus(t, d, time.Minute, func(st node.Status) error {
+			devices := 0
 			for _, p := range st.Peers {
-				if p.Role == "device" && !p.InSync {
+				if p.Role != "device" {
+					continue
+				}
+				devices++
+				if !p.InSync {
 					return fmt.Errorf("peer %s (%s) in_sync false", p.ID, p.Connection)
 				}
+			}
+			if devices != 1 {
+				return fmt.Errorf("%d device peers listed, want the other device", devices)
 			}
 			return nil
 		})

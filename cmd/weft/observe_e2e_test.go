@@ -40,8 +40,11 @@ type statusDoc struct {
 		Written         uint64 `json:"written"`
 		Conflicts       int    `json:"conflicts"`
 		Errors          []struct {
-			Path   string `json:"path"`
-			Reason string `json:"reason"`
+			Code   string     `json:"code"`
+			Path   string     `json:"path"`
+			Peer   string     `json:"peer"`
+			Reason string     `json:"reason"`
+			Since  *time.Time `json:"since"`
 		} `json:"errors"`
 	} `json:"folders"`
 	Peers []struct {
@@ -82,6 +85,14 @@ func strictStatus(t *testing.T, d *device) statusDoc {
 		}
 		if f.Errors == nil {
 			t.Errorf("errors is null, want a list")
+		}
+		for _, e := range f.Errors {
+			if e.Code == "" || e.Since == nil {
+				t.Errorf("errors[] item %+v: every item has a code and a since", e)
+			}
+		}
+		if f.State == "in-sync" && len(f.Errors) > 0 {
+			t.Errorf("in-sync with errors %+v", f.Errors)
 		}
 		if f.Unsafe > f.Written {
 			t.Errorf("unsafe %d > written %d: unsafe counts this device's own entries", f.Unsafe, f.Written)

@@ -43,7 +43,7 @@ func TestWatchLimitFallsBackToRescans(t *testing.T) {
 	waitStatus(t, b, time.Minute, func(st node.Status) error {
 		f := st.Folders[0]
 		for _, e := range f.Errors {
-			if e.Code == "watcher-limit" && f.State == "out-of-sync" && strings.Contains(e.Reason, "max_user_watches") {
+			if e.Code == "watcher-limit" && f.State == "out-of-sync" && strings.Contains(e.Reason, "/proc/sys/user/max_inotify_watches") {
 				return nil
 			}
 		}

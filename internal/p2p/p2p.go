@@ -5,7 +5,10 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	coreconnmgr "github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	p2pprotocol "github.com/libp2p/go-libp2p/core/protocol"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
@@ -64,10 +67,28 @@ type Base struct {
 	Protocols []p2pprotocol.ID
 	Total     rcmgr.BaseLimit
 	PerPeer   rcmgr.BaseLimit
+	// Override gives some protocols their own limits instead of Total and
+	// PerPeer (pairing, which strangers use, gets far fewer streams).
+	Override map[p2pprotocol.ID]ProtocolLimits
+	// Peer, if not zero, replaces libp2p's default limits of one peer
+	// across all its connections and protocols (which grow with the
+	// machine's memory: hundreds of MiB on a large one).
+	Peer rcmgr.BaseLimit
+	// Stranger, if not zero, is where every peer starts instead: libp2p
+	// knows identities, not vault membership, so a peer's scope is made
+	// with these small limits, and the node raises it to Peer with Admit
+	// once it knows the peer is a member or relay of a vault it serves.
+	Stranger rcmgr.BaseLimit
+	// Gater, if not nil, is consulted on every connection (Bans).
+	Gater coreconnmgr.ConnectionGater
 	// ConnLow and ConnHigh are the connection manager's watermarks;
 	// connections a caller protects are never trimmed.
 	ConnLow, ConnHigh int
 }
+
+// ProtocolLimits are one protocol's limits: Total across all peers,
+// PerPeer for each peer.
+type ProtocolLimits struct{ Total, PerPeer rcmgr.BaseLimit }
 
 // Options returns the libp2p options of b: its identity and listen
 // addresses, TCP and QUIC, Noise, yamux, the resource manager with b's
@@ -81,8 +102,18 @@ func (b Base) Options() ([]libp2p.Option, error) {
 	limits := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&limits)
 	for _, p := range b.Protocols {
-		limits.AddProtocolLimit(p, b.Total, rcmgr.BaseLimitIncrease{})
-		limits.AddProtocolPeerLimit(p, b.PerPeer, rcmgr.BaseLimitIncrease{})
+		total, perPeer := b.Total, b.PerPeer
+		if o, ok := b.Override[p]; ok {
+			total, perPeer = o.Total, o.PerPeer
+		}
+		limits.AddProtocolLimit(p, total, rcmgr.BaseLimitIncrease{})
+		limits.AddProtocolPeerLimit(p, perPeer, rcmgr.BaseLimitIncrease{})
+	}
+	if b.Peer != (rcmgr.BaseLimit{}) {
+		limits.PeerBaseLimit, limits.PeerLimitIncrease = b.Peer, rcmgr.BaseLimitIncrease{}
+	}
+	if b.Stranger != (rcmgr.BaseLimit{}) {
+		limits.PeerBaseLimit, limits.PeerLimitIncrease = b.Stranger, rcmgr.BaseLimitIncrease{}
 	}
 	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()))
 	if err != nil {
@@ -92,7 +123,7 @@ func (b Base) Options() ([]libp2p.Option, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connection manager: %w", err)
 	}
-	return []libp2p.Option{
+	opts := []libp2p.Option{
 		libp2p.Identity(priv),
 		libp2p.ListenAddrStrings(b.Listen...),
 		libp2p.Transport(tcp.NewTCPTransport),
@@ -102,5 +133,30 @@ func (b Base) Options() ([]libp2p.Option, error) {
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
 		libp2p.DisableMetrics(),
-	}, nil
+	}
+	if b.Gater != nil {
+		opts = append(opts, libp2p.ConnectionGater(b.Gater))
+	}
+	return opts, nil
+}
+
+// Admit raises the resource limits of peer p, across all its connections,
+// to limit: p is a member or relay of a vault served here, no longer held
+// to Base.Stranger. It lasts as long as libp2p keeps p's scope (while p
+// has a connection, and up to a minute after), so callers admit a peer on
+// each new connection. It does nothing when the host's resource manager
+// has no adjustable scopes (tests' null resource manager) or p's scope
+// already allows at least limit's streams.
+func Admit(h host.Host, p peer.ID, limit rcmgr.BaseLimit) {
+	_ = h.Network().ResourceManager().ViewPeer(p, func(s network.PeerScope) error {
+		l, ok := s.(rcmgr.ResourceScopeLimiter)
+		if !ok {
+			return nil
+		}
+		if cur := l.Limit(); cur != nil && cur.GetStreamTotalLimit() >= limit.Streams && cur.GetMemoryLimit() >= limit.Memory {
+			return nil
+		}
+		l.SetLimit(limit)
+		return nil
+	})
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -24,18 +25,111 @@ type Message interface{ AppendBinary([]byte) []byte }
 // writes are buffered and go out on Flush. A Conn is used by one goroutine
 // at a time. Devices and relays share it so that both speak the protocols
 // the same way.
+//
+// Every read has a frame limit (SetReadLimit, or ReadLimit for one frame):
+// a frame announcing more is refused with ErrFrameTooLarge before any of
+// it is read, so a peer not yet checked can be held to a few KiB
+// (MaxHelloFrame). With SetMemory, a Conn also reserves each frame over
+// MaxHelloFrame in the resource manager before reading it, so the limits
+// per stream, protocol, peer and process bound what peers can make it
+// hold (docs/security.md, "Strangers").
 type Conn struct {
 	r       io.Reader
 	w       *bufio.Writer
 	counter Counter
+	limit   int    // frame limit of Read; MaxFrameSize unless set
+	mem     Memory // nil: no reservations
+	prio    uint8  // priority of reservations in mem
+	held    int    // bytes reserved in mem for the last frame read
 }
+
+// Memory is where a Conn reserves the memory of the large frames it reads.
+// A libp2p stream's resource scope (network.StreamScope) is one: its
+// reservations count against the stream's, protocol's, peer's and
+// process's limits, and are released when the stream closes.
+type Memory interface {
+	ReserveMemory(size int, prio uint8) error
+	ReleaseMemory(size int)
+}
+
+// Frame limits (type byte plus payload) of the messages read from a peer
+// whose right to send more is not yet established, or that need no more.
+// Each is the largest frame its message can be, so a valid message always
+// fits.
+const (
+	// MaxHelloFrame bounds a Hello (about 40 bytes) and the first frame of
+	// any stream from a peer not yet checked: a PairRequest (at most 67).
+	MaxHelloFrame = 4 << 10
+	// MaxPairRequestFrame bounds a PairRequest: type, proof length, proof.
+	MaxPairRequestFrame = 1 + 1 + 64
+	// MaxLogRequestFrame bounds a LogRequest of MaxVectorAuthors authors.
+	MaxLogRequestFrame = 1 + binary.MaxVarintLen64 + MaxVectorAuthors*(32+binary.MaxVarintLen64) + binary.MaxVarintLen64
+	// MaxWantChunksFrame bounds a WantChunks of MaxWant CIDs.
+	MaxWantChunksFrame = 1 + binary.MaxVarintLen64 + MaxWant*(binary.MaxVarintLen64+maxCIDLen)
+	// MaxEnrollFrame bounds an Enroll of MaxEnrollRecords records.
+	MaxEnrollFrame = 1 + 32 + binary.MaxVarintLen64 + MaxEnrollRecords*(binary.MaxVarintLen64+maxRecordSize)
+)
+
+// ErrNoMemory means the resource manager refused the memory for a frame
+// (the Conn's Memory): the peer, its protocol or the process holds as much
+// as its limits allow. Nothing past the frame's length has been read.
+var ErrNoMemory = errors.New("no memory for the frame")
 
 // NewConn wraps rw. counter may be nil.
 func NewConn(rw io.ReadWriter, counter Counter) *Conn {
 	if counter == nil {
 		counter = nopCounter{}
 	}
-	return &Conn{r: rw, w: bufio.NewWriterSize(rw, 64<<10), counter: counter}
+	return &Conn{r: rw, w: bufio.NewWriterSize(rw, 64<<10), counter: counter, limit: MaxFrameSize}
+}
+
+// SetCounter replaces the Conn's counter (nil: none), for a stream whose
+// peer is known only after its first frame.
+func (c *Conn) SetCounter(counter Counter) {
+	if counter == nil {
+		counter = nopCounter{}
+	}
+	c.counter = counter
+}
+
+// SetReadLimit sets the frame limit of Read and Expect; max <= 0 means
+// MaxFrameSize.
+func (c *Conn) SetReadLimit(max int) {
+	if max <= 0 || max > MaxFrameSize {
+		max = MaxFrameSize
+	}
+	c.limit = max
+}
+
+// SetMemory makes c reserve each frame larger than MaxHelloFrame in m, at
+// priority prio (network.ReservationPriority*), before reading it. A
+// reservation lasts until the next read or Release; m releases what is
+// left when its stream closes.
+func (c *Conn) SetMemory(m Memory, prio uint8) {
+	c.Release()
+	c.mem, c.prio = m, prio
+}
+
+// Release gives back the reservation of the last frame read, once the
+// caller no longer holds its payload.
+func (c *Conn) Release() {
+	if c.held > 0 {
+		c.mem.ReleaseMemory(c.held)
+		c.held = 0
+	}
+}
+
+// admit reserves a frame of n bytes in c.mem.
+func (c *Conn) admit(n int) error {
+	c.Release()
+	if c.mem == nil || n <= MaxHelloFrame {
+		return nil
+	}
+	if err := c.mem.ReserveMemory(n, c.prio); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoMemory, err)
+	}
+	c.held = n
+	return nil
 }
 
 type nopCounter struct{}
@@ -74,7 +168,14 @@ func (c *Conn) SendError(code ErrorCode, reason string) {
 // Read reads one frame. A peer's Error frame is returned as an Error value
 // (use errors.As), never as a message.
 func (c *Conn) Read() (MsgType, []byte, error) {
-	t, p, err := ReadFrame(c.r, MaxFrameSize)
+	return c.ReadLimit(c.limit)
+}
+
+// ReadLimit is Read with a frame limit of max for this frame only: a
+// frame announcing more fails with ErrFrameTooLarge, nothing of it read
+// past its length. max <= 0 means MaxFrameSize.
+func (c *Conn) ReadLimit(max int) (MsgType, []byte, error) {
+	t, p, err := readFrame(c.r, max, c.admit)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -92,7 +193,13 @@ func (c *Conn) Read() (MsgType, []byte, error) {
 // Expect reads one frame and fails with ErrUnexpected unless it has type
 // want.
 func (c *Conn) Expect(want MsgType) ([]byte, error) {
-	t, p, err := c.Read()
+	return c.ExpectLimit(want, c.limit)
+}
+
+// ExpectLimit is Expect with a frame limit of max for this frame only (see
+// ReadLimit).
+func (c *Conn) ExpectLimit(want MsgType, max int) ([]byte, error) {
+	t, p, err := c.ReadLimit(max)
 	if err != nil {
 		return nil, err
 	}
@@ -133,9 +240,12 @@ func (c *Conn) OpenHello(vault keys.VaultID) error {
 // ReadHello runs the first half of the answerer's side: it reads the
 // opener's Hello and checks its version, answering an Error on failure.
 // The caller then checks the vault and the peer and calls AcceptHello or
-// SendError.
+// SendError. The opener is not yet known to be anyone, so its first frame
+// may be at most MaxHelloFrame bytes: a larger one fails with
+// ErrFrameTooLarge, unanswered and unread, and the caller should reset the
+// stream.
 func (c *Conn) ReadHello() (Hello, error) {
-	p, err := c.Expect(MsgHello)
+	p, err := c.ExpectLimit(MsgHello, MaxHelloFrame)
 	if err != nil {
 		return Hello{}, err
 	}
@@ -146,7 +256,7 @@ func (c *Conn) ReadHello() (Hello, error) {
 	}
 	if h.Version != ProtocolVersion {
 		c.SendError(CodeBadVersion, fmt.Sprintf("protocol version %d not supported", h.Version))
-		return Hello{}, fmt.Errorf("peer speaks protocol version %d", h.Version)
+		return Hello{}, fmt.Errorf("%w: peer speaks protocol version %d", ErrBadVersion, h.Version)
 	}
 	return h, nil
 }

@@ -26,4 +26,7 @@ var (
 	// ErrMalformedPayload means a message payload does not parse: a bad
 	// count, a field over its limit, trailing bytes, a non-canonical form.
 	ErrMalformedPayload = errors.New("malformed message payload")
+	// ErrBadVersion means a peer's Hello names a protocol version this side
+	// does not speak.
+	ErrBadVersion = errors.New("unsupported protocol version")
 )

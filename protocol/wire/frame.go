@@ -92,6 +92,14 @@ func WriteFrame(w io.Writer, t MsgType, payload []byte) error {
 // closed. ReadFrame does not interpret the type: unknown codes are returned
 // for the caller to reject.
 func ReadFrame(r io.Reader, max int) (MsgType, []byte, error) {
+	return readFrame(r, max, nil)
+}
+
+// readFrame is ReadFrame with a hook: admit, if not nil, is called with
+// the frame length once it is known to be within max and before any byte
+// past the length prefix is read; an error from it ends the read with
+// that error (the stream is then out of step).
+func readFrame(r io.Reader, max int, admit func(n int) error) (MsgType, []byte, error) {
 	if max <= 0 {
 		max = MaxFrameSize
 	}
@@ -105,6 +113,11 @@ func ReadFrame(r io.Reader, max int) (MsgType, []byte, error) {
 	}
 	if n > uint64(max) {
 		return 0, nil, fmt.Errorf("reading frame: length %d: %w (limit %d)", n, ErrFrameTooLarge, max)
+	}
+	if admit != nil {
+		if err := admit(int(n)); err != nil {
+			return 0, nil, fmt.Errorf("reading frame of %d bytes: %w", n, err)
+		}
 	}
 	tb, err := br.ReadByte()
 	if err != nil {

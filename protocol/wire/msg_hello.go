@@ -53,8 +53,16 @@ const (
 	// of that log: the answerer's log has forked. Sent by the opener on
 	// the stream before it ends it; an answerer that does not read it
 	// loses nothing.
-	CodeLogForked ErrorCode = 9
+	CodeLogForked   ErrorCode = 9
+	CodeRateLimited ErrorCode = 10 // pairing: too many attempts from this identity or in total; try again later
 )
+
+// ReasonNotMember is the one answer (with CodeNotMember) to a Hello from a
+// peer that may not open the stream, whether the answerer does not serve
+// the vault named or serves it and the peer is not one of its members: an
+// outsider learns nothing from it about which vaults the answerer serves
+// (docs/security.md, "What an outsider learns").
+const ReasonNotMember = "not a member of a vault served here"
 
 // MaxReasonLen bounds an Error's reason.
 const MaxReasonLen = 1024

@@ -1,0 +1,169 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"golang.org/x/time/rate"
+
+	"github.com/weftsync/weft/internal/p2p"
+	"github.com/weftsync/weft/internal/refusal"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/wire"
+)
+
+// Strangers: what a device does with peers that are not members of a
+// vault it serves (docs/security.md, "Strangers"). Any libp2p identity can
+// connect and open streams; before the device knows who it is, it reads at
+// most a few KiB (wire.MaxHelloFrame, wire.MaxPairRequestFrame), answers
+// every outsider alike, and resets the stream. Pairing, the one protocol
+// strangers are meant to use, is rate-limited per identity and in total.
+// Each refusal is counted (weft_refused_streams_total) and logged at a
+// bounded rate (internal/refusal). The resource manager's limits (host.go)
+// bound how many such streams can be open at once.
+
+// Pairing rates. A person pairing a device makes one attempt, a few if
+// they mistype the code; a program guessing codes is held to the total.
+const (
+	pairPerPeerBurst = 5
+	pairPerPeerEvery = 10 * time.Second // one more attempt per identity per interval
+	pairTotalBurst   = 30
+	pairTotalEvery   = 500 * time.Millisecond
+	// pairPeersMax bounds the identities tracked; past it (a flood of
+	// fresh identities) attempts are refused until old ones refill.
+	pairPeersMax = 1024
+)
+
+// banFor is how long a stranger that sent what no weft peer sends (a
+// first frame larger than its message can be, or not a weft message at
+// all) is refused: its connections are closed, and new ones refused once
+// the handshake names it. Without it, an identity refused stream after
+// stream keeps the device decrypting all it sends.
+const banFor = time.Minute
+
+// strangers is the node's refusal log, bans and pairing limits.
+type strangers struct {
+	refused *refusal.Log
+	bans    *p2p.Bans // the host's connection gater, when the node built the host
+
+	mu    sync.Mutex // guards the fields below
+	total *rate.Limiter
+	peers map[keys.DeviceID]*rate.Limiter
+}
+
+func newStrangers(log *slog.Logger) *strangers {
+	return &strangers{
+		refused: refusal.New(refusal.Config{Logger: log}),
+		bans:    p2p.NewBans(),
+		total:   rate.NewLimiter(rate.Every(pairTotalEvery), pairTotalBurst),
+		peers:   map[keys.DeviceID]*rate.Limiter{},
+	}
+}
+
+// allowPair takes one pairing attempt of dev from the limits, or says
+// which limit refuses it.
+func (s *strangers) allowPair(dev keys.DeviceID, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lim := s.peers[dev]
+	if lim == nil {
+		if len(s.peers) >= pairPeersMax {
+			// Forget identities whose allowance is whole again: they
+			// are no different from new ones.
+			for d, l := range s.peers {
+				if l.TokensAt(now) >= pairPerPeerBurst {
+					delete(s.peers, d)
+				}
+			}
+			if len(s.peers) >= pairPeersMax {
+				return errors.New("too many identities attempting to pair")
+			}
+		}
+		lim = rate.NewLimiter(rate.Every(pairPerPeerEvery), pairPerPeerBurst)
+		s.peers[dev] = lim
+	}
+	if lim.TokensAt(now) < 1 {
+		return fmt.Errorf("more than %d pairing attempts from this identity (one more every %s)", pairPerPeerBurst, pairPerPeerEvery)
+	}
+	if !s.total.AllowN(now, 1) {
+		return fmt.Errorf("more than %d pairing attempts in total (one more every %s)", pairTotalBurst, pairTotalEvery)
+	}
+	lim.AllowN(now, 1)
+	return nil
+}
+
+// admitLimits raises p's resource limits from strangerLimits to
+// peerLimits (host.go): p is a member or relay of a vault served here, or
+// a device this one fetches membership from.
+func (n *Node) admitLimits(p peer.ID) { p2p.Admit(n.host, p, peerLimits) }
+
+// refuse counts and logs a refused stream, answered already (or not at
+// all), and closes it: the answer still reaches the peer, and whatever it
+// sends after is discarded by the muxer.
+func (n *Node) refuse(s network.Stream, reason string, peer fmt.Stringer, err error) {
+	n.strangers.refused.Note(string(s.Protocol()), reason, peer.String(), err)
+	_ = s.Close()
+}
+
+// refuseRead handles an error reading a stream's first message: counted
+// and logged when it says something about the peer (refusal.Classify).
+// The stream is out of step, with the rest of a frame possibly still
+// coming, so it is reset: nothing more is read, and the muxer frees its
+// buffers now.
+//
+// A stranger whose first frame is larger than its message can be, or is
+// not a weft message, is banned for banFor and disconnected: no weft
+// device sends that. Members are never banned.
+func (n *Node) refuseRead(s network.Stream, peer fmt.Stringer, err error) {
+	_ = s.Reset()
+	reason := refusal.Classify(err)
+	if reason == "" {
+		return
+	}
+	if (reason == refusal.Oversized || reason == refusal.Malformed || reason == refusal.NotDevice) && !n.admitted(s.Conn().RemotePeer()) {
+		p := s.Conn().RemotePeer()
+		if n.strangers.bans.Ban(p, banFor) {
+			err = fmt.Errorf("%w; disconnected, and its connections refused for %s", err, banFor)
+		}
+		// What the peerstore learnt of it (its key, protocols)
+		// goes too: a stranger per second must not grow it.
+		go func() {
+			_ = n.host.Network().ClosePeer(p)
+			n.host.Peerstore().RemovePeer(p)
+		}()
+	}
+	n.strangers.refused.Note(string(s.Protocol()), reason, peer.String(), err)
+}
+
+// admitted reports whether p is a member or relay of a vault served here,
+// or a device this one fetches membership from.
+func (n *Node) admitted(p peer.ID) bool {
+	d, err := DeviceIDOf(p)
+	return err == nil && (n.isPeerAnywhere(d) || n.fetchesMembershipAnywhere(d))
+}
+
+// inboundConn wraps a stream opened by a peer not yet checked: no
+// traffic counters (a stranger gets no peer state), and large frames
+// reserved in the stream's resource scope. Once the peer is admitted the
+// caller sets its counters (wire.Conn.SetCounter).
+func inboundConn(s network.Stream) *wire.Conn {
+	f := wire.NewConn(s, nil)
+	f.SetMemory(s.Scope(), network.ReservationPriorityHigh)
+	return f
+}
+
+// outboundConn wraps a stream this device opened to dev.
+func (n *Node) outboundConn(s network.Stream, dev keys.DeviceID) *wire.Conn {
+	f := wire.NewConn(s, n.counters(dev))
+	f.SetMemory(s.Scope(), network.ReservationPriorityHigh)
+	return f
+}
+
+// errNotMember is acceptHello's refusal: the opener is not a member or
+// relay of the vault it named, or this device does not serve that vault.
+var errNotMember = errors.New("not a member of a vault served here")
