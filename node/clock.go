@@ -247,7 +247,7 @@ func (n *Node) measureClock(ctx context.Context, d keys.DeviceID) (clockSample, 
 	if dl, ok := ctx.Deadline(); ok {
 		_ = s.SetDeadline(dl)
 	}
-	f := wire.NewConn(s, n.counters(d))
+	f := n.outboundConn(s, d)
 	if err := f.OpenHello(v.id); err != nil {
 		_ = s.Reset()
 		return clockSample{}, fmt.Errorf("clock hello: %w", err)
@@ -261,7 +261,7 @@ func (n *Node) measureClock(ctx context.Context, d keys.DeviceID) (clockSample, 
 		if err := f.Flush(); err != nil {
 			return clockSample{}, err
 		}
-		p, err := f.Expect(wire.MsgClockReply)
+		p, err := f.ExpectLimit(wire.MsgClockReply, wire.MaxClockReplyFrame)
 		if err != nil {
 			return clockSample{}, fmt.Errorf("clock reply: %w", err)
 		}
@@ -304,19 +304,13 @@ func ntpSample(t1, t2, t3, t4 int64, elapsed time.Duration) clockSample {
 // clockProbes probes, each answered with this device's clock.
 func (n *Node) handleClock(s network.Stream) {
 	defer s.Close()
-	dev, err := DeviceIDOf(s.Conn().RemotePeer())
-	if err != nil {
-		_ = s.Reset()
+	f, _, _, ok := n.openStream(s) // the Hello step, bounded and counted as on every stream
+	if !ok {
 		return
 	}
 	_ = s.SetDeadline(time.Now().Add(clockTimeout))
-	f := wire.NewConn(s, n.counters(dev))
-	if _, err := n.acceptHello(f, dev); err != nil {
-		n.log.Debug("clock stream refused", "peer", dev, "err", err)
-		return
-	}
 	for range clockProbes {
-		p, err := f.Expect(wire.MsgClockProbe)
+		p, err := f.ExpectLimit(wire.MsgClockProbe, wire.MaxClockProbeFrame)
 		t2 := n.now()
 		if err != nil {
 			return

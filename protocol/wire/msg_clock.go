@@ -2,6 +2,13 @@ package wire
 
 import "encoding/binary"
 
+// Frame limits (type byte plus payload) of the clock messages: each is
+// exactly its message, so a reader allocates nothing beyond it.
+const (
+	MaxClockProbeFrame = 1 + 8
+	MaxClockReplyFrame = 1 + 3*8
+)
+
 // ClockProbe asks the answerer of a /weft/clock/1 stream for its clock.
 // Sent is the opener's clock when it sent the probe, in unix nanoseconds.
 //
