@@ -58,7 +58,7 @@ func TestRefuseOversized(t *testing.T) {
 		{Path: "disk.img", Extra: hashExtra{chunks: big}},
 		{Path: "z.bin", Extra: hashExtra{chunks: big[:maxRefsPerEntry]}},
 	}}
-	refuseOversized(&res)
+	refuseOversized(&res, 0)
 	var kept []string
 	for _, c := range res.Changes {
 		kept = append(kept, c.Path)

@@ -101,12 +101,17 @@ var ErrFileTooLarge = errors.New("file too large to sync yet")
 // refuseOversized moves changes whose chunk list one version cannot hold
 // from res.Changes to res.Skipped, so the rest of the scan is recorded and
 // the file is reported instead of failing every scan.
-func refuseOversized(res *folder.Result) {
+// limit is the most chunks a file may have: maxRefsPerEntry, or less
+// (Config.MaxFileChunks, tests only); 0 means maxRefsPerEntry.
+func refuseOversized(res *folder.Result, limit int) {
+	if limit <= 0 || limit > maxRefsPerEntry {
+		limit = maxRefsPerEntry
+	}
 	kept := res.Changes[:0]
 	for _, c := range res.Changes {
-		if x, ok := c.Extra.(hashExtra); ok && len(x.chunks) > maxRefsPerEntry {
+		if x, ok := c.Extra.(hashExtra); ok && len(x.chunks) > limit {
 			res.Skipped = append(res.Skipped, folder.Skip{Path: c.Path, Err: fmt.Errorf("%w: %d chunks, at most %d in one version (about %.1f GiB)",
-				ErrFileTooLarge, len(x.chunks), maxRefsPerEntry, float64(maxRefsPerEntry)*chunk.AvgSize/(1<<30))})
+				ErrFileTooLarge, len(x.chunks), limit, float64(limit)*chunk.AvgSize/(1<<30))})
 			continue
 		}
 		kept = append(kept, c)
@@ -165,7 +170,7 @@ func (v *vault) scanAs(ctx context.Context, paths []string, mode scanMode) (fold
 		res, err = v.scanner.ScanPaths(ctx, paths)
 	}
 	if err == nil {
-		refuseOversized(&res)
+		refuseOversized(&res, v.n.cfg.MaxFileChunks)
 		res.Changes, confirmed = v.holdLocalDeletions(res.Changes, mode, paths)
 	}
 	v.noteScan(start, paths, res, err)

@@ -50,6 +50,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// MaxFileChunks, for tests only, lowers the most chunks one file may
+	// have (default and upper bound: what one version can list, about
+	// 5.9 GiB), so that a test can have a file over the limit without
+	// writing gigabytes.
+	MaxFileChunks int
 
 	// Host, if set, is the libp2p host to use instead of building one
 	// (ListenAddrs is then ignored). The simulation passes hosts of an

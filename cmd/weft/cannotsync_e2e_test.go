@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,5 +42,34 @@ func TestUnsyncableNameIsReported(t *testing.T) {
 	}
 	a.must("scan")
 	waitSame(t, a, b, time.Minute, filesIn(2))
+	waitStatus(t, a, time.Minute, inSync)
+}
+
+// A file over the size limit (here lowered to 4 chunks with the test-only
+// --debug-max-file-chunks, instead of writing 5.9 GiB) is skipped and
+// said so: out-of-sync with a too-large item naming it, doctor's problem
+// (exit 3); once it is small enough it is recorded and the folder is in
+// sync again.
+func TestOversizedFileIsReported(t *testing.T) {
+	a := newDevice(t, "a")
+	a.upArgs = []string{"--mdns=false", "--debug-max-file-chunks", "4"}
+	a.must("init", a.folder)
+	a.up()
+	big := randBytes(rand.New(rand.NewPCG(5, 6)), 4<<20) // some 60 chunks
+	a.writeAtomic("disk.img", big)
+	a.must("scan")
+	waitStatus(t, a, time.Minute, func(st node.Status) error {
+		for _, e := range st.Folders[0].Errors {
+			if e.Code == "too-large" && e.Path == "disk.img" && st.Folders[0].State == "out-of-sync" {
+				return nil
+			}
+		}
+		return fmt.Errorf("state %s, errors %+v, want out-of-sync with too-large for disk.img", st.Folders[0].State, st.Folders[0].Errors)
+	})
+	if code, out, _ := a.exitCode("doctor", "--json"); code != 3 || !strings.Contains(out, `"kind": "too-large"`) {
+		t.Fatalf("doctor on a: exit %d, output:\n%s\nwant exit 3 naming too-large", code, out)
+	}
+	a.writeAtomic("disk.img", big[:8<<10]) // one chunk
+	a.must("scan")
 	waitStatus(t, a, time.Minute, inSync)
 }

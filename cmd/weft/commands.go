@@ -63,6 +63,7 @@ func upCmd(g *globals) *cobra.Command {
 	var cpuprofile string
 	var bootstrap []string
 	var clockOffset time.Duration
+	var maxFileChunks int
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Run the agent in the foreground, syncing every folder in the home",
@@ -87,6 +88,7 @@ func upCmd(g *globals) *cobra.Command {
 			// or white space (docs/connectivity.md, "DHT rendezvous").
 			bootstrap = append(bootstrap, strings.Fields(strings.ReplaceAll(os.Getenv("WEFT_BOOTSTRAP"), ",", " "))...)
 			cfg := node.Config{Home: h, ListenAddrs: listen, MDNS: mdns, Settle: settle, Bootstrap: bootstrap, Logger: g.logger()}
+			cfg.MaxFileChunks = maxFileChunks
 			if clockOffset != 0 {
 				// Tests only: play a device whose clock is wrong.
 				cfg.Now = func() time.Time { return time.Now().Add(clockOffset) }
@@ -119,6 +121,10 @@ func upCmd(g *globals) *cobra.Command {
 	// conflicts, restore --at and doctor do not follow it (docs/cli.md).
 	c.Flags().DurationVar(&clockOffset, "debug-clock-offset", 0, "TESTS ONLY: run the agent as if its clock were off by this much (\"-48h\", \"90s\")")
 	_ = c.Flags().MarkHidden("debug-clock-offset")
+	// Hidden: a test makes a file over the size limit without writing
+	// 5.9 GiB (docs/cli.md).
+	c.Flags().IntVar(&maxFileChunks, "debug-max-file-chunks", 0, "TESTS ONLY: the most chunks one file may have (default: about 5.9 GiB worth)")
+	_ = c.Flags().MarkHidden("debug-max-file-chunks")
 	c.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
 	_ = c.Flags().MarkHidden("cpuprofile")
 	return c
