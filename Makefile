@@ -3,7 +3,7 @@ GO       ?= go
 FUZZTIME ?= 15s
 CRASH_KILLS ?= 1000
 
-.PHONY: all build test lint fuzz bench sim crash rewrite clean
+.PHONY: all build test lint licenses fuzz bench sim crash rewrite clean
 
 all: build
 
@@ -18,13 +18,36 @@ test: lint
 	$(GO) test -timeout 15m -run '^TestS1Small$$' ./simulation/
 
 # lint: gofmt, go vet, staticcheck (pinned; go run fetches it from the
-# module proxy) and go mod tidy leaving go.mod and go.sum as they are.
-lint:
+# module proxy), go mod tidy leaving go.mod and go.sum as they are (a diff
+# fails the run), and the licence of every dependency (licenses).
+lint: licenses
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	@$(GO) mod tidy -diff || { echo "go mod tidy would change go.mod or go.sum (diff above)"; exit 1; }
+
+# licenses: every package weft and its tests import, on each OS weft is
+# built for, carries a licence from LICENSES_ALLOWED (see
+# docs/dependencies.md, "Licence"). go-licenses is pinned and installed from
+# the module proxy into bin/tools, built for this machine, so that GOOS can
+# then choose which OS's imports it reads. go-base36 is ignored because its
+# LICENSE.md (Apache-2.0 OR MIT, read by hand at v0.2.0) is not a text the
+# classifier recognises; an upgrade of it must be read again.
+GO_LICENSES      ?= github.com/google/go-licenses@v1.6.0
+LICENSES_ALLOWED ?= Apache-2.0,MIT,BSD-2-Clause,BSD-3-Clause,ISC,MPL-2.0,Unlicense
+LICENSES_IGNORE  ?= --ignore github.com/multiformats/go-base36
+licenses:
+	@GOBIN=$(CURDIR)/bin/tools GOOS= GOARCH= $(GO) install $(GO_LICENSES)
+	@set -e; for os in linux darwin windows; do \
+		if [ $$os = linux ]; then pkgs="--include_tests ./..."; else pkgs="./cmd/weft"; fi; \
+		log=$$(mktemp); \
+		if ! GOOS=$$os bin/tools/go-licenses check $(LICENSES_IGNORE) --allowed_licenses $(LICENSES_ALLOWED) $$pkgs >$$log 2>&1; then \
+			grep -v '^W[0-9]' $$log | grep -v '^/' ; rm -f $$log; \
+			echo "licence check failed for GOOS=$$os (allowed: $(LICENSES_ALLOWED))"; exit 1; \
+		fi; \
+		rm -f $$log; echo "licences ok for GOOS=$$os"; \
+	done
 
 # fuzz: every Fuzz target in the tree for FUZZTIME each.
 fuzz:
