@@ -18,12 +18,6 @@ import (
 	"github.com/weftsync/weft/store/home"
 )
 
-// Set by the linker (-ldflags "-X main.version=...").
-var (
-	version = "dev"
-	commit  = "unknown"
-)
-
 // exitUsage marks errors caused by how the command was called.
 type exitUsage struct{ error }
 
