@@ -3,7 +3,7 @@ GO       ?= go
 FUZZTIME ?= 15s
 CRASH_KILLS ?= 1000
 
-.PHONY: all build test lint licenses cross fuzz bench sim crash rewrite clean
+.PHONY: all build test lint licenses cross man release-snapshot fuzz bench sim crash rewrite clean
 
 all: build
 
@@ -71,6 +71,41 @@ cross:
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build ./...; \
 	done
 
+# man: man pages (bin/man/*.1) and shell completions (bin/completions:
+# weft.bash, _weft, weft.fish, weft.ps1), generated from the cobra
+# commands by the hidden `weft gendocs`; the release archives carry them.
+# The pages are dated by the commit, not by the build.
+man: build
+	rm -rf bin/man bin/completions
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) $(or $(OUT),bin/weft) gendocs --man bin/man --completions bin/completions
+
+# release-snapshot: the release archives and checksums.txt in dist/, built
+# by goreleaser (pinned, installed from the module proxy into bin/tools)
+# from this checkout, with nothing published. SNAPSHOT_TARGET=linux/amd64
+# builds one target only (what CI runs): `goreleaser release` has no
+# --single-target, so the build's goos/goarch lines of .goreleaser.yaml are
+# narrowed in a copy, bin/goreleaser-single.yaml.
+# goreleaser drops all git information (commit "none") when the checkout
+# has no remote, as a fresh `git init` or a CI copy may not; there the
+# module's repository is given as origin for the run, through git's
+# environment, without touching the checkout's config.
+GORELEASER ?= github.com/goreleaser/goreleaser/v2@v2.15.1
+SNAPSHOT_TARGET ?=
+release-snapshot: export GIT_CONFIG_COUNT = $(if $(shell git remote 2>/dev/null),0,1)
+release-snapshot: export GIT_CONFIG_KEY_0 = remote.origin.url
+release-snapshot: export GIT_CONFIG_VALUE_0 = https://github.com/weftsync/weft
+release-snapshot:
+	@GOBIN=$(CURDIR)/bin/tools GOOS= GOARCH= $(GO) install $(GORELEASER)
+ifeq ($(SNAPSHOT_TARGET),)
+	bin/tools/goreleaser release --snapshot --clean
+else
+	@mkdir -p bin
+	sed -e 's|^    goos: \[.*\]$$|    goos: [$(firstword $(subst /, ,$(SNAPSHOT_TARGET)))]|' \
+	    -e 's|^    goarch: \[.*\]$$|    goarch: [$(lastword $(subst /, ,$(SNAPSHOT_TARGET)))]|' .goreleaser.yaml > bin/goreleaser-single.yaml
+	@grep -q '^    goos: \[$(firstword $(subst /, ,$(SNAPSHOT_TARGET)))\]$$' bin/goreleaser-single.yaml || { echo "could not narrow .goreleaser.yaml to $(SNAPSHOT_TARGET)"; exit 1; }
+	bin/tools/goreleaser release --snapshot --clean --config bin/goreleaser-single.yaml
+endif
+
 # fuzz: every Fuzz target in the tree for FUZZTIME each.
 fuzz:
 	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
@@ -102,4 +137,4 @@ rewrite:
 	$(GO) test ./... -run 'Golden' -update
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -82,5 +82,6 @@ func newRoot() *cobra.Command {
 	root.AddCommand(eventsCmd(g), doctorCmd(g))
 	root.AddCommand(historyCmd(g), restoreCmd(g), revokeCmd(g), deletionsCmd(g), folderCmd(g), scrubCmd(g))
 	root.AddCommand(benchCmd(g), simCmd(g), relayCmd(g))
+	root.AddCommand(genDocsCmd(root))
 	return root
 }
