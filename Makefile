@@ -3,12 +3,21 @@ GO       ?= go
 FUZZTIME ?= 15s
 CRASH_KILLS ?= 1000
 
-.PHONY: all build test lint fuzz bench sim crash rewrite clean
+.PHONY: all build test lint licenses cross man release-snapshot fuzz bench sim crash rewrite clean
 
 all: build
 
+# The version, commit and commit date stamped into every binary built here
+# (weft version). A release build (goreleaser) sets the same variables.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+DATE    ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
+MODIFIED ?= $(shell if ! git rev-parse HEAD >/dev/null 2>&1; then echo; elif [ -n "$$(git status --porcelain 2>/dev/null)" ]; then echo true; else echo false; fi)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE) -X main.modified=$(MODIFIED)
+
+# build: bin/weft (OUT=path to put it elsewhere).
 build:
-	$(GO) build -ldflags "-X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev) -X main.commit=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" -o bin/weft ./cmd/weft
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(or $(OUT),bin/weft) ./cmd/weft
 
 # test: formatting, vet, then every test with the race detector. Fuzz
 # targets' seed corpora run here as ordinary tests. S1 at issue 6's size
@@ -18,13 +27,84 @@ test: lint
 	$(GO) test -timeout 15m -run '^TestS1Small$$' ./simulation/
 
 # lint: gofmt, go vet, staticcheck (pinned; go run fetches it from the
-# module proxy) and go mod tidy leaving go.mod and go.sum as they are.
-lint:
+# module proxy), go mod tidy leaving go.mod and go.sum as they are (a diff
+# fails the run), and the licence of every dependency (licenses).
+lint: licenses
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	@$(GO) mod tidy -diff || { echo "go mod tidy would change go.mod or go.sum (diff above)"; exit 1; }
+
+# licenses: every package weft and its tests import, on each OS weft is
+# built for, carries a licence from LICENSES_ALLOWED (see
+# docs/dependencies.md, "Licence"). go-licenses is pinned and installed from
+# the module proxy into bin/tools, built for this machine, so that GOOS can
+# then choose which OS's imports it reads. go-base36 is ignored because its
+# LICENSE.md (Apache-2.0 OR MIT, read by hand at v0.2.0) is not a text the
+# classifier recognises; an upgrade of it must be read again.
+GO_LICENSES      ?= github.com/google/go-licenses@v1.6.0
+LICENSES_ALLOWED ?= Apache-2.0,MIT,BSD-2-Clause,BSD-3-Clause,ISC,MPL-2.0,Unlicense
+LICENSES_IGNORE  ?= --ignore github.com/multiformats/go-base36
+licenses:
+	@GOBIN=$(CURDIR)/bin/tools GOOS= GOARCH= $(GO) install $(GO_LICENSES)
+	@set -e; for os in linux darwin windows; do \
+		if [ $$os = linux ]; then pkgs="--include_tests ./..."; else pkgs="./cmd/weft"; fi; \
+		log=$$(mktemp); \
+		if ! GOOS=$$os bin/tools/go-licenses check $(LICENSES_IGNORE) --allowed_licenses $(LICENSES_ALLOWED) $$pkgs >$$log 2>&1; then \
+			grep -v '^W[0-9]' $$log | grep -v '^/' ; rm -f $$log; \
+			echo "licence check failed for GOOS=$$os (allowed: $(LICENSES_ALLOWED))"; exit 1; \
+		fi; \
+		rm -f $$log; echo "licences ok for GOOS=$$os"; \
+	done
+
+# cross: weft for every OS and CPU it is released for, without cgo (so
+# the binaries are static and need nothing installed), into bin/cross/.
+# Only ./cmd/weft is linked; every other package it does not import
+# (simulation, internal test helpers) is type-checked for each OS.
+CROSS_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+cross:
+	@set -e; for t in $(CROSS_TARGETS); do \
+		os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		echo "== $$os/$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/cross/weft-$$os-$$arch$$ext ./cmd/weft; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build ./...; \
+	done
+
+# man: man pages (bin/man/*.1) and shell completions (bin/completions:
+# weft.bash, _weft, weft.fish, weft.ps1), generated from the cobra
+# commands by the hidden `weft gendocs`; the release archives carry them.
+# The pages are dated by the commit, not by the build.
+man: build
+	rm -rf bin/man bin/completions
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) $(or $(OUT),bin/weft) gendocs --man bin/man --completions bin/completions
+
+# release-snapshot: the release archives and checksums.txt in dist/, built
+# by goreleaser (pinned, installed from the module proxy into bin/tools)
+# from this checkout, with nothing published. SNAPSHOT_TARGET=linux/amd64
+# builds one target only (what CI runs): `goreleaser release` has no
+# --single-target, so the build's goos/goarch lines of .goreleaser.yaml are
+# narrowed in a copy, bin/goreleaser-single.yaml.
+# goreleaser drops all git information (commit "none") when the checkout
+# has no remote, as a fresh `git init` or a CI copy may not; there the
+# module's repository is given as origin for the run, through git's
+# environment, without touching the checkout's config.
+GORELEASER ?= github.com/goreleaser/goreleaser/v2@v2.15.1
+SNAPSHOT_TARGET ?=
+release-snapshot: export GIT_CONFIG_COUNT = $(if $(shell git remote 2>/dev/null),0,1)
+release-snapshot: export GIT_CONFIG_KEY_0 = remote.origin.url
+release-snapshot: export GIT_CONFIG_VALUE_0 = https://github.com/weftsync/weft
+release-snapshot:
+	@GOBIN=$(CURDIR)/bin/tools GOOS= GOARCH= $(GO) install $(GORELEASER)
+ifeq ($(SNAPSHOT_TARGET),)
+	bin/tools/goreleaser release --snapshot --clean
+else
+	@mkdir -p bin
+	sed -e 's|^    goos: \[.*\]$$|    goos: [$(firstword $(subst /, ,$(SNAPSHOT_TARGET)))]|' \
+	    -e 's|^    goarch: \[.*\]$$|    goarch: [$(lastword $(subst /, ,$(SNAPSHOT_TARGET)))]|' .goreleaser.yaml > bin/goreleaser-single.yaml
+	@grep -q '^    goos: \[$(firstword $(subst /, ,$(SNAPSHOT_TARGET)))\]$$' bin/goreleaser-single.yaml || { echo "could not narrow .goreleaser.yaml to $(SNAPSHOT_TARGET)"; exit 1; }
+	bin/tools/goreleaser release --snapshot --clean --config bin/goreleaser-single.yaml
+endif
 
 # fuzz: every Fuzz target in the tree for FUZZTIME each.
 fuzz:
@@ -57,4 +137,4 @@ rewrite:
 	$(GO) test ./... -run 'Golden' -update
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

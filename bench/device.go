@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/weftsync/weft/node"
@@ -149,13 +148,13 @@ func (d *device) stop() error {
 	if d.cmd == nil {
 		return nil
 	}
-	_ = syscall.Kill(d.pid, syscall.SIGTERM)
+	terminate(d.pid)
 	var err error
 	select {
 	case err = <-d.done:
 	case <-time.After(30 * time.Second):
 		_ = d.cmd.Process.Kill()
-		_ = syscall.Kill(d.pid, syscall.SIGKILL)
+		killPID(d.pid)
 		<-d.done
 		err = fmt.Errorf("%s: agent did not stop within 30s of SIGTERM", d.name)
 	}
@@ -168,7 +167,7 @@ func (d *device) kill() {
 	if d.cmd == nil {
 		return
 	}
-	_ = syscall.Kill(d.pid, syscall.SIGKILL)
+	killPID(d.pid)
 	_ = d.cmd.Process.Kill()
 	<-d.done
 	d.cmd = nil

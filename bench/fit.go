@@ -6,25 +6,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // DefaultKeepFree is the disk space a run leaves free unless
 // Config.KeepFree says otherwise: the machines this runs on are shared.
 const DefaultKeepFree = 15 << 30
 
-// diskFree returns the bytes an unprivileged writer may still use on
-// dir's filesystem, creating dir first.
-func diskFree(dir string) (int64, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, err
-	}
-	var fs syscall.Statfs_t
-	if err := syscall.Statfs(dir, &fs); err != nil {
-		return 0, fmt.Errorf("free disk of %s: %w", dir, err)
-	}
-	return int64(fs.Bavail) * int64(fs.Bsize), nil
-}
+// mkdirAll creates dir for diskFree, with the permissions the runs use.
+func mkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
 
 // fit returns how many bytes of data a scenario may use in this run: want,
 // or less when copies x want plus Config.KeepFree does not fit the free

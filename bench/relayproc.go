@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/weftsync/weft/node"
@@ -116,7 +115,7 @@ func (r *relayProc) stop() error {
 	if r.cmd == nil {
 		return nil
 	}
-	_ = syscall.Kill(r.pid, syscall.SIGTERM)
+	terminate(r.pid)
 	var err error
 	select {
 	case err = <-r.done:

@@ -140,6 +140,9 @@ type scenario struct {
 // Run runs the selected scenarios and returns the report. It prints a
 // table to cfg.Out as results arrive.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if errUnsupported != nil {
+		return nil, errUnsupported
+	}
 	if cfg.Bin == "" {
 		return nil, fmt.Errorf("bench: no weft binary given")
 	}

@@ -370,11 +370,11 @@ func versionCmd() *cobra.Command {
 			if v.Modified {
 				mod = ", modified"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "weft %s (commit %s%s, %s)\n", v.Version, v.Commit, mod, v.Go)
+			fmt.Fprintf(cmd.OutOrStdout(), "weft %s (commit %s%s, %s, %s)\n", v.Version, v.Commit, mod, v.Date, v.Go)
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: {\"version\", \"commit\", \"modified\", \"go\"}")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: {\"version\", \"commit\", \"date\", \"modified\", \"go\"}")
 	return c
 }
 

@@ -18,12 +18,6 @@ import (
 	"github.com/weftsync/weft/store/home"
 )
 
-// Set by the linker (-ldflags "-X main.version=...").
-var (
-	version = "dev"
-	commit  = "unknown"
-)
-
 // exitUsage marks errors caused by how the command was called.
 type exitUsage struct{ error }
 
@@ -88,5 +82,6 @@ func newRoot() *cobra.Command {
 	root.AddCommand(eventsCmd(g), doctorCmd(g))
 	root.AddCommand(historyCmd(g), restoreCmd(g), revokeCmd(g), deletionsCmd(g), folderCmd(g), scrubCmd(g))
 	root.AddCommand(benchCmd(g), simCmd(g), relayCmd(g))
+	root.AddCommand(genDocsCmd(root))
 	return root
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -119,15 +118,6 @@ func writeBaseline(b *testing.B, buf []byte, n, fsyncs int) time.Duration {
 		}
 	}
 	return time.Since(start)
-}
-
-// cpuTime is the CPU time (user and system) the process has used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkDiskBaseline is the disk's ceiling in the same run: plain
