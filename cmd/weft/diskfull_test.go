@@ -134,20 +134,8 @@ func fillDisk(t *testing.T, dir string) string {
 // is intact.
 func TestHomeDiskFull(t *testing.T) {
 	a, b := newDevice(t, "a"), newDevice(t, "b")
-	mountTmpfs(t, filepath.Dir(a.home)+"/homefs", "64m")
-	a.home = filepath.Dir(a.home) + "/homefs/home"
-	a.must("init", a.folder)
-	a.write("before.txt", []byte("recorded before the disk filled"))
-	a.up()
-	lines := strings.Split(strings.TrimSpace(a.must("invite")), "\n")
-	b.must("join", lines[len(lines)-1], b.folder)
-	b.up()
-	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
-		if m["before.txt"] == "" {
-			return fmt.Errorf("before.txt not synced")
-		}
-		return nil
-	})
+	homeOnSmallDisk(t, a)
+	pairWithBefore(t, a, b, "recorded before the disk filled")
 
 	filler := fillDisk(t, filepath.Dir(a.home))
 	// Enough to need new pages in the log and the index, not only the
@@ -198,20 +186,8 @@ func TestHomeDiskFull(t *testing.T) {
 func TestHomeDiskFullWhileReceiving(t *testing.T) {
 	a, b := newDevice(t, "a"), newDevice(t, "b")
 	b.logDir = filepath.Dir(b.home) // the log stays off the small disk
-	mountTmpfs(t, filepath.Dir(b.home)+"/homefs", "64m")
-	b.home = filepath.Dir(b.home) + "/homefs/home"
-	a.must("init", a.folder)
-	a.write("before.txt", []byte("synced before B's home filled"))
-	a.up()
-	lines := strings.Split(strings.TrimSpace(a.must("invite")), "\n")
-	b.must("join", lines[len(lines)-1], b.folder)
-	b.up()
-	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
-		if m["before.txt"] == "" {
-			return fmt.Errorf("before.txt not synced")
-		}
-		return nil
-	})
+	homeOnSmallDisk(t, b)
+	pairWithBefore(t, a, b, "synced before B's home filled")
 
 	filler := fillDisk(t, filepath.Dir(b.home))
 	const notes = 300
@@ -269,6 +245,32 @@ func TestHomeDiskFullWhileReceiving(t *testing.T) {
 	if !strings.Contains(log, "has room again") {
 		t.Errorf("b never logged that its home has room again:\n%s", b.logTail())
 	}
+}
+
+// homeOnSmallDisk moves d's home (not yet created) onto a 64 MiB tmpfs
+// the test mounts, so that the test can fill it.
+func homeOnSmallDisk(t *testing.T, d *device) {
+	t.Helper()
+	mountTmpfs(t, filepath.Dir(d.home)+"/homefs", "64m")
+	d.home = filepath.Dir(d.home) + "/homefs/home"
+}
+
+// pairWithBefore creates a vault on a holding before.txt (content), joins
+// b, runs both agents and waits for b to have the file.
+func pairWithBefore(t *testing.T, a, b *device, content string) {
+	t.Helper()
+	a.must("init", a.folder)
+	a.write("before.txt", []byte(content))
+	a.up()
+	lines := strings.Split(strings.TrimSpace(a.must("invite")), "\n")
+	b.must("join", lines[len(lines)-1], b.folder)
+	b.up()
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		if m["before.txt"] == "" {
+			return fmt.Errorf("before.txt not synced")
+		}
+		return nil
+	})
 }
 
 // deviceMetrics reads an agent's /metrics through its local API.
