@@ -1,6 +1,7 @@
 package entry
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -68,18 +69,23 @@ func (v *Version) validate() error {
 			if len(v.Inline) > 0 {
 				return bad("has both chunks and inline bytes")
 			}
+			// A version lists chunks or pieces, never both.
+			prefix, what := chunkCIDPrefix, "chunk"
+			if v.HasPieces() {
+				prefix, what = pieceCIDPrefix, "piece"
+			}
 			var sum uint64
 			for j, c := range v.Chunks {
-				if err := checkCID(c.CID, chunkCIDPrefix, "chunk"); err != nil {
-					return fmt.Errorf("chunk %d: %w", j, err)
+				if err := checkCID(c.CID, prefix, what); err != nil {
+					return fmt.Errorf("%s %d: %w", what, j, err)
 				}
 				if c.Size == 0 {
-					return bad("chunk %d has size 0", j)
+					return bad("%s %d has size 0", what, j)
 				}
 				sum += uint64(c.Size)
 			}
 			if sum != v.Size {
-				return bad("chunks hold %d bytes, size says %d", sum, v.Size)
+				return bad("%ss hold %d bytes, size says %d", what, sum, v.Size)
 			}
 			return nil
 		}
@@ -187,8 +193,12 @@ func decodeBodyForm(plain []byte, canonical bool) (*Body, error) {
 		}
 		if len(wv.Chunks) > 0 {
 			v.Chunks = make([]ChunkRef, len(wv.Chunks))
+			prefix := chunkCIDPrefix // or pieces, all of them (piece.go)
+			if bytes.HasPrefix(wv.Chunks[0].CID, pieceCIDPrefix) {
+				prefix = pieceCIDPrefix
+			}
 			for j, c := range wv.Chunks {
-				id, err := parseCID(c.CID, chunkCIDPrefix)
+				id, err := parseCID(c.CID, prefix)
 				if err != nil {
 					return nil, fmt.Errorf("version %d chunk %d: %w", i, j, err)
 				}

@@ -80,8 +80,14 @@ func build(cfg Config, body *Body, checkBody bool) (*Entry, error) {
 	if len(sealed) > MaxBodySize {
 		return nil, fmt.Errorf("building entry: body of %d bytes, limit %d: %w", len(sealed), MaxBodySize, ErrBodyTooLarge)
 	}
+	format := uint64(FormatV1)
+	for i := range body.Versions {
+		if body.Versions[i].HasPieces() {
+			format = FormatV2
+		}
+	}
 	w := wireEntry{
-		Format: FormatV1,
+		Format: format,
 		Vault:  cfg.Vault[:],
 		Author: author[:],
 		Seq:    seq,

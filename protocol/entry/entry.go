@@ -35,7 +35,8 @@ type Head struct {
 	Clock uint64
 }
 
-// Format returns the format version (FormatV1).
+// Format returns the format version: FormatV2 when a version lists
+// pieces, FormatV1 otherwise.
 func (e *Entry) Format() uint64 { return e.w.Format }
 
 // Vault returns the vault the entry belongs to.
@@ -159,8 +160,9 @@ func decode(data []byte, canonical bool) (*Entry, error) {
 }
 
 // peekFormat reads the first element of the top-level array and rejects a
-// format other than FormatV1 before the rest is decoded, so a future format
-// with another layout reports ErrUnknownFormat rather than ErrMalformed.
+// format other than FormatV1 and FormatV2 (the same layout) before the rest
+// is decoded, so a future format with another layout reports
+// ErrUnknownFormat rather than ErrMalformed.
 func peekFormat(data []byte) error {
 	if len(data) < 2 || data[0]>>5 != 4 { // major type 4: array
 		return fmt.Errorf("%w: not a CBOR array", ErrMalformed)
@@ -168,7 +170,7 @@ func peekFormat(data []byte) error {
 	if data[0]&0x1f >= 24 { // V1's 11 elements are counted in the initial byte
 		return fmt.Errorf("%w: array header %#x", ErrUnknownFormat, data[0])
 	}
-	if data[1] != FormatV1 {
+	if data[1] != FormatV1 && data[1] != FormatV2 {
 		return fmt.Errorf("%w: first element %#x", ErrUnknownFormat, data[1])
 	}
 	return nil
@@ -221,15 +223,20 @@ func (e *Entry) fill() error {
 		return fmt.Errorf("%w: sealed body of %d bytes is shorter than nonce and tag", ErrMalformed, len(w.Body))
 	}
 	e.headers = make([]VersionHeader, len(w.Headers))
+	pieces := false
 	for i := range w.Headers {
 		wh := &w.Headers[i]
 		h := &e.headers[i]
 		if len(wh.Refs) > 0 {
 			h.Refs = make([]cid.Cid, len(wh.Refs))
+			prefix := chunkCIDPrefix
+			if w.Format == FormatV2 && bytes.HasPrefix(wh.Refs[0], pieceCIDPrefix) {
+				prefix, pieces = pieceCIDPrefix, true
+			}
 			for j, b := range wh.Refs {
-				c, err := parseCID(b, chunkCIDPrefix)
+				c, err := parseCID(b, prefix)
 				if err != nil {
-					return fmt.Errorf("version %d ref %d: %w", i, j, err)
+					return fmt.Errorf("version %d ref %d (all chunks or all pieces): %w", i, j, err)
 				}
 				h.Refs[j] = c
 			}
@@ -241,6 +248,9 @@ func (e *Entry) fill() error {
 		if err := checkSupersedes(h.Supersedes, e.author, w.Seq); err != nil {
 			return fmt.Errorf("version %d: %w", i, err)
 		}
+	}
+	if w.Format == FormatV2 && !pieces {
+		return fmt.Errorf("%w: format %d without a piece (write format %d)", ErrMalformed, FormatV2, FormatV1)
 	}
 	return nil
 }

@@ -77,4 +77,7 @@ var (
 	// ErrHeaderMismatch means the public version headers do not match the
 	// decrypted body.
 	ErrHeaderMismatch = errors.New("public headers do not match body")
+	// ErrPieceMismatch means a piece's bytes are not the ones its CID
+	// names, or its chunks do not add up to the size its reference claims.
+	ErrPieceMismatch = errors.New("piece does not match its reference")
 )

@@ -1,6 +1,7 @@
 package entry
 
-// FormatV1 is the only entry format version this package reads and writes.
+// FormatV1 is the entry format without pieces (FormatV2, piece.go, is the
+// other one this package reads and writes).
 const FormatV1 = 1
 
 // Limits. Every one is checked on decode before or while anything of that
