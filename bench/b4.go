@@ -8,7 +8,6 @@ import (
 
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
-	"github.com/weftsync/weft/protocol/wire"
 )
 
 // runB4: one large random file uploaded to the relay by A alone (no
@@ -31,7 +30,7 @@ func runB4(rc *runCtx) error {
 	z := sizesFor(rc.cfg.Scale)
 	want := z.resumeFile
 	if lim := maxFileBytes(); want > lim {
-		rc.reduced = append(rc.reduced, fmt.Sprintf("B4 file: %s is more than one file's chunk list may hold (at most entry.MaxRefs = %d refs, and one %d MiB wire frame at about %d bytes a ref, of %d KiB chunks on average): ran %s", human(want), entry.MaxRefs, wire.MaxFrameSize>>20, entryRefBytes, chunk.AvgSize>>10, human(lim)))
+		rc.reduced = append(rc.reduced, fmt.Sprintf("B4 file: %s is more chunks than one version may hold (entry.MaxFileChunks = %d at %d KiB chunks on average): ran %s", human(want), entry.MaxFileChunks, chunk.AvgSize>>10, human(lim)))
 		want = lim
 	}
 	// A's copy and the relay's; at full scale the largest whole GiB that
@@ -136,18 +135,10 @@ func b4Step(s Scale) int64 {
 	return 64 << 20
 }
 
-// maxFileBytes is the largest file B4 uses. A file's version lists every
-// chunk in one entry, and an entry must fit both entry.MaxRefs references
-// and one wire frame (wire.MaxFrameSize, 8 MiB), at about entryRefBytes
-// per reference: a 7 GiB file's entry (114,000 refs, 9.25 MB) is written
-// on A but never reaches the relay, silently (full-scale B4, 2026-11-30).
-// Chunk sizes vary, so it keeps an eighth in hand, in whole GiB.
+// maxFileBytes is the largest file B4 uses: what one version may hold
+// (entry.MaxFileChunks chunks; a large file's version lists its pieces,
+// so no entry or frame limit applies any more), with an eighth in hand
+// since chunk sizes vary, in whole GiB.
 func maxFileBytes() int64 {
-	refs := min(int64(entry.MaxRefs), wire.MaxFrameSize/entryRefBytes)
-	return refs * chunk.AvgSize * 7 / 8 >> 30 << 30
+	return int64(entry.MaxFileChunks) * chunk.AvgSize * 7 / 8 >> 30 << 30
 }
-
-// entryRefBytes is what one chunk reference adds to an encoded entry
-// (measured: 9,252,295 bytes for a 7 GiB file of 64 KiB average chunks,
-// 80.7 bytes a reference), rounded up.
-const entryRefBytes = 84

@@ -10,7 +10,6 @@ import (
 	"github.com/weftsync/weft/node"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
-	"github.com/weftsync/weft/protocol/wire"
 )
 
 func TestFit(t *testing.T) {
@@ -111,15 +110,15 @@ func TestStatusPoll(t *testing.T) {
 	}
 }
 
+// TestMaxFileBytes: B4 now runs at the full 20 GiB (a large file's version
+// lists pieces, so no frame bounds it).
 func TestMaxFileBytes(t *testing.T) {
 	got := maxFileBytes()
-	refs := min(int64(entry.MaxRefs), wire.MaxFrameSize/entryRefBytes)
-	limit := refs * chunk.AvgSize
+	limit := int64(entry.MaxFileChunks) * chunk.AvgSize
 	if got <= 0 || got > limit*7/8 || got%(1<<30) != 0 {
 		t.Errorf("maxFileBytes: got %d, want whole GiB, at most 7/8 of %d", got, limit)
 	}
-	// A 7 GiB file did not reach the relay (its entry was 9.25 MB).
-	if got >= 7<<30 {
-		t.Errorf("maxFileBytes: got %d, want less than 7 GiB", got)
+	if got < 20<<30 {
+		t.Errorf("maxFileBytes: got %d, want at least B4's 20 GiB", got)
 	}
 }

@@ -757,6 +757,9 @@ func (v *vault) localPlaintext(c cid.Cid) ([]byte, error) {
 // localEnvelope re-creates a chunk's envelope for a peer: from a folder
 // file, else from the local version store.
 func (v *vault) localEnvelope(c cid.Cid) ([]byte, error) {
+	if entry.IsPieceCID(c) {
+		return v.db.PieceBytes(c) // pieces.go
+	}
 	_, env, err := v.folderChunk(c)
 	if err != nil {
 		if e, serr := v.storedEnvelope(c); serr == nil {

@@ -87,7 +87,7 @@ func TestStaleDecisionDoesNotOverwriteLocalEdit(t *testing.T) {
 			testHookDecidedFn.Store(&hook)
 			t.Cleanup(func() { testHookDecidedFn.Store(nil) })
 
-			if err := v.ingestEntry(eb.Bytes()); err != nil {
+			if err := v.ingestEntry(eb.Bytes(), nil); err != nil {
 				t.Fatal(err)
 			}
 			select {

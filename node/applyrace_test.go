@@ -97,7 +97,7 @@ func TestSaveAfterApplyAndRestatementKeepsBoth(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := v.ingestEntry(e1.Bytes()); err != nil {
+			if err := v.ingestEntry(e1.Bytes(), nil); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, "the peer's version to be applied", func() bool {
@@ -119,7 +119,7 @@ func TestSaveAfterApplyAndRestatementKeepsBoth(t *testing.T) {
 				t.Fatal(err)
 			}
 			rID := e2.VersionID(0)
-			if err := v.ingestEntry(e2.Bytes()); err != nil {
+			if err := v.ingestEntry(e2.Bytes(), nil); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, "the index to take the same content under the new version", func() bool {

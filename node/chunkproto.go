@@ -10,7 +10,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
 )
@@ -124,7 +123,7 @@ func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, c
 			if !pending[ch.CID] {
 				return remaining(cids, pending), fmt.Errorf("%w: chunk %s was not asked for", wire.ErrUnexpected, ch.CID)
 			}
-			if err := chunk.VerifyCID(ch.CID, ch.Envelope); err != nil {
+			if err := verifyBlob(ch.CID, ch.Envelope); err != nil {
 				return remaining(cids, pending), fmt.Errorf("chunk from %s: %w", dev, err)
 			}
 			delete(pending, ch.CID)

@@ -83,29 +83,27 @@ const maxVersionsPerEntry = 512
 // entry.MaxBodySize.
 const maxInlinePerEntry = 4 << 20
 
-// maxRefsPerEntry bounds the chunk references of one authored entry, and
-// so of one file version: inside entry.MaxRefs, and small enough that the
-// entry (about 82 bytes a reference) fits one wire frame with room to
-// spare (TestEntryAtRefLimitFitsAFrame). Without it, the entry of a large
-// file, or of many medium ones scanned together, was written but could
-// never be sent, and the file stayed unsafe with no error. A file with
-// more chunks (over about 5.9 GiB at chunk.AvgSize) cannot be recorded as
-// one version yet: its chunk list would need splitting; the scan skips it
-// with ErrFileTooLarge, which status and doctor show.
+// maxRefsPerEntry bounds the chunk references of one authored entry: inside
+// entry.MaxRefs, and small enough that the entry (about 82 bytes a
+// reference) fits one wire frame with room to spare
+// (TestEntryAtRefLimitFitsAFrame). A version of a large file lists its
+// pieces, not its chunks (entry.SplitChunks: a reference per 68 MiB or
+// so), so this bounds how many files share an entry, not a file's size.
 const maxRefsPerEntry = 96_000
 
-// ErrFileTooLarge: a file has more chunks than one version may list
-// (maxRefsPerEntry). It is skipped, not recorded, until it shrinks.
-var ErrFileTooLarge = errors.New("file too large to sync yet")
+// ErrFileTooLarge: a file has more chunks than one version may hold
+// (entry.MaxFileChunks, about 256 GiB). It is skipped, not recorded,
+// until it shrinks.
+var ErrFileTooLarge = errors.New("file too large to sync")
 
 // refuseOversized moves changes whose chunk list one version cannot hold
 // from res.Changes to res.Skipped, so the rest of the scan is recorded and
 // the file is reported instead of failing every scan.
-// limit is the most chunks a file may have: maxRefsPerEntry, or less
-// (Config.MaxFileChunks, tests only); 0 means maxRefsPerEntry.
+// limit is the most chunks a file may have: entry.MaxFileChunks, or less
+// (Config.MaxFileChunks, tests only); 0 means entry.MaxFileChunks.
 func refuseOversized(res *folder.Result, limit int) {
-	if limit <= 0 || limit > maxRefsPerEntry {
-		limit = maxRefsPerEntry
+	if limit <= 0 || limit > entry.MaxFileChunks {
+		limit = entry.MaxFileChunks
 	}
 	kept := res.Changes[:0]
 	for _, c := range res.Changes {
@@ -117,6 +115,16 @@ func refuseOversized(res *folder.Result, limit int) {
 		kept = append(kept, c)
 	}
 	res.Changes = kept
+}
+
+// listedRefs is how many references a version adds to its entry: its
+// chunks, or its pieces when it has more than the pieces' Direct limit
+// (an estimate from the average piece, for batching).
+func listedRefs(ver entry.Version, p entry.PieceParams) int {
+	if len(ver.Chunks) <= p.Direct {
+		return len(ver.Chunks)
+	}
+	return len(ver.Chunks)/max(p.Min, 1) + 1
 }
 
 // scan rescans the folder (or just paths, when given) and records every
@@ -266,14 +274,14 @@ func (v *vault) record(changes []folder.Change, confirmed map[string]bool) error
 			ver.Mode = entry.DeletionConfirmed
 		}
 		if ok {
-			if len(batch) == maxVersionsPerEntry || inline+len(ver.Inline) > maxInlinePerEntry || refs+len(ver.Chunks) > maxRefsPerEntry {
+			if len(batch) == maxVersionsPerEntry || inline+len(ver.Inline) > maxInlinePerEntry || refs+listedRefs(ver, v.pieceParams()) > maxRefsPerEntry {
 				if err := flush(); err != nil {
 					return err
 				}
 			}
 			batch = append(batch, ver)
 			inline += len(ver.Inline)
-			refs += len(ver.Chunks)
+			refs += listedRefs(ver, v.pieceParams())
 		}
 		paths = append(paths, c.Path)
 		records = append(records, rec)
@@ -431,6 +439,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 	if len(versions) > 0 {
 		sortVersions(versions)
 		body = &entry.Body{Versions: versions}
+		listed, pieces := splitBody(body, v.pieceParams())
 		v.mu.Lock()
 		clock := v.clock + 1
 		v.mu.Unlock()
@@ -438,7 +447,13 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 		e, err = entry.New(entry.Config{
 			Identity: v.n.id, Vault: v.id, Prev: v.db.Head(self), Clock: clock,
 			Keys: v.writeKeys(), Time: v.nextEntryTime(), Rand: rand.Reader,
-		}, body)
+		}, listed)
+		if err != nil {
+			return fmt.Errorf("writing entry: %w", err)
+		}
+		// The pieces are durable before the entry that names them.
+		err = v.db.PutPieces(pieces)
+		v.noteHomeWrite("storing chunk-list pieces", err) // homefull.go
 		if err != nil {
 			return fmt.Errorf("writing entry: %w", err)
 		}

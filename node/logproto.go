@@ -165,6 +165,10 @@ func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, r
 			}
 		}
 		mine := v.vector()
+		// What the opener wrote itself and sent here, it holds.
+		if s := v.fromAuthorSeq(dev); s > theirs[dev] {
+			theirs[dev] = s
+		}
 		for _, r := range mine.Missing(theirs) {
 			err := v.db.Range(r.Author, r.From, r.To, func(e *entry.Entry) error {
 				return f.SendRaw(wire.MsgEntry, e.Bytes())
@@ -192,6 +196,13 @@ func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, r
 		case <-grown:
 		}
 	}
+}
+
+// fromAuthorSeq is how far dev's own log reached this device from dev.
+func (v *vault) fromAuthorSeq(dev keys.DeviceID) uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.fromAuthor[dev]
 }
 
 // memberSeq is the sequence of the last membership record held.
@@ -262,6 +273,7 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 	// it whole every time, and a relay reporting less than before must
 	// show as such (rollback.go), so its status replaces told.
 	relay := v.isRelay(dev)
+	src := &entrySource{dev: dev, fetch: v.piecesFrom(ctx, p, dev)}
 	var told protocol.Vector
 	for {
 		t, payload, err := f.Read()
@@ -275,7 +287,7 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 			}
 			v.memberCheck(dev) // memberrecover.go
 		case wire.MsgEntry:
-			if err := v.ingestEntry(payload); err != nil {
+			if err := v.ingestEntry(payload, src); err != nil {
 				v.tellRefusal(f, dev, payload, err)
 				if isInvalidEntry(err) {
 					// A forged, altered or foreign entry: nothing of it

@@ -188,7 +188,7 @@ func TestIngestOwnTail(t *testing.T) {
 	other := build(entry.Head{}, "one, written over again") // seq 1 again
 
 	for _, e := range []*entry.Entry{e1, e2} {
-		if err := v.ingestEntry(e.Bytes()); err != nil {
+		if err := v.ingestEntry(e.Bytes(), nil); err != nil {
 			t.Fatalf("taking back own seq %d: %v", e.Seq(), err)
 		}
 	}
@@ -200,7 +200,7 @@ func TestIngestOwnTail(t *testing.T) {
 	}
 
 	// The other seq 1, sent again: held differs, reported once.
-	if err := v.ingestEntry(other.Bytes()); err != nil {
+	if err := v.ingestEntry(other.Bytes(), nil); err != nil {
 		t.Fatalf("a held seq sent again: %v", err)
 	}
 	if !v.tail.forked {
@@ -221,7 +221,7 @@ func TestIngestOwnTail(t *testing.T) {
 	// Seq 3 of the other history links to its own seq 2, not to the
 	// head held here: refused.
 	stray := build(build(other.Head(), "two, on the other history").Head(), "three, on the other history")
-	if err := v.ingestEntry(stray.Bytes()); !errors.Is(err, entry.ErrPrevMismatch) {
+	if err := v.ingestEntry(stray.Bytes(), nil); !errors.Is(err, entry.ErrPrevMismatch) {
 		t.Fatalf("an own entry not chaining onto the head: got %v, want %v", err, entry.ErrPrevMismatch)
 	}
 	if got := v.db.Head(self).Seq; got != 2 {

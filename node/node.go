@@ -51,10 +51,14 @@ type Config struct {
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// MaxFileChunks, for tests only, lowers the most chunks one file may
-	// have (default and upper bound: what one version can list, about
-	// 5.9 GiB), so that a test can have a file over the limit without
-	// writing gigabytes.
+	// have (default and upper bound: entry.MaxFileChunks, about 256 GiB),
+	// so that a test can have a file over the limit without writing
+	// gigabytes.
 	MaxFileChunks int
+	// Pieces, for tests only, sets how a large file's chunk list is cut
+	// into pieces (zero: entry.DefaultPieceParams), so that a test can
+	// sync a file of many pieces without writing gigabytes.
+	Pieces entry.PieceParams
 
 	// Host, if set, is the libp2p host to use instead of building one
 	// (ListenAddrs is then ignored). The simulation passes hosts of an
@@ -315,6 +319,10 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		err := db.Range(author, 1, head.Seq, func(e *entry.Entry) error {
 			body, err := v.openStoredBody(e)
 			if err != nil {
+				return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
+			}
+			// Every piece was stored before its entry (pieces.go).
+			if body, err = v.expandBody(body, nil); err != nil {
 				return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
 			}
 			v.addBodyLocked(e, body)

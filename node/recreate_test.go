@@ -28,7 +28,7 @@ func TestRecreateAfterAppliedDeletionSupersedesIt(t *testing.T) {
 
 	_, other := joinAsMember(t, n)
 	del := reviewMemberEntry(t, v, other, []entry.Version{{Path: "f.txt", Kind: entry.KindDeletion, Supersedes: []entry.VersionID{a}}})
-	if err := v.ingestEntry(del.Bytes()); err != nil {
+	if err := v.ingestEntry(del.Bytes(), nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the deletion applied", func() bool {

@@ -45,7 +45,7 @@ func TestReviewConflictLoserLostWhenCopyFails(t *testing.T) {
 	b := entry.Version{Path: "f.bin", Kind: entry.KindFile, Mode: 0o644, MTime: time.Now().Add(time.Hour).UnixNano(),
 		Size: uint64(len(theirs)), Inline: theirs, Hash: blake3.Sum256(theirs)}
 	eb := reviewMemberEntry(t, v, id, []entry.Version{b})
-	if err := v.ingestEntry(eb.Bytes()); err != nil {
+	if err := v.ingestEntry(eb.Bytes(), nil); err != nil {
 		t.Fatal(err)
 	}
 

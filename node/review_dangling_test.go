@@ -54,11 +54,11 @@ func TestReviewDanglingSupersedesMakeSpuriousConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v.ingestEntry(eb.Bytes()); err != nil {
+	if err := v.ingestEntry(eb.Bytes(), nil); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // the reconcile loop runs before C's entry arrives
-	if err := v.ingestEntry(ec.Bytes()); err != nil {
+	if err := v.ingestEntry(ec.Bytes(), nil); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)

@@ -27,7 +27,7 @@ func TestReviewPendingApplyCountsFailedPathsTwice(t *testing.T) {
 	_, id := joinAsMember(t, n)
 	content := bytes.Repeat([]byte("never served\n"), 800)
 	e := reviewMemberEntry(t, v, id, []entry.Version{reviewChunkedVersion(t, v, "big.txt", content, time.Now().UnixNano())})
-	if err := v.ingestEntry(e.Bytes()); err != nil {
+	if err := v.ingestEntry(e.Bytes(), nil); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)

@@ -73,7 +73,7 @@ func TestReviewLocalEditSupersedesUnappliedRemoteEdit(t *testing.T) {
 	b := reviewChunkedVersion(t, v, "f.txt", bContent, time.Now().UnixNano())
 	b.Supersedes = []entry.VersionID{a}
 	eb := reviewMemberEntry(t, v, id, []entry.Version{b})
-	if err := v.ingestEntry(eb.Bytes()); err != nil {
+	if err := v.ingestEntry(eb.Bytes(), nil); err != nil {
 		t.Fatal(err)
 	}
 	bID := eb.VersionID(0)

@@ -172,7 +172,7 @@ func TestRevoke(t *testing.T) {
 		t.Fatal("C wrote no entry after its revocation")
 	}
 	for name, v := range map[string]*vault{"A": vA, "B": vB} {
-		if err := v.ingestEntry(late[0].Bytes()); !errors.Is(err, member.ErrRevokedEntry) {
+		if err := v.ingestEntry(late[0].Bytes(), nil); !errors.Is(err, member.ErrRevokedEntry) {
 			t.Errorf("%s: got %v, want %v", name, err, member.ErrRevokedEntry)
 		}
 		if got := v.db.Head(idC).Seq; got != cHead {
@@ -180,7 +180,7 @@ func TestRevoke(t *testing.T) {
 		}
 	}
 	// An entry C wrote before (seq <= upto) is still accepted as history.
-	if err := vB.ingestEntry(entriesOf(t, vC, idC, 1)[0].Bytes()); err != nil {
+	if err := vB.ingestEntry(entriesOf(t, vC, idC, 1)[0].Bytes(), nil); err != nil {
 		t.Errorf("B refuses C's first entry: %v", err)
 	}
 	// D, a member admitted after the revocation, offers C's late entry to

@@ -91,6 +91,7 @@ type vault struct {
 	danglingSince map[string]time.Time                                // paths waiting for superseded versions
 	heldUpTo      map[keys.DeviceID]uint64                            // see heldVector
 	foldedUpTo    map[keys.DeviceID]uint64                            // highest seq per author whose body is in the graph
+	fromAuthor    map[keys.DeviceID]uint64                            // highest seq per author received from that author itself (serveLog)
 	scanning      bool
 	scanned       bool // the first full scan has completed
 	pending       pendingCounts
@@ -256,7 +257,10 @@ var errTooFarAhead = errors.New("too many entries ahead of their author's head")
 // author's head (an earlier one has not arrived yet, which happens when
 // several peers stream to this device at once) is held back and ingested
 // once the gap fills.
-func (v *vault) ingestEntry(raw []byte) error {
+//
+// src is the peer that sent it (nil in tests: none, and no pieces can be
+// fetched).
+func (v *vault) ingestEntry(raw []byte, src *entrySource) error {
 	dec, err := entry.Decode(raw)
 	if err != nil {
 		return err
@@ -268,6 +272,7 @@ func (v *vault) ingestEntry(raw []byte) error {
 	head := v.db.Head(author)
 	switch {
 	case dec.Seq() <= head.Seq:
+		v.noteFromAuthor(src, author, dec.Seq())
 		if author == v.n.id.ID() {
 			v.checkOwnHeld(dec) // logtail.go
 		}
@@ -294,7 +299,7 @@ func (v *vault) ingestEntry(raw []byte) error {
 		return nil
 	}
 	for {
-		if err := v.ingestNext(raw, author, head); err != nil {
+		if err := v.ingestNext(raw, author, head, src); err != nil {
 			return err
 		}
 		head = v.db.Head(author)
@@ -310,6 +315,37 @@ func (v *vault) ingestEntry(raw []byte) error {
 	}
 }
 
+// entrySource is the peer an entry came from.
+type entrySource struct {
+	dev   keys.DeviceID
+	fetch pieceFetcher // its pieces, from the same peer
+}
+
+func (s *entrySource) pieces() pieceFetcher {
+	if s == nil {
+		return nil
+	}
+	return s.fetch
+}
+
+// noteFromAuthor records that the author of entry seq sent it itself: the
+// author holds its log up to there, so serveLog need not send it back.
+// (A device that loses its log tail restarts, and its new LogRequest says
+// what it holds.) Before this, every entry came straight back to its
+// author over the author's own log stream: for a version of a large file
+// that was the whole chunk list, 1.29 MiB per edit of a 1 GiB file (B6).
+func (v *vault) noteFromAuthor(src *entrySource, author keys.DeviceID, seq uint64) {
+	if src == nil || src.dev != author {
+		return
+	}
+	v.mu.Lock()
+	if v.fromAuthor == nil {
+		v.fromAuthor = map[keys.DeviceID]uint64{}
+	}
+	v.fromAuthor[author] = max(v.fromAuthor[author], seq)
+	v.mu.Unlock()
+}
+
 // waitKey names an entry held back by ingestEntry.
 type waitKey struct {
 	author keys.DeviceID
@@ -317,7 +353,7 @@ type waitKey struct {
 }
 
 // ingestNext validates, stores and folds in the entry that follows head.
-func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head) error {
+func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head, src *entrySource) error {
 	own := author == v.n.id.ID()
 	var e *entry.Entry
 	var err error
@@ -333,11 +369,17 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head) er
 	if err != nil {
 		return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
 	}
+	// A large file's chunk list comes in pieces: fetched from the sender,
+	// stored, then expanded, all before the entry is (pieces.go).
+	if body, err = v.expandBody(body, src.pieces()); err != nil {
+		return fmt.Errorf("entry %s/%d: %w", author, e.Seq(), err)
+	}
 	err = v.db.Append(e)
 	v.noteHomeWrite("storing a peer's entry", err) // homefull.go
 	if err != nil {
 		return err
 	}
+	v.noteFromAuthor(src, author, e.Seq()) // before the growth is signalled
 	v.mu.Lock()
 	v.addBodyLocked(e, body)
 	v.grewLocked()
