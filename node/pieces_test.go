@@ -19,9 +19,11 @@ import (
 var piecedTestParams = entry.PieceParams{Direct: 16, Min: 4, Max: 32, Mask: 7}
 
 // TestLargeFileSyncsInPieces: a file whose chunk list is cut into pieces
-// syncs, its entry is format 2 and small, a 1 MiB overwrite in its middle
-// costs B the edit's chunks and the few pieces around it (not the list),
-// and B reopens its log, pieces included, after a restart.
+// syncs, its entry is format 2 and small, each of B6's edits in its middle
+// (1 MiB overwritten at an unaligned offset, 1 MiB inserted, 1,000,000
+// bytes inserted) costs B at most 1.5 / 2 / 2 MiB: the edit's chunks and
+// the few pieces around it, not the list; and B reopens its log, pieces
+// included, after a restart. The counts do not depend on load.
 func TestLargeFileSyncsInPieces(t *testing.T) {
 	a, folderA := testNodeWith(t, Config{Pieces: piecedTestParams})
 	dir := t.TempDir()
@@ -66,43 +68,61 @@ func TestLargeFileSyncsInPieces(t *testing.T) {
 		t.Errorf("entry of %d bytes for a 12 MiB file, want a few KiB", n)
 	}
 
-	// Overwrite 1 MiB at an unaligned offset in the middle.
-	before := b.stats.chunkBytesFetched.Load()
-	sentBefore := b.counters(self).bytesSent.Load()
-	edit := make([]byte, 1<<20)
-	if _, err := rand.Read(edit); err != nil {
-		t.Fatal(err)
+	// B6's three edits in the middle of the file, one after another: each
+	// costs B the edit's chunks and the few pieces around it, not the
+	// list, and costs A only B's requests (its own entry does not come
+	// back).
+	at := len(data)/2 + 12_345
+	edits := []struct {
+		name  string
+		apply func(data, fresh []byte) []byte
+		size  int
+		limit int64
+	}{
+		{"1 MiB overwritten", func(d, f []byte) []byte { copy(d[at:], f); return d }, 1 << 20, 3 << 19},
+		{"1 MiB inserted", func(d, f []byte) []byte { return append(d[:at:at], append(f, d[at:]...)...) }, 1 << 20, 2 << 20},
+		{"1,000,000 bytes inserted", func(d, f []byte) []byte { return append(d[:at:at], append(f, d[at:]...)...) }, 1_000_000, 2 << 20},
 	}
-	copy(data[len(data)/2+12_345:], edit)
-	writeFile(t, folderA, "big.bin", data)
-	if err := a.Scan(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	waitFile(t, folderB, "big.bin", data)
-	second := last()
-	fetched := b.stats.chunkBytesFetched.Load() - before
-	cost := fetched + int64(len(second.Bytes()))
-	t.Logf("1 MiB overwrite: B fetched %d bytes of chunks and pieces, the entry is %d bytes", fetched, len(second.Bytes()))
-	if cost > 3<<19 { // 1.5 MiB
-		t.Errorf("B received %d bytes for a 1 MiB overwrite, want at most 1.5 MiB", cost)
-	}
-	// B sends A its requests and status, not A's own entry back.
-	if back := b.counters(self).bytesSent.Load() - sentBefore; back > 32<<10 {
-		t.Errorf("B sent A %d bytes for A's edit, want only requests and status", back)
-	}
-	held := map[cid.Cid]bool{}
-	for _, c := range firstPieces {
-		held[c] = true
-	}
-	fresh := 0
-	for _, c := range piecesOf(t, vB, second) {
-		if !held[c] {
-			fresh++
+	prev := first
+	for _, ed := range edits {
+		fresh := make([]byte, ed.size)
+		if _, err := rand.Read(fresh); err != nil {
+			t.Fatal(err)
 		}
+		before := b.stats.chunkBytesFetched.Load()
+		sentBefore := b.counters(self).bytesSent.Load()
+		data = ed.apply(data, fresh)
+		writeFile(t, folderA, "big.bin", data)
+		if err := a.Scan(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		waitFile(t, folderB, "big.bin", data)
+		next := last()
+		fetched := b.stats.chunkBytesFetched.Load() - before
+		cost := fetched + int64(len(next.Bytes()))
+		t.Logf("%s: B fetched %d bytes of chunks and pieces, the entry is %d bytes", ed.name, fetched, len(next.Bytes()))
+		if cost > ed.limit {
+			t.Errorf("%s: B received %d bytes, want at most %d", ed.name, cost, ed.limit)
+		}
+		if back := b.counters(self).bytesSent.Load() - sentBefore; back > 32<<10 {
+			t.Errorf("%s: B sent A %d bytes, want only requests and status", ed.name, back)
+		}
+		held := map[cid.Cid]bool{}
+		for _, c := range piecesOf(t, vB, prev) {
+			held[c] = true
+		}
+		fresher := 0
+		for _, c := range piecesOf(t, vB, next) {
+			if !held[c] {
+				fresher++
+			}
+		}
+		if fresher < 1 || fresher > 6 {
+			t.Errorf("%s: %d new pieces, want a few", ed.name, fresher)
+		}
+		prev = next
 	}
-	if fresh < 1 || fresh > 6 {
-		t.Errorf("%d new pieces for a 1 MiB edit, want a few", fresh)
-	}
+	second := prev
 
 	// B reopens its log (every entry expands from its stored pieces) and
 	// serves the pieces to others.
