@@ -183,6 +183,9 @@ const danglingWait = 10 * time.Second
 // off while this happens, so the watcher never mistakes these writes for
 // local edits.
 func (v *vault) reconcilePath(ctx context.Context, path string) error {
+	if err := v.repairPieces(ctx, path); err != nil { // pieces.go
+		return err
+	}
 	v.mu.Lock()
 	if len(v.graph.Heads(path)) == 0 {
 		v.mu.Unlock()

@@ -321,10 +321,9 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 			if err != nil {
 				return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
 			}
-			// Every piece was stored before its entry (pieces.go).
-			if body, err = v.expandBody(body, nil); err != nil {
-				return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
-			}
+			// Every piece was stored before its entry; one missing or
+			// damaged since is fetched again when needed (pieces.go).
+			body = v.expandStored(body)
 			v.addBodyLocked(e, body)
 			return nil
 		})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -168,4 +169,91 @@ func piecesOf(t *testing.T, v *vault, e *entry.Entry) []cid.Cid {
 		t.Fatal(err)
 	}
 	return entry.PieceCIDs(&body.Versions[0])
+}
+
+// TestLostPiecesFetchedAgain: a device whose stored pieces are gone (the
+// directory deleted) or rotted still opens its vault, keeps syncing the
+// file's later edits, and fetches a head's missing pieces again from a
+// member before it uses that version.
+func TestLostPiecesFetchedAgain(t *testing.T) {
+	a, folderA := testNodeWith(t, Config{Pieces: piecedTestParams})
+	dir := t.TempDir()
+	hb, err := home.Open(filepath.Join(dir, "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := a.Invite([32]byte{}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	folderB := filepath.Join(dir, "folder")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hvb, err := JoinVault(ctx, hb, inv.String(), folderB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, stopB := startNode(t, hb)
+	data := make([]byte, 6<<20)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, folderA, "big.bin", data)
+	if err := a.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, folderB, "big.bin", data)
+	es := entriesOf(t, b.vaultsNow()[0], a.id.ID(), 1)
+	first := es[len(es)-1]
+	pieces := piecesOf(t, b.vaultsNow()[0], first)
+	stopB()
+
+	// One piece rots, the others are deleted.
+	pdir := filepath.Join(hvb.DBDir(), "pieces")
+	rotted := filepath.Join(pdir, pieces[0].String())
+	raw, err := os.ReadFile(rotted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 0x40
+	for _, c := range pieces[1:] {
+		if err := os.Remove(filepath.Join(pdir, c.String())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(rotted, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := startNode(t, hb) // opens: the version waits for its pieces
+	vB := b2.vaultsNow()[0]
+	id := toCoreID(first.VersionID(0))
+	vB.mu.Lock()
+	kept := vB.bodies[id]
+	vB.mu.Unlock()
+	unexpanded := kept.HasPieces()
+	if !unexpanded {
+		t.Fatal("B reopened without its pieces yet holds the whole chunk list")
+	}
+	if _, err := os.Stat(rotted + ".damaged"); err != nil {
+		t.Errorf("the rotted piece was not set aside: %v", err)
+	}
+	waitUntil(t, 30*time.Second, func() error { return vB.repairPieces(context.Background(), "big.bin") })
+	vB.mu.Lock()
+	full := vB.bodies[id]
+	vB.mu.Unlock()
+	if full.HasPieces() || len(full.Chunks) < 50 {
+		t.Fatalf("after the repair: %d refs, pieces %v", len(full.Chunks), full.HasPieces())
+	}
+	for _, c := range pieces {
+		if _, err := vB.db.Piece(c); err != nil {
+			t.Errorf("piece %s after the repair: %v", c, err)
+		}
+	}
+	// And the file's next edit syncs as usual.
+	copy(data[1<<20:], bytes.Repeat([]byte("edit"), 1000))
+	writeFile(t, folderA, "big.bin", data)
+	if err := a.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, folderB, "big.bin", data)
 }
