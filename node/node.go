@@ -315,6 +315,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	// was opened with entry.OpenBody before its entry was stored, so it is
 	// opened here without the canonical re-encode (entry.OpenStoredBody;
 	// authentication and the rules on versions are still checked).
+	v.replaying = true
 	for author, head := range db.Heads() {
 		err := db.Range(author, 1, head.Seq, func(e *entry.Entry) error {
 			body, err := v.openStoredBody(e)
@@ -332,6 +333,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 			return nil, err
 		}
 	}
+	v.replaying = false
 	// What members and relays said they hold, so "unsafe" is truthful
 	// from the start (nothing is locked yet: the vault is not shared).
 	peers := v.members.Members()

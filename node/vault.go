@@ -75,8 +75,10 @@ type vault struct {
 	members       *member.State
 	graph         *protocol.Graph
 	bodies        map[protocol.VersionID]entry.Version
-	clock         uint64 // highest Lamport clock seen
-	hlc           int64  // latest entry Time seen or written, unix ms (clock.go)
+	inline        inlineCache // recent inline contents (inline.go); bodies hold none
+	replaying     bool        // openVault is folding the stored log in (inline.go)
+	clock         uint64      // highest Lamport clock seen
+	hlc           int64       // latest entry Time seen or written, unix ms (clock.go)
 	index         map[string]vaultdb.Record
 	counts        indexCounts                    // what status reports of index, kept by setIndexLocked
 	children      map[string]map[string]struct{} // dir -> indexed paths directly in it (and dirs leading to indexed paths)
@@ -405,6 +407,12 @@ func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
 		if err := v.graph.Add(cv); err != nil {
 			v.log.Warn("version not added to graph", "version", id, "err", err)
 			continue
+		}
+		if isInline(ver) { // inline.go
+			if !v.replaying { // what the log replays was applied, or is read back when needed
+				v.inline.put(id, ver.Inline)
+			}
+			ver.Inline = nil
 		}
 		v.bodies[id] = ver
 		v.dirty[ver.Path] = struct{}{}
