@@ -289,17 +289,40 @@ func (r *replica) lost(cs []cid.Cid, by pack.FoundBy) {
 		r.stats.quarantined(len(cs), by)
 	}
 	lostSet := make(map[cid.Cid]bool, len(cs))
+	chunksLost := false
 	for _, c := range cs {
 		lostSet[c] = true
+		chunksLost = chunksLost || !entry.IsPieceCID(c)
 	}
+	var listing map[cid.Cid][]cid.Cid // stored pieces that list a lost chunk
+	if chunksLost {
+		listing = r.piecesListing(lostSet) // reads pieces: before the locks
+	}
+	defer r.notePending() // after the locks: pieces to read again
 	r.gcBar.RLock()
 	defer r.gcBar.RUnlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	wanted := 0
 	for _, c := range cs {
 		delete(r.unavail, c)
+		delete(r.pieceDone, c) // a lost piece is wanted again below
 	}
-	wanted := 0
+	for p, refs := range listing {
+		delete(r.pieceDone, p)
+		if refs == nil { // could not be read: check it again
+			r.unnoted[p] = true
+			continue
+		}
+		for _, c := range refs {
+			if lostSet[c] && !r.wanted[c] {
+				if ok, err := r.chunks.Has(c); err == nil && !ok {
+					r.wanted[c] = true
+					wanted++
+				}
+			}
+		}
+	}
 	var cut []string
 	for a, h := range r.db.Heads() {
 		held, lowered := r.held[a], false
