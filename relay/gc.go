@@ -50,9 +50,15 @@ type gcResult struct {
 // (every current head among them), by any version of an entry beyond its
 // author's held prefix, or by an entry stored while collect runs; a chunk
 // still wanted for any of those; and, through store/pack's grace, a chunk
-// stored less than r.gcGrace ago. The held vector is not changed: every
-// entry counted held keeps, for each version that is not superseded, all
-// its chunks.
+// stored less than r.gcGrace ago. A piece a version names counts as
+// referenced by it, and so does every chunk the piece lists (the stored
+// pieces are read for the live set: expandPieces). One exception: a chunk
+// listed only by a piece that an entry stored while collect runs names,
+// and that the replica had not read yet when the drop began, may be
+// dropped; the piece is read again after the drop, the chunk is wanted,
+// and no entry naming the piece counts held meanwhile. The held vector is not
+// changed: every entry counted held keeps, for each version that is not
+// superseded, all its chunks, pieces and their chunks.
 //
 // It runs in three steps. (1) Without blocking anything, scan every
 // stored entry into a retention plan and collect the live set; entries
@@ -359,7 +365,7 @@ func (r *Relay) collectVault(ctx context.Context, rep *replica) {
 		r.log.Warn("garbage collection", "vault", rep.id, "err", err)
 	case err == nil:
 		r.log.Info("garbage collection", "vault", rep.id, "entries", res.Entries,
-			"versions", res.Plan.Versions, "expired", res.Plan.Expired, "live_chunks", res.Live,
+			"versions", res.Plan.Versions, "expired", res.Plan.Expired, "live_chunks", res.Live, "live_pieces", res.Pieces,
 			"reclaimed_chunks", res.Dropped, "reclaimed_bytes", res.DroppedBytes,
 			"packs_rewritten", res.PacksRewritten, "took", took)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -390,6 +391,32 @@ func TestPiecesScrub(t *testing.T) {
 			t.Errorf("%s: held after it was put again: got %d, want 2", lost.name, got)
 		}
 		f.checkConverges()
+	}
+
+	// A stopped relay's home scrubbed offline (weft relay scrub without
+	// --metrics): the next start wants what was quarantined, a piece or a
+	// chunk a stored piece lists, and does not count the entry held.
+	for _, lost := range []cid.Cid{pieces[0], f.chunk(cs[3])} {
+		f.flipChunk(lost)
+		f.rep.close()
+		rep, err := ScrubHome(context.Background(), f.home, slog.New(slog.DiscardHandler))
+		if err != nil || rep.Err() != nil {
+			t.Fatalf("ScrubHome: %v, %v", err, rep.Err())
+		}
+		if len(rep.Vaults) != 1 || len(rep.Vaults[0].Corrupt) != 1 || rep.Vaults[0].Corrupt[0] != lost.String() {
+			t.Fatalf("ScrubHome report: got %+v, want %s corrupt", rep.Vaults, lost)
+		}
+		f.open(Quota{})
+		if got := f.held()[a]; got != 0 {
+			t.Errorf("held after a restart without %s: got %d, want 0", lost, got)
+		}
+		if got := f.wantSet(); !cidsEqual(got, []cid.Cid{lost}) {
+			t.Errorf("wanted after a restart without %s: got %v, want it alone", lost, got)
+		}
+		f.deliverAll()
+		if got := f.held()[a]; got != 2 {
+			t.Errorf("held after %s was put again: got %d, want 2", lost, got)
+		}
 	}
 }
 
