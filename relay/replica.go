@@ -41,9 +41,10 @@ type replica struct {
 	state      *member.State
 	held       map[keys.DeviceID]uint64
 	superseded map[entry.VersionID]bool // versions named as superseded by a stored entry
-	wanted     map[cid.Cid]bool         // chunks and pieces referenced by stored entries (and pieces stored here) and not here
-	// blockedOn is, per author, a missing chunk of the first entry past
-	// its held prefix. Until that chunk arrives (or stops being wanted) the
+	wanted     map[cid.Cid]bool         // chunks and pieces stored entries need (directly or through a stored piece) and not here
+	// blockedOn is, per author, a missing chunk or piece of the first
+	// entry past its held prefix (cid.Undef: a piece still to be read,
+	// which does not block). Until that chunk arrives (or stops being wanted) the
 	// prefix cannot move, so advanceLocked skips the author instead of
 	// decoding that entry again after every batch of chunks: for one large
 	// file that was quadratic (a fifth of the relay's CPU at 5 GiB).
