@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -256,4 +257,47 @@ func TestLostPiecesFetchedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFile(t, folderB, "big.bin", data)
+}
+
+// TestEntryNotEchoedToItsAuthor: B pulls A's new entry from A and does not
+// send it straight back down A's own log stream (it did: every entry went
+// back to its author, the whole chunk list of a large file's version
+// included, 1.29 MiB per edit of a 1 GiB file in issue 16's B6).
+func TestEntryNotEchoedToItsAuthor(t *testing.T) {
+	a, folderA := testNode(t)
+	b, _ := joinNode(t, a)
+	self := a.id.ID()
+	devB := b.id.ID()
+	vB := b.vaultsNow()[0]
+	writeFile(t, folderA, "first.txt", []byte("B pulls from A\n"))
+	if err := a.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, vB.cfg.Folder, "first.txt", []byte("B pulls from A\n"))
+	from := a.vaultsNow()[0].db.Head(self).Seq + 1
+	before := a.counters(devB).bytesReceived.Load()
+	var want []byte
+	for i := range 300 {
+		want = make([]byte, 3000)
+		if _, err := rand.Read(want); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, folderA, fmt.Sprintf("n%03d.bin", i), want)
+	}
+	if err := a.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, vB.cfg.Folder, "n299.bin", want)
+	wrote := 0
+	for _, e := range entriesOf(t, vB, self, from) {
+		wrote += len(e.Bytes())
+	}
+	got := a.counters(devB).bytesReceived.Load() - before
+	t.Logf("A wrote entries of %d bytes; B sent A %d bytes meanwhile", wrote, got)
+	if wrote < 800_000 {
+		t.Fatalf("precondition: entries of %d bytes, want the 300 files' 900 KB", wrote)
+	}
+	if got > int64(wrote)/4 {
+		t.Errorf("B sent A %d bytes for A's own entries of %d, want only its status", got, wrote)
+	}
 }
