@@ -333,7 +333,7 @@ func (s *entrySource) pieces() pieceFetcher {
 // noteFromAuthor records that the author of entry seq sent it itself: the
 // author holds its log up to there, so serveLog need not send it back.
 // (A device that loses its log tail restarts, and its new LogRequest says
-// what it holds.) Before this, every entry came straight back to its
+// what it holds: serveLog counts only what came after the request.) Before this, every entry came straight back to its
 // author over the author's own log stream: for a version of a large file
 // that was the whole chunk list, 1.29 MiB per edit of a 1 GiB file (B6).
 func (v *vault) noteFromAuthor(src *entrySource, author keys.DeviceID, seq uint64) {
