@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/weftsync/weft/store/home"
 )
 
 // TestPiecedFileThroughRelayAlone: A writes a 12 MiB file cut into pieces
@@ -44,21 +41,7 @@ func TestPiecedFileThroughRelayAlone(t *testing.T) {
 	if err := a.ChangeRelay(a.vaultsNow()[0].id, r.Addrs()[0], false); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	hb, err := home.Open(filepath.Join(dir, "home"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := a.Invite([32]byte{}, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	folderB := filepath.Join(dir, "folder")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := JoinVault(ctx, hb, inv.String(), folderB); err != nil {
-		t.Fatal(err)
-	}
+	hb, folderB, _ := joinHome(t, a)
 
 	data := make([]byte, 12<<20)
 	if _, err := rand.Read(data); err != nil {

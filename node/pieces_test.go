@@ -13,7 +13,6 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/weftsync/weft/protocol/entry"
-	"github.com/weftsync/weft/store/home"
 )
 
 // piecedTestParams cut a chunk list of a dozen MiB into a few dozen pieces,
@@ -28,21 +27,7 @@ var piecedTestParams = entry.PieceParams{Direct: 16, Min: 4, Max: 32, Mask: 7}
 // included, after a restart. The counts do not depend on load.
 func TestLargeFileSyncsInPieces(t *testing.T) {
 	a, folderA := testNodeWith(t, Config{Pieces: piecedTestParams})
-	dir := t.TempDir()
-	hb, err := home.Open(filepath.Join(dir, "home"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := a.Invite([32]byte{}, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	folderB := filepath.Join(dir, "folder")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := JoinVault(ctx, hb, inv.String(), folderB); err != nil {
-		t.Fatal(err)
-	}
+	hb, folderB, _ := joinHome(t, a)
 	b, stopB := startNode(t, hb)
 
 	data := make([]byte, 12<<20)
@@ -178,22 +163,7 @@ func piecesOf(t *testing.T, v *vault, e *entry.Entry) []cid.Cid {
 // member before it uses that version.
 func TestLostPiecesFetchedAgain(t *testing.T) {
 	a, folderA := testNodeWith(t, Config{Pieces: piecedTestParams})
-	dir := t.TempDir()
-	hb, err := home.Open(filepath.Join(dir, "home"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := a.Invite([32]byte{}, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	folderB := filepath.Join(dir, "folder")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	hvb, err := JoinVault(ctx, hb, inv.String(), folderB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hb, folderB, hvb := joinHome(t, a)
 	b, stopB := startNode(t, hb)
 	data := make([]byte, 6<<20)
 	if _, err := rand.Read(data); err != nil {
