@@ -57,32 +57,13 @@ func (b *blobServer) attach(d *testDevice) {
 			}
 		}
 	})
-	d.h.SetStreamHandler(ProtoChunk, func(s network.Stream) {
-		defer s.Close()
-		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
-			return
-		}
-		_ = wire.WriteFrame(s, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: b.vault}.AppendBinary(nil))
-		for {
-			_, p, err := wire.ReadFrame(s, wire.MaxFrameSize)
-			if err != nil {
-				return
-			}
-			want, err := wire.ParseWantChunks(p)
-			if err != nil {
-				return
-			}
-			b.mu.Lock()
-			b.asked = append(b.asked, want.CIDs...)
-			b.mu.Unlock()
-			for _, id := range want.CIDs {
-				if data, ok := b.blobs[id]; ok {
-					_ = wire.WriteFrame(s, wire.MsgChunk, wire.Chunk{CID: id, Envelope: data}.AppendBinary(nil))
-				} else {
-					_ = wire.WriteFrame(s, wire.MsgChunkMissing, wire.ChunkMissing{CID: id}.AppendBinary(nil))
-				}
-			}
-		}
+	serveChunks(d, b.vault, func(ids []cid.Cid) {
+		b.mu.Lock()
+		b.asked = append(b.asked, ids...)
+		b.mu.Unlock()
+	}, func(id cid.Cid) ([]byte, bool) {
+		data, ok := b.blobs[id]
+		return data, ok
 	})
 }
 
