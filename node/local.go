@@ -53,7 +53,7 @@ func (h chunkHasher) Hash(ctx context.Context, path string, r io.Reader, size in
 		res.Extra = hashExtra{inline: b}
 		return res, nil
 	}
-	whole := blake3.New(32, nil)
+	whole := chunk.NewHasher()
 	c, err := chunk.NewChunker(io.TeeReader(r, whole), chunk.DefaultParams())
 	if err != nil {
 		return res, err
@@ -76,7 +76,7 @@ func (h chunkHasher) Hash(ctx context.Context, path string, r io.Reader, size in
 		}
 		refs = append(refs, entry.ChunkRef{CID: s.CID, Size: uint32(len(b))})
 	}
-	whole.Sum(res.Hash[:0])
+	res.Hash = whole.Sum256()
 	res.Extra = hashExtra{chunks: refs}
 	return res, nil
 }
