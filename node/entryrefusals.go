@@ -71,7 +71,7 @@ func isInvalidEntry(err error) bool {
 	for _, e := range []error{entry.ErrMalformed, entry.ErrNonCanonical, entry.ErrUnknownFormat, entry.ErrTooLarge,
 		entry.ErrBadSignature, entry.ErrWrongVault, entry.ErrSeqGap, entry.ErrSeqReplay, entry.ErrDuplicate,
 		entry.ErrPrevMismatch, entry.ErrClockNotIncreasing, entry.ErrWrongEpoch, entry.ErrBodyAuth, entry.ErrBadPath,
-		entry.ErrBadVersion, entry.ErrHeaderMismatch, member.ErrNotMember, member.ErrRevokedEntry} {
+		entry.ErrBadVersion, entry.ErrHeaderMismatch, entry.ErrPieceMismatch, member.ErrNotMember, member.ErrRevokedEntry} {
 		if errors.Is(err, e) {
 			return true
 		}
