@@ -31,9 +31,12 @@ type Record struct {
 const recordFormat = 1
 
 // Limits checked when decoding a Record, so a damaged value cannot make the
-// decoder allocate without bound.
+// decoder allocate without bound. A record holds its file's whole chunk
+// list, so its bound is a version's (entry.MaxFileChunks), not an entry's:
+// at entry.MaxRefs a file of 12 GiB (196,682 chunks) could not be recorded
+// once pieces let it sync (full-scale B4, 2026-12-02).
 const (
-	maxRecordChunks = entry.MaxRefs
+	maxRecordChunks = entry.MaxFileChunks
 	maxRecordCIDLen = 64
 )
 

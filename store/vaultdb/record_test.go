@@ -10,6 +10,7 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
 
+	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 )
 
@@ -101,4 +102,23 @@ func FuzzParseRecord(f *testing.F) {
 			t.Fatalf("round trip (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestRecordOfAFileOverOneEntry: a folder record holds a whole chunk list,
+// so it takes as many chunks as one version may (a 12 GiB file's 196,682
+// failed to commit while the bound was one entry's, entry.MaxRefs).
+func TestRecordOfAFileOverOneEntry(t *testing.T) {
+	c := chunk.SumCID([]byte("x"))
+	r := Record{Kind: entry.KindFile, Size: 200_000 << 16, Chunks: make([]entry.ChunkRef, 200_000)}
+	for i := range r.Chunks {
+		r.Chunks[i] = entry.ChunkRef{CID: c, Size: 1 << 16}
+	}
+	b, err := r.AppendBinary(nil)
+	if err != nil {
+		t.Fatalf("a record of %d chunks: %v", len(r.Chunks), err)
+	}
+	got, err := parseRecord(b)
+	if err != nil || len(got.Chunks) != len(r.Chunks) {
+		t.Fatalf("read back %d chunks, %v", len(got.Chunks), err)
+	}
 }
