@@ -203,11 +203,14 @@ func (v *vault) sealLocal(c cid.Cid, plain []byte) (chunk.Sealed, error) {
 // epochHasher is the scanner's Hasher: it chunks and seals with the keys of
 // the newest epoch at the time each file is hashed, so versions recorded
 // after a revocation reference chunks of the new epoch.
-type epochHasher struct{ v *vault }
+type epochHasher struct {
+	v      *vault
+	sealed *sealedCache // the vault's earlier sealings (sealfile.go)
+}
 
 // Hash implements folder.Hasher.
 func (h epochHasher) Hash(ctx context.Context, path string, r io.Reader, size int64) (folder.HashResult, error) {
-	return chunkHasher{keys: h.v.chunkKeys()}.Hash(ctx, path, r, size)
+	return chunkHasher{keys: h.v.chunkKeys(), sealed: h.sealed}.Hash(ctx, path, r, size)
 }
 
 // checkAuthor decides whether an entry of author with sequence seq may be

@@ -21,11 +21,17 @@ import (
 
 // chunkHasher is the folder.Hasher the node plugs into the scanner: it
 // computes the whole-file BLAKE3 and, for files too large to travel
-// inline, cuts the content into chunks and seals each to learn its CID.
-// The sealed bytes are dropped: a device re-creates them on demand from
-// the file, so it keeps no second copy of its data.
+// inline, cuts the content into chunks and seals each to learn its CID
+// (sealFile: in parallel, and only the chunks sealed lists do not hold
+// already). The sealed bytes are dropped: a device re-creates them on
+// demand from the file, so it keeps no second copy of its data.
 type chunkHasher struct {
 	keys chunk.Keys
+	// sealed, if not nil, holds earlier sealings to reuse and is given
+	// this one's.
+	sealed *sealedCache
+	// workers bounds the sealing goroutines per file (0: GOMAXPROCS).
+	workers int
 }
 
 // hashExtra is what chunkHasher hands through the scanner: the content as
@@ -47,31 +53,16 @@ func (h chunkHasher) Hash(ctx context.Context, path string, r io.Reader, size in
 		res.Extra = hashExtra{inline: b}
 		return res, nil
 	}
-	whole := blake3.New(32, nil)
-	c, err := chunk.NewChunker(io.TeeReader(r, whole), chunk.DefaultParams())
+	hash, sealed, err := sealFile(ctx, h.keys, r, h.sealed.reuse(path, h.keys), h.workers)
 	if err != nil {
-		return res, err
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, fmt.Errorf("reading %s: %w", path, err)
 	}
-	var refs []entry.ChunkRef
-	for {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		b, err := c.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return res, fmt.Errorf("reading %s: %w", path, err)
-		}
-		s, err := chunk.Seal(h.keys, b)
-		if err != nil {
-			return res, err
-		}
-		refs = append(refs, entry.ChunkRef{CID: s.CID, Size: uint32(len(b))})
-	}
-	whole.Sum(res.Hash[:0])
-	res.Extra = hashExtra{chunks: refs}
+	h.sealed.keep(path, h.keys, sealed)
+	res.Hash = hash
+	res.Extra = hashExtra{chunks: chunkRefs(sealed)}
 	return res, nil
 }
 

@@ -302,7 +302,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	}
 	v.folding = folding
 	idx := indexView{v}
-	if v.scanner, err = folder.NewScanner(folder.ScannerConfig{FS: fsys, Index: idx, Hasher: epochHasher{v}, Folding: folding, Logger: v.log}); err != nil {
+	if v.scanner, err = folder.NewScanner(folder.ScannerConfig{FS: fsys, Index: idx, Hasher: epochHasher{v: v, sealed: newSealedCache()}, Folding: folding, Logger: v.log}); err != nil {
 		db.Close()
 		return nil, err
 	}
