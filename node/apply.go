@@ -755,18 +755,34 @@ func (v *vault) localPlaintext(c cid.Cid) ([]byte, error) {
 }
 
 // localEnvelope re-creates a chunk's envelope for a peer: from a folder
-// file, else from the local version store.
+// file, else from the local version store. The envelope is newly
+// allocated.
 func (v *vault) localEnvelope(c cid.Cid) ([]byte, error) {
+	out, _, err := v.appendLocalEnvelope(nil, c, nil)
+	return out, err
+}
+
+// appendLocalEnvelope is localEnvelope appending the envelope to dst, with
+// scratch (grown when short, and returned for the next call) holding the
+// plaintext read from the folder: the server of a chunk stream calls it
+// with pooled buffers, so serving a chunk allocates no chunk-sized
+// buffer. On error dst is returned unchanged.
+func (v *vault) appendLocalEnvelope(dst []byte, c cid.Cid, scratch []byte) (out, scratchOut []byte, err error) {
 	if entry.IsPieceCID(c) {
-		return v.db.PieceBytes(c) // pieces.go
+		b, err := v.db.PieceBytes(c) // pieces.go
+		if err != nil {
+			return dst, scratch, err
+		}
+		return append(dst, b...), scratch, nil
 	}
-	_, env, err := v.folderChunk(c)
+	out, scratch, err = v.folderChunkInto(c, scratch, dst)
 	if err != nil {
 		if e, serr := v.storedEnvelope(c); serr == nil {
-			return e, nil
+			return append(dst, e...), scratch, nil
 		}
+		return dst, scratch, err
 	}
-	return env, err
+	return out, scratch, nil
 }
 
 // folderEnvelope re-creates a chunk's envelope from a folder file only
@@ -794,52 +810,79 @@ func (v *vault) localChunk(c cid.Cid) (plain, env []byte, err error) {
 }
 
 // folderChunk re-creates chunk c from a file of the folder that the index
-// says holds it.
+// says holds it. Both results are newly allocated.
 func (v *vault) folderChunk(c cid.Cid) (plain, env []byte, err error) {
+	env, plain, err = v.folderChunkInto(c, nil, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return plain, env, nil
+}
+
+// folderChunkInto is folderChunk reading the plaintext into scratch (grown
+// when short) and appending the envelope to dst. It returns dst with the
+// envelope appended and the plaintext, which aliases scratch's array.
+func (v *vault) folderChunkInto(c cid.Cid, scratch, dst []byte) (out, plain []byte, err error) {
 	v.mu.Lock()
 	locs := slices.Clone(v.chunkLoc[c])
 	v.mu.Unlock()
 	if len(locs) == 0 {
-		return nil, nil, errNotLocal
+		return dst, scratch, errNotLocal
 	}
 	for _, loc := range locs {
-		plain, env, err = v.chunkAt(c, loc)
+		out, plain, err = v.chunkAtInto(c, loc, scratch, dst)
 		if err == nil {
-			return plain, env, nil
+			return out, plain, nil
 		}
+		scratch = plain[:0]
 	}
-	return nil, nil, err
+	return dst, scratch, err
 }
 
 // chunkAt re-creates chunk c from one place where the index says it lies.
+// Both results are newly allocated.
 func (v *vault) chunkAt(c cid.Cid, loc chunkLocation) (plain, env []byte, err error) {
+	env, plain, err = v.chunkAtInto(c, loc, nil, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return plain, env, nil
+}
+
+// chunkAtInto re-creates chunk c from one place where the index says it
+// lies, refusing a file that changed since it was scanned (its stat, then
+// the CID of what it holds now): it reads the plaintext into scratch
+// (grown when short) and appends the envelope to dst. It returns dst with
+// the envelope appended, and the plaintext (in scratch's array, also on
+// error, so the caller can reuse it).
+func (v *vault) chunkAtInto(c cid.Cid, loc chunkLocation, scratch, dst []byte) (out, plain []byte, err error) {
 	v.mu.Lock()
 	rec := v.index[loc.path]
 	v.mu.Unlock()
 	info, err := v.fs.Lstat(loc.path)
 	if err != nil {
-		return nil, nil, err
+		return dst, scratch, err
 	}
 	if info.Kind != folder.KindFile || info.Size != int64(rec.Size) || info.MTime != rec.MTime || info.Inode != rec.Inode {
-		return nil, nil, fmt.Errorf("%s changed since it was scanned: %w", loc.path, errNotLocal)
+		return dst, scratch, fmt.Errorf("%s changed since it was scanned: %w", loc.path, errNotLocal)
 	}
 	f, err := v.fs.Open(loc.path)
 	if err != nil {
-		return nil, nil, err
+		return dst, scratch, err
 	}
 	defer f.Close()
-	buf := make([]byte, loc.size)
+	buf := slices.Grow(scratch[:0], int(loc.size))[:loc.size]
 	if err := readAt(f, buf, loc.offset); err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", loc.path, err)
+		return dst, buf, fmt.Errorf("reading %s: %w", loc.path, err)
 	}
-	s, err := v.sealLocal(c, buf)
+	out, ok, err := v.sealLocalAppend(dst, c, buf)
 	if err != nil {
-		return nil, nil, err
+		return dst, buf, err
 	}
-	if !s.CID.Equals(c) {
-		return nil, nil, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
+	if !ok {
+		return dst, buf, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
 	}
-	return buf, s.Envelope, nil
+	return out, buf, nil
 }
 
 // readAt fills buf from offset off of f, using ReadAt when the file offers

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/ipfs/go-cid"
@@ -180,24 +181,31 @@ func (v *vault) openChunk(c cid.Cid, env []byte) ([]byte, error) {
 	return nil, fmt.Errorf("opening chunk %v: epoch %d: %w", c, h.Epoch, errUnknownEpoch)
 }
 
-// sealLocal re-creates chunk c from plaintext read out of the folder. The
-// chunk may belong to a version written in any epoch, and the CID does not
-// say which, so it seals under the newest epoch first (where new chunks
-// are) and then under each older one, newest first, until the CID matches.
-// When none does it returns the newest epoch's sealing, whose CID the
-// caller finds not to match.
-func (v *vault) sealLocal(c cid.Cid, plain []byte) (chunk.Sealed, error) {
-	first, err := chunk.Seal(v.chunkKeys(), plain)
-	if err != nil || first.CID.Equals(c) {
-		return first, err
+// sealLocalAppend re-creates chunk c from plaintext read out of the
+// folder, appending its envelope to dst. The chunk may belong to a version
+// written in any epoch, and the CID does not say which, so it seals under
+// the newest epoch first (where new chunks are) and then under each older
+// one, newest first, until the CID matches. It returns dst with the
+// envelope appended and true when one did; dst unchanged and false when
+// none did (the plaintext is not chunk c).
+func (v *vault) sealLocalAppend(dst []byte, c cid.Cid, plain []byte) ([]byte, bool, error) {
+	// Grown once up front, so every attempt seals in place and the
+	// envelope follows dst's bytes in the same array.
+	dst = slices.Grow(dst, chunk.Overhead+len(plain))
+	s, err := chunk.AppendSeal(dst, v.chunkKeys(), plain)
+	if err != nil {
+		return dst, false, err
+	}
+	if s.CID.Equals(c) {
+		return dst[:len(dst)+len(s.Envelope)], true, nil
 	}
 	for _, k := range v.eps.others() {
-		s, err := chunk.Seal(chunk.KeysFrom(k), plain)
+		s, err := chunk.AppendSeal(dst, chunk.KeysFrom(k), plain)
 		if err == nil && s.CID.Equals(c) {
-			return s, nil
+			return dst[:len(dst)+len(s.Envelope)], true, nil
 		}
 	}
-	return first, nil
+	return dst, false, nil
 }
 
 // epochHasher is the scanner's Hasher: it chunks and seals with the keys of
