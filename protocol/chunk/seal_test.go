@@ -297,3 +297,36 @@ func TestAppendSealAs(t *testing.T) {
 		t.Errorf("got %v, want ErrTooLarge", err)
 	}
 }
+
+func TestOpenVerifiedInto(t *testing.T) {
+	k := testKeys()
+	random := make([]byte, 100<<10)
+	for i := range random {
+		random[i] = byte(i*7919 ^ i>>5)
+	}
+	for _, pt := range [][]byte{random, compressible(100 << 10), []byte("x")} {
+		s, err := Seal(k, pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 3, MaxSize)
+		got, err := OpenVerifiedInto(buf, k, s.CID, s.Envelope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, pt) {
+			t.Errorf("got %d bytes, want the %d sealed", len(got), len(pt))
+		}
+		// Every check after the CID's stays.
+		bad := bytes.Clone(s.Envelope)
+		bad[len(bad)-1] ^= 1
+		if _, err := OpenVerifiedInto(nil, k, s.CID, bad); !errors.Is(err, ErrDecrypt) {
+			t.Errorf("altered ciphertext: got %v, want ErrDecrypt", err)
+		}
+		other := k
+		other.Epoch++
+		if _, err := OpenVerifiedInto(nil, other, s.CID, s.Envelope); !errors.Is(err, ErrWrongEpoch) {
+			t.Errorf("other epoch: got %v, want ErrWrongEpoch", err)
+		}
+	}
+}
