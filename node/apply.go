@@ -881,10 +881,21 @@ func (v *vault) fetchFromPeers(ctx context.Context, cids []cid.Cid, got func(cid
 
 // localPlaintext re-creates a chunk's plaintext from the local folder: it
 // reads the bytes where the index says the chunk lies, after checking the
-// file has not changed since it was scanned, and checks them by sealing.
+// file has not changed since it was scanned, and checks them by their
+// plaintext identity when it is known (chunkIDs), else by sealing them;
+// else it opens the chunk from the local version store. The plaintext is
+// newly allocated.
 func (v *vault) localPlaintext(c cid.Cid) ([]byte, error) {
-	b, _, err := v.localChunk(c)
-	return b, err
+	_, plain, err := v.folderChunkInto(c, nil, nil, false)
+	if err == nil {
+		return plain, nil
+	}
+	if e, serr := v.storedEnvelope(c); serr == nil {
+		if p, oerr := v.openChunk(c, e); oerr == nil {
+			return p, nil
+		}
+	}
+	return nil, err
 }
 
 // localEnvelope re-creates a chunk's envelope for a peer: from a folder
@@ -908,7 +919,7 @@ func (v *vault) appendLocalEnvelope(dst []byte, c cid.Cid, scratch []byte) (out,
 		}
 		return append(dst, b...), scratch, nil
 	}
-	out, scratch, err = v.folderChunkInto(c, scratch, dst)
+	out, scratch, err = v.folderChunkInto(c, scratch, dst, true)
 	if err != nil {
 		if e, serr := v.storedEnvelope(c); serr == nil {
 			return append(dst, e...), scratch, nil
@@ -927,25 +938,10 @@ func (v *vault) folderEnvelope(c cid.Cid) ([]byte, error) {
 
 var errNotLocal = errors.New("chunk not held locally")
 
-// localChunk returns a chunk's plaintext and envelope from a folder file,
-// else from the local version store.
-func (v *vault) localChunk(c cid.Cid) (plain, env []byte, err error) {
-	plain, env, err = v.folderChunk(c)
-	if err == nil {
-		return plain, env, nil
-	}
-	if e, serr := v.storedEnvelope(c); serr == nil {
-		if p, oerr := v.openChunk(c, e); oerr == nil {
-			return p, e, nil
-		}
-	}
-	return nil, nil, err
-}
-
 // folderChunk re-creates chunk c from a file of the folder that the index
 // says holds it. Both results are newly allocated.
 func (v *vault) folderChunk(c cid.Cid) (plain, env []byte, err error) {
-	env, plain, err = v.folderChunkInto(c, nil, nil)
+	env, plain, err = v.folderChunkInto(c, nil, nil, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -953,9 +949,10 @@ func (v *vault) folderChunk(c cid.Cid) (plain, env []byte, err error) {
 }
 
 // folderChunkInto is folderChunk reading the plaintext into scratch (grown
-// when short) and appending the envelope to dst. It returns dst with the
-// envelope appended and the plaintext, which aliases scratch's array.
-func (v *vault) folderChunkInto(c cid.Cid, scratch, dst []byte) (out, plain []byte, err error) {
+// when short) and, when env, appending the envelope to dst. It returns dst
+// with the envelope appended and the plaintext, which aliases scratch's
+// array.
+func (v *vault) folderChunkInto(c cid.Cid, scratch, dst []byte, env bool) (out, plain []byte, err error) {
 	v.mu.Lock()
 	locs := slices.Clone(v.chunkLoc[c])
 	v.mu.Unlock()
@@ -963,7 +960,7 @@ func (v *vault) folderChunkInto(c cid.Cid, scratch, dst []byte) (out, plain []by
 		return dst, scratch, errNotLocal
 	}
 	for _, loc := range locs {
-		out, plain, err = v.chunkAtInto(c, loc, scratch, dst)
+		out, plain, err = v.chunkAtInto(c, loc, scratch, dst, env)
 		if err == nil {
 			return out, plain, nil
 		}
@@ -975,7 +972,7 @@ func (v *vault) folderChunkInto(c cid.Cid, scratch, dst []byte) (out, plain []by
 // chunkAt re-creates chunk c from one place where the index says it lies.
 // Both results are newly allocated.
 func (v *vault) chunkAt(c cid.Cid, loc chunkLocation) (plain, env []byte, err error) {
-	env, plain, err = v.chunkAtInto(c, loc, nil, nil)
+	env, plain, err = v.chunkAtInto(c, loc, nil, nil, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -984,11 +981,14 @@ func (v *vault) chunkAt(c cid.Cid, loc chunkLocation) (plain, env []byte, err er
 
 // chunkAtInto re-creates chunk c from one place where the index says it
 // lies, refusing a file that changed since it was scanned (its stat, then
-// the CID of what it holds now): it reads the plaintext into scratch
-// (grown when short) and appends the envelope to dst. It returns dst with
-// the envelope appended, and the plaintext (in scratch's array, also on
-// error, so the caller can reuse it).
-func (v *vault) chunkAtInto(c cid.Cid, loc chunkLocation, scratch, dst []byte) (out, plain []byte, err error) {
+// what it holds now): it reads the plaintext into scratch (grown when
+// short) and, when env, appends the envelope to dst. What the file holds
+// is checked by sealing it and comparing the CID; when only the plaintext
+// is wanted and its identity is known (v.ids), by hashing the plaintext
+// and comparing the identity instead, a third of the work. It returns dst
+// with the envelope appended, and the plaintext (in scratch's array, also
+// on error, so the caller can reuse it).
+func (v *vault) chunkAtInto(c cid.Cid, loc chunkLocation, scratch, dst []byte, env bool) (out, plain []byte, err error) {
 	v.mu.Lock()
 	rec := v.index[loc.path]
 	v.mu.Unlock()
@@ -1007,6 +1007,21 @@ func (v *vault) chunkAtInto(c cid.Cid, loc chunkLocation, scratch, dst []byte) (
 	buf := slices.Grow(scratch[:0], int(loc.size))[:loc.size]
 	if err := readAt(f, buf, loc.offset); err != nil {
 		return dst, buf, fmt.Errorf("reading %s: %w", loc.path, err)
+	}
+	if known, ok := v.ids.get(c); ok {
+		if ek, err := v.eps.get(known.epoch); err == nil {
+			k := chunk.KeysFrom(ek)
+			if !env {
+				if chunk.PlainID(k, buf) != known.id {
+					return dst, buf, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
+				}
+				return dst, buf, nil
+			}
+			grown := slices.Grow(dst, chunk.Overhead+len(buf))
+			if s, err := chunk.AppendSealAs(grown, k, known.id, buf); err == nil && s.CID.Equals(c) {
+				return grown[:len(grown)+len(s.Envelope)], buf, nil
+			}
+		}
 	}
 	out, ok, err := v.sealLocalAppend(dst, c, buf)
 	if err != nil {

@@ -193,7 +193,13 @@ func (v *vault) openVerifiedChunk(buf []byte, c cid.Cid, env []byte) ([]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("opening chunk %v: epoch %d: %w", c, h.Epoch, errUnknownEpoch)
 	}
-	return chunk.OpenVerifiedInto(buf, chunk.KeysFrom(k), c, env)
+	plain, err := chunk.OpenVerifiedInto(buf, chunk.KeysFrom(k), c, env)
+	if err == nil {
+		// Open checked the plaintext against the header's identity, and
+		// the fetch checked the envelope against c.
+		v.ids.add(c, h.Epoch, h.ID, false)
+	}
+	return plain, err
 }
 
 // sealLocalAppend re-creates chunk c from plaintext read out of the
@@ -207,16 +213,20 @@ func (v *vault) sealLocalAppend(dst []byte, c cid.Cid, plain []byte) ([]byte, bo
 	// Grown once up front, so every attempt seals in place and the
 	// envelope follows dst's bytes in the same array.
 	dst = slices.Grow(dst, chunk.Overhead+len(plain))
-	s, err := chunk.AppendSeal(dst, v.chunkKeys(), plain)
+	cur := v.chunkKeys()
+	s, err := chunk.AppendSeal(dst, cur, plain)
 	if err != nil {
 		return dst, false, err
 	}
 	if s.CID.Equals(c) {
+		v.ids.add(c, cur.Epoch, s.ID, true)
 		return dst[:len(dst)+len(s.Envelope)], true, nil
 	}
-	for _, k := range v.eps.others() {
-		s, err := chunk.AppendSeal(dst, chunk.KeysFrom(k), plain)
+	for _, ek := range v.eps.others() {
+		k := chunk.KeysFrom(ek)
+		s, err := chunk.AppendSeal(dst, k, plain)
 		if err == nil && s.CID.Equals(c) {
+			v.ids.add(c, k.Epoch, s.ID, true)
 			return dst[:len(dst)+len(s.Envelope)], true, nil
 		}
 	}
@@ -226,14 +236,19 @@ func (v *vault) sealLocalAppend(dst []byte, c cid.Cid, plain []byte) ([]byte, bo
 // epochHasher is the scanner's Hasher: it chunks and seals with the keys of
 // the newest epoch at the time each file is hashed, so versions recorded
 // after a revocation reference chunks of the new epoch.
-type epochHasher struct {
-	v      *vault
-	sealed *sealedCache // the vault's earlier sealings (sealfile.go)
-}
+// It hands the hasher the chunks the index records for the path, so that
+// those of an edited file the edit left alone are not sealed again.
+type epochHasher struct{ v *vault }
 
 // Hash implements folder.Hasher.
 func (h epochHasher) Hash(ctx context.Context, path string, r io.Reader, size int64) (folder.HashResult, error) {
-	return chunkHasher{keys: h.v.chunkKeys(), sealed: h.sealed}.Hash(ctx, path, r, size)
+	var prev []entry.ChunkRef
+	if size > entry.InlineLimit {
+		h.v.mu.Lock()
+		prev = h.v.index[path].Chunks
+		h.v.mu.Unlock()
+	}
+	return chunkHasher{keys: h.v.chunkKeys(), ids: h.v.ids, prev: prev}.Hash(ctx, path, r, size)
 }
 
 // checkAuthor decides whether an entry of author with sequence seq may be

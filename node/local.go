@@ -27,9 +27,10 @@ import (
 // demand from the file, so it keeps no second copy of its data.
 type chunkHasher struct {
 	keys chunk.Keys
-	// sealed, if not nil, holds earlier sealings to reuse and is given
-	// this one's.
-	sealed *sealedCache
+	// ids, if not nil, knows chunks sealed before (sealfile.go): the scan
+	// reuses those of prev and records its own.
+	ids  *chunkIDs
+	prev []entry.ChunkRef // the chunks of the file's previous content, if known
 	// workers bounds the sealing goroutines per file (0: GOMAXPROCS).
 	workers int
 }
@@ -53,14 +54,14 @@ func (h chunkHasher) Hash(ctx context.Context, path string, r io.Reader, size in
 		res.Extra = hashExtra{inline: b}
 		return res, nil
 	}
-	hash, sealed, err := sealFile(ctx, h.keys, r, h.sealed.reuse(path, h.keys), h.workers)
+	hash, sealed, err := sealFile(ctx, h.keys, r, h.ids.reuseFor(h.keys.Epoch, h.prev), h.workers)
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
 		return res, fmt.Errorf("reading %s: %w", path, err)
 	}
-	h.sealed.keep(path, h.keys, sealed)
+	h.ids.addSealed(h.keys.Epoch, sealed)
 	res.Hash = hash
 	res.Extra = hashExtra{chunks: chunkRefs(sealed)}
 	return res, nil

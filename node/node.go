@@ -277,6 +277,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		index:         map[string]vaultdb.Record{},
 		children:      map[string]map[string]struct{}{},
 		chunkLoc:      map[cid.Cid][]chunkLocation{},
+		ids:           newChunkIDs(),
 		dirty:         map[string]struct{}{},
 		grow:          make(chan struct{}),
 		cleaned:       make(chan struct{}),
@@ -302,7 +303,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	}
 	v.folding = folding
 	idx := indexView{v}
-	if v.scanner, err = folder.NewScanner(folder.ScannerConfig{FS: fsys, Index: idx, Hasher: epochHasher{v: v, sealed: newSealedCache()}, Folding: folding, Logger: v.log}); err != nil {
+	if v.scanner, err = folder.NewScanner(folder.ScannerConfig{FS: fsys, Index: idx, Hasher: epochHasher{v}, Folding: folding, Logger: v.log}); err != nil {
 		db.Close()
 		return nil, err
 	}

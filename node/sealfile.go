@@ -215,96 +215,120 @@ func readBlock(r io.Reader, buf, carry []byte, p chunk.Params) (cutBlock, error)
 	return b, nil
 }
 
-// sealedCache remembers, for the large files a scan sealed, each chunk's
-// plaintext identity beside its CID, so the next scan of an edited file
-// (B6: 1 MiB changed in 1 GiB) seals only the chunks the edit changed:
-// hashing the plaintext is a third of sealing. It is a hint: an entry is
-// used only under the keys it was sealed with, and what it maps to is
-// what sealing would give. It lives in memory (about 56 bytes a chunk,
-// at most maxCachedChunks), so the first scan after a start seals
-// everything, as before.
+// chunkIDs remembers the plaintext identity of chunks this device sealed
+// (scanning), opened (fetching) or re-created (serving): the identity is
+// in a chunk's envelope header, but learning it from the file means
+// sealing the chunk. With it,
 //
-// A sealedCache is safe for concurrent use.
-type sealedCache struct {
-	mu sync.Mutex // guards the fields below
-	// byPath holds each file's last sealing; order is the paths in the
-	// order they were kept, oldest first, for eviction.
-	byPath map[string]sealedList
-	order  []string
-	total  int
+//   - the scan of an edited file (B6: 1 MiB changed in 1 GiB) seals only
+//     the chunks the edit changed: the others keep the CID they had
+//     (reuseFor);
+//   - a chunk re-created from a local file to write another file (B6 on
+//     the receiver: every unchanged chunk of the new version) is checked
+//     by hashing its plaintext alone, not by sealing it (chunkAtInto);
+//   - a served chunk is sealed without hashing its plaintext first (its
+//     CID is still checked).
+//
+// Each identity is stored with its key epoch and is true of the CID it is
+// stored under: it was computed from the plaintext that sealed to the CID,
+// or read from an envelope that verified against the CID and opened. It
+// lives in memory (about 80 bytes a chunk, at most maxChunkIDs), so after
+// a start chunks are sealed until seen again.
+//
+// A chunkIDs is safe for concurrent use; a nil one knows nothing.
+type chunkIDs struct {
+	mu sync.Mutex // guards m
+	m  map[cid.Cid]knownID
 }
 
-// sealedList is one file's chunks as last sealed, and the keys they were
-// sealed under.
-type sealedList struct {
-	keys chunk.Keys
-	refs []sealedRef
+// knownID is a chunk's plaintext identity under the keys of epoch.
+// sealed says this device sealed the chunk from that plaintext (a scan,
+// or a re-creation whose CID matched): only then may a scan reuse the CID
+// for the same plaintext, since a peer's envelope, though true to its CID,
+// need not be the one this device's sealing gives (another compression
+// choice, from a member that does not follow the rule).
+type knownID struct {
+	id     chunk.ID
+	epoch  uint32
+	sealed bool
 }
 
-// maxCachedChunks bounds the chunks a sealedCache holds: about 6 GiB of
-// file content in about 5 MiB of memory.
-const maxCachedChunks = 96 << 10
+// maxChunkIDs bounds a chunkIDs: about 6 GiB of chunks in about 8 MiB.
+const maxChunkIDs = 96 << 10
 
-// minCachedChunks: files of fewer chunks are not kept; re-sealing them
-// costs little, and a folder of many small files would fill the cache.
-const minCachedChunks = 16
+func newChunkIDs() *chunkIDs { return &chunkIDs{m: map[cid.Cid]knownID{}} }
 
-func newSealedCache() *sealedCache { return &sealedCache{byPath: map[string]sealedList{}} }
-
-// reuse returns what sealing path's last content under k gave, by
-// identity and size, or nil.
-func (c *sealedCache) reuse(path string, k chunk.Keys) map[reuseKey]cid.Cid {
-	if c == nil {
-		return nil
+// get returns what c's plaintext identity is, if known.
+func (ids *chunkIDs) get(c cid.Cid) (knownID, bool) {
+	if ids == nil {
+		return knownID{}, false
 	}
-	c.mu.Lock()
-	l, ok := c.byPath[path]
-	c.mu.Unlock()
-	if !ok || l.keys != k {
-		return nil
-	}
-	m := make(map[reuseKey]cid.Cid, len(l.refs))
-	for _, r := range l.refs {
-		m[reuseKey{r.ID, r.Size}] = r.CID
-	}
-	return m
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	k, ok := ids.m[c]
+	return k, ok
 }
 
-// keep records refs as path's chunks sealed under k, evicting the oldest
-// files beyond maxCachedChunks. Files under minCachedChunks, or alone over
-// the bound, are not kept (and any earlier list of path is dropped).
-func (c *sealedCache) keep(path string, k chunk.Keys, refs []sealedRef) {
-	if c == nil {
+// add records that chunk c holds the plaintext of identity id under
+// epoch's keys: c is an envelope of that plaintext, sealed here when
+// sealed. When full it forgets about a quarter of what it holds, chosen
+// by map order.
+func (ids *chunkIDs) add(c cid.Cid, epoch uint32, id chunk.ID, sealed bool) {
+	if ids == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.dropLocked(path)
-	if len(refs) < minCachedChunks || len(refs) > maxCachedChunks {
-		return
-	}
-	for c.total+len(refs) > maxCachedChunks && len(c.order) > 0 {
-		c.dropLocked(c.order[0])
-	}
-	c.byPath[path] = sealedList{keys: k, refs: refs}
-	c.order = append(c.order, path)
-	c.total += len(refs)
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	ids.addLocked(c, knownID{id: id, epoch: epoch, sealed: sealed})
 }
 
-// dropLocked forgets path. c.mu must be held.
-func (c *sealedCache) dropLocked(path string) {
-	l, ok := c.byPath[path]
-	if !ok {
-		return
-	}
-	delete(c.byPath, path)
-	c.total -= len(l.refs)
-	for i, p := range c.order {
-		if p == path {
-			c.order = append(c.order[:i], c.order[i+1:]...)
-			break
+func (ids *chunkIDs) addLocked(c cid.Cid, k knownID) {
+	if old, ok := ids.m[c]; ok {
+		k.sealed = k.sealed || old.sealed && old.epoch == k.epoch && old.id == k.id
+	} else if len(ids.m) >= maxChunkIDs {
+		drop := maxChunkIDs / 4
+		for k := range ids.m {
+			if drop == 0 {
+				break
+			}
+			delete(ids.m, k)
+			drop--
 		}
 	}
+	ids.m[c] = k
+}
+
+// addSealed records a scan's chunks, sealed under epoch's keys.
+func (ids *chunkIDs) addSealed(epoch uint32, refs []sealedRef) {
+	if ids == nil {
+		return
+	}
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	for _, r := range refs {
+		ids.addLocked(r.CID, knownID{id: r.ID, epoch: epoch, sealed: true})
+	}
+}
+
+// reuseFor is the reuse map sealFile takes for a file whose previous
+// content had chunks prev: those this device sealed under epoch's keys,
+// by identity and size. Nil when none is known.
+func (ids *chunkIDs) reuseFor(epoch uint32, prev []entry.ChunkRef) map[reuseKey]cid.Cid {
+	if ids == nil || len(prev) == 0 {
+		return nil
+	}
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	var m map[reuseKey]cid.Cid
+	for _, r := range prev {
+		if k, ok := ids.m[r.CID]; ok && k.sealed && k.epoch == epoch {
+			if m == nil {
+				m = make(map[reuseKey]cid.Cid, len(prev))
+			}
+			m[reuseKey{k.id, r.Size}] = r.CID
+		}
+	}
+	return m
 }
 
 // chunkRefs is the entry's view of sealed chunks.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"lukechampine.com/blake3"
 )
@@ -236,42 +237,41 @@ type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
-func TestSealedCache(t *testing.T) {
-	k := sealTestKeys(2)
-	refs := func(n int) []sealedRef {
-		out := make([]sealedRef, n)
-		for i := range out {
-			out[i] = sealedRef{ID: chunk.ID{byte(i), byte(i >> 8), byte(i >> 16)}, CID: chunk.SumCID([]byte{byte(i)}), Size: 1}
+func TestChunkIDs(t *testing.T) {
+	id := func(i int) chunk.ID { return chunk.ID{byte(i), byte(i >> 8), byte(i >> 16)} }
+	c := func(i int) cid.Cid { return chunk.SumCID([]byte{byte(i), byte(i >> 8), byte(i >> 16)}) }
+	ids := newChunkIDs()
+	ids.addSealed(2, []sealedRef{{ID: id(1), CID: c(1), Size: 10}, {ID: id(2), CID: c(2), Size: 20}})
+	ids.add(c(3), 2, id(3), false) // from a peer's envelope
+	ids.add(c(4), 1, id(4), true)  // another epoch
+	prev := []entry.ChunkRef{{CID: c(1), Size: 10}, {CID: c(2), Size: 20}, {CID: c(3), Size: 30}, {CID: c(4), Size: 40}, {CID: c(5), Size: 50}}
+	got := ids.reuseFor(2, prev)
+	want := map[reuseKey]cid.Cid{{id(1), 10}: c(1), {id(2), 20}: c(2)}
+	if len(got) != len(want) {
+		t.Fatalf("reuse: got %d chunks, want %d (sealed here, this epoch)", len(got), len(want))
+	}
+	for k, v := range want {
+		if !got[k].Equals(v) {
+			t.Errorf("reuse of %v: got %v, want %v", k, got[k], v)
 		}
-		return out
 	}
-	c := newSealedCache()
-	c.keep("a", k, refs(minCachedChunks))
-	if got := len(c.reuse("a", k)); got != minCachedChunks {
-		t.Errorf("reuse of a kept file: got %d chunks, want %d", got, minCachedChunks)
+	if k, ok := ids.get(c(3)); !ok || k.id != id(3) || k.sealed {
+		t.Errorf("get: got %+v %v, want the peer's identity, not sealed here", k, ok)
 	}
-	if got := c.reuse("a", sealTestKeys(3)); got != nil {
-		t.Errorf("reuse under other keys: got %d chunks, want none", len(got))
+	// A peer's envelope does not make a chunk sealed here forget it was.
+	ids.add(c(1), 2, id(1), false)
+	if k, _ := ids.get(c(1)); !k.sealed {
+		t.Errorf("a chunk sealed here lost its mark when a peer sent it")
 	}
-	c.keep("small", k, refs(minCachedChunks-1))
-	if got := c.reuse("small", k); got != nil {
-		t.Errorf("a file under minCachedChunks was kept")
+	for i := range maxChunkIDs + 10 {
+		ids.add(c(1000+i), 2, id(1000+i), true)
 	}
-	c.keep("b", k, refs(maxCachedChunks-minCachedChunks))
-	c.keep("c", k, refs(minCachedChunks))
-	if c.reuse("a", k) != nil || c.reuse("b", k) == nil || c.reuse("c", k) == nil {
-		t.Errorf("eviction: want a (oldest) dropped, b and c kept")
+	if n := len(ids.m); n > maxChunkIDs {
+		t.Errorf("got %d identities held, want at most %d", n, maxChunkIDs)
 	}
-	if c.total > maxCachedChunks {
-		t.Errorf("got %d chunks held, want at most %d", c.total, maxCachedChunks)
-	}
-	c.keep("b", k, refs(maxCachedChunks+1))
-	if c.reuse("b", k) != nil {
-		t.Errorf("a file over the bound replaced b's list")
-	}
-	var nilCache *sealedCache
-	nilCache.keep("a", k, refs(minCachedChunks))
-	if nilCache.reuse("a", k) != nil {
-		t.Errorf("a nil cache reused something")
+	var none *chunkIDs
+	none.add(c(1), 2, id(1), true)
+	if _, ok := none.get(c(1)); ok || none.reuseFor(2, prev) != nil {
+		t.Errorf("a nil chunkIDs knew something")
 	}
 }

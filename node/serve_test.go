@@ -136,6 +136,23 @@ func TestServeChunksOnWorkers(t *testing.T) {
 		}
 	}
 
+	// The scan taught the vault each chunk's identity, so a chunk read
+	// back to write another file is checked by hashing its plaintext.
+	off = 0
+	for i, r := range refs {
+		if _, ok := v.ids.get(r.CID); !ok {
+			t.Fatalf("chunk %d: identity not known after the scan", i)
+		}
+		got, err := v.localPlaintext(r.CID)
+		if err != nil {
+			t.Fatalf("chunk %d: %v", i, err)
+		}
+		if !bytes.Equal(got, data[off:off+int(r.Size)]) {
+			t.Fatalf("chunk %d: plaintext differs from the file's", i)
+		}
+		off += int(r.Size)
+	}
+
 	if err := serve(&frameSink{failAfter: 1 << 20}, 4); !errors.Is(err, errSinkFull) {
 		t.Errorf("serving into a failing stream: got %v, want its error", err)
 	}
@@ -165,6 +182,11 @@ func TestServeChunksOnWorkers(t *testing.T) {
 	for i, env := range servedAnswers(t, sink.Bytes(), cids) {
 		if env != nil {
 			t.Fatalf("answer %d served from a file whose content changed since its scan", i)
+		}
+	}
+	for i, r := range refs {
+		if _, err := v.localPlaintext(r.CID); err == nil {
+			t.Fatalf("chunk %d re-created from a file whose content changed since its scan", i)
 		}
 	}
 }
