@@ -728,7 +728,7 @@ func (v *vault) gatherWindow(ctx context.Context, win []entry.ChunkRef) (map[cid
 		if _, ok := plain[r.CID]; ok || slices.Contains(need, r.CID) {
 			continue
 		}
-		if b, err := v.localPlaintext(r.CID); err == nil {
+		if b, err := v.localPlaintextInto(plainBuf(int(r.Size)), r.CID); err == nil {
 			plain[r.CID] = b
 			continue
 		}
@@ -885,8 +885,12 @@ func (v *vault) fetchFromPeers(ctx context.Context, cids []cid.Cid, got func(cid
 // plaintext identity when it is known (chunkIDs), else by sealing them;
 // else it opens the chunk from the local version store. The plaintext is
 // newly allocated.
-func (v *vault) localPlaintext(c cid.Cid) ([]byte, error) {
-	_, plain, err := v.folderChunkInto(c, nil, nil, false)
+func (v *vault) localPlaintext(c cid.Cid) ([]byte, error) { return v.localPlaintextInto(nil, c) }
+
+// localPlaintextInto is localPlaintext reading a folder file's bytes into
+// buf's array when it has room (the receiver's pooled buffers).
+func (v *vault) localPlaintextInto(buf []byte, c cid.Cid) ([]byte, error) {
+	_, plain, err := v.folderChunkInto(c, buf, nil, false)
 	if err == nil {
 		return plain, nil
 	}
