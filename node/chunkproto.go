@@ -59,7 +59,7 @@ func (n *Node) handleChunk(s network.Stream) {
 // wanted chunks on a few workers and sends them in the order asked, each
 // as soon as it and those before it are ready: at most serveAhead chunks
 // are made and not yet sent, so a slow reader bounds the memory.
-const serveAhead = 8
+const serveAhead = 4
 
 // servePool recycles chunk frames (the CID, then the envelope) and
 // plaintext buffers, so serving allocates no chunk-sized buffer.

@@ -30,7 +30,7 @@ import (
 // holds: about 32 average chunks, enough to keep every worker busy while
 // the next block is read. Two blocks are in flight, plus one envelope
 // buffer per worker, so a scan of any size holds about 5 MiB.
-const sealBlockSize = 2 << 20
+const sealBlockSize = 1 << 20
 
 // blockPool and envPool recycle the pipeline's buffers across files, so a
 // scan of many large files (B5) does not allocate and zero 5 MiB per file.
