@@ -27,9 +27,10 @@ import (
 // the chunk list is exactly a sequential scan's.
 
 // sealBlockSize is how many bytes of a file one round of the pipeline
-// holds: about 32 average chunks, enough to keep every worker busy while
+// holds: about 16 average chunks, enough to keep every worker busy while
 // the next block is read. Two blocks are in flight, plus one envelope
-// buffer per worker, so a scan of any size holds about 5 MiB.
+// buffer per worker, so a scan of any size holds about 2.5 MiB (2 MiB
+// blocks cost B5's sender 13 MiB more peak RSS and no measurable CPU).
 const sealBlockSize = 1 << 20
 
 // blockPool and envPool recycle the pipeline's buffers across files, so a
