@@ -973,16 +973,6 @@ func (v *vault) folderChunkInto(c cid.Cid, scratch, dst []byte, env bool) (out, 
 	return dst, scratch, err
 }
 
-// chunkAt re-creates chunk c from one place where the index says it lies.
-// Both results are newly allocated.
-func (v *vault) chunkAt(c cid.Cid, loc chunkLocation) (plain, env []byte, err error) {
-	env, plain, err = v.chunkAtInto(c, loc, nil, nil, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	return plain, env, nil
-}
-
 // chunkAtInto re-creates chunk c from one place where the index says it
 // lies, refusing a file that changed since it was scanned (its stat, then
 // what it holds now): it reads the plaintext into scratch (grown when
