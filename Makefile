@@ -3,7 +3,7 @@ GO       ?= go
 FUZZTIME ?= 15s
 CRASH_KILLS ?= 1000
 
-.PHONY: all build test lint licenses cross man release-snapshot fuzz bench sim crash rewrite clean
+.PHONY: all build test lint licenses cross man release-snapshot fuzz bench sim crash big rewrite clean
 
 all: build
 
@@ -127,6 +127,12 @@ SEEDS ?= 20
 sim:
 	WEFT_SIM=1 $(GO) test -count=1 -timeout 30m -run 'TestS1' -v ./simulation/
 	for s in $$(seq 1 $(SEEDS)); do SIM_SCENARIO=$${SCENARIO:-S1} SIM_SEED=$$s SIM_DEVICES=$${DEVICES:-10} $(GO) test -count=1 -timeout 30m -run TestScenarioFromEnv ./simulation/ || exit 1; done
+
+# big: the tests of files too large for make test (WEFT_BIG=1): a 7 GiB
+# file synced end to end through its chunk-list pieces (about 2 minutes and
+# 8 GiB of disk; docs/benchmarks.md, "Files of any size").
+big:
+	WEFT_BIG=1 $(GO) test -count=1 -timeout 60m -run 'TestSevenGiBFileSyncs' -v ./node/
 
 # crash: the store's SIGKILL crash test at full length.
 crash:

@@ -56,6 +56,19 @@ func runB1(rc *runCtx) error {
 	rc.add("bytes sent by A", "MiB", float64(sent)/(1<<20))
 	rc.add("files", "count", float64(len(ns)))
 	rc.note("A indexed the notes before B started; the clock starts when B's agent is launched")
+	if z.idle > 0 {
+		// The footprint left behind (issue 16: idle RSS <= 48 MiB and
+		// idle CPU <= 0.03 s a minute on a device after B1).
+		ia, ib, err := idleUsage(rc, z.idle, a, b)
+		if err != nil {
+			return err
+		}
+		rc.add("idle RSS A after", "MiB", float64(ia.rss)/(1<<20))
+		rc.add("idle RSS B after", "MiB", float64(ib.rss)/(1<<20))
+		rc.add("idle CPU A", "s/min", ia.cpuPerMin)
+		rc.add("idle CPU B", "s/min", ib.cpuPerMin)
+		rc.note("idle: both agents left alone for %s after B had every note; RSS at its end, CPU over it", z.idle)
+	}
 
 	// Baseline: the same notes written and fsynced one by one.
 	var files []string
@@ -156,4 +169,37 @@ func pairWithNotes(rc *runCtx, n int, seed uint64) (a, b *device, ns notes, err 
 		return nil, nil, nil, err
 	}
 	return a, b, ns, nil
+}
+
+// idleFootprint is what an agent used while left alone.
+type idleFootprint struct {
+	rss       int64   // bytes resident at the end of the window
+	cpuPerMin float64 // CPU seconds per minute over the window
+}
+
+// idleUsage leaves the devices alone for d and reports each one's
+// footprint over that window.
+func idleUsage(rc *runCtx, d time.Duration, devs ...*device) (idleFootprint, idleFootprint, error) {
+	before := make([]procUsage, len(devs))
+	for i, dev := range devs {
+		u, err := dev.usage()
+		if err != nil {
+			return idleFootprint{}, idleFootprint{}, err
+		}
+		before[i] = u
+	}
+	select {
+	case <-rc.ctx.Done():
+		return idleFootprint{}, idleFootprint{}, rc.ctx.Err()
+	case <-time.After(d):
+	}
+	out := make([]idleFootprint, len(devs))
+	for i, dev := range devs {
+		u, err := dev.usage()
+		if err != nil {
+			return idleFootprint{}, idleFootprint{}, err
+		}
+		out[i] = idleFootprint{rss: u.RSS, cpuPerMin: (u.CPUSeconds - before[i].CPUSeconds) / d.Minutes()}
+	}
+	return out[0], out[1], nil
 }

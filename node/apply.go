@@ -185,6 +185,9 @@ const danglingWait = 10 * time.Second
 // off while this happens, so the watcher never mistakes these writes for
 // local edits.
 func (v *vault) reconcilePath(ctx context.Context, path string) error {
+	if err := v.repairPieces(ctx, path); err != nil { // pieces.go
+		return err
+	}
 	v.mu.Lock()
 	if len(v.graph.Heads(path)) == 0 {
 		v.mu.Unlock()
@@ -219,6 +222,17 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 	}
 	v.mu.Unlock()
 	testHookDecided(path)
+	// Inline contents are not kept in bodies (inline.go).
+	if winner, err = v.withInline(dec.Winner.ID, winner); err != nil {
+		return err
+	}
+	for i, c := range dec.Copies {
+		p := copies[i].ver.Path
+		if copies[i].ver, err = v.withInline(c.Version.ID, copies[i].ver); err != nil {
+			return err
+		}
+		copies[i].ver.Path = p
+	}
 
 	winnerID := toEntryID(dec.Winner.ID)
 	var merged []byte
@@ -575,6 +589,10 @@ func (v *vault) merge(ctx context.Context, plan *protocol.MergePlan) ([]byte, bo
 		v.mu.Unlock()
 		if ver.Size > protocol.MaxMergeBytes {
 			return nil, protocol.ErrMergeTooLarge
+		}
+		ver, err := v.withInline(id, ver) // inline.go
+		if err != nil {
+			return nil, err
 		}
 		r, stop := v.contentReader(ctx, ver)
 		defer stop()
@@ -1075,11 +1093,19 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 		// one, after the batch.
 		keep := batch[:0]
 		for _, it := range batch {
-			if v.stampStill(it.stamp) {
-				keep = append(keep, it)
-			} else {
+			if !v.stampStill(it.stamp) {
 				rest = append(rest, it.path)
+				continue
 			}
+			// Inline contents are not kept in bodies (inline.go); a path
+			// whose content cannot be read back is decided again alone.
+			ver, err := v.withInline(toCoreID(it.id), it.ver)
+			if err != nil {
+				rest = append(rest, it.path)
+				continue
+			}
+			it.ver = ver
+			keep = append(keep, it)
 		}
 		batch = keep
 		if len(batch) == 0 {

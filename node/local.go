@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -49,6 +50,11 @@ func (h chunkHasher) Hash(ctx context.Context, path string, r io.Reader, size in
 		b, err := io.ReadAll(io.LimitReader(r, entry.InlineLimit+1))
 		if err != nil {
 			return res, fmt.Errorf("reading %s: %w", path, err)
+		}
+		if cap(b) > len(b)+len(b)/4 {
+			// ReadAll's buffer doubles as it goes: a scan holds every
+			// changed small file until it is recorded, so keep no slack.
+			b = bytes.Clone(b)
 		}
 		res.Hash = blake3.Sum256(b)
 		res.Extra = hashExtra{inline: b}

@@ -153,6 +153,10 @@ func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, r
 	v.tailHeard(dev, theirs[v.n.id.ID()]) // what the opener holds of this device's log (logtail.go)
 	sentMembers := req.MemberSeq          // records are numbered from 1: records[i].Seq == i+1
 	var st statusSender
+	// Only what the opener sends after this request counts as held by it:
+	// a device restarted from an older copy of its home asks here for its
+	// own entries back, and what it had sent before must not hide them.
+	fromBase := v.fromAuthorSeq(dev)
 	if err := f.Send(wire.MsgPeers, v.peerAddrs(dev)); err != nil {
 		return err
 	}
@@ -165,8 +169,8 @@ func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, r
 			}
 		}
 		mine := v.vector()
-		// What the opener wrote itself and sent here, it holds.
-		if s := v.fromAuthorSeq(dev); s > theirs[dev] {
+		// What the opener wrote itself and sent here since, it holds.
+		if s := v.fromAuthorSeq(dev); s > fromBase && s > theirs[dev] {
 			theirs[dev] = s
 		}
 		for _, r := range mine.Missing(theirs) {

@@ -63,7 +63,8 @@ func (m *monitor) run(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		m.sample()
-		_ = m.n.Status() // publishes new and cleared problems (problems.go)
+		st := m.n.Status() // publishes new and cleared problems (problems.go)
+		releaseIfIdle(st)  // memrelease.go
 		select {
 		case <-ctx.Done():
 			return

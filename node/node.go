@@ -316,16 +316,16 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	// was opened with entry.OpenBody before its entry was stored, so it is
 	// opened here without the canonical re-encode (entry.OpenStoredBody;
 	// authentication and the rules on versions are still checked).
+	v.replaying = true
 	for author, head := range db.Heads() {
 		err := db.Range(author, 1, head.Seq, func(e *entry.Entry) error {
 			body, err := v.openStoredBody(e)
 			if err != nil {
 				return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
 			}
-			// Every piece was stored before its entry (pieces.go).
-			if body, err = v.expandBody(body, nil); err != nil {
-				return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
-			}
+			// Every piece was stored before its entry; one missing or
+			// damaged since is fetched again when needed (pieces.go).
+			body = v.expandStored(body)
 			v.addBodyLocked(e, body)
 			return nil
 		})
@@ -334,6 +334,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 			return nil, err
 		}
 	}
+	v.replaying = false
 	// What members and relays said they hold, so "unsafe" is truthful
 	// from the start (nothing is locked yet: the vault is not shared).
 	peers := v.members.Members()

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -26,6 +28,15 @@ import (
 // every entry in the log can be reopened, served and re-sent with its
 // pieces. A new version of a large file therefore costs the pieces around
 // its edit, not the whole list.
+
+// A piece that is missing or damaged when the log is reopened (its file
+// deleted, or rotted: the CID check finds it) does not stop the vault from
+// opening. The version is kept with its piece references instead of its
+// chunk list (expandStored), which is all the sync core needs to decide;
+// a damaged file is moved aside; and before the device acts on such a
+// version it fetches the pieces again from a connected member
+// (repairPieces). Only that version's content waits for a peer; every
+// other path syncs.
 
 // pieceFetcher fetches pieces by CID and returns their bytes, each checked
 // against its CID.
@@ -169,4 +180,93 @@ func verifyBlob(c cid.Cid, data []byte) error {
 		return nil
 	}
 	return chunk.VerifyCID(c, data)
+}
+
+// expandStored is expandBody for an entry read back from this device's own
+// log: a version whose pieces are missing or damaged here is kept with its
+// piece references (see above) and reported, instead of failing the open.
+func (v *vault) expandStored(b *entry.Body) *entry.Body {
+	if !hasPieces(b) {
+		return b
+	}
+	out := &entry.Body{Versions: make([]entry.Version, len(b.Versions))}
+	for i, ver := range b.Versions {
+		full, err := entry.ExpandPieces(ver, v.db.Piece)
+		if err != nil {
+			v.log.Warn("a version's chunk-list pieces are missing or damaged here; fetching them again from a member before using it",
+				"path", ver.Path, "err", err)
+			v.setAsideDamagedPieces(ver)
+			full = ver
+		}
+		out.Versions[i] = full
+	}
+	return out
+}
+
+// setAsideDamagedPieces moves aside the stored pieces of ver that fail
+// their check, so that a fetched copy can take their place.
+func (v *vault) setAsideDamagedPieces(ver entry.Version) {
+	for _, c := range entry.PieceCIDs(&ver) {
+		if _, err := v.db.Piece(c); err != nil && !errors.Is(err, vaultdb.ErrPieceMissing) {
+			if err := v.db.SetAsidePiece(c); err != nil {
+				v.log.Warn("moving a damaged piece aside", "piece", c, "err", err)
+			}
+		}
+	}
+}
+
+// repairPieces makes sure every head of path holds its whole chunk list,
+// fetching from connected members the pieces a version still lacks (see
+// above). It returns an error wrapping vaultdb.ErrPieceMissing while some
+// cannot be had.
+func (v *vault) repairPieces(ctx context.Context, path string) error {
+	v.mu.Lock()
+	var todo []protocol.VersionID
+	for _, h := range v.graph.Heads(path) {
+		if ver, ok := v.bodies[h.ID]; ok && ver.HasPieces() {
+			todo = append(todo, h.ID)
+		}
+	}
+	v.mu.Unlock()
+	for _, id := range todo {
+		v.mu.Lock()
+		ver := v.bodies[id]
+		v.mu.Unlock()
+		var want []cid.Cid
+		for _, c := range entry.PieceCIDs(&ver) {
+			if _, err := v.db.Piece(c); err != nil {
+				want = append(want, c)
+			}
+		}
+		var (
+			mu  sync.Mutex
+			got []entry.Piece
+		)
+		if len(want) > 0 {
+			err := v.fetchFromPeers(ctx, dedupCIDs(want), func(c cid.Cid, data []byte) error {
+				if _, err := entry.DecodePiece(c, data); err != nil {
+					return err
+				}
+				mu.Lock()
+				got = append(got, entry.Piece{CID: c, Bytes: data})
+				mu.Unlock()
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("%q: fetching its chunk-list pieces: %w: %w", path, vaultdb.ErrPieceMissing, err)
+			}
+			if err := v.db.PutPieces(got); err != nil {
+				return fmt.Errorf("%q: storing its chunk-list pieces: %w", path, err)
+			}
+		}
+		full, err := entry.ExpandPieces(ver, v.db.Piece)
+		if err != nil {
+			return fmt.Errorf("%q: %w", path, err)
+		}
+		v.mu.Lock()
+		v.bodies[id] = full
+		v.mu.Unlock()
+		v.log.Info("fetched a version's chunk-list pieces again", "path", path, "pieces", len(want))
+	}
+	return nil
 }

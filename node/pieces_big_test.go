@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/weftsync/weft/protocol/entry"
-	"github.com/weftsync/weft/store/home"
 )
 
 // TestSevenGiBFileSyncs (WEFT_BIG=1 only, docs/benchmarks.md "Files of
@@ -26,21 +25,7 @@ func TestSevenGiBFileSyncs(t *testing.T) {
 	}
 	const size = 7 << 30
 	a, folderA := testNodeWith(t, Config{})
-	dir := t.TempDir()
-	hb, err := home.Open(filepath.Join(dir, "home"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := a.Invite([32]byte{}, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	folderB := filepath.Join(dir, "folder")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := JoinVault(ctx, hb, inv.String(), folderB); err != nil {
-		t.Fatal(err)
-	}
+	hb, folderB, _ := joinHome(t, a)
 	b, _ := startNode(t, hb)
 
 	// Written under another name and renamed, so no scan sees it half made.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,7 +13,6 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/weftsync/weft/protocol/entry"
-	"github.com/weftsync/weft/store/home"
 )
 
 // piecedTestParams cut a chunk list of a dozen MiB into a few dozen pieces,
@@ -26,21 +27,7 @@ var piecedTestParams = entry.PieceParams{Direct: 16, Min: 4, Max: 32, Mask: 7}
 // included, after a restart. The counts do not depend on load.
 func TestLargeFileSyncsInPieces(t *testing.T) {
 	a, folderA := testNodeWith(t, Config{Pieces: piecedTestParams})
-	dir := t.TempDir()
-	hb, err := home.Open(filepath.Join(dir, "home"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := a.Invite([32]byte{}, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	folderB := filepath.Join(dir, "folder")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := JoinVault(ctx, hb, inv.String(), folderB); err != nil {
-		t.Fatal(err)
-	}
+	hb, folderB, _ := joinHome(t, a)
 	b, stopB := startNode(t, hb)
 
 	data := make([]byte, 12<<20)
@@ -168,4 +155,119 @@ func piecesOf(t *testing.T, v *vault, e *entry.Entry) []cid.Cid {
 		t.Fatal(err)
 	}
 	return entry.PieceCIDs(&body.Versions[0])
+}
+
+// TestLostPiecesFetchedAgain: a device whose stored pieces are gone (the
+// directory deleted) or rotted still opens its vault, keeps syncing the
+// file's later edits, and fetches a head's missing pieces again from a
+// member before it uses that version.
+func TestLostPiecesFetchedAgain(t *testing.T) {
+	a, folderA := testNodeWith(t, Config{Pieces: piecedTestParams})
+	hb, folderB, hvb := joinHome(t, a)
+	b, stopB := startNode(t, hb)
+	data := make([]byte, 6<<20)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, folderA, "big.bin", data)
+	if err := a.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, folderB, "big.bin", data)
+	es := entriesOf(t, b.vaultsNow()[0], a.id.ID(), 1)
+	first := es[len(es)-1]
+	pieces := piecesOf(t, b.vaultsNow()[0], first)
+	stopB()
+
+	// One piece rots, the others are deleted.
+	pdir := filepath.Join(hvb.DBDir(), "pieces")
+	rotted := filepath.Join(pdir, pieces[0].String())
+	raw, err := os.ReadFile(rotted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 0x40
+	for _, c := range pieces[1:] {
+		if err := os.Remove(filepath.Join(pdir, c.String())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(rotted, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := startNode(t, hb) // opens: the version waits for its pieces
+	vB := b2.vaultsNow()[0]
+	id := toCoreID(first.VersionID(0))
+	vB.mu.Lock()
+	kept := vB.bodies[id]
+	vB.mu.Unlock()
+	unexpanded := kept.HasPieces()
+	if !unexpanded {
+		t.Fatal("B reopened without its pieces yet holds the whole chunk list")
+	}
+	if _, err := os.Stat(rotted + ".damaged"); err != nil {
+		t.Errorf("the rotted piece was not set aside: %v", err)
+	}
+	waitUntil(t, 30*time.Second, func() error { return vB.repairPieces(context.Background(), "big.bin") })
+	vB.mu.Lock()
+	full := vB.bodies[id]
+	vB.mu.Unlock()
+	if full.HasPieces() || len(full.Chunks) < 50 {
+		t.Fatalf("after the repair: %d refs, pieces %v", len(full.Chunks), full.HasPieces())
+	}
+	for _, c := range pieces {
+		if _, err := vB.db.Piece(c); err != nil {
+			t.Errorf("piece %s after the repair: %v", c, err)
+		}
+	}
+	// And the file's next edit syncs as usual.
+	copy(data[1<<20:], bytes.Repeat([]byte("edit"), 1000))
+	writeFile(t, folderA, "big.bin", data)
+	if err := a.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, folderB, "big.bin", data)
+}
+
+// TestEntryNotEchoedToItsAuthor: B pulls A's new entry from A and does not
+// send it straight back down A's own log stream (it did: every entry went
+// back to its author, the whole chunk list of a large file's version
+// included, 1.29 MiB per edit of a 1 GiB file in issue 16's B6).
+func TestEntryNotEchoedToItsAuthor(t *testing.T) {
+	a, folderA := testNode(t)
+	b, _ := joinNode(t, a)
+	self := a.id.ID()
+	devB := b.id.ID()
+	vB := b.vaultsNow()[0]
+	writeFile(t, folderA, "first.txt", []byte("B pulls from A\n"))
+	if err := a.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, vB.cfg.Folder, "first.txt", []byte("B pulls from A\n"))
+	from := a.vaultsNow()[0].db.Head(self).Seq + 1
+	before := a.counters(devB).bytesReceived.Load()
+	var want []byte
+	for i := range 300 {
+		want = make([]byte, 3000)
+		if _, err := rand.Read(want); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, folderA, fmt.Sprintf("n%03d.bin", i), want)
+	}
+	if err := a.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, vB.cfg.Folder, "n299.bin", want)
+	wrote := 0
+	for _, e := range entriesOf(t, vB, self, from) {
+		wrote += len(e.Bytes())
+	}
+	got := a.counters(devB).bytesReceived.Load() - before
+	t.Logf("A wrote entries of %d bytes; B sent A %d bytes meanwhile", wrote, got)
+	if wrote < 800_000 {
+		t.Fatalf("precondition: entries of %d bytes, want the 300 files' 900 KB", wrote)
+	}
+	if got > int64(wrote)/4 {
+		t.Errorf("B sent A %d bytes for A's own entries of %d, want only its status", got, wrote)
+	}
 }

@@ -646,7 +646,10 @@ func (v *vault) writeRestored(ctx context.Context, it restoreItem, now int64, ca
 	if it.from == nil {
 		return a.Delete(ctx, it.path)
 	}
-	ver := it.from.ver
+	ver, err := v.withInline(toCoreID(it.from.id), it.from.ver) // inline.go
+	if err != nil {
+		return err
+	}
 	switch ver.Kind {
 	case entry.KindDir:
 		_, err := a.MakeDir(ctx, it.path, fs.FileMode(ver.Mode).Perm()|0o700)

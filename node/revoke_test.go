@@ -349,6 +349,14 @@ func isRevoked(v *vault, d keys.DeviceID) bool {
 // runs its node.
 func joinNode(t *testing.T, n *Node) (*Node, string) {
 	t.Helper()
+	h, folderPath, _ := joinHome(t, n)
+	return runNode(t, h), folderPath
+}
+
+// joinHome makes a new home join n's vault through a real invite, without
+// running it: the caller starts it (startNode, or New with its own Config).
+func joinHome(t *testing.T, n *Node) (*home.Home, string, home.Vault) {
+	t.Helper()
 	dir := t.TempDir()
 	h, err := home.Open(filepath.Join(dir, "home"))
 	if err != nil {
@@ -361,10 +369,11 @@ func joinNode(t *testing.T, n *Node) (*Node, string) {
 	folderPath := filepath.Join(dir, "folder")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := JoinVault(ctx, h, inv.String(), folderPath); err != nil {
+	hv, err := JoinVault(ctx, h, inv.String(), folderPath)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return runNode(t, h), folderPath
+	return h, folderPath, hv
 }
 
 // runNode runs a node of home h on loopback for the test's lifetime.

@@ -15,9 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"lukechampine.com/blake3"
-
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -251,7 +250,7 @@ func (v *vault) verifyFile(p string, rec vaultdb.Record) (*folder.Change, int64,
 		return nil, 0, err
 	}
 	defer f.Close()
-	h := blake3.New(32, nil)
+	h := chunk.NewHasher()
 	n, err := io.Copy(h, io.LimitReader(f, int64(rec.Size)+1))
 	if errors.Is(err, syscall.EIO) {
 		// A file that cannot be read back while its metadata is as
@@ -272,7 +271,7 @@ func (v *vault) verifyFile(p string, rec vaultdb.Record) (*folder.Change, int64,
 	}
 	var now folder.Record
 	now.Path, now.Kind, now.Size, now.MTime, now.Inode, now.Ctime = p, folder.KindFile, info.Size, info.MTime, info.Inode, info.Ctime
-	h.Sum(now.Hash[:0])
+	now.Hash = h.Sum256()
 	old := folder.Record{Path: p, Kind: folder.KindFile, Size: int64(rec.Size), MTime: rec.MTime, Inode: rec.Inode, Ctime: rec.Ctime, Hash: rec.Hash}
 	if !folder.IsRot(old, true, now) {
 		return nil, n, nil

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/ipfs/go-cid"
-	"lukechampine.com/blake3"
 
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
@@ -72,7 +71,7 @@ func sealFile(ctx context.Context, k chunk.Keys, r io.Reader, prev map[reuseKey]
 		workers = runtime.GOMAXPROCS(0)
 	}
 	p := chunk.DefaultParams()
-	whole := blake3.New(32, nil)
+	whole := chunk.NewHasher()
 	var blocks [2]*[]byte
 	defer func() {
 		for _, b := range blocks {
@@ -136,8 +135,7 @@ func sealFile(ctx context.Context, k chunk.Keys, r io.Reader, prev map[reuseKey]
 		}
 		cur = nb
 	}
-	whole.Sum(hash[:0])
-	return hash, refs, nil
+	return whole.Sum256(), refs, nil
 }
 
 // sealSpans seals the chunks of b whose indexes it takes from next, into

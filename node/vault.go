@@ -78,8 +78,10 @@ type vault struct {
 	members       *member.State
 	graph         *protocol.Graph
 	bodies        map[protocol.VersionID]entry.Version
-	clock         uint64 // highest Lamport clock seen
-	hlc           int64  // latest entry Time seen or written, unix ms (clock.go)
+	inline        inlineCache // recent inline contents (inline.go); bodies hold none
+	replaying     bool        // openVault is folding the stored log in (inline.go)
+	clock         uint64      // highest Lamport clock seen
+	hlc           int64       // latest entry Time seen or written, unix ms (clock.go)
 	index         map[string]vaultdb.Record
 	counts        indexCounts                    // what status reports of index, kept by setIndexLocked
 	children      map[string]map[string]struct{} // dir -> indexed paths directly in it (and dirs leading to indexed paths)
@@ -334,7 +336,7 @@ func (s *entrySource) pieces() pieceFetcher {
 // noteFromAuthor records that the author of entry seq sent it itself: the
 // author holds its log up to there, so serveLog need not send it back.
 // (A device that loses its log tail restarts, and its new LogRequest says
-// what it holds.) Before this, every entry came straight back to its
+// what it holds: serveLog counts only what came after the request.) Before this, every entry came straight back to its
 // author over the author's own log stream: for a version of a large file
 // that was the whole chunk list, 1.29 MiB per edit of a 1 GiB file (B6).
 func (v *vault) noteFromAuthor(src *entrySource, author keys.DeviceID, seq uint64) {
@@ -408,6 +410,12 @@ func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
 		if err := v.graph.Add(cv); err != nil {
 			v.log.Warn("version not added to graph", "version", id, "err", err)
 			continue
+		}
+		if isInline(ver) { // inline.go
+			if !v.replaying { // what the log replays was applied, or is read back when needed
+				v.inline.put(id, ver.Inline)
+			}
+			ver.Inline = nil
 		}
 		v.bodies[id] = ver
 		v.dirty[ver.Path] = struct{}{}

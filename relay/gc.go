@@ -32,7 +32,8 @@ const rewriteOnlyGrace = 100 * 365 * 24 * time.Hour
 type gcResult struct {
 	Entries  int       // entries scanned
 	Plan     planStats // stored versions by retention outcome
-	Live     int       // distinct chunks kept live
+	Live     int       // distinct chunks and pieces kept live
+	Pieces   int       // of which pieces (their chunks are live with them)
 	Unwanted int       // chunks no longer fetched: no retained version references them
 
 	Dropped           int   // chunks reclaimed
@@ -49,9 +50,15 @@ type gcResult struct {
 // (every current head among them), by any version of an entry beyond its
 // author's held prefix, or by an entry stored while collect runs; a chunk
 // still wanted for any of those; and, through store/pack's grace, a chunk
-// stored less than r.gcGrace ago. The held vector is not changed: every
-// entry counted held keeps, for each version that is not superseded, all
-// its chunks.
+// stored less than r.gcGrace ago. A piece a version names counts as
+// referenced by it, and so does every chunk the piece lists (the stored
+// pieces are read for the live set: expandPieces). One exception: a chunk
+// listed only by a piece that an entry stored while collect runs names,
+// and that the replica had not read yet when the drop began, may be
+// dropped; the piece is read again after the drop, the chunk is wanted,
+// and no entry naming the piece counts held meanwhile. The held vector is not
+// changed: every entry counted held keeps, for each version that is not
+// superseded, all its chunks, pieces and their chunks.
 //
 // It runs in three steps. (1) Without blocking anything, scan every
 // stored entry into a retention plan and collect the live set; entries
@@ -78,6 +85,7 @@ func (r *replica) collect(ctx context.Context, pol Retention, now time.Time) (gc
 	// Step 1: the plan and the live set, from a consistent start.
 	r.mu.Lock()
 	r.gcNoted = map[cid.Cid]struct{}{}
+	r.gcPieces = map[cid.Cid]struct{}{}
 	held := make(map[keys.DeviceID]uint64, len(r.held))
 	for a, s := range r.held {
 		held[a] = s
@@ -92,7 +100,7 @@ func (r *replica) collect(ctx context.Context, pol Retention, now time.Time) (gc
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
-		r.gcNoted = nil
+		r.gcNoted, r.gcPieces = nil, nil
 		r.mu.Unlock()
 	}()
 
@@ -134,6 +142,20 @@ func (r *replica) collect(ctx context.Context, pol Retention, now time.Time) (gc
 		}
 	}
 	refs = nil
+	// The chunks of every live piece are live with it.
+	var pieces []cid.Cid
+	for c := range need {
+		if entry.IsPieceCID(c) {
+			pieces = append(pieces, c)
+		}
+	}
+	expanded, err := r.expandPieces(ctx, pieces, need)
+	if err != nil {
+		return res, err
+	}
+	if r.testOnlyBeforeDrop != nil {
+		r.testOnlyBeforeDrop()
+	}
 
 	// Step 2: drop, with no entry being noted meanwhile.
 	r.gcBar.Lock()
@@ -145,8 +167,15 @@ func (r *replica) collect(ctx context.Context, pol Retention, now time.Time) (gc
 	}
 	for c := range r.gcNoted {
 		need[c] = struct{}{}
+		if entry.IsPieceCID(c) {
+			pieces = append(pieces, c)
+		}
 	}
-	r.gcNoted = nil
+	for p := range r.gcPieces {
+		expanded[p] = struct{}{} // its chunks came in through gcNoted
+	}
+	r.gcNoted, r.gcPieces = nil, nil
+	res.Pieces = r.pieceMarksAfterGCLocked(pieces, need, expanded)
 	for c := range r.wanted {
 		if _, ok := need[c]; !ok {
 			delete(r.wanted, c)
@@ -208,7 +237,67 @@ func (r *replica) collect(ctx context.Context, pol Retention, now time.Time) (gc
 	if wasFull && !r.full {
 		r.kickFetch()
 	}
+	r.notePending() // live pieces whose chunks this collection could not keep for sure
 	return res, nil
+}
+
+// expandPieces adds to need the chunks the stored pieces among ps list
+// (from the cache or the store) and returns the pieces it expanded. A
+// piece that is not stored (wanted, or quarantined meanwhile) is skipped:
+// its chunks are checked when it is stored again (notePieceLocked), and
+// pieceMarksAfterGCLocked has it checked again. Any other read error aborts
+// the collection, as an entry read error does.
+func (r *replica) expandPieces(ctx context.Context, ps []cid.Cid, need map[cid.Cid]struct{}) (map[cid.Cid]struct{}, error) {
+	expanded := make(map[cid.Cid]struct{}, len(ps))
+	for _, p := range ps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		refs, err := r.readPiece(p)
+		switch {
+		case errors.Is(err, pack.ErrNotFound), errors.Is(err, pack.ErrCorrupt):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("reading pieces for GC: %w", err)
+		}
+		for _, c := range refs {
+			need[c] = struct{}{}
+		}
+		expanded[p] = struct{}{}
+	}
+	return expanded, nil
+}
+
+// pieceMarksAfterGCLocked brings the piece marks in line with what the
+// drop about to run keeps, given the live pieces ps (repeats allowed), the
+// live set need and the pieces whose chunks are in it (expanded). A piece
+// not live loses its marks: it and its chunks may be dropped. A live piece
+// whose chunks are not known to be in need (not stored when GC read it, or
+// named only by an entry noted while GC ran, outside the cache) loses its
+// done mark and is checked again after the drop (unnoted), so a version
+// naming it is not counted held on chunks the drop took. It returns the
+// number of distinct live pieces.
+func (r *replica) pieceMarksAfterGCLocked(ps []cid.Cid, need, expanded map[cid.Cid]struct{}) int {
+	for p := range r.pieceDone {
+		if _, ok := need[p]; !ok {
+			delete(r.pieceDone, p)
+		}
+	}
+	for p := range r.unnoted {
+		if _, ok := need[p]; !ok {
+			delete(r.unnoted, p)
+		}
+	}
+	live := make(map[cid.Cid]struct{}, len(ps))
+	for _, p := range ps {
+		live[p] = struct{}{}
+		if _, ok := expanded[p]; ok || r.wanted[p] {
+			continue
+		}
+		delete(r.pieceDone, p)
+		r.unnoted[p] = true
+	}
+	return len(live)
 }
 
 func cidSet(m map[cid.Cid]struct{}) iter.Seq[cid.Cid] {
@@ -276,7 +365,7 @@ func (r *Relay) collectVault(ctx context.Context, rep *replica) {
 		r.log.Warn("garbage collection", "vault", rep.id, "err", err)
 	case err == nil:
 		r.log.Info("garbage collection", "vault", rep.id, "entries", res.Entries,
-			"versions", res.Plan.Versions, "expired", res.Plan.Expired, "live_chunks", res.Live,
+			"versions", res.Plan.Versions, "expired", res.Plan.Expired, "live_chunks", res.Live, "live_pieces", res.Pieces,
 			"reclaimed_chunks", res.Dropped, "reclaimed_bytes", res.DroppedBytes,
 			"packs_rewritten", res.PacksRewritten, "took", took)
 	}

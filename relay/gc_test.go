@@ -128,6 +128,21 @@ func deletionOf(path string, sup ...entry.VersionID) entry.Version {
 // the replica; it returns the versions' IDs.
 func (f *vaultFixture) write(id *keys.Identity, at time.Time, vs ...entry.Version) []entry.VersionID {
 	f.t.Helper()
+	e := f.build(id, at, vs...)
+	if err := f.rep.ingestEntry(e.Bytes()); err != nil {
+		f.t.Fatalf("ingestEntry: %v", err)
+	}
+	ids := make([]entry.VersionID, len(vs))
+	for i := range vs {
+		ids[i] = e.VersionID(i)
+	}
+	return ids
+}
+
+// build has id sign the next entry of its log, with versions at time at,
+// and counts it written; the caller stores it.
+func (f *vaultFixture) build(id *keys.Identity, at time.Time, vs ...entry.Version) *entry.Entry {
+	f.t.Helper()
 	prev := f.heads[id.ID()]
 	f.nonce++
 	e, err := entry.New(entry.Config{
@@ -137,15 +152,8 @@ func (f *vaultFixture) write(id *keys.Identity, at time.Time, vs ...entry.Versio
 	if err != nil {
 		f.t.Fatalf("entry.New: %v", err)
 	}
-	if err := f.rep.ingestEntry(e.Bytes()); err != nil {
-		f.t.Fatalf("ingestEntry: %v", err)
-	}
 	f.heads[id.ID()] = e.Head()
-	ids := make([]entry.VersionID, len(vs))
-	for i := range vs {
-		ids[i] = e.VersionID(i)
-	}
-	return ids
+	return e
 }
 
 func (f *vaultFixture) maxClock() uint64 {
@@ -199,8 +207,9 @@ func (f *vaultFixture) collect(pol Retention, now time.Time) gcResult {
 
 // checkConverges is what a device that was offline longer than the
 // retention needs: every stored entry's version that nothing stored
-// supersedes (a head) has every chunk in the store, and every entry in
-// the held vector is still held in full.
+// supersedes (a head) has every chunk in the store (for one that lists
+// pieces, every piece and every chunk they list), and every entry in the
+// held vector is still held in full.
 func (f *vaultFixture) checkConverges() {
 	f.t.Helper()
 	superseded := map[entry.VersionID]bool{}
@@ -228,6 +237,19 @@ func (f *vaultFixture) checkConverges() {
 			for _, c := range hd.Refs {
 				if !f.has(c) {
 					f.t.Errorf("head %v (held) references chunk %s, which the store lacks", e.VersionID(i), c)
+					continue
+				}
+				if !entry.IsPieceCID(c) {
+					continue
+				}
+				refs, err := entry.DecodePiece(c, f.chunks[c])
+				if err != nil {
+					f.t.Fatalf("piece %s the fixture wrote: %v", c, err)
+				}
+				for _, r := range refs {
+					if !f.has(r.CID) {
+						f.t.Errorf("head %v (held) lists in piece %s chunk %s, which the store lacks", e.VersionID(i), c, r.CID)
+					}
 				}
 			}
 		}

@@ -72,29 +72,11 @@ func TestRelayAccess(t *testing.T) {
 			}
 		}
 	})
-	a.h.SetStreamHandler(ProtoChunk, func(s network.Stream) {
-		defer s.Close()
-		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
-			return
+	serveChunks(a, x.id, nil, func(id cid.Cid) ([]byte, bool) {
+		if id.Equals(sealed.CID) {
+			return sealed.Envelope, true
 		}
-		_ = wire.WriteFrame(s, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: x.id}.AppendBinary(nil))
-		for {
-			_, p, err := wire.ReadFrame(s, wire.MaxFrameSize)
-			if err != nil {
-				return
-			}
-			want, err := wire.ParseWantChunks(p)
-			if err != nil {
-				return
-			}
-			for _, id := range want.CIDs {
-				if id.Equals(sealed.CID) {
-					_ = wire.WriteFrame(s, wire.MsgChunk, wire.Chunk{CID: id, Envelope: sealed.Envelope}.AppendBinary(nil))
-				} else {
-					_ = wire.WriteFrame(s, wire.MsgChunkMissing, wire.ChunkMissing{CID: id}.AppendBinary(nil))
-				}
-			}
-		}
+		return nil, false
 	})
 
 	for _, d := range []*testDevice{a, b, c, out} {

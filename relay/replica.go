@@ -41,9 +41,10 @@ type replica struct {
 	state      *member.State
 	held       map[keys.DeviceID]uint64
 	superseded map[entry.VersionID]bool // versions named as superseded by a stored entry
-	wanted     map[cid.Cid]bool         // chunks referenced by stored entries and not here
-	// blockedOn is, per author, a missing chunk of the first entry past
-	// its held prefix. Until that chunk arrives (or stops being wanted) the
+	wanted     map[cid.Cid]bool         // chunks and pieces stored entries need (directly or through a stored piece) and not here
+	// blockedOn is, per author, a missing chunk or piece of the first
+	// entry past its held prefix (cid.Undef: a piece still to be read,
+	// which does not block). Until that chunk arrives (or stops being wanted) the
 	// prefix cannot move, so advanceLocked skips the author instead of
 	// decoding that entry again after every batch of chunks: for one large
 	// file that was quadratic (a fifth of the relay's CPU at 5 GiB).
@@ -68,13 +69,26 @@ type replica struct {
 	holdsGen  uint64
 	fetchKick chan struct{}
 
+	// Chunk-list pieces (pieces.go). pieces is a bounded cache of what
+	// pieces list, with its own lock; the maps are under mu.
+	pieces    *pieceCache
+	pieceDone map[cid.Cid]bool // stored pieces whose every chunk is stored
+	unnoted   map[cid.Cid]bool // stored pieces named by stored entries, chunks still to be checked
+
 	// Garbage collection (gc.go). gcBar is held shared while a stored
 	// entry's chunks are noted and exclusively while GC drops chunks.
 	gcBar   sync.RWMutex
-	gcNoted map[cid.Cid]struct{} // under mu: while GC runs, chunks of entries noted since its scan began
-	sinceGC int                  // under mu: versions superseded since the last GC
-	gcKick  chan struct{}
-	gcGrace time.Duration // store/pack's GC grace; 0 means pack.DefaultGCGrace
+	gcNoted map[cid.Cid]struct{} // under mu: while GC runs, chunks and pieces of entries noted since its scan began
+	// gcPieces: under mu, while GC runs, the pieces whose chunks went
+	// into gcNoted.
+	gcPieces map[cid.Cid]struct{}
+	sinceGC  int // under mu: versions superseded since the last GC
+	gcKick   chan struct{}
+	gcGrace  time.Duration // store/pack's GC grace; 0 means pack.DefaultGCGrace
+	// testOnlyBeforeDrop, if set, runs in collect between its scan and
+	// its drop step, with no lock held: where an entry noted during a
+	// collection lands.
+	testOnlyBeforeDrop func()
 }
 
 // Quota bounds what a relay stores for one vault. Zero means no limit.
@@ -122,6 +136,9 @@ func openReplica(home string, id keys.VaultID, quota Quota, log *slog.Logger, st
 		wanted:     map[cid.Cid]bool{},
 		blockedOn:  map[keys.DeviceID]cid.Cid{},
 		unavail:    map[cid.Cid]int{},
+		pieces:     newPieceCache(pieceCacheRefs),
+		pieceDone:  map[cid.Cid]bool{},
+		unnoted:    map[cid.Cid]bool{},
 		grown:      make(chan struct{}),
 		fetchKick:  make(chan struct{}, 1),
 		gcKick:     make(chan struct{}, 1),
@@ -133,19 +150,26 @@ func openReplica(home string, id keys.VaultID, quota Quota, log *slog.Logger, st
 	return r, nil
 }
 
-// load rebuilds the in-memory view from the stored entries.
+// load rebuilds the in-memory view from the stored entries: what they
+// supersede, the chunks and pieces they need that are not stored, the
+// chunks the stored pieces list that are not stored (every stored piece a
+// stored entry names is read once, by notePending), and the held prefixes.
 func (r *replica) load() error {
+	r.mu.Lock()
 	for a, h := range r.db.Heads() {
 		err := r.db.Range(a, 1, h.Seq, func(e *entry.Entry) error {
 			r.noteLocked(e)
 			return nil
 		})
 		if err != nil {
+			r.mu.Unlock()
 			return fmt.Errorf("reading stored entries of %s: %w", a, err)
 		}
 	}
 	r.advanceLocked()
 	r.full = r.overQuotaLocked()
+	r.mu.Unlock()
+	r.notePending()
 	return nil
 }
 
@@ -155,7 +179,8 @@ func (r *replica) close() {
 }
 
 // noteLocked records what a stored entry supersedes and which of its
-// chunks are missing.
+// chunks and pieces are missing, and checks the chunks of the pieces it
+// names that are stored (now, or by notePending).
 func (r *replica) noteLocked(e *entry.Entry) {
 	// A new entry may supersede a blocked version: look again.
 	clear(r.blockedOn)
@@ -165,6 +190,10 @@ func (r *replica) noteLocked(e *entry.Entry) {
 			r.superseded[s] = true
 		}
 		for _, c := range h.Refs {
+			if entry.IsPieceCID(c) {
+				r.notePieceRefLocked(c)
+				continue
+			}
 			if !r.wanted[c] {
 				if ok, err := r.chunks.Has(c); err == nil && !ok {
 					r.wanted[c] = true
@@ -174,14 +203,22 @@ func (r *replica) noteLocked(e *entry.Entry) {
 	}
 }
 
-// entryHeldLocked reports whether every version of e is here in full or
-// superseded by a stored entry; if not, missing is a chunk it lacks.
+// entryHeldLocked reports whether every version of e is here in full
+// (its chunks, or its pieces and every chunk they list) or superseded by a
+// stored entry; if not, missing is a chunk or piece it lacks, or cid.Undef
+// when a piece is still to be read (notePending).
 func (r *replica) entryHeldLocked(e *entry.Entry) (held bool, missing cid.Cid) {
 	for i, h := range e.Headers() {
 		if r.superseded[e.VersionID(i)] {
 			continue
 		}
 		for _, c := range h.Refs {
+			if entry.IsPieceCID(c) {
+				if ok, m := r.pieceHeldLocked(c); !ok {
+					return false, m
+				}
+				continue
+			}
 			if r.wanted[c] {
 				return false, c
 			}
@@ -198,7 +235,7 @@ func (r *replica) advanceLocked() bool {
 		if from > h.Seq {
 			continue
 		}
-		if c, ok := r.blockedOn[a]; ok && r.wanted[c] {
+		if c, ok := r.blockedOn[a]; ok && c.Defined() && r.wanted[c] {
 			continue
 		}
 		delete(r.blockedOn, a)
@@ -343,13 +380,14 @@ func (r *replica) ingestEntry(raw []byte) error {
 	r.grewLocked()
 	r.mu.Unlock()
 	r.gcBar.RUnlock()
+	r.notePending() // stored pieces it names that were not in the cache
 	r.kickFetch()
 	return nil
 }
 
 var errNotMember = errors.New("not a member of the vault")
 
-// wantList returns up to n chunks to fetch.
+// wantList returns up to n chunks and pieces to fetch.
 func (r *replica) wantList(n int) []cid.Cid {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -369,8 +407,18 @@ func (r *replica) wantList(n int) []cid.Cid {
 	return out
 }
 
-// putChunk verifies env against c and stores it.
+// putChunk verifies env against c and stores it, if c is wanted. A piece
+// must pass entry.DecodePiece (else nothing is stored and the error says
+// why); once stored, the chunks it lists that the store lacks are wanted.
+// A chunk's CID is checked by the chunk store.
 func (r *replica) putChunk(c cid.Cid, env []byte) error {
+	var refs []cid.Cid
+	if entry.IsPieceCID(c) {
+		var err error
+		if refs, err = decodePiece(c, env); err != nil {
+			return fmt.Errorf("storing piece: %w", err)
+		}
+	}
 	r.mu.Lock()
 	if !r.wanted[c] {
 		r.mu.Unlock()
@@ -387,15 +435,22 @@ func (r *replica) putChunk(c cid.Cid, env []byte) error {
 	r.mu.Unlock()
 	// pack.Put checks the CID against the bytes.
 	err := r.chunks.Put(c, env)
+	if refs != nil {
+		r.gcBar.RLock() // GC is not dropping chunks while these are noted
+		defer r.gcBar.RUnlock()
+	}
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.reserved -= n
 	if err != nil {
-		r.mu.Unlock()
 		return fmt.Errorf("storing chunk %s: %w", c, err)
 	}
 	delete(r.wanted, c)
 	delete(r.unavail, c)
-	r.mu.Unlock()
+	if refs != nil {
+		r.pieces.put(c, refs)
+		r.notePieceLocked(c, refs)
+	}
 	return nil
 }
 
@@ -418,13 +473,14 @@ func (r *replica) retryUnavailable() {
 }
 
 // settle advances the held prefix after chunks arrived and wakes readers
-// if it moved.
+// if it moved, reading the pieces it needs to (notePending).
 func (r *replica) settle() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.advanceLocked() {
 		r.grewLocked()
 	}
+	r.mu.Unlock()
+	r.notePending()
 }
 
 // heldVector is the vector reported to devices.

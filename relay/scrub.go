@@ -22,10 +22,13 @@ import (
 // against its CID on a schedule (store/pack's ScrubStep), so that rot is
 // found before a device needs the chunk. A chunk found corrupt, by the
 // scrub or by a read while serving it, is quarantined by the chunk store
-// and handed to replica.lost, which makes the relay truthful again:
+// and handed to replica.lost, which makes the relay truthful again. (A
+// chunk-list piece is stored, scrubbed and quarantined like a chunk: the
+// store checks any block by the hash its CID names.)
 //
-//  1. the chunk is wanted again, if any stored entry references it, so the
-//     fetch loop asks the vault's connected devices for it (pull.go);
+//  1. the chunk is wanted again, if any stored entry references it
+//     (directly, or through a stored piece that lists it), so the fetch
+//     loop asks the vault's connected devices for it (pull.go);
 //  2. every author's held prefix is cut back before the first entry that
 //     needs it, and the lowered vector goes to devices on their log
 //     streams: the author's `unsafe` count rises, as it must, since the
@@ -273,9 +276,13 @@ var errQuarantined = errors.New("a chunk was quarantined while collecting; colle
 
 // lost is the chunk store's OnQuarantine hook: the chunks cs were found
 // corrupt and are no longer stored. It wants again every one a stored
-// entry references, cuts each author's held prefix back before the first
-// entry that now lacks a chunk, and wakes the log streams (so devices see
-// the lower vector) and the fetch loop (so a device uploads the chunks).
+// entry references, directly or through a stored piece, cuts each author's
+// held prefix back before the first entry that now lacks a chunk or piece,
+// and wakes the log streams (so devices see the lower vector) and the fetch
+// loop (so a device uploads the chunks).
+//
+// Finding the stored pieces that list a lost chunk reads every stored
+// piece the entries name (piecesListing), before taking any lock.
 //
 // It reads every stored entry under r.mu, which holds up ingest and the
 // log streams for that long: a quarantine is rare, and a complete scan is
@@ -289,17 +296,40 @@ func (r *replica) lost(cs []cid.Cid, by pack.FoundBy) {
 		r.stats.quarantined(len(cs), by)
 	}
 	lostSet := make(map[cid.Cid]bool, len(cs))
+	chunksLost := false
 	for _, c := range cs {
 		lostSet[c] = true
+		chunksLost = chunksLost || !entry.IsPieceCID(c)
 	}
+	var listing map[cid.Cid][]cid.Cid // stored pieces that list a lost chunk
+	if chunksLost {
+		listing = r.piecesListing(lostSet) // reads pieces: before the locks
+	}
+	defer r.notePending() // after the locks: pieces to read again
 	r.gcBar.RLock()
 	defer r.gcBar.RUnlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	wanted := 0
 	for _, c := range cs {
 		delete(r.unavail, c)
+		delete(r.pieceDone, c) // a lost piece is wanted again below
 	}
-	wanted := 0
+	for p, refs := range listing {
+		delete(r.pieceDone, p)
+		if refs == nil { // could not be read: check it again
+			r.unnoted[p] = true
+			continue
+		}
+		for _, c := range refs {
+			if lostSet[c] && !r.wanted[c] {
+				if ok, err := r.chunks.Has(c); err == nil && !ok {
+					r.wanted[c] = true
+					wanted++
+				}
+			}
+		}
+	}
 	var cut []string
 	for a, h := range r.db.Heads() {
 		held, lowered := r.held[a], false

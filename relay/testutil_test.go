@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -216,4 +217,38 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// serveChunks makes d answer the chunk protocol for vault as a device
+// does: after the Hello, each WantChunks is answered in order with a Chunk
+// for every CID blob has and a ChunkMissing for the rest. asked, if set,
+// sees every batch of wanted CIDs first.
+func serveChunks(d *testDevice, vault keys.VaultID, asked func([]cid.Cid), blob func(cid.Cid) ([]byte, bool)) {
+	d.h.SetStreamHandler(ProtoChunk, func(s network.Stream) {
+		defer s.Close()
+		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
+			return
+		}
+		_ = wire.WriteFrame(s, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: vault}.AppendBinary(nil))
+		for {
+			_, p, err := wire.ReadFrame(s, wire.MaxFrameSize)
+			if err != nil {
+				return
+			}
+			want, err := wire.ParseWantChunks(p)
+			if err != nil {
+				return
+			}
+			if asked != nil {
+				asked(want.CIDs)
+			}
+			for _, id := range want.CIDs {
+				if data, ok := blob(id); ok {
+					_ = wire.WriteFrame(s, wire.MsgChunk, wire.Chunk{CID: id, Envelope: data}.AppendBinary(nil))
+				} else {
+					_ = wire.WriteFrame(s, wire.MsgChunkMissing, wire.ChunkMissing{CID: id}.AppendBinary(nil))
+				}
+			}
+		}
+	})
 }

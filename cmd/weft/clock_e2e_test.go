@@ -27,6 +27,24 @@ func TestClockSkewDoctor(t *testing.T) {
 	right.up()
 	waitInSync(t, a, fast, right)
 	fastID, rightID := fast.status().Device, right.status().Device
+	// Doctor measures the members it is connected to, and in sync says
+	// nothing of that: fast and right may still be meeting through a
+	// alone (the fast device then had one sample and its correction was
+	// the median of 0 and -48 h, -24 h).
+	for _, d := range []*device{a, fast, right} {
+		waitStatus(t, d, time.Minute, func(st node.Status) error {
+			connected := 0
+			for _, p := range st.Peers {
+				if p.Role == "device" && p.Connection != "offline" {
+					connected++
+				}
+			}
+			if connected < 2 {
+				return fmt.Errorf("%s: connected to %d of the 2 other devices", d.name, connected)
+			}
+			return nil
+		})
+	}
 
 	doctor := func(d *device) (int, node.Diagnosis) {
 		t.Helper()

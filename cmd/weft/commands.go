@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
@@ -60,7 +63,7 @@ func upCmd(g *globals) *cobra.Command {
 	var mdns bool
 	var settle time.Duration
 	var quiet bool
-	var cpuprofile string
+	var cpuprofile, memprofile string
 	var bootstrap []string
 	var clockOffset time.Duration
 	var maxFileChunks int
@@ -98,8 +101,28 @@ func upCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			runCtx := cmd.Context()
+			if memprofile != "" {
+				// The heap is written when the agent is told to stop and
+				// before it lets go of anything: what an agent holds
+				// live, for the footprint work (docs/benchmarks.md).
+				var stop context.CancelFunc
+				runCtx, stop = context.WithCancel(context.Background())
+				defer stop()
+				written := make(chan struct{})
+				defer func() { stop(); <-written }()
+				go func() {
+					defer close(written)
+					select {
+					case <-cmd.Context().Done():
+						writeHeapProfile(memprofile, g.logger())
+						stop()
+					case <-runCtx.Done():
+					}
+				}()
+			}
 			errc := make(chan error, 1)
-			go func() { errc <- n.Run(cmd.Context()) }()
+			go func() { errc <- n.Run(runCtx) }()
 			select {
 			case err := <-errc:
 				return err
@@ -122,11 +145,13 @@ func upCmd(g *globals) *cobra.Command {
 	c.Flags().DurationVar(&clockOffset, "debug-clock-offset", 0, "TESTS ONLY: run the agent as if its clock were off by this much (\"-48h\", \"90s\")")
 	_ = c.Flags().MarkHidden("debug-clock-offset")
 	// Hidden: a test makes a file over the size limit without writing
-	// 5.9 GiB (docs/cli.md).
-	c.Flags().IntVar(&maxFileChunks, "debug-max-file-chunks", 0, "TESTS ONLY: the most chunks one file may have (default: about 5.9 GiB worth)")
+	// 256 GiB (docs/cli.md).
+	c.Flags().IntVar(&maxFileChunks, "debug-max-file-chunks", 0, "TESTS ONLY: the most chunks one file may have (default: about 256 GiB worth)")
 	_ = c.Flags().MarkHidden("debug-max-file-chunks")
 	c.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
+	c.Flags().StringVar(&memprofile, "memprofile", "", "write a heap profile to this file when the agent is told to stop (for benchmarks)")
 	_ = c.Flags().MarkHidden("cpuprofile")
+	_ = c.Flags().MarkHidden("memprofile")
 	return c
 }
 
@@ -414,4 +439,18 @@ func printQR(w io.Writer, code string) error {
 	}
 	_, err = io.WriteString(w, q.ToSmallString(false))
 	return err
+}
+
+// writeHeapProfile writes the live heap, after a collection, to path.
+func writeHeapProfile(path string, log *slog.Logger) {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Warn("writing the heap profile", "err", err)
+		return
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		log.Warn("writing the heap profile", "err", err)
+	}
 }

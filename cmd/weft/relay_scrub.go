@@ -25,9 +25,11 @@ func relayScrubCmd(g *globals) *cobra.Command {
 		Use:   "scrub",
 		Short: "Re-verify every chunk a relay stores now, and wait for the result",
 		Long: `Re-verify every chunk of every vault the relay stores against its CID, now,
-and print what was found. A corrupt chunk is quarantined: the relay stops
-serving it and counting its entries as held (the authors' devices show them
-unsafe again) and fetches it again from the vault's devices.
+and print what was found; the pieces that list a large file's chunks are
+stored and verified like chunks (and counted among them). A corrupt chunk or
+piece is quarantined: the relay stops serving it and counting its entries as
+held (the authors' devices show them unsafe again) and fetches it again from
+the vault's devices.
 
 A running relay is asked through its metrics address: pass the address given
 to its --metrics flag, e.g. --metrics 127.0.0.1:9100. Without --metrics the

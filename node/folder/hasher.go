@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"lukechampine.com/blake3"
+	"github.com/weftsync/weft/protocol/chunk"
 )
 
 // Hasher summarises a file's content while the scanner reads it. The node
@@ -33,7 +33,7 @@ type BLAKE3Hasher struct{}
 
 // Hash implements Hasher.
 func (BLAKE3Hasher) Hash(ctx context.Context, path string, r io.Reader, size int64) (HashResult, error) {
-	h := blake3.New(32, nil)
+	h := chunk.NewHasher()
 	buf := make([]byte, 128<<10)
 	var n int64
 	for {
@@ -52,7 +52,5 @@ func (BLAKE3Hasher) Hash(ctx context.Context, path string, r io.Reader, size int
 	if n != size {
 		return HashResult{}, fmt.Errorf("hashing %s: read %d bytes, want %d: %w", path, n, size, ErrUnsettled)
 	}
-	var res HashResult
-	h.Sum(res.Hash[:0])
-	return res, nil
+	return HashResult{Hash: h.Sum256()}, nil
 }

@@ -53,3 +53,53 @@ func TestSealKey(t *testing.T) {
 		t.Errorf("got %x, want %x", got, want)
 	}
 }
+
+// TestHasherStreams: the streaming Hasher gives lukechampine.com/blake3's
+// hash for every length class and however the input is split into
+// writes (one byte, odd sizes, batch-sized, one write), and Sum256 does not
+// disturb a stream that goes on.
+func TestHasherStreams(t *testing.T) {
+	data := seeded(9, 20*batch+777)
+	splits := []int{1, 7, 1000, batch - 1, batch, batch + 1, 3*batch + 5, len(data)}
+	for _, n := range []int{0, 1, 1024, batch - 1, batch, batch + 1, 2 * batch, 2*batch + 1, 16 * batch, 17*batch + 3, len(data)} {
+		want := blake3.Sum256(data[:n])
+		for _, step := range splits {
+			h := NewHasher()
+			for off := 0; off < n; off += step {
+				h.Write(data[off:min(off+step, n)])
+				if off == n/2/step*step { // a Sum in the middle changes nothing
+					_ = h.Sum256()
+				}
+			}
+			if got := h.Sum256(); got != want {
+				t.Fatalf("length %d in writes of %d: got %x, want %x", n, step, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkHasher is whole-file hashing in 128 KiB writes, against the
+// library's Hasher doing the same.
+func BenchmarkHasher(b *testing.B) {
+	src := seeded(1, 64<<20)
+	b.Run("weft", func(b *testing.B) {
+		b.SetBytes(int64(len(src)))
+		for b.Loop() {
+			h := NewHasher()
+			for off := 0; off < len(src); off += 128 << 10 {
+				h.Write(src[off : off+128<<10])
+			}
+			h.Sum256()
+		}
+	})
+	b.Run("lukechampine", func(b *testing.B) {
+		b.SetBytes(int64(len(src)))
+		for b.Loop() {
+			h := blake3.New(32, nil)
+			for off := 0; off < len(src); off += 128 << 10 {
+				h.Write(src[off : off+128<<10])
+			}
+			h.Sum(nil)
+		}
+	})
+}

@@ -2,10 +2,15 @@ package pack
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/ipfs/go-cid"
+	"github.com/multiformats/go-multihash"
 )
 
 func TestPutGetHas(t *testing.T) {
@@ -127,4 +132,42 @@ func flipByte(t testing.TB, path string, off int64) {
 	if _, err := f.WriteAt(b, off); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestDagCBORCIDs: the store verifies a block by the hash its CID names,
+// whatever the codec, so a relay keeps chunk-list pieces (CIDv1, codec
+// dag-cbor, BLAKE3-256) beside the chunks: Put checks their bytes, Get and
+// the scrub verify them, and an index rebuilt from the packs keeps them.
+func TestDagCBORCIDs(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, Config{Dir: dir})
+	data := []byte{0x82, 0x01, 0x80} // any bytes: the store does not parse them
+	c, err := cid.Prefix{Version: 1, Codec: cid.DagCBOR, MhType: multihash.BLAKE3, MhLength: 32}.Sum(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(c, []byte{0x82, 0x01, 0x81}); !errors.Is(err, ErrCIDMismatch) {
+		t.Fatalf("Put with the wrong bytes: got %v, want ErrCIDMismatch", err)
+	}
+	if err := s.Put(c, data); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	if got, err := s.Get(c); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("Get: got %x, %v; want %x", got, err, data)
+	}
+	if res, err := s.ScrubPass(context.Background(), 0); err != nil || res.Checked != 1 || len(res.Corrupt) != 0 {
+		t.Fatalf("scrub: checked %d, corrupt %v, %v; want 1 checked, none corrupt", res.Checked, res.Corrupt, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "index")); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, Config{Dir: dir})
+	defer s.Close()
+	if got, err := s.Get(c); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("Get after an index rebuild: got %x, %v; want %x", got, err, data)
+	}
+	mustVerify(t, s)
 }

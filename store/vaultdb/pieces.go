@@ -131,3 +131,14 @@ func writeDurable(fsys FS, path string, b []byte) error {
 	}
 	return nil
 }
+
+// SetAsidePiece renames a damaged piece's file to <CID>.damaged (kept for
+// inspection; a later one replaces it), so that PutPieces stores a good
+// copy in its place.
+func (db *DB) SetAsidePiece(c cid.Cid) error {
+	path := filepath.Join(db.cfg.Dir, piecesDir, c.String())
+	if err := db.cfg.FS.Rename(path, path+".damaged"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("setting piece %s aside: %w", c, err)
+	}
+	return nil
+}

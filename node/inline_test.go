@@ -1,0 +1,75 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/weftsync/weft/protocol"
+)
+
+// TestInlineContentNotHeldInBodies: the version graph's bodies keep no
+// inline bytes (at 100,000 small files they were half the live heap), and
+// a version whose bytes left the bounded cache is read back from the log,
+// byte for byte; a cache that overflows evicts the oldest.
+func TestInlineContentNotHeldInBodies(t *testing.T) {
+	n, folder := testNode(t)
+	want := map[string][]byte{}
+	for i := range 20 {
+		name := fmt.Sprintf("note%02d.md", i)
+		want[name] = bytes.Repeat([]byte(fmt.Sprintf("note %d\n", i)), 40)
+		writeFile(t, folder, name, want[name])
+	}
+	if err := n.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	v := n.vaultsNow()[0]
+	v.mu.Lock()
+	bodies := len(v.bodies)
+	for id, ver := range v.bodies {
+		if len(ver.Inline) > 0 {
+			t.Errorf("body %v of %s holds %d inline bytes", id, ver.Path, len(ver.Inline))
+		}
+	}
+	v.mu.Unlock()
+	if bodies < 20 {
+		t.Fatalf("%d bodies, want the 20 notes", bodies)
+	}
+	v.inline.mu.Lock()
+	cached := len(v.inline.data)
+	v.inline.data, v.inline.order, v.inline.bytes = nil, nil, 0 // every read below misses
+	v.inline.mu.Unlock()
+	if cached < 20 {
+		t.Errorf("%d versions cached after the scan, want the 20 just written", cached)
+	}
+	for name, content := range want {
+		v.mu.Lock()
+		rec := v.index[name]
+		ver := v.bodies[toCoreID(rec.Version)]
+		v.mu.Unlock()
+		got, err := v.withInline(toCoreID(rec.Version), ver)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(got.Inline, content) {
+			t.Fatalf("%s: read back %q, want %q", name, got.Inline, content)
+		}
+	}
+	// The first miss read the entry, which put every note back.
+	v.inline.mu.Lock()
+	refilled := len(v.inline.data)
+	v.inline.mu.Unlock()
+	if refilled < 20 {
+		t.Errorf("%d versions cached after reading back, want the entry's 20", refilled)
+	}
+
+	var c inlineCache
+	big := bytes.Repeat([]byte("x"), inlineCacheBytes/3)
+	for i := range 4 {
+		c.put(protocol.VersionID{Seq: uint64(i + 1)}, big)
+	}
+	if c.bytes > inlineCacheBytes || len(c.data) != 3 {
+		t.Errorf("cache holds %d bytes in %d versions, want at most %d in 3", c.bytes, len(c.data), inlineCacheBytes)
+	}
+}
