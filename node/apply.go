@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -630,56 +632,187 @@ func (v *vault) contentReader(ctx context.Context, ver entry.Version) (io.Reader
 	}
 }
 
-// window is how many chunks are fetched ahead of the writer.
-const window = 64
+// window is how many chunks one fetch asks for: about 2 MiB, of which the
+// writer holds one and the gatherer the next.
+const window = 32
 
-// produce writes the plaintext of refs to w, window by window.
+// produce writes the plaintext of refs to w, window by window. While the
+// writer writes one window, a gatherer it owns makes the next (from local
+// files, or fetched from peers and opened on GOMAXPROCS workers), so the
+// disk, the network and the CPU work at once instead of in turn; at most
+// two windows are held (one written, one gathered).
 func (v *vault) produce(ctx context.Context, refs []entry.ChunkRef, w io.Writer) error {
-	for start := 0; start < len(refs); start += window {
-		win := refs[start:min(start+window, len(refs))]
-		plain := make(map[cid.Cid][]byte, len(win))
-		var need []cid.Cid
-		for _, r := range win {
-			if _, ok := plain[r.CID]; ok || slices.Contains(need, r.CID) {
-				continue
+	ctx, cancel := context.WithCancel(ctx)
+	type gathered struct {
+		win   []entry.ChunkRef
+		plain map[cid.Cid][]byte
+		err   error
+	}
+	ready := make(chan gathered)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(ready)
+		for start := 0; start < len(refs); start += window {
+			win := refs[start:min(start+window, len(refs))]
+			plain, err := v.gatherWindow(ctx, win)
+			select {
+			case ready <- gathered{win: win, plain: plain, err: err}:
+			case <-ctx.Done():
+				releasePlain(plain)
+				return
 			}
-			if b, err := v.localPlaintext(r.CID); err == nil {
-				plain[r.CID] = b
-				continue
-			}
-			need = append(need, r.CID)
-		}
-		if len(need) > 0 {
-			v.addPendingFetch(len(need))
-			var mu sync.Mutex
-			err := v.fetchFromPeers(ctx, need, func(c cid.Cid, env []byte) error {
-				b, err := v.openChunk(c, env)
-				if err != nil {
-					return fmt.Errorf("chunk %s: %w", c, err)
-				}
-				mu.Lock()
-				plain[c] = b
-				mu.Unlock()
-				v.addPendingFetch(-1)
-				return nil
-			})
 			if err != nil {
-				v.addPendingFetch(-(len(need) - countIn(plain, need)))
-				return err
+				return
 			}
 		}
-		for _, r := range win {
-			b := plain[r.CID]
+	})
+	defer func() {
+		cancel()
+		for g := range ready {
+			releasePlain(g.plain)
+		}
+		wg.Wait()
+	}()
+	written := 0
+	for g := range ready {
+		if g.err != nil {
+			return g.err
+		}
+		for _, r := range g.win {
+			b := g.plain[r.CID]
 			if len(b) != int(r.Size) {
+				releasePlain(g.plain)
 				return fmt.Errorf("chunk %s: %d bytes, want %d", r.CID, len(b), r.Size)
 			}
 			if _, err := w.Write(b); err != nil {
+				releasePlain(g.plain)
 				return err
 			}
 		}
+		releasePlain(g.plain)
+		written += len(g.win)
+	}
+	if written < len(refs) {
+		return ctx.Err() // the gatherer stopped for it
 	}
 	return nil
 }
+
+// plainPools recycle the plaintext buffers of fetched chunks, in three
+// size classes (up to 64, 128 and 256 KiB) so that a window of average
+// chunks does not hold maximum-size buffers.
+var plainPools [3]sync.Pool
+
+// plainClass is the size class of a plaintext of n bytes: its pool and
+// buffer size.
+func plainClass(n int) (int, int) {
+	for i := range 2 {
+		if size := chunk.AvgSize << i; n <= size {
+			return i, size
+		}
+	}
+	return 2, chunk.MaxSize
+}
+
+// plainBuf returns a buffer from the pool of n bytes' class, empty.
+func plainBuf(n int) []byte {
+	i, size := plainClass(n)
+	if b, ok := plainPools[i].Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, size)
+}
+
+// releasePlain gives a window's plaintext buffers back to their pools
+// (those of a class's size; local reads and decompressed chunks have
+// others).
+func releasePlain(plain map[cid.Cid][]byte) {
+	for _, b := range plain {
+		if i, size := plainClass(cap(b)); cap(b) == size {
+			b = b[:0]
+			plainPools[i].Put(&b)
+		}
+	}
+}
+
+// gatherWindow returns the plaintext of each distinct chunk of win: read
+// from a local file where one holds it, else fetched from the connected
+// peers and opened on GOMAXPROCS workers (fetchChunks has verified each
+// envelope's CID as it arrived; the workers make every other check).
+func (v *vault) gatherWindow(ctx context.Context, win []entry.ChunkRef) (map[cid.Cid][]byte, error) {
+	plain := make(map[cid.Cid][]byte, len(win))
+	var need []cid.Cid
+	for _, r := range win {
+		if _, ok := plain[r.CID]; ok || slices.Contains(need, r.CID) {
+			continue
+		}
+		if b, err := v.localPlaintextInto(plainBuf(int(r.Size)), r.CID); err == nil {
+			plain[r.CID] = b
+			continue
+		}
+		need = append(need, r.CID)
+	}
+	if len(need) == 0 {
+		return plain, nil
+	}
+	v.addPendingFetch(len(need))
+	type fetched struct {
+		c   cid.Cid
+		env []byte
+	}
+	var (
+		mu      sync.Mutex // guards plain and openErr while the workers run
+		openErr error
+		failed  atomic.Bool
+		jobs    = make(chan fetched, window)
+		wg      sync.WaitGroup
+	)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for j := range jobs {
+				b, err := v.openVerifiedChunk(plainBuf(len(j.env)-chunk.Overhead), j.c, j.env)
+				mu.Lock()
+				if err != nil {
+					if openErr == nil {
+						openErr = fmt.Errorf("chunk %s: %w", j.c, err)
+					}
+					failed.Store(true)
+				} else {
+					plain[j.c] = b
+				}
+				mu.Unlock()
+				if err == nil {
+					v.addPendingFetch(-1)
+				}
+			}
+		})
+	}
+	err := v.fetchFromPeers(ctx, need, func(c cid.Cid, env []byte) error {
+		if failed.Load() {
+			return errChunkUnopened
+		}
+		select {
+		case jobs <- fetched{c, env}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	close(jobs)
+	wg.Wait()
+	if openErr != nil {
+		err = openErr
+	}
+	if err != nil {
+		v.addPendingFetch(-(len(need) - countIn(plain, need)))
+		return plain, err
+	}
+	return plain, nil
+}
+
+// errChunkUnopened stops a fetch once a fetched chunk failed to open (the
+// error that says why is the opener's).
+var errChunkUnopened = errors.New("a fetched chunk did not open")
 
 func countIn(m map[cid.Cid][]byte, cs []cid.Cid) int {
 	n := 0
@@ -766,25 +899,56 @@ func (v *vault) fetchFromPeers(ctx context.Context, cids []cid.Cid, got func(cid
 
 // localPlaintext re-creates a chunk's plaintext from the local folder: it
 // reads the bytes where the index says the chunk lies, after checking the
-// file has not changed since it was scanned, and checks them by sealing.
-func (v *vault) localPlaintext(c cid.Cid) ([]byte, error) {
-	b, _, err := v.localChunk(c)
-	return b, err
+// file has not changed since it was scanned, and checks them by their
+// plaintext identity when it is known (chunkIDs), else by sealing them;
+// else it opens the chunk from the local version store. The plaintext is
+// newly allocated.
+func (v *vault) localPlaintext(c cid.Cid) ([]byte, error) { return v.localPlaintextInto(nil, c) }
+
+// localPlaintextInto is localPlaintext reading a folder file's bytes into
+// buf's array when it has room (the receiver's pooled buffers).
+func (v *vault) localPlaintextInto(buf []byte, c cid.Cid) ([]byte, error) {
+	_, plain, err := v.folderChunkInto(c, buf, nil, false)
+	if err == nil {
+		return plain, nil
+	}
+	if e, serr := v.storedEnvelope(c); serr == nil {
+		if p, oerr := v.openChunk(c, e); oerr == nil {
+			return p, nil
+		}
+	}
+	return nil, err
 }
 
 // localEnvelope re-creates a chunk's envelope for a peer: from a folder
-// file, else from the local version store.
+// file, else from the local version store. The envelope is newly
+// allocated.
 func (v *vault) localEnvelope(c cid.Cid) ([]byte, error) {
+	out, _, err := v.appendLocalEnvelope(nil, c, nil)
+	return out, err
+}
+
+// appendLocalEnvelope is localEnvelope appending the envelope to dst, with
+// scratch (grown when short, and returned for the next call) holding the
+// plaintext read from the folder: the server of a chunk stream calls it
+// with pooled buffers, so serving a chunk allocates no chunk-sized
+// buffer. On error dst is returned unchanged.
+func (v *vault) appendLocalEnvelope(dst []byte, c cid.Cid, scratch []byte) (out, scratchOut []byte, err error) {
 	if entry.IsPieceCID(c) {
-		return v.db.PieceBytes(c) // pieces.go
+		b, err := v.db.PieceBytes(c) // pieces.go
+		if err != nil {
+			return dst, scratch, err
+		}
+		return append(dst, b...), scratch, nil
 	}
-	_, env, err := v.folderChunk(c)
+	out, scratch, err = v.folderChunkInto(c, scratch, dst, true)
 	if err != nil {
 		if e, serr := v.storedEnvelope(c); serr == nil {
-			return e, nil
+			return append(dst, e...), scratch, nil
 		}
+		return dst, scratch, err
 	}
-	return env, err
+	return out, scratch, nil
 }
 
 // folderEnvelope re-creates a chunk's envelope from a folder file only
@@ -796,68 +960,89 @@ func (v *vault) folderEnvelope(c cid.Cid) ([]byte, error) {
 
 var errNotLocal = errors.New("chunk not held locally")
 
-// localChunk returns a chunk's plaintext and envelope from a folder file,
-// else from the local version store.
-func (v *vault) localChunk(c cid.Cid) (plain, env []byte, err error) {
-	plain, env, err = v.folderChunk(c)
-	if err == nil {
-		return plain, env, nil
+// folderChunk re-creates chunk c from a file of the folder that the index
+// says holds it. Both results are newly allocated.
+func (v *vault) folderChunk(c cid.Cid) (plain, env []byte, err error) {
+	env, plain, err = v.folderChunkInto(c, nil, nil, true)
+	if err != nil {
+		return nil, nil, err
 	}
-	if e, serr := v.storedEnvelope(c); serr == nil {
-		if p, oerr := v.openChunk(c, e); oerr == nil {
-			return p, e, nil
-		}
-	}
-	return nil, nil, err
+	return plain, env, nil
 }
 
-// folderChunk re-creates chunk c from a file of the folder that the index
-// says holds it.
-func (v *vault) folderChunk(c cid.Cid) (plain, env []byte, err error) {
+// folderChunkInto is folderChunk reading the plaintext into scratch (grown
+// when short) and, when env, appending the envelope to dst. It returns dst
+// with the envelope appended and the plaintext, which aliases scratch's
+// array.
+func (v *vault) folderChunkInto(c cid.Cid, scratch, dst []byte, env bool) (out, plain []byte, err error) {
 	v.mu.Lock()
 	locs := slices.Clone(v.chunkLoc[c])
 	v.mu.Unlock()
 	if len(locs) == 0 {
-		return nil, nil, errNotLocal
+		return dst, scratch, errNotLocal
 	}
 	for _, loc := range locs {
-		plain, env, err = v.chunkAt(c, loc)
+		out, plain, err = v.chunkAtInto(c, loc, scratch, dst, env)
 		if err == nil {
-			return plain, env, nil
+			return out, plain, nil
 		}
+		scratch = plain[:0]
 	}
-	return nil, nil, err
+	return dst, scratch, err
 }
 
-// chunkAt re-creates chunk c from one place where the index says it lies.
-func (v *vault) chunkAt(c cid.Cid, loc chunkLocation) (plain, env []byte, err error) {
+// chunkAtInto re-creates chunk c from one place where the index says it
+// lies, refusing a file that changed since it was scanned (its stat, then
+// what it holds now): it reads the plaintext into scratch (grown when
+// short) and, when env, appends the envelope to dst. What the file holds
+// is checked by sealing it and comparing the CID; when only the plaintext
+// is wanted and its identity is known (v.ids), by hashing the plaintext
+// and comparing the identity instead, a third of the work. It returns dst
+// with the envelope appended, and the plaintext (in scratch's array, also
+// on error, so the caller can reuse it).
+func (v *vault) chunkAtInto(c cid.Cid, loc chunkLocation, scratch, dst []byte, env bool) (out, plain []byte, err error) {
 	v.mu.Lock()
 	rec := v.index[loc.path]
 	v.mu.Unlock()
 	info, err := v.fs.Lstat(loc.path)
 	if err != nil {
-		return nil, nil, err
+		return dst, scratch, err
 	}
 	if info.Kind != folder.KindFile || info.Size != int64(rec.Size) || info.MTime != rec.MTime || info.Inode != rec.Inode {
-		return nil, nil, fmt.Errorf("%s changed since it was scanned: %w", loc.path, errNotLocal)
+		return dst, scratch, fmt.Errorf("%s changed since it was scanned: %w", loc.path, errNotLocal)
 	}
 	f, err := v.fs.Open(loc.path)
 	if err != nil {
-		return nil, nil, err
+		return dst, scratch, err
 	}
 	defer f.Close()
-	buf := make([]byte, loc.size)
+	buf := slices.Grow(scratch[:0], int(loc.size))[:loc.size]
 	if err := readAt(f, buf, loc.offset); err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", loc.path, err)
+		return dst, buf, fmt.Errorf("reading %s: %w", loc.path, err)
 	}
-	s, err := v.sealLocal(c, buf)
+	if known, ok := v.ids.get(c); ok {
+		if ek, err := v.eps.get(known.epoch); err == nil {
+			k := chunk.KeysFrom(ek)
+			if !env {
+				if chunk.PlainID(k, buf) != known.id {
+					return dst, buf, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
+				}
+				return dst, buf, nil
+			}
+			grown := slices.Grow(dst, chunk.Overhead+len(buf))
+			if s, err := chunk.AppendSealAs(grown, k, known.id, buf); err == nil && s.CID.Equals(c) {
+				return grown[:len(grown)+len(s.Envelope)], buf, nil
+			}
+		}
+	}
+	out, ok, err := v.sealLocalAppend(dst, c, buf)
 	if err != nil {
-		return nil, nil, err
+		return dst, buf, err
 	}
-	if !s.CID.Equals(c) {
-		return nil, nil, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
+	if !ok {
+		return dst, buf, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
 	}
-	return buf, s.Envelope, nil
+	return out, buf, nil
 }
 
 // readAt fills buf from offset off of f, using ReadAt when the file offers

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
 )
@@ -40,23 +44,106 @@ func (n *Node) handleChunk(s network.Stream) {
 			f.SendError(wire.CodeProtocol, err.Error())
 			return
 		}
-		for _, c := range want.CIDs {
-			env, err := v.localEnvelope(c)
-			if err != nil {
-				if err := f.Send(wire.MsgChunkMissing, wire.ChunkMissing{CID: c}); err != nil {
-					return
-				}
-				continue
-			}
-			if err := f.Send(wire.MsgChunk, wire.Chunk{CID: c, Envelope: env}); err != nil {
-				return
-			}
-			v.n.stats.chunksServed.Add(1)
+		if err := v.serveChunks(f, want.CIDs, runtime.GOMAXPROCS(0)); err != nil {
+			return
 		}
 		if err := f.Flush(); err != nil {
 			return
 		}
 	}
+}
+
+// Serving a chunk means reading it from its file and sealing it again
+// (about a third of a sender's CPU in B3), which one goroutine did for one
+// chunk after another while the stream waited. serveChunks re-creates the
+// wanted chunks on a few workers and sends them in the order asked, each
+// as soon as it and those before it are ready: at most serveAhead chunks
+// are made and not yet sent, so a slow reader bounds the memory.
+const serveAhead = 4
+
+// servePool recycles chunk frames (the CID, then the envelope) and
+// plaintext buffers, so serving allocates no chunk-sized buffer.
+var servePool = sync.Pool{New: func() any { b := make([]byte, 0, chunk.MaxEnvelopeSize+64); return &b }}
+
+// servedChunk is one wanted chunk as a worker made it: a Chunk frame's
+// payload, or nil for ChunkMissing.
+type servedChunk struct {
+	frame *[]byte
+	ready chan struct{}
+}
+
+// serveChunks sends f one Chunk (or ChunkMissing) per CID of cids, in
+// order, re-creating them on up to workers goroutines, which it starts and
+// waits for. It returns the first send error; the chunks not sent by then
+// are dropped.
+func (v *vault) serveChunks(f *wire.Conn, cids []cid.Cid, workers int) error {
+	slots := make([]servedChunk, len(cids))
+	for i := range slots {
+		slots[i].ready = make(chan struct{})
+	}
+	var (
+		next   atomic.Int64
+		tokens = make(chan struct{}, serveAhead)
+		done   = make(chan struct{})
+		wg     sync.WaitGroup
+	)
+	defer func() {
+		close(done)
+		wg.Wait()
+		for _, sl := range slots {
+			if sl.frame != nil {
+				servePool.Put(sl.frame)
+			}
+		}
+	}()
+	for range min(workers, len(cids)) {
+		wg.Go(func() {
+			plain := servePool.Get().(*[]byte)
+			defer servePool.Put(plain)
+			for {
+				// A token first, then the next index: chunks are taken in
+				// order, so the one the sender waits for is always taken.
+				select {
+				case tokens <- struct{}{}:
+				case <-done:
+					return
+				}
+				i := int(next.Add(1) - 1)
+				if i >= len(cids) {
+					return
+				}
+				frame := servePool.Get().(*[]byte)
+				prefix := wire.Chunk{CID: cids[i]}.AppendBinary((*frame)[:0])
+				out, scratch, err := v.appendLocalEnvelope(prefix, cids[i], (*plain)[:0])
+				*plain = scratch[:0]
+				if err != nil {
+					servePool.Put(frame)
+					frame = nil
+				} else {
+					*frame = out
+				}
+				slots[i].frame = frame
+				close(slots[i].ready)
+			}
+		})
+	}
+	for i, c := range cids {
+		<-slots[i].ready
+		var err error
+		if fr := slots[i].frame; fr == nil {
+			err = f.Send(wire.MsgChunkMissing, wire.ChunkMissing{CID: c})
+		} else {
+			err = f.SendRaw(wire.MsgChunk, *fr)
+			slots[i].frame = nil
+			servePool.Put(fr)
+			v.n.stats.chunksServed.Add(1)
+		}
+		<-tokens
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // errChunkMissing means no peer asked had the chunk.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/ipfs/go-cid"
@@ -180,34 +181,74 @@ func (v *vault) openChunk(c cid.Cid, env []byte) ([]byte, error) {
 	return nil, fmt.Errorf("opening chunk %v: epoch %d: %w", c, h.Epoch, errUnknownEpoch)
 }
 
-// sealLocal re-creates chunk c from plaintext read out of the folder. The
-// chunk may belong to a version written in any epoch, and the CID does not
-// say which, so it seals under the newest epoch first (where new chunks
-// are) and then under each older one, newest first, until the CID matches.
-// When none does it returns the newest epoch's sealing, whose CID the
-// caller finds not to match.
-func (v *vault) sealLocal(c cid.Cid, plain []byte) (chunk.Sealed, error) {
-	first, err := chunk.Seal(v.chunkKeys(), plain)
-	if err != nil || first.CID.Equals(c) {
-		return first, err
+// openVerifiedChunk is openChunk for an envelope fetchChunks has verified
+// against c as it arrived (chunk.OpenVerifiedInto: every check but that
+// one), writing the plaintext into buf's array when it has room.
+func (v *vault) openVerifiedChunk(buf []byte, c cid.Cid, env []byte) ([]byte, error) {
+	h, err := chunk.ParseHeader(env)
+	if err != nil {
+		return nil, fmt.Errorf("opening chunk %v: %w", c, err)
 	}
-	for _, k := range v.eps.others() {
-		s, err := chunk.Seal(chunk.KeysFrom(k), plain)
+	k, err := v.eps.get(h.Epoch)
+	if err != nil {
+		return nil, fmt.Errorf("opening chunk %v: epoch %d: %w", c, h.Epoch, errUnknownEpoch)
+	}
+	plain, err := chunk.OpenVerifiedInto(buf, chunk.KeysFrom(k), c, env)
+	if err == nil {
+		// Open checked the plaintext against the header's identity, and
+		// the fetch checked the envelope against c.
+		v.ids.add(c, h.Epoch, h.ID, false)
+	}
+	return plain, err
+}
+
+// sealLocalAppend re-creates chunk c from plaintext read out of the
+// folder, appending its envelope to dst. The chunk may belong to a version
+// written in any epoch, and the CID does not say which, so it seals under
+// the newest epoch first (where new chunks are) and then under each older
+// one, newest first, until the CID matches. It returns dst with the
+// envelope appended and true when one did; dst unchanged and false when
+// none did (the plaintext is not chunk c).
+func (v *vault) sealLocalAppend(dst []byte, c cid.Cid, plain []byte) ([]byte, bool, error) {
+	// Grown once up front, so every attempt seals in place and the
+	// envelope follows dst's bytes in the same array.
+	dst = slices.Grow(dst, chunk.Overhead+len(plain))
+	cur := v.chunkKeys()
+	s, err := chunk.AppendSeal(dst, cur, plain)
+	if err != nil {
+		return dst, false, err
+	}
+	if s.CID.Equals(c) {
+		v.ids.add(c, cur.Epoch, s.ID, true)
+		return dst[:len(dst)+len(s.Envelope)], true, nil
+	}
+	for _, ek := range v.eps.others() {
+		k := chunk.KeysFrom(ek)
+		s, err := chunk.AppendSeal(dst, k, plain)
 		if err == nil && s.CID.Equals(c) {
-			return s, nil
+			v.ids.add(c, k.Epoch, s.ID, true)
+			return dst[:len(dst)+len(s.Envelope)], true, nil
 		}
 	}
-	return first, nil
+	return dst, false, nil
 }
 
 // epochHasher is the scanner's Hasher: it chunks and seals with the keys of
 // the newest epoch at the time each file is hashed, so versions recorded
 // after a revocation reference chunks of the new epoch.
+// It hands the hasher the chunks the index records for the path, so that
+// those of an edited file the edit left alone are not sealed again.
 type epochHasher struct{ v *vault }
 
 // Hash implements folder.Hasher.
 func (h epochHasher) Hash(ctx context.Context, path string, r io.Reader, size int64) (folder.HashResult, error) {
-	return chunkHasher{keys: h.v.chunkKeys()}.Hash(ctx, path, r, size)
+	var prev []entry.ChunkRef
+	if size > entry.InlineLimit {
+		h.v.mu.Lock()
+		prev = h.v.index[path].Chunks
+		h.v.mu.Unlock()
+	}
+	return chunkHasher{keys: h.v.chunkKeys(), ids: h.v.ids, prev: prev}.Hash(ctx, path, r, size)
 }
 
 // checkAuthor decides whether an entry of author with sequence seq may be

@@ -22,11 +22,18 @@ import (
 
 // chunkHasher is the folder.Hasher the node plugs into the scanner: it
 // computes the whole-file BLAKE3 and, for files too large to travel
-// inline, cuts the content into chunks and seals each to learn its CID.
-// The sealed bytes are dropped: a device re-creates them on demand from
-// the file, so it keeps no second copy of its data.
+// inline, cuts the content into chunks and seals each to learn its CID
+// (sealFile: in parallel, and only the chunks sealed lists do not hold
+// already). The sealed bytes are dropped: a device re-creates them on
+// demand from the file, so it keeps no second copy of its data.
 type chunkHasher struct {
 	keys chunk.Keys
+	// ids, if not nil, knows chunks sealed before (sealfile.go): the scan
+	// reuses those of prev and records its own.
+	ids  *chunkIDs
+	prev []entry.ChunkRef // the chunks of the file's previous content, if known
+	// workers bounds the sealing goroutines per file (0: GOMAXPROCS).
+	workers int
 }
 
 // hashExtra is what chunkHasher hands through the scanner: the content as
@@ -53,31 +60,16 @@ func (h chunkHasher) Hash(ctx context.Context, path string, r io.Reader, size in
 		res.Extra = hashExtra{inline: b}
 		return res, nil
 	}
-	whole := chunk.NewHasher()
-	c, err := chunk.NewChunker(io.TeeReader(r, whole), chunk.DefaultParams())
+	hash, sealed, err := sealFile(ctx, h.keys, r, h.ids.reuseFor(h.keys.Epoch, h.prev), h.workers)
 	if err != nil {
-		return res, err
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, fmt.Errorf("reading %s: %w", path, err)
 	}
-	var refs []entry.ChunkRef
-	for {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		b, err := c.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return res, fmt.Errorf("reading %s: %w", path, err)
-		}
-		s, err := chunk.Seal(h.keys, b)
-		if err != nil {
-			return res, err
-		}
-		refs = append(refs, entry.ChunkRef{CID: s.CID, Size: uint32(len(b))})
-	}
-	res.Hash = whole.Sum256()
-	res.Extra = hashExtra{chunks: refs}
+	h.ids.addSealed(h.keys.Epoch, sealed)
+	res.Hash = hash
+	res.Extra = hashExtra{chunks: chunkRefs(sealed)}
 	return res, nil
 }
 

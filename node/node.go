@@ -277,6 +277,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		index:         map[string]vaultdb.Record{},
 		children:      map[string]map[string]struct{}{},
 		chunkLoc:      map[cid.Cid][]chunkLocation{},
+		ids:           newChunkIDs(),
 		dirty:         map[string]struct{}{},
 		grow:          make(chan struct{}),
 		cleaned:       make(chan struct{}),

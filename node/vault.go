@@ -70,6 +70,9 @@ type vault struct {
 	// whole (memberrecover.go).
 	tail *ownTail
 	mh   memberHealth
+	// ids knows the plaintext identity of chunks seen here, so they need
+	// not be sealed to be recognised (sealfile.go); it has its own lock.
+	ids *chunkIDs
 
 	mu            sync.Mutex // guards the fields below
 	members       *member.State

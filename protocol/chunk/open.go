@@ -28,6 +28,27 @@ func Open(k Keys, c cid.Cid, envelope []byte) ([]byte, error) {
 	if err := VerifyCID(c, envelope); err != nil {
 		return nil, fmt.Errorf("opening chunk: %w", err)
 	}
+	return openChecked(nil, k, c, envelope)
+}
+
+// OpenVerifiedInto is Open for an envelope the caller has just checked
+// against c with VerifyCID (a fetch verifies each chunk as it arrives,
+// before it counts as received): it makes every check of Open after that
+// one, which would hash the envelope a second time. The plaintext is
+// written into buf's array from its start when buf has the capacity (for
+// callers that pool chunk buffers), else into a new one; a compressed
+// chunk's plaintext is always new. On error it returns nil.
+func OpenVerifiedInto(buf []byte, k Keys, c cid.Cid, envelope []byte) ([]byte, error) {
+	if len(envelope) > MaxEnvelopeSize {
+		return nil, fmt.Errorf("opening chunk %v of %d bytes: %w", c, len(envelope), ErrTooLarge)
+	}
+	return openChecked(buf[:0], k, c, envelope)
+}
+
+// openChecked opens an envelope whose CID is known to be c, writing the
+// plaintext into dst, which must be empty (nil: a new buffer of the
+// payload's size).
+func openChecked(dst []byte, k Keys, c cid.Cid, envelope []byte) ([]byte, error) {
 	h, err := ParseHeader(envelope)
 	if err != nil {
 		return nil, fmt.Errorf("opening chunk %v: %w", c, err)
@@ -38,7 +59,10 @@ func Open(k Keys, c cid.Cid, envelope []byte) ([]byte, error) {
 	key, nonce := sealKey(k, h.ID)
 	aead := mustAEAD(key)
 	ct := envelope[HeaderSize:]
-	payload, err := aead.Open(make([]byte, 0, len(ct)-tagSize), nonce[:], ct, envelope[:HeaderSize])
+	if dst == nil {
+		dst = make([]byte, 0, len(ct)-tagSize)
+	}
+	payload, err := aead.Open(dst, nonce[:], ct, envelope[:HeaderSize])
 	if err != nil {
 		return nil, fmt.Errorf("opening chunk %v: %w", c, ErrDecrypt)
 	}

@@ -32,7 +32,26 @@ func AppendSeal(dst []byte, k Keys, plaintext []byte) (Sealed, error) {
 	if len(plaintext) > MaxSize {
 		return Sealed{}, fmt.Errorf("sealing chunk of %d bytes: %w", len(plaintext), ErrTooLarge)
 	}
-	id := PlainID(k, plaintext)
+	return appendSealAs(dst, k, PlainID(k, plaintext), plaintext), nil
+}
+
+// AppendSealAs is AppendSeal for a caller that has just computed
+// id = PlainID(k, plaintext), so the plaintext is hashed once instead of
+// twice (a scan needs the identity before it knows whether to seal: an
+// unchanged chunk of an edited file keeps its earlier CID). The envelope
+// is exactly AppendSeal's when id is right. With a wrong id the envelope
+// names another identity: its CID is not the chunk's, and Open refuses it
+// (ErrIDMismatch), so the mistake cannot pass for the chunk. It fails only
+// with ErrTooLarge, as AppendSeal.
+func AppendSealAs(dst []byte, k Keys, id ID, plaintext []byte) (Sealed, error) {
+	if len(plaintext) > MaxSize {
+		return Sealed{}, fmt.Errorf("sealing chunk of %d bytes: %w", len(plaintext), ErrTooLarge)
+	}
+	return appendSealAs(dst, k, id, plaintext), nil
+}
+
+// appendSealAs seals plaintext, at most MaxSize, under the identity id.
+func appendSealAs(dst []byte, k Keys, id ID, plaintext []byte) Sealed {
 	start, end := len(dst), len(dst)+Overhead+len(plaintext)
 	dst = slices.Grow(dst, Overhead+len(plaintext))
 	// The compressed form, if any, is built where the ciphertext will go
@@ -46,5 +65,5 @@ func AppendSeal(dst []byte, k Keys, plaintext []byte) (Sealed, error) {
 	key, nonce := sealKey(k, id)
 	dst = mustAEAD(key).Seal(dst, nonce[:], payload, ad[:])
 	env := dst[start:len(dst):len(dst)]
-	return Sealed{CID: SumCID(env), ID: id, Envelope: env}, nil
+	return Sealed{CID: SumCID(env), ID: id, Envelope: env}
 }

@@ -250,3 +250,83 @@ func TestAppendSeal(t *testing.T) {
 		t.Errorf("got prefix %q, want %q", buf[:len(prefix)], prefix)
 	}
 }
+
+func TestAppendSealAs(t *testing.T) {
+	k := testKeys()
+	random := make([]byte, 200<<10)
+	for i := range random {
+		random[i] = byte(i*7919 ^ i>>5)
+	}
+	tests := []struct {
+		name string
+		pt   []byte
+	}{
+		{"empty", nil},
+		{"small", []byte("hello")},
+		{"random", random},
+		{"compressible", compressible(100 << 10)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := Seal(k, tt.pt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prefix := []byte("prefix")
+			got, err := AppendSealAs(prefix, k, PlainID(k, tt.pt), tt.pt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.CID.Equals(want.CID) || got.ID != want.ID || !bytes.Equal(got.Envelope, want.Envelope) {
+				t.Errorf("got CID %v, want %v (envelopes equal: %v)", got.CID, want.CID, bytes.Equal(got.Envelope, want.Envelope))
+			}
+			wrong := PlainID(k, append([]byte("other"), tt.pt...))
+			bad, err := AppendSealAs(nil, k, wrong, tt.pt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bad.CID.Equals(want.CID) {
+				t.Errorf("a wrong identity gave the chunk's CID %v", want.CID)
+			}
+			if _, err := Open(k, bad.CID, bad.Envelope); !errors.Is(err, ErrIDMismatch) {
+				t.Errorf("opening a chunk sealed under a wrong identity: got %v, want ErrIDMismatch", err)
+			}
+		})
+	}
+	if _, err := AppendSealAs(nil, k, ID{}, make([]byte, MaxSize+1)); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("got %v, want ErrTooLarge", err)
+	}
+}
+
+func TestOpenVerifiedInto(t *testing.T) {
+	k := testKeys()
+	random := make([]byte, 100<<10)
+	for i := range random {
+		random[i] = byte(i*7919 ^ i>>5)
+	}
+	for _, pt := range [][]byte{random, compressible(100 << 10), []byte("x")} {
+		s, err := Seal(k, pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 3, MaxSize)
+		got, err := OpenVerifiedInto(buf, k, s.CID, s.Envelope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, pt) {
+			t.Errorf("got %d bytes, want the %d sealed", len(got), len(pt))
+		}
+		// Every check after the CID's stays.
+		bad := bytes.Clone(s.Envelope)
+		bad[len(bad)-1] ^= 1
+		if _, err := OpenVerifiedInto(nil, k, s.CID, bad); !errors.Is(err, ErrDecrypt) {
+			t.Errorf("altered ciphertext: got %v, want ErrDecrypt", err)
+		}
+		other := k
+		other.Epoch++
+		if _, err := OpenVerifiedInto(nil, other, s.CID, s.Envelope); !errors.Is(err, ErrWrongEpoch) {
+			t.Errorf("other epoch: got %v, want ErrWrongEpoch", err)
+		}
+	}
+}

@@ -1,0 +1,277 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/ipfs/go-cid"
+	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"lukechampine.com/blake3"
+)
+
+func sealTestKeys(epoch uint32) chunk.Keys {
+	return chunk.KeysFrom(keys.RootSecret{1}.Epoch0().Keys(epoch))
+}
+
+// sequentialSeal is the scan as it was: chunk.Chunker, then chunk.Seal of
+// each chunk, one after another.
+func sequentialSeal(t *testing.T, k chunk.Keys, data []byte) ([32]byte, []sealedRef) {
+	t.Helper()
+	c, err := chunk.NewChunker(bytes.NewReader(data), chunk.DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []sealedRef
+	for {
+		b, err := c.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := chunk.Seal(k, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, sealedRef{ID: s.ID, CID: s.CID, Size: uint32(len(b))})
+	}
+	return blake3.Sum256(data), refs
+}
+
+func seededBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, 1))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// textBytes is compressible: Seal compresses its chunks.
+func textBytes(n int) []byte {
+	var sb strings.Builder
+	for i := 0; sb.Len() < n; i++ {
+		fmt.Fprintf(&sb, "line %d of a note that weft keeps in sync, peer to peer.\n", i)
+	}
+	return []byte(sb.String()[:n])
+}
+
+// oneByteReader returns at most n bytes per Read, to cut blocks at odd
+// places.
+type oneByteReader struct {
+	r io.Reader
+	n int
+}
+
+func (o oneByteReader) Read(p []byte) (int, error) { return o.r.Read(p[:min(len(p), o.n)]) }
+
+func diffRefs(got, want []sealedRef) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("got %d chunks, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			return fmt.Sprintf("chunk %d: got %v/%d, want %v/%d", i, got[i].CID, got[i].Size, want[i].CID, want[i].Size)
+		}
+	}
+	return ""
+}
+
+func TestSealFileMatchesSequential(t *testing.T) {
+	k := sealTestKeys(2)
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"one byte", []byte{7}},
+		{"under one chunk", seededBytes(1, 20<<10)},
+		{"random 5 MiB", seededBytes(2, 5<<20)},
+		{"random, exactly two blocks", seededBytes(3, 2*sealBlockSize)},
+		{"random, a block and a byte", seededBytes(4, sealBlockSize+1)},
+		{"text 5 MiB", textBytes(5 << 20)},
+		{"zeros 3 MiB (max-size chunks)", make([]byte, 3<<20)},
+	}
+	for _, tt := range tests {
+		wantHash, want := sequentialSeal(t, k, tt.data)
+		for _, workers := range []int{1, 2, 5} {
+			for _, readSize := range []int{1 << 30, 100_003} {
+				t.Run(fmt.Sprintf("%s/workers=%d/read=%d", tt.name, workers, readSize), func(t *testing.T) {
+					r := oneByteReader{r: bytes.NewReader(tt.data), n: readSize}
+					hash, got, err := sealFile(context.Background(), k, r, nil, workers)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if hash != wantHash {
+						t.Errorf("got hash %x, want %x", hash, wantHash)
+					}
+					if d := diffRefs(got, want); d != "" {
+						t.Error(d)
+					}
+				})
+			}
+		}
+	}
+}
+
+// changingReader serves data and, once it has served half of it, changes
+// the bytes it has not served yet: a file written to while it is scanned.
+type changingReader struct {
+	data   []byte
+	off    int
+	served bytes.Buffer
+}
+
+func (c *changingReader) Read(p []byte) (int, error) {
+	if c.off >= len(c.data) {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), 300_000)], c.data[c.off:])
+	c.served.Write(p[:n])
+	c.off += n
+	if c.off >= len(c.data)/2 && c.off < len(c.data) {
+		c.data[c.off] ^= 0xff
+	}
+	return n, nil
+}
+
+// A file that changes during the scan gets the chunk list of exactly the
+// bytes the scan read (the scanner sees the change in its stat afterwards
+// and scans again).
+func TestSealFileOfAFileChangingMidScan(t *testing.T) {
+	k := sealTestKeys(2)
+	r := &changingReader{data: seededBytes(5, 6<<20)}
+	hash, got, err := sealFile(context.Background(), k, r, nil, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHash, want := sequentialSeal(t, k, r.served.Bytes())
+	if hash != wantHash {
+		t.Errorf("got hash %x, want the hash of the bytes read %x", hash, wantHash)
+	}
+	if d := diffRefs(got, want); d != "" {
+		t.Error(d)
+	}
+}
+
+// reuseOf is the reuse map of an earlier sealing.
+func reuseOf(refs []sealedRef) map[reuseKey]cid.Cid {
+	m := map[reuseKey]cid.Cid{}
+	for _, r := range refs {
+		m[reuseKey{r.ID, r.Size}] = r.CID
+	}
+	return m
+}
+
+// Reusing an earlier sealing gives the same chunk list as sealing afresh,
+// on random and on compressible data, after an overwrite and an insertion.
+func TestSealFileReuseMatchesFreshSealing(t *testing.T) {
+	k := sealTestKeys(2)
+	for _, base := range [][]byte{seededBytes(6, 6<<20), textBytes(6 << 20)} {
+		_, before := sequentialSeal(t, k, base)
+		overwrite := bytes.Clone(base)
+		copy(overwrite[3<<20+12345:], seededBytes(7, 1<<20))
+		insert := append(append(bytes.Clone(base[:3<<20+12345]), seededBytes(8, 1_000_000)...), base[3<<20+12345:]...)
+		for _, edited := range [][]byte{overwrite, insert} {
+			wantHash, want := sequentialSeal(t, k, edited)
+			hash, got, err := sealFile(context.Background(), k, bytes.NewReader(edited), reuseOf(before), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hash != wantHash {
+				t.Errorf("got hash %x, want %x", hash, wantHash)
+			}
+			if d := diffRefs(got, want); d != "" {
+				t.Error(d)
+			}
+		}
+	}
+}
+
+// The reuse map decides CIDs: a chunk found in it is not sealed again
+// (shown by a map that lies), and one of another size is.
+func TestSealFileTakesReusedCIDs(t *testing.T) {
+	k := sealTestKeys(2)
+	data := seededBytes(9, 1<<20)
+	_, refs := sequentialSeal(t, k, data)
+	lie := chunk.SumCID([]byte("not this chunk"))
+	prev := map[reuseKey]cid.Cid{
+		{refs[0].ID, refs[0].Size}:     lie,
+		{refs[1].ID, refs[1].Size + 1}: lie,
+	}
+	_, got, err := sealFile(context.Background(), k, bytes.NewReader(data), prev, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got[0].CID.Equals(lie) {
+		t.Errorf("chunk 0: got %v, want the reused %v", got[0].CID, lie)
+	}
+	if !got[1].CID.Equals(refs[1].CID) {
+		t.Errorf("chunk 1 (reuse entry of another size): got %v, want the sealed %v", got[1].CID, refs[1].CID)
+	}
+}
+
+func TestSealFileReadError(t *testing.T) {
+	boom := errors.New("disk on fire")
+	r := io.MultiReader(bytes.NewReader(seededBytes(10, 3<<20)), errReader{boom})
+	if _, _, err := sealFile(context.Background(), sealTestKeys(2), r, nil, 2); !errors.Is(err, boom) {
+		t.Errorf("got %v, want the read error", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := sealFile(ctx, sealTestKeys(2), bytes.NewReader(seededBytes(10, 3<<20)), nil, 2); !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want context.Canceled", err)
+	}
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+func TestChunkIDs(t *testing.T) {
+	id := func(i int) chunk.ID { return chunk.ID{byte(i), byte(i >> 8), byte(i >> 16)} }
+	c := func(i int) cid.Cid { return chunk.SumCID([]byte{byte(i), byte(i >> 8), byte(i >> 16)}) }
+	ids := newChunkIDs()
+	ids.addSealed(2, []sealedRef{{ID: id(1), CID: c(1), Size: 10}, {ID: id(2), CID: c(2), Size: 20}})
+	ids.add(c(3), 2, id(3), false) // from a peer's envelope
+	ids.add(c(4), 1, id(4), true)  // another epoch
+	prev := []entry.ChunkRef{{CID: c(1), Size: 10}, {CID: c(2), Size: 20}, {CID: c(3), Size: 30}, {CID: c(4), Size: 40}, {CID: c(5), Size: 50}}
+	got := ids.reuseFor(2, prev)
+	want := map[reuseKey]cid.Cid{{id(1), 10}: c(1), {id(2), 20}: c(2)}
+	if len(got) != len(want) {
+		t.Fatalf("reuse: got %d chunks, want %d (sealed here, this epoch)", len(got), len(want))
+	}
+	for k, v := range want {
+		if !got[k].Equals(v) {
+			t.Errorf("reuse of %v: got %v, want %v", k, got[k], v)
+		}
+	}
+	if k, ok := ids.get(c(3)); !ok || k.id != id(3) || k.sealed {
+		t.Errorf("get: got %+v %v, want the peer's identity, not sealed here", k, ok)
+	}
+	// A peer's envelope does not make a chunk sealed here forget it was.
+	ids.add(c(1), 2, id(1), false)
+	if k, _ := ids.get(c(1)); !k.sealed {
+		t.Errorf("a chunk sealed here lost its mark when a peer sent it")
+	}
+	for i := range maxChunkIDs + 10 {
+		ids.add(c(1000+i), 2, id(1000+i), true)
+	}
+	if n := len(ids.m); n > maxChunkIDs {
+		t.Errorf("got %d identities held, want at most %d", n, maxChunkIDs)
+	}
+	var none *chunkIDs
+	none.add(c(1), 2, id(1), true)
+	if _, ok := none.get(c(1)); ok || none.reuseFor(2, prev) != nil {
+		t.Errorf("a nil chunkIDs knew something")
+	}
+}
