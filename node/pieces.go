@@ -86,9 +86,19 @@ func (v *vault) expandBody(b *entry.Body, fetch pieceFetcher) (*entry.Body, erro
 	var want []cid.Cid
 	for i := range b.Versions {
 		for _, c := range entry.PieceCIDs(&b.Versions[i]) {
-			if _, err := v.db.PieceBytes(c); errors.Is(err, vaultdb.ErrPieceMissing) {
-				want = append(want, c)
+			_, err := v.db.Piece(c)
+			if err == nil {
+				continue
 			}
+			// Missing, or damaged here (this device's trouble, not the
+			// sender's): set aside and fetched again.
+			if !errors.Is(err, vaultdb.ErrPieceMissing) {
+				v.log.Warn("a stored chunk-list piece is damaged; fetching it again", "piece", c, "err", err)
+				if err := v.db.SetAsidePiece(c); err != nil {
+					return nil, err
+				}
+			}
+			want = append(want, c)
 		}
 	}
 	if len(want) == 0 && !hasPieces(b) {

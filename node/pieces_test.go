@@ -220,13 +220,27 @@ func TestLostPiecesFetchedAgain(t *testing.T) {
 			t.Errorf("piece %s after the repair: %v", c, err)
 		}
 	}
-	// And the file's next edit syncs as usual.
+	// A piece rots again while the vault runs: the next edit's entry,
+	// which names it too, is not refused as the sender's fault; B sets
+	// the damaged copy aside and fetches the piece again.
+	lastPiece := filepath.Join(pdir, pieces[len(pieces)-1].String())
+	raw, err = os.ReadFile(lastPiece)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/3] ^= 0x01
+	if err := os.WriteFile(lastPiece, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	copy(data[1<<20:], bytes.Repeat([]byte("edit"), 1000))
 	writeFile(t, folderA, "big.bin", data)
 	if err := a.Scan(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	waitFile(t, folderB, "big.bin", data)
+	if _, err := vB.db.Piece(pieces[len(pieces)-1]); err != nil {
+		t.Errorf("the piece that rotted again: %v", err)
+	}
 }
 
 // TestEntryNotEchoedToItsAuthor: B pulls A's new entry from A and does not
