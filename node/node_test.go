@@ -258,15 +258,7 @@ func TestHostileEntryPathsWriteNothing(t *testing.T) {
 	connect(t, h, n)
 	// The node refuses the first entry and ends the stream; wait for it
 	// to say so rather than for a while.
-	deadline := time.After(20 * time.Second)
-	for refused := false; !refused; {
-		select {
-		case ev := <-evs:
-			refused = ev.Type == EventError && ev.Kind == eventKindInvalidEntry
-		case <-deadline:
-			t.Fatal("the node never refused the hostile member's entries")
-		}
-	}
+	waitInvalidEntry(t, evs, "the hostile member's entries")
 	if got := v.db.Head(id.ID()).Seq; got != 0 {
 		t.Fatalf("stored %d hostile entries, want 0", got)
 	}
@@ -339,4 +331,21 @@ func serveLog(h host.Host, vault keys.VaultID, entries []*entry.Entry, served fu
 		}
 		_, _, _ = wire.ReadFrame(s, wire.MaxFrameSize) // until the node hangs up
 	})
+}
+
+// waitInvalidEntry waits for the event that says the node refused an invalid
+// entry (what describes the entry, for the failure).
+func waitInvalidEntry(t *testing.T, evs <-chan Event, what string) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case ev := <-evs:
+			if ev.Type == EventError && ev.Kind == eventKindInvalidEntry {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the node never refused %s", what)
+		}
+	}
 }

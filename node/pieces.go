@@ -84,10 +84,12 @@ func splitBody(b *entry.Body, p entry.PieceParams) (*entry.Body, []entry.Piece) 
 // none may be fetched, as when reopening the log) and stored first.
 func (v *vault) expandBody(b *entry.Body, fetch pieceFetcher) (*entry.Body, error) {
 	var want []cid.Cid
+	read := map[cid.Cid][]entry.ChunkRef{} // each piece decoded once
 	for i := range b.Versions {
 		for _, c := range entry.PieceCIDs(&b.Versions[i]) {
-			_, err := v.db.Piece(c)
+			refs, err := v.db.Piece(c)
 			if err == nil {
+				read[c] = refs
 				continue
 			}
 			// Missing, or damaged here (this device's trouble, not the
@@ -114,9 +116,11 @@ func (v *vault) expandBody(b *entry.Body, fetch pieceFetcher) (*entry.Body, erro
 		}
 		pieces := make([]entry.Piece, 0, len(got))
 		for c, data := range got {
-			if _, err := entry.DecodePiece(c, data); err != nil {
+			refs, err := entry.DecodePiece(c, data)
+			if err != nil {
 				return nil, err
 			}
+			read[c] = refs
 			pieces = append(pieces, entry.Piece{CID: c, Bytes: data})
 		}
 		err = v.db.PutPieces(pieces)
@@ -125,9 +129,15 @@ func (v *vault) expandBody(b *entry.Body, fetch pieceFetcher) (*entry.Body, erro
 			return nil, err
 		}
 	}
+	get := func(c cid.Cid) ([]entry.ChunkRef, error) {
+		if refs, ok := read[c]; ok {
+			return refs, nil
+		}
+		return v.db.Piece(c)
+	}
 	out := &entry.Body{Versions: make([]entry.Version, len(b.Versions))}
 	for i, ver := range b.Versions {
-		full, err := entry.ExpandPieces(ver, v.db.Piece)
+		full, err := entry.ExpandPieces(ver, get)
 		if err != nil {
 			return nil, err
 		}

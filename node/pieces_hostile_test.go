@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -79,15 +78,7 @@ func TestHostilePieceSizesRefused(t *testing.T) {
 	servePieces(h, v.id, pieces)
 	serveLog(h, v.id, []*entry.Entry{e}, nil)
 	connect(t, h, n)
-	deadline := time.After(20 * time.Second)
-	for refused := false; !refused; {
-		select {
-		case ev := <-evs:
-			refused = ev.Type == EventError && ev.Kind == eventKindInvalidEntry
-		case <-deadline:
-			t.Fatal("the node never refused the entry with lying piece sizes")
-		}
-	}
+	waitInvalidEntry(t, evs, "the entry with lying piece sizes")
 	if got := v.db.Head(id.ID()).Seq; got != 0 {
 		t.Fatalf("stored %d of the hostile member's entries, want 0", got)
 	}

@@ -97,21 +97,9 @@ func TestRelayDoesNotEchoOwnEntries(t *testing.T) {
 	// entry of A's after the mark.
 	from := a.vaultsNow()[0].db.Head(a.id.ID()).Seq + 1
 	before := a.counters(relayDev).bytesReceived.Load()
-	for i := range 300 {
-		content := make([]byte, 3000)
-		if _, err := rand.Read(content); err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, folderA, fmt.Sprintf("n%03d.bin", i), content)
-	}
-	if err := a.Scan(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	writeInlineBatch(t, a, folderA)
 	waitUntil(t, 30*time.Second, unsafe0)
-	var wrote int
-	for _, e := range entriesOf(t, a.vaultsNow()[0], a.id.ID(), from) {
-		wrote += len(e.Bytes())
-	}
+	wrote := entryBytes(t, a.vaultsNow()[0], a.id.ID(), from)
 	got := a.counters(relayDev).bytesReceived.Load() - before
 	t.Logf("A wrote an entry of %d bytes; the relay sent A %d bytes meanwhile", wrote, got)
 	if wrote < 800_000 {

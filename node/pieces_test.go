@@ -13,11 +13,43 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/store/home"
 )
 
 // piecedTestParams cut a chunk list of a dozen MiB into a few dozen pieces,
 // as the default parameters cut one of several GiB.
 var piecedTestParams = entry.PieceParams{Direct: 16, Min: 4, Max: 32, Mask: 7}
+
+// piecedPair is A (cutting chunk lists with piecedTestParams) and B, a
+// device joined through a real invite, with big.bin of size random bytes
+// written on A and synced to B.
+type piecedPair struct {
+	a, b             *Node
+	folderA, folderB string
+	hb               *home.Home
+	hvb              home.Vault
+	stopB            func()
+	data             []byte
+}
+
+func newPiecedPair(t *testing.T, size int) piecedPair {
+	t.Helper()
+	var p piecedPair
+	p.a, p.folderA = testNodeWith(t, Config{Pieces: piecedTestParams})
+	p.hb, p.folderB, p.hvb = joinHome(t, p.a)
+	p.b, p.stopB = startNode(t, p.hb)
+	p.data = make([]byte, size)
+	if _, err := rand.Read(p.data); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, p.folderA, "big.bin", p.data)
+	if err := p.a.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, p.folderB, "big.bin", p.data)
+	return p
+}
 
 // TestLargeFileSyncsInPieces: a file whose chunk list is cut into pieces
 // syncs, its entry is format 2 and small, each of B6's edits in its middle
@@ -26,19 +58,8 @@ var piecedTestParams = entry.PieceParams{Direct: 16, Min: 4, Max: 32, Mask: 7}
 // the few pieces around it, not the list; and B reopens its log, pieces
 // included, after a restart. The counts do not depend on load.
 func TestLargeFileSyncsInPieces(t *testing.T) {
-	a, folderA := testNodeWith(t, Config{Pieces: piecedTestParams})
-	hb, folderB, _ := joinHome(t, a)
-	b, stopB := startNode(t, hb)
-
-	data := make([]byte, 12<<20)
-	if _, err := rand.Read(data); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, folderA, "big.bin", data)
-	if err := a.Scan(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	waitFile(t, folderB, "big.bin", data)
+	p := newPiecedPair(t, 12<<20)
+	a, folderA, hb, folderB, b, stopB, data := p.a, p.folderA, p.hb, p.folderB, p.b, p.stopB, p.data
 
 	self := a.id.ID()
 	vB := b.vaultsNow()[0]
@@ -162,18 +183,8 @@ func piecesOf(t *testing.T, v *vault, e *entry.Entry) []cid.Cid {
 // file's later edits, and fetches a head's missing pieces again from a
 // member before it uses that version.
 func TestLostPiecesFetchedAgain(t *testing.T) {
-	a, folderA := testNodeWith(t, Config{Pieces: piecedTestParams})
-	hb, folderB, hvb := joinHome(t, a)
-	b, stopB := startNode(t, hb)
-	data := make([]byte, 6<<20)
-	if _, err := rand.Read(data); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, folderA, "big.bin", data)
-	if err := a.Scan(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	waitFile(t, folderB, "big.bin", data)
+	p := newPiecedPair(t, 6<<20)
+	a, folderA, hb, folderB, hvb, b, stopB, data := p.a, p.folderA, p.hb, p.folderB, p.hvb, p.b, p.stopB, p.data
 	es := entriesOf(t, b.vaultsNow()[0], a.id.ID(), 1)
 	first := es[len(es)-1]
 	pieces := piecesOf(t, b.vaultsNow()[0], first)
@@ -260,22 +271,9 @@ func TestEntryNotEchoedToItsAuthor(t *testing.T) {
 	waitFile(t, vB.cfg.Folder, "first.txt", []byte("B pulls from A\n"))
 	from := a.vaultsNow()[0].db.Head(self).Seq + 1
 	before := a.counters(devB).bytesReceived.Load()
-	var want []byte
-	for i := range 300 {
-		want = make([]byte, 3000)
-		if _, err := rand.Read(want); err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, folderA, fmt.Sprintf("n%03d.bin", i), want)
-	}
-	if err := a.Scan(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	want := writeInlineBatch(t, a, folderA)
 	waitFile(t, vB.cfg.Folder, "n299.bin", want)
-	wrote := 0
-	for _, e := range entriesOf(t, vB, self, from) {
-		wrote += len(e.Bytes())
-	}
+	wrote := entryBytes(t, vB, self, from)
 	got := a.counters(devB).bytesReceived.Load() - before
 	t.Logf("A wrote entries of %d bytes; B sent A %d bytes meanwhile", wrote, got)
 	if wrote < 800_000 {
@@ -284,4 +282,33 @@ func TestEntryNotEchoedToItsAuthor(t *testing.T) {
 	if got > int64(wrote)/4 {
 		t.Errorf("B sent A %d bytes for A's own entries of %d, want only its status", got, wrote)
 	}
+}
+
+// writeInlineBatch writes 300 random files of 3,000 bytes (inline, so
+// about 900 KB of entries) into folder and has n record them; it returns
+// the last file's bytes (n299.bin).
+func writeInlineBatch(t *testing.T, n *Node, folder string) []byte {
+	t.Helper()
+	var last []byte
+	for i := range 300 {
+		last = make([]byte, 3000)
+		if _, err := rand.Read(last); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, folder, fmt.Sprintf("n%03d.bin", i), last)
+	}
+	if err := n.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return last
+}
+
+// entryBytes is the size of author's entries that v holds from seq from.
+func entryBytes(t *testing.T, v *vault, author keys.DeviceID, from uint64) int {
+	t.Helper()
+	n := 0
+	for _, e := range entriesOf(t, v, author, from) {
+		n += len(e.Bytes())
+	}
+	return n
 }
