@@ -164,7 +164,7 @@ type conflictCopy struct {
 func (v *vault) sameContentHeadLocked(path string, c protocol.Version) (entry.VersionID, bool) {
 	for _, h := range v.graph.Heads(path) {
 		if h.Kind == c.Kind && h.ContentHash == c.ContentHash {
-			return toEntryID(h.ID), true
+			return h.ID, true
 		}
 	}
 	return entry.VersionID{}, false
@@ -234,7 +234,7 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 		copies[i].ver.Path = p
 	}
 
-	winnerID := toEntryID(dec.Winner.ID)
+	winnerID := dec.Winner.ID
 	var merged []byte
 	if dec.Outcome == protocol.OutcomeMerge {
 		m, clean, err := v.merge(ctx, dec.Merge)
@@ -397,10 +397,7 @@ func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.
 		return v.commitIndex(path, rec)
 	}
 	res := winner
-	res.Supersedes = make([]entry.VersionID, len(dec.Superseded))
-	for i, id := range dec.Superseded {
-		res.Supersedes[i] = toEntryID(id)
-	}
+	res.Supersedes = slices.Clone(dec.Superseded)
 	if merged != nil {
 		res.Size, res.Hash, res.Inline, res.Chunks = rec.Size, rec.Hash, nil, rec.Chunks
 		if len(rec.Chunks) == 0 {
@@ -1099,7 +1096,7 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 			}
 			// Inline contents are not kept in bodies (inline.go); a path
 			// whose content cannot be read back is decided again alone.
-			ver, err := v.withInline(toCoreID(it.id), it.ver)
+			ver, err := v.withInline(it.id, it.ver)
 			if err != nil {
 				rest = append(rest, it.path)
 				continue
@@ -1181,7 +1178,7 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 		var it item
 		ok := err == nil && len(dec.Superseded) <= 1 && dec.Merge == nil && len(dec.Copies) == 0
 		if ok {
-			it = item{path: p, id: toEntryID(dec.Winner.ID), ver: v.bodies[dec.Winner.ID]}
+			it = item{path: p, id: dec.Winner.ID, ver: v.bodies[dec.Winner.ID]}
 			cur, had := v.index[p]
 			ok = it.ver.Kind == entry.KindFile && len(it.ver.Chunks) == 0 &&
 				!(had && (cur.Version == it.id || cur.Hash == it.ver.Hash))

@@ -63,7 +63,7 @@ func TestStaleDecisionDoesNotOverwriteLocalEdit(t *testing.T) {
 			}
 			b.Supersedes = []entry.VersionID{a}
 			eb := reviewMemberEntry(t, v, id, []entry.Version{b})
-			bID := toCoreID(eb.VersionID(0))
+			bID := eb.VersionID(0)
 
 			// Once the applier has decided f.txt with B as its only head, the
 			// user edits f.txt and the edit is scanned.

@@ -239,11 +239,11 @@ func TestPutBackRightAfterApplyWins(t *testing.T) {
 	rec := v.index["log.md"]
 	sup := v.graph.Get
 	v.mu.Unlock()
-	got, ok := sup(toCoreID(rec.Version))
+	got, ok := sup(rec.Version)
 	if !ok || rec.Version == xID || rec.Version == peerID {
 		t.Fatalf("the put-back content was not recorded as a new version: index %v", rec.Version)
 	}
-	if !slices.Contains(got.Supersedes, toCoreID(peerID)) {
+	if !slices.Contains(got.Supersedes, peerID) {
 		t.Fatalf("the put-back version supersedes %v, not the applied version %v: it would be dropped as a stale restatement", got.Supersedes, peerID)
 	}
 	if b, err := os.ReadFile(p); err != nil || string(b) != base {

@@ -38,7 +38,7 @@ func TestDropAppliedLocked(t *testing.T) {
 		v.dirty[cv.Path] = struct{}{}
 	}
 	rec := func(vid protocol.VersionID) vaultdb.Record {
-		return vaultdb.Record{Version: toEntryID(vid), Kind: entry.KindFile}
+		return vaultdb.Record{Version: vid, Kind: entry.KindFile}
 	}
 	v.setIndexLocked("applied", rec(id(a, 1)))
 	v.setIndexLocked("older", rec(id(a, 2)))

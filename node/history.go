@@ -136,7 +136,7 @@ func (v *vault) versionsOfLocked(path string) []pathVersion {
 		if !ok {
 			continue
 		}
-		out = append(out, pathVersion{id: toEntryID(id), ver: ver, core: cv})
+		out = append(out, pathVersion{id: id, ver: ver, core: cv})
 	}
 	return out
 }
@@ -153,7 +153,7 @@ func (v *vault) versionsByPathLocked(keep func(string) bool) map[string][]pathVe
 		if !ok {
 			continue
 		}
-		out[ver.Path] = append(out[ver.Path], pathVersion{id: toEntryID(id), ver: ver, core: cv})
+		out[ver.Path] = append(out[ver.Path], pathVersion{id: id, ver: ver, core: cv})
 	}
 	return out
 }
@@ -218,7 +218,7 @@ func (v *vault) history(path string) (History, error) {
 	pvs := v.versionsOfLocked(path)
 	heads := map[entry.VersionID]bool{}
 	for _, h := range v.graph.Heads(path) {
-		heads[toEntryID(h.ID)] = true
+		heads[h.ID] = true
 	}
 	cur, had := v.index[path]
 	v.mu.Unlock()

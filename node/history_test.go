@@ -54,7 +54,7 @@ func TestParseAt(t *testing.T) {
 // pv builds a pathVersion of "f" for versionAt tests.
 func pv(author byte, seq uint64, clock uint64, timeMs int64, kind entry.Kind, hash byte, supersedes ...*pathVersion) pathVersion {
 	id := entry.VersionID{Author: keys.DeviceID{author}, Seq: seq}
-	cv := protocol.Version{ID: toCoreID(id), Path: "f", Kind: protocol.Kind(kind), Clock: clock, MTime: timeMs, Time: timeMs}
+	cv := protocol.Version{ID: id, Path: "f", Kind: protocol.Kind(kind), Clock: clock, MTime: timeMs, Time: timeMs}
 	ver := entry.Version{Path: "f", Kind: kind}
 	if kind == entry.KindFile {
 		cv.ContentHash, ver.Hash = [32]byte{hash}, [32]byte{hash}

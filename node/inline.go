@@ -94,7 +94,7 @@ func (v *vault) withInline(id protocol.VersionID, ver entry.Version) (entry.Vers
 		return ver, fmt.Errorf("reading the entry of %s: version %d of %d", ver.Path, id.Index, len(body.Versions))
 	}
 	for i, bv := range body.Versions {
-		v.inline.put(toCoreID(e.VersionID(i)), bv.Inline)
+		v.inline.put(e.VersionID(i), bv.Inline)
 	}
 	got := body.Versions[id.Index]
 	if got.Path != ver.Path || got.Hash != ver.Hash {

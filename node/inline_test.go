@@ -46,9 +46,9 @@ func TestInlineContentNotHeldInBodies(t *testing.T) {
 	for name, content := range want {
 		v.mu.Lock()
 		rec := v.index[name]
-		ver := v.bodies[toCoreID(rec.Version)]
+		ver := v.bodies[rec.Version]
 		v.mu.Unlock()
-		got, err := v.withInline(toCoreID(rec.Version), ver)
+		got, err := v.withInline(rec.Version, ver)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -120,7 +120,7 @@ func (v *vault) pathState(p string) pathView {
 	pv.heads = len(hs)
 	if len(hs) > 0 {
 		if dec, err := v.resolveLocked(p); err == nil {
-			pv.winner = toEntryID(dec.Winner.ID)
+			pv.winner = dec.Winner.ID
 			ver := v.bodies[dec.Winner.ID]
 			pv.kind, pv.size, pv.chunks = ver.Kind, ver.Size, len(ver.Chunks)
 			for _, c := range ver.Chunks {

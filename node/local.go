@@ -365,8 +365,8 @@ func (v *vault) headHolding(path string, rec vaultdb.Record) (entry.VersionID, b
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, h := range v.graph.Heads(path) {
-		if entry.Kind(h.Kind) == rec.Kind && sameContent(h, rec) && (rec.Kind != entry.KindFile || h.Mode&0o111 == rec.Mode&0o111) {
-			return toEntryID(h.ID), true
+		if h.Kind == rec.Kind && sameContent(h, rec) && (rec.Kind != entry.KindFile || h.Mode&0o111 == rec.Mode&0o111) {
+			return h.ID, true
 		}
 	}
 	return entry.VersionID{}, false
@@ -395,12 +395,12 @@ func (v *vault) supersedesLocked(path string, cur vaultdb.Record, had bool) []en
 			out = append(out, id)
 		}
 	}
-	if _, known := v.graph.Get(toCoreID(cur.Version)); had && known {
+	if _, known := v.graph.Get(cur.Version); had && known {
 		add(cur.Version)
 	}
 	for _, h := range v.graph.Heads(path) {
-		if had && entry.Kind(h.Kind) == cur.Kind && sameContent(h, cur) || !had && h.Kind == protocol.KindDeletion {
-			add(toEntryID(h.ID))
+		if had && h.Kind == cur.Kind && sameContent(h, cur) || !had && h.Kind == protocol.KindDeletion {
+			add(h.ID)
 		}
 	}
 	slices.SortFunc(out, func(a, b entry.VersionID) int { return a.Compare(b) })

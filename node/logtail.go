@@ -325,7 +325,7 @@ func (v *vault) adoptOwnHeads() {
 		if len(hs) != 1 || hs[0].ID.Author != self || hs[0].Kind == protocol.KindDeletion {
 			continue
 		}
-		id := toEntryID(hs[0].ID)
+		id := hs[0].ID
 		if cur, ok := v.index[p]; ok && cur.Version == id {
 			continue
 		}

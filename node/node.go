@@ -385,7 +385,7 @@ func (v *vault) dropAppliedLocked() {
 			continue
 		}
 		hs := v.graph.Heads(p)
-		if len(hs) == 1 && hs[0].Kind != protocol.KindDeletion && rec.Version == toEntryID(hs[0].ID) {
+		if len(hs) == 1 && hs[0].Kind != protocol.KindDeletion && rec.Version == hs[0].ID {
 			delete(v.dirty, p)
 		}
 	}

@@ -145,7 +145,7 @@ func TestLargeFileSyncsInPieces(t *testing.T) {
 	}
 	vB2.mu.Lock()
 	rec, ok := vB2.index["big.bin"]
-	full := vB2.bodies[toCoreID(second.VersionID(0))]
+	full := vB2.bodies[second.VersionID(0)]
 	vB2.mu.Unlock()
 	if !ok || rec.Version != second.VersionID(0) {
 		t.Fatalf("B after a restart: index %v %v, want the second version", ok, rec.Version)
@@ -208,7 +208,7 @@ func TestLostPiecesFetchedAgain(t *testing.T) {
 	}
 	b2, _ := startNode(t, hb) // opens: the version waits for its pieces
 	vB := b2.vaultsNow()[0]
-	id := toCoreID(first.VersionID(0))
+	id := first.VersionID(0)
 	vB.mu.Lock()
 	kept := vB.bodies[id]
 	vB.mu.Unlock()

@@ -574,7 +574,7 @@ func (v *vault) restore(ctx context.Context, p *restorePlan) ([]RestoreChange, e
 		c := it.change(v.cfg.Folder)
 		c.Unrecorded = unrecorded
 		if hs := v.graph.Heads(it.path); !unrecorded && len(hs) == 1 && hs[0].ID.Author == v.n.id.ID() {
-			c.Version = versionIDString(toEntryID(hs[0].ID))
+			c.Version = versionIDString(hs[0].ID)
 		}
 		out = append(out, c)
 	}
@@ -600,12 +600,12 @@ func (v *vault) appliedHeadsLocked(path string) ([]entry.VersionID, bool) {
 	for _, h := range v.graph.Heads(path) {
 		applied := !had
 		if h.Kind != protocol.KindDeletion {
-			applied = had && entry.Kind(h.Kind) == cur.Kind && sameContent(h, cur)
+			applied = had && h.Kind == cur.Kind && sameContent(h, cur)
 		}
 		if !applied {
 			return nil, false
 		}
-		ids = append(ids, toEntryID(h.ID))
+		ids = append(ids, h.ID)
 	}
 	slices.SortFunc(ids, func(a, b entry.VersionID) int { return a.Compare(b) })
 	if len(ids) > entry.MaxSupersedes {
@@ -646,7 +646,7 @@ func (v *vault) writeRestored(ctx context.Context, it restoreItem, now int64, ca
 	if it.from == nil {
 		return a.Delete(ctx, it.path)
 	}
-	ver, err := v.withInline(toCoreID(it.from.id), it.from.ver) // inline.go
+	ver, err := v.withInline(it.from.id, it.from.ver) // inline.go
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func (v *vault) resolveLocked(path string) (protocol.Decision, error) {
 		return dec, nil
 	}
 	for _, h := range v.graph.Heads(path) {
-		if toEntryID(h.ID) == cur.Version {
+		if h.ID == cur.Version {
 			return protocol.Decision{Path: path, Outcome: protocol.OutcomeIdentical, Winner: h, Superseded: dec.Superseded}, nil
 		}
 	}

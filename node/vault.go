@@ -405,7 +405,7 @@ func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
 	v.hlc = max(v.hlc, e.Time())
 	v.foldedUpTo[e.Author()] = max(v.foldedUpTo[e.Author()], e.Seq())
 	for i, ver := range body.Versions {
-		id := toCoreID(e.VersionID(i))
+		id := e.VersionID(i)
 		cv := coreVersion(id, e.Clock(), e.Time(), ver)
 		if err := v.graph.Add(cv); err != nil {
 			v.log.Warn("version not added to graph", "version", id, "err", err)
@@ -422,31 +422,20 @@ func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
 	}
 }
 
-// toCoreID converts a version ID between the entry and core packages.
-func toCoreID(id entry.VersionID) protocol.VersionID {
-	return protocol.VersionID{Author: id.Author, Seq: id.Seq, Index: id.Index}
-}
-
-func toEntryID(id protocol.VersionID) entry.VersionID {
-	return entry.VersionID{Author: id.Author, Seq: id.Seq, Index: id.Index}
-}
-
 // coreVersion is the sync core's view of a body version carried by an
 // entry with Lamport clock clock and Time t (unix ms).
 func coreVersion(id protocol.VersionID, clock uint64, t int64, v entry.Version) protocol.Version {
 	cv := protocol.Version{
 		ID:    id,
 		Path:  v.Path,
-		Kind:  protocol.Kind(v.Kind),
+		Kind:  v.Kind,
 		Size:  v.Size,
 		Mode:  v.Mode,
 		MTime: v.MTime,
 		Clock: clock,
 		Time:  t,
 	}
-	for _, s := range v.Supersedes {
-		cv.Supersedes = append(cv.Supersedes, toCoreID(s))
-	}
+	cv.Supersedes = append(cv.Supersedes, v.Supersedes...)
 	switch v.Kind {
 	case entry.KindFile:
 		cv.ContentHash = v.Hash
@@ -471,7 +460,7 @@ func (v *vault) headIDsLocked(path string) []entry.VersionID {
 	hs := v.graph.Heads(path)
 	out := make([]entry.VersionID, 0, len(hs))
 	for _, h := range hs {
-		out = append(out, toEntryID(h.ID))
+		out = append(out, h.ID)
 	}
 	slices.SortFunc(out, func(a, b entry.VersionID) int { return a.Compare(b) })
 	if len(out) > entry.MaxSupersedes {

@@ -274,7 +274,7 @@ func (v *vault) keepNow(j keepJob) {
 		return
 	}
 	v.mu.Lock()
-	ver, ok := v.bodies[toCoreID(j.id)]
+	ver, ok := v.bodies[j.id]
 	folderBytes := v.counts.bytes
 	v.mu.Unlock()
 	if !ok || ver.Kind != entry.KindFile || len(ver.Chunks) == 0 {

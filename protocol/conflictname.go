@@ -11,12 +11,13 @@ import (
 // conflictTimeLayout formats the loser's recorded mtime in conflict names.
 const conflictTimeLayout = "20060102-150405"
 
-// Name limits a conflict name must fit (entry.MaxSegmentLen and
-// entry.MaxPathLen; a test checks they agree): most file systems refuse a
-// name over 255 bytes.
+// MaxNameBytes and MaxPathBytes are the longest path segment and path a
+// version may name (entry.MaxSegmentLen and entry.MaxPathLen are these):
+// most file systems refuse a name over 255 bytes. A conflict name is made
+// to fit them.
 const (
-	maxNameBytes = 255
-	maxPathBytes = 4096
+	MaxNameBytes = 255
+	MaxPathBytes = 4096
 	// maxKeptExt is the longest extension a shortened name keeps; a
 	// longer one is shortened as part of the stem.
 	maxKeptExt = 32
@@ -79,7 +80,7 @@ func ConflictName(path string, loser Version, n int) string {
 		suffix.WriteByte('-')
 		suffix.WriteString(strconv.Itoa(n))
 	}
-	limit := min(maxNameBytes, maxPathBytes-len(dir))
+	limit := min(MaxNameBytes, MaxPathBytes-len(dir))
 	if len(stem)+suffix.Len()+len(ext) > limit {
 		if len(ext) > maxKeptExt {
 			stem, ext = base, ""

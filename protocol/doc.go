@@ -15,8 +15,9 @@
 //     sequence held. Compare relates two vectors; Missing says which ranges
 //     of which logs a peer lacks, which is what the log protocol sends.
 //   - Version and VersionID (version.go): the core's view of one file
-//     version, independent of the entry encoding; node/ converts from
-//     entry.VersionID and the decrypted body.
+//     version, independent of the entry encoding (protocol/entry aliases
+//     VersionID and Kind, so there is one vocabulary); node/ builds a
+//     Version from the decrypted body.
 //   - Graph (heads.go): the version graph. Add versions in any order; ask
 //     for a path's heads, whether one version descends from another, and
 //     the nearest common ancestor of several.

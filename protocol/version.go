@@ -10,9 +10,9 @@ import (
 
 // VersionID names one file version everywhere: the author's device, the
 // sequence number of the author's log entry that carries it, and its index
-// among that entry's versions. It mirrors entry.VersionID field for field;
-// node/ converts between the two so the core does not depend on the entry
-// encoding.
+// among that entry's versions. It is the one version name from the wire to
+// the store: protocol/entry aliases it (entry.VersionID), so the core and
+// the encoding share it and nothing converts between copies.
 type VersionID struct {
 	Author keys.DeviceID
 	Seq    uint64

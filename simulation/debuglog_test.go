@@ -123,7 +123,7 @@ func dumpHomes(w io.Writer, dir string, devices int, keep func(path string) bool
 				}
 				for j, v := range body.Versions {
 					id := protocol.VersionID{Author: e.Author(), Seq: e.Seq(), Index: uint32(j)}
-					cv := protocol.Version{ID: id, Path: v.Path, Kind: protocol.Kind(v.Kind), Size: v.Size, Mode: v.Mode, MTime: v.MTime, Clock: e.Clock(), ContentHash: v.Hash}
+					cv := protocol.Version{ID: id, Path: v.Path, Kind: v.Kind, Size: v.Size, Mode: v.Mode, MTime: v.MTime, Clock: e.Clock(), ContentHash: v.Hash}
 					if v.Kind == entry.KindFile {
 						cv.Text = len(v.Inline) > 0 && protocol.IsText(v.Inline) || v.Size == 0
 						if len(v.Inline) == 0 && v.Size > 0 {
@@ -132,8 +132,8 @@ func dumpHomes(w io.Writer, dir string, devices int, keep func(path string) bool
 					}
 					var sup []string
 					for _, s := range v.Supersedes {
-						cv.Supersedes = append(cv.Supersedes, protocol.VersionID{Author: s.Author, Seq: s.Seq, Index: s.Index})
-						sup = append(sup, vid(protocol.VersionID{Author: s.Author, Seq: s.Seq, Index: s.Index}))
+						cv.Supersedes = append(cv.Supersedes, s)
+						sup = append(sup, vid(s))
 					}
 					_ = g.Add(cv)
 					hdr := string(v.Inline)

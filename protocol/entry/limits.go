@@ -1,5 +1,7 @@
 package entry
 
+import "github.com/weftsync/weft/protocol"
+
 // FormatV1 is the entry format without pieces (FormatV2, piece.go, is the
 // other one this package reads and writes).
 const FormatV1 = 1
@@ -26,9 +28,10 @@ const (
 	MaxRefs = 1 << 17
 	// MaxSupersedes bounds the versions one version supersedes.
 	MaxSupersedes = 256
-	// MaxPathLen bounds a path in bytes, MaxSegmentLen one of its segments.
-	MaxPathLen    = 4096
-	MaxSegmentLen = 255
+	// MaxPathLen bounds a path in bytes, MaxSegmentLen one of its segments:
+	// the sync core's limits, which conflict names are made to fit.
+	MaxPathLen    = protocol.MaxPathBytes
+	MaxSegmentLen = protocol.MaxNameBytes
 	// MaxTargetLen bounds a symlink target in bytes.
 	MaxTargetLen = 4096
 	// InlineLimit is the largest file whose bytes may travel inline in the

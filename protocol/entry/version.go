@@ -1,49 +1,28 @@
 package entry
 
 import (
-	"bytes"
-	"cmp"
-	"fmt"
-
 	"github.com/ipfs/go-cid"
 
-	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol"
 )
 
 // VersionID names one file version across the vault: the version at Index in
 // the Body of the entry that Author wrote with sequence number Seq. It is
 // opaque to relays (it says nothing about the path) but unique and stable.
-type VersionID struct {
-	Author keys.DeviceID
-	Seq    uint64
-	Index  uint32
-}
+// It is the sync core's protocol.VersionID: one vocabulary from the wire to
+// the store (wire.go is the one place that converts it to and from bytes).
+type VersionID = protocol.VersionID
 
-// Compare orders version IDs by author bytes, then sequence, then index. It
-// returns -1, 0 or +1. Supersedes lists are kept in this order.
-func (v VersionID) Compare(w VersionID) int {
-	if c := bytes.Compare(v.Author[:], w.Author[:]); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(v.Seq, w.Seq); c != 0 {
-		return c
-	}
-	return cmp.Compare(v.Index, w.Index)
-}
+// Kind is what a version is: the sync core's protocol.Kind. Zero is not a
+// kind, so a forgotten field is an error, not a file.
+type Kind = protocol.Kind
 
-func (v VersionID) String() string {
-	return fmt.Sprintf("%s/%d/%d", v.Author.Short(), v.Seq, v.Index)
-}
-
-// Kind is what a version is.
-type Kind uint8
-
-// Kinds. Zero is not a kind, so a forgotten field is an error, not a file.
+// Kinds.
 const (
-	KindFile     Kind = 1
-	KindDir      Kind = 2
-	KindSymlink  Kind = 3
-	KindDeletion Kind = 4
+	KindFile     = protocol.KindFile
+	KindDir      = protocol.KindDir
+	KindSymlink  = protocol.KindSymlink
+	KindDeletion = protocol.KindDeletion
 )
 
 // DeletionConfirmed, in a deletion's Mode, says that the author's user
@@ -53,20 +32,6 @@ const (
 // own user. It is the author's claim, signed like the rest of the entry;
 // a hostile member can make it too (docs/security.md).
 const DeletionConfirmed uint32 = 1
-
-func (k Kind) String() string {
-	switch k {
-	case KindFile:
-		return "file"
-	case KindDir:
-		return "dir"
-	case KindSymlink:
-		return "symlink"
-	case KindDeletion:
-		return "deletion"
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
-}
 
 // ChunkRef is one chunk of a file's content, in file order: the CID of its
 // ciphertext (CIDv1, codec raw, BLAKE3-256) and the size of its plaintext.
