@@ -19,6 +19,7 @@ import (
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -38,51 +39,16 @@ func (v *vault) reconcile(ctx context.Context) {
 	v.dirty = map[string]struct{}{}
 	v.pending.toApply = len(paths)
 	v.releaseIncomingLocked(paths)
+	// The order of engine.Order: non-deletions parents first, then
+	// deletions children first, then names a deletion frees; deletions the
+	// mass-delete guard holds are left out (massdelete.go).
+	arriving := engine.Arriving(v.graph, paths)
+	dels := engine.Deletions(v.graph, paths)
 	v.mu.Unlock()
-	// Order: first every non-deletion, parents first, so a file that moved
-	// is copied from its old place (by chunk, no transfer) before the old
-	// place goes; then deletions, children first. A non-deletion whose
-	// name folds onto a path deleted in this batch (a case-only rename on
-	// a case-insensitive file system) waits until after the deletions.
-	// Deletions the mass-delete guard holds are left out (massdelete.go).
-	slices.Sort(paths)
-	var adds, dels, after []string
-	isDel := map[string]bool{}
-	for _, p := range paths {
-		if v.winnerIsDeletion(p) {
-			dels = append(dels, p)
-			isDel[p] = true
-		}
-	}
-	arriving := map[[32]byte]string{} // content hash -> a path it arrives at
-	v.mu.Lock()
-	for _, p := range paths {
-		if !isDel[p] {
-			for _, h := range v.graph.Heads(p) {
-				if h.Kind == protocol.KindFile {
-					arriving[h.ContentHash] = p
-				}
-			}
-		}
-	}
-	v.mu.Unlock()
-	dels = v.holdIncomingDeletions(dels, arriving)
-	deleted := map[string]bool{}
-	for _, p := range dels {
-		deleted[v.folding.Key(p)] = true
-	}
-	for _, p := range paths {
-		switch {
-		case isDel[p]:
-		case deleted[v.folding.Key(p)]:
-			after = append(after, p)
-		default:
-			adds = append(adds, p)
-		}
-	}
-	slices.Reverse(dels)
-	adds = v.applySmallFiles(ctx, adds)
-	for _, batch := range [][]string{adds, dels, after} {
+	apply := v.holdIncomingDeletions(slices.Clone(dels), arriving)
+	plan := engine.Order(paths, dels, apply, v.folding.Key)
+	adds := v.applySmallFiles(ctx, plan.Adds)
+	for _, batch := range [][]string{adds, plan.Deletions, plan.AfterDeletions} {
 		for _, p := range batch {
 			if ctx.Err() != nil {
 				break
@@ -96,22 +62,10 @@ func (v *vault) reconcile(ctx context.Context) {
 	v.n.events.publish(Event{Type: EventReconciled, Folder: v.cfg.Folder})
 }
 
-func (v *vault) winnerIsDeletion(path string) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.winnerIsDeletionLocked(path)
-}
-
-// winnerIsDeletionLocked reports whether every head of path is a
-// deletion. v.mu must be held.
+// winnerIsDeletionLocked is engine.IsDeletion over this vault's graph.
+// v.mu must be held.
 func (v *vault) winnerIsDeletionLocked(path string) bool {
-	hs := v.graph.Heads(path)
-	for _, h := range hs {
-		if h.Kind != protocol.KindDeletion {
-			return false
-		}
-	}
-	return len(hs) > 0
+	return engine.IsDeletion(v.graph, path)
 }
 
 func (v *vault) reconcileOne(ctx context.Context, path string) {
@@ -170,12 +124,6 @@ func (v *vault) sameContentHeadLocked(path string, c protocol.Version) (entry.Ve
 	return entry.VersionID{}, false
 }
 
-// danglingWait is how long a path whose heads supersede versions this
-// device has not seen yet waits for them before it is resolved anyway: a
-// missing version can still link two heads (sequential edits, not
-// concurrent ones), and resolving too early writes a false conflict copy.
-const danglingWait = 10 * time.Second
-
 // reconcilePath decides one path and carries the decision out.
 //
 // Order matters for safety: conflict copies are written first, while the
@@ -193,13 +141,13 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 		v.mu.Unlock()
 		return nil
 	}
-	if len(v.graph.Heads(path)) > 1 && len(v.graph.Dangling(path)) > 0 {
+	if engine.AwaitsHistory(v.graph, path) {
 		since, ok := v.danglingSince[path]
 		if !ok {
 			since = v.n.now()
 			v.danglingSince[path] = since
 		}
-		if v.n.now().Sub(since) < danglingWait {
+		if !engine.WaitOver(since, v.n.now()) {
 			v.mu.Unlock()
 			return errWaitingForHistory
 		}
@@ -221,7 +169,7 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 		}
 	}
 	v.mu.Unlock()
-	testHookDecided(path)
+	v.decidedHook(path)
 	// Inline contents are not kept in bodies (inline.go).
 	if winner, err = v.withInline(dec.Winner.ID, winner); err != nil {
 		return err
@@ -343,13 +291,11 @@ func (v *vault) stampStill(s decisionStamp) bool {
 	return true
 }
 
-// testHookDecidedFn, when set (tests only), runs after a path's decision
-// is made and before the scan lock is taken to carry it out: the window
-// in which a concurrent scan can make the decision stale.
-var testHookDecidedFn atomic.Pointer[func(path string)]
-
-func testHookDecided(path string) {
-	if f := testHookDecidedFn.Load(); f != nil {
+// decidedHook runs v.onDecided, if a test set it: after a path's decision
+// is made and before the scan lock is taken to carry it out, the window in
+// which a concurrent scan can make the decision stale.
+func (v *vault) decidedHook(path string) {
+	if f := v.onDecided.Load(); f != nil {
 		(*f)(path)
 	}
 }
@@ -393,7 +339,7 @@ func (v *vault) writeDecision(ctx context.Context, path string, winnerID entry.V
 // head (and adds one version per conflict copy not already in the graph)
 // together with the index. v.scanMu must be held.
 func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.Version, merged []byte, rec vaultdb.Record, copies []conflictCopy, copyRecs []vaultdb.Record) error {
-	if len(dec.Superseded) <= 1 || dec.Outcome == protocol.OutcomeIdentical {
+	if !engine.RecordsResolution(dec) {
 		return v.commitIndex(path, rec)
 	}
 	res := winner
@@ -435,29 +381,11 @@ func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.
 	return nil
 }
 
-// copySupersedesLocked is what a new conflict copy at name supersedes: the
-// version the folder index says is there, and the heads at name. The core
-// gave the name out as free, so those heads are deletions this device has
-// seen, of something other than a copy of this content (that would be
-// protocol.NameRemoved); writing the copy over them knowingly must not
-// leave them standing, or the core would read a deletion that directly
-// replaced this very content (a user who renamed a copy back onto its path)
-// as outdating the new copy. v.mu must be held.
+// copySupersedesLocked is engine.CopySupersedes over this vault's graph
+// and index. v.mu must be held.
 func (v *vault) copySupersedesLocked(name string) []entry.VersionID {
-	var out []entry.VersionID
-	if cur, ok := v.index[name]; ok && cur.Version.Seq > 0 {
-		out = append(out, cur.Version)
-	}
-	for _, id := range v.headIDsLocked(name) {
-		if !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	slices.SortFunc(out, func(a, b entry.VersionID) int { return a.Compare(b) })
-	if len(out) > entry.MaxSupersedes {
-		out = out[:entry.MaxSupersedes]
-	}
-	return out
+	cur, had := v.index[name]
+	return engine.CopySupersedes(v.graph, name, diskOf(cur), had)
 }
 
 // commitIndex records that path now holds rec.
@@ -1189,7 +1117,7 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 			rest = append(rest, p)
 			continue
 		}
-		testHookDecided(p)
+		v.decidedHook(p)
 		batch = append(batch, it)
 		if len(batch) == smallBatch {
 			flush()

@@ -24,7 +24,7 @@ import (
 // would overwrite L, whose content (chunked, so not in any entry) exists
 // only in that file. The decision must be made again instead, and both
 // contents must end up in the folder (L and B meet as concurrent heads).
-// testHookDecided forces the interleaving, so the test is deterministic.
+// the vault's onDecided hook forces the interleaving, so the test is deterministic.
 func TestStaleDecisionDoesNotOverwriteLocalEdit(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -84,8 +84,8 @@ func TestStaleDecisionDoesNotOverwriteLocalEdit(t *testing.T) {
 					fired <- err
 				})
 			}
-			testHookDecidedFn.Store(&hook)
-			t.Cleanup(func() { testHookDecidedFn.Store(nil) })
+			v.onDecided.Store(&hook)
+			t.Cleanup(func() { v.onDecided.Store(nil) })
 
 			if err := v.ingestEntry(eb.Bytes(), nil); err != nil {
 				t.Fatal(err)

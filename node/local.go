@@ -14,8 +14,8 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/weftsync/weft/node/folder"
-	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -352,76 +352,29 @@ func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool
 	return ver, rec, true
 }
 
-// headHolding returns the head of path whose content is what rec says is
-// on disk, for a path the folder index does not know. That is a version
-// already on disk, not a new one: the folder index was rebuilt (a damaged
-// vault database keeps its logs but loses the records, docs/storage.md),
-// or a crash fell between an apply's rename and its index commit.
-// Recording it as a new version would send every such file to every
-// device again, as concurrent copies of themselves; the index adopts the
-// head instead. Only a head is adopted: older content on disk is recorded
-// as usual (the conflict rules drop a stale restatement).
+// headHolding is engine.HeadHolding over this vault's graph.
 func (v *vault) headHolding(path string, rec vaultdb.Record) (entry.VersionID, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for _, h := range v.graph.Heads(path) {
-		if h.Kind == rec.Kind && sameContent(h, rec) && (rec.Kind != entry.KindFile || h.Mode&0o111 == rec.Mode&0o111) {
-			return h.ID, true
-		}
-	}
-	return entry.VersionID{}, false
+	return engine.HeadHolding(v.graph, path, diskOf(rec))
 }
 
-// supersedesLocked is what a local change of path supersedes: the version
-// the folder index says is on disk, and every head with that same content
-// (identical heads a resolution left standing). Never a head this device
-// has not applied: a remote edit that arrived but is not on disk yet must
-// meet the local edit as a concurrent version (a conflict or a merge), not
-// be silently overwritten.
-//
-// A path not in the index (nothing there, as far as this device knows)
-// supersedes only the deletion heads there: a deletion describes exactly
-// that empty disk, so a file created now comes after it. Left concurrent
-// with the deletion, a file put back with the bytes the deletion removed
-// (a move back, a restore) looked like a re-recording of the deleted
-// content and was dropped: deleted again everywhere (docs/simulation.md,
-// finding 8). v.mu must be held.
+// supersedesLocked is what a local change of path supersedes, by the
+// node's rules (engine.LocalSupersedes). v.mu must be held.
 func (v *vault) supersedesLocked(path string, cur vaultdb.Record, had bool) []entry.VersionID {
-	var out []entry.VersionID
-	seen := map[entry.VersionID]bool{}
-	add := func(id entry.VersionID) {
-		if !seen[id] && id.Seq > 0 {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	if _, known := v.graph.Get(cur.Version); had && known {
-		add(cur.Version)
-	}
-	for _, h := range v.graph.Heads(path) {
-		if had && h.Kind == cur.Kind && sameContent(h, cur) || !had && h.Kind == protocol.KindDeletion {
-			add(h.ID)
-		}
-	}
-	slices.SortFunc(out, func(a, b entry.VersionID) int { return a.Compare(b) })
-	if len(out) > entry.MaxSupersedes {
-		out = out[:entry.MaxSupersedes]
-	}
-	return out
+	return v.n.rules.Supersedes(v.graph, path, diskOf(cur), had)
 }
 
-// sameContent reports whether a head holds what an index record says is
-// on disk.
-func sameContent(h protocol.Version, r vaultdb.Record) bool {
+// diskOf is the engine's view of a folder index record.
+func diskOf(r vaultdb.Record) engine.Disk {
+	d := engine.Disk{Version: r.Version, Kind: r.Kind, Mode: r.Mode}
 	switch r.Kind {
 	case entry.KindFile:
-		return h.ContentHash == r.Hash
+		d.ContentHash = r.Hash
 	case entry.KindSymlink:
-		return h.ContentHash == symlinkHash(r.Target)
-	case entry.KindDir:
-		return true
+		d.ContentHash = engine.SymlinkHash(r.Target)
 	}
-	return false
+	return d
 }
 
 // author writes versions as one entry of this device's log (when there
@@ -435,7 +388,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 		return errAuthoringHeld // logtail.go
 	}
 	if len(versions) > 0 {
-		sortVersions(versions)
+		engine.AuthorOrder(versions)
 		body = &entry.Body{Versions: versions}
 		listed, pieces := splitBody(body, v.pieceParams())
 		v.mu.Lock()

@@ -21,6 +21,7 @@ import (
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/store/home"
@@ -50,6 +51,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Rules are the sync decisions every vault runs; the zero value is
+	// engine.Default(), the product's. The simulation hands a deliberately
+	// broken rule here to show that its convergence check catches it
+	// (simulation TestBrokenMergeRuleCaught).
+	Rules engine.Rules
 	// MaxFileChunks, for tests only, lowers the most chunks one file may
 	// have (default and upper bound: entry.MaxFileChunks, about 256 GiB),
 	// so that a test can have a file over the limit without writing
@@ -102,6 +108,8 @@ type Node struct {
 	log  *slog.Logger
 	ctx  context.Context
 	now  func() time.Time
+	// rules are the sync decisions (Config.Rules, defaults filled in).
+	rules engine.Rules
 
 	vaults  atomic.Pointer[vaultSet] // replaced whole when a vault is added
 	run     running                  // Run's context and group, for vaults added later
@@ -212,7 +220,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg: cfg, id: id, log: cfg.Logger, now: cfg.Now,
+		cfg: cfg, id: id, log: cfg.Logger, now: cfg.Now, rules: cfg.Rules.OrDefault(),
 		kicks:  make(chan *vault, 1),
 		events: newEvents(), peers: map[keys.DeviceID]*peerState{}, ready: make(chan struct{}),
 		strangers: newStrangers(cfg.Logger),

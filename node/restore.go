@@ -19,6 +19,7 @@ import (
 
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -600,7 +601,7 @@ func (v *vault) appliedHeadsLocked(path string) ([]entry.VersionID, bool) {
 	for _, h := range v.graph.Heads(path) {
 		applied := !had
 		if h.Kind != protocol.KindDeletion {
-			applied = had && h.Kind == cur.Kind && sameContent(h, cur)
+			applied = had && engine.SameContent(h, diskOf(cur))
 		}
 		if !applied {
 			return nil, false

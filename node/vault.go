@@ -1,8 +1,6 @@
 package node
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
@@ -56,6 +55,10 @@ type vault struct {
 	// resumed is signalled (buffer 1) when the folder guard lets a
 	// stopped folder run again; the watch loop then rescans and re-watches.
 	resumed chan struct{}
+	// onDecided, set only by tests, runs after a path's decision is made
+	// and before it is carried out (decidedHook): a test makes a scan
+	// race the decision there. One vault's, not a global switch.
+	onDecided atomic.Pointer[func(path string)]
 	// homeFull is true while homeFault is set, read without mu on every
 	// write to the home (homefull.go).
 	homeFull atomic.Bool
@@ -406,7 +409,7 @@ func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
 	v.foldedUpTo[e.Author()] = max(v.foldedUpTo[e.Author()], e.Seq())
 	for i, ver := range body.Versions {
 		id := e.VersionID(i)
-		cv := coreVersion(id, e.Clock(), e.Time(), ver)
+		cv := engine.CoreVersion(id, e.Clock(), e.Time(), ver)
 		if err := v.graph.Add(cv); err != nil {
 			v.log.Warn("version not added to graph", "version", id, "err", err)
 			continue
@@ -422,51 +425,10 @@ func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
 	}
 }
 
-// coreVersion is the sync core's view of a body version carried by an
-// entry with Lamport clock clock and Time t (unix ms).
-func coreVersion(id protocol.VersionID, clock uint64, t int64, v entry.Version) protocol.Version {
-	cv := protocol.Version{
-		ID:    id,
-		Path:  v.Path,
-		Kind:  v.Kind,
-		Size:  v.Size,
-		Mode:  v.Mode,
-		MTime: v.MTime,
-		Clock: clock,
-		Time:  t,
-	}
-	cv.Supersedes = append(cv.Supersedes, v.Supersedes...)
-	switch v.Kind {
-	case entry.KindFile:
-		cv.ContentHash = v.Hash
-		// Text must be a function of the content. Inline bytes are checked
-		// directly; a chunked file small enough to merge is treated as a
-		// merge candidate, and if its bytes turn out not to be text the
-		// merge refuses (ErrNotText) and the decision's fallback applies,
-		// which every device computes alike from the same bytes.
-		if len(v.Inline) > 0 || v.Size == 0 {
-			cv.Text = protocol.IsText(v.Inline)
-		} else {
-			cv.Text = v.Size <= protocol.MaxMergeBytes
-		}
-	case entry.KindSymlink:
-		cv.ContentHash = symlinkHash(v.Target)
-	}
-	return cv
-}
-
-// heads returns the current heads of path, sorted by ID.
+// headIDsLocked is engine.HeadIDs over this vault's graph. v.mu must be
+// held.
 func (v *vault) headIDsLocked(path string) []entry.VersionID {
-	hs := v.graph.Heads(path)
-	out := make([]entry.VersionID, 0, len(hs))
-	for _, h := range hs {
-		out = append(out, h.ID)
-	}
-	slices.SortFunc(out, func(a, b entry.VersionID) int { return a.Compare(b) })
-	if len(out) > entry.MaxSupersedes {
-		out = out[:entry.MaxSupersedes]
-	}
-	return out
+	return engine.HeadIDs(v.graph, path)
 }
 
 // peerHolds records what a peer says it holds (its LogStatus). What a
@@ -523,35 +485,6 @@ func (v *vault) kick() {
 		// A kick is already queued for some vault; the loop drains all
 		// vaults' dirty sets anyway.
 	}
-}
-
-// sortVersions orders entry versions for authoring: deletions first
-// (children before parents), then the rest with parents before children,
-// as the applier's ordering obligation asks.
-func sortVersions(vs []entry.Version) {
-	slices.SortStableFunc(vs, func(a, b entry.Version) int {
-		ad, bd := a.Kind == entry.KindDeletion, b.Kind == entry.KindDeletion
-		if ad != bd {
-			if ad {
-				return -1
-			}
-			return 1
-		}
-		if ad {
-			return -cmp.Compare(a.Path, b.Path)
-		}
-		return cmp.Compare(a.Path, b.Path)
-	})
-}
-
-// symlinkHash identifies a symlink's content for the core's identical-
-// content rule.
-func symlinkHash(target string) [32]byte {
-	var h [32]byte
-	copy(h[:], bytes.Repeat([]byte{0}, 32))
-	sum := chunk.SumCID([]byte("weft symlink\x00" + target)).Hash()
-	copy(h[:], sum[len(sum)-32:])
-	return h
 }
 
 // heldVector is, per author, the highest sequence up to which this device

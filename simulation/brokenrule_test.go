@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/internal/testhook"
+	"github.com/weftsync/weft/protocol/engine/enginetest"
 )
 
 // TestBrokenMergeRuleCaught shows that the end-of-run checks bite: with a
-// deliberately broken conflict rule (testhook.KeepLocalOnConflict: each
+// deliberately broken conflict rule (enginetest.KeepLocal: each
 // device keeps whichever concurrent version it already holds) a schedule
 // of concurrent edits must fail the convergence check, and the same
 // schedule under the real rules must pass it.
@@ -34,10 +34,8 @@ func TestBrokenMergeRuleCaught(t *testing.T) {
 	})
 
 	t.Run("broken rule is caught", func(t *testing.T) {
-		testhook.KeepLocalOnConflict.Store(true)
-		t.Cleanup(func() { testhook.KeepLocalOnConflict.Store(false) })
 		c := cfg
-		c.Dir, c.Settle = simDir(t), 5*time.Second
+		c.Dir, c.Settle, c.Rules = simDir(t), 5*time.Second, enginetest.KeepLocal()
 		res, err := Run(context.Background(), c)
 		if err != nil {
 			t.Fatal(err)

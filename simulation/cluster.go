@@ -16,6 +16,7 @@ import (
 
 	"github.com/weftsync/weft/node"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/relay"
@@ -33,6 +34,9 @@ type ClusterConfig struct {
 	RescanEvery time.Duration
 	// Logger for the nodes; default discards.
 	Logger *slog.Logger
+	// Rules are the nodes' sync decisions (node.Config.Rules); zero is the
+	// product's.
+	Rules engine.Rules
 }
 
 // Device is one simulated device: a real node.Node with its own home on
@@ -255,6 +259,7 @@ func (c *Cluster) Start(d *Device) error {
 		FolderFS:    func(string) (folder.FS, error) { return d.FS, nil },
 		RescanEvery: c.cfg.RescanEvery,
 		Now:         now,
+		Rules:       c.cfg.Rules,
 	})
 	if err != nil {
 		return fmt.Errorf("starting device %d: %w", d.Index, err)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"lukechampine.com/blake3"
+
+	"github.com/weftsync/weft/protocol/engine"
 )
 
 // Config is one run of a scheduled scenario (S1, S3, S4).
@@ -43,6 +45,9 @@ type Config struct {
 	Dir string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// Rules are the devices' sync decisions; zero is the product's. A
+	// test hands a broken rule here to show the checks catch it.
+	Rules engine.Rules
 }
 
 // write is one simulated user write and what became of it.
@@ -206,7 +211,7 @@ func runSchedule(ctx context.Context, cfg Config, what string, build func(Config
 // buildCluster creates and pairs every device, links them and starts
 // them.
 func buildCluster(ctx context.Context, cfg Config, total int) (*Cluster, func(int) bool, error) {
-	c, err := NewCluster(ClusterConfig{Dir: cfg.Dir, Link: cfg.Link})
+	c, err := NewCluster(ClusterConfig{Dir: cfg.Dir, Link: cfg.Link, Rules: cfg.Rules})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,21 @@
+// Package engine holds the vault's sync decisions around the conflict
+// rules: what a local change supersedes, which head a rebuilt index adopts,
+// what a conflict copy supersedes, the order in which a batch of decided
+// paths is carried out, how long a path with missing history waits, and in
+// which order a batch of versions is authored. protocol.Resolve decides one
+// path's concurrent heads; this package decides everything a device does
+// with that decision that is not IO.
+//
+// Everything here is a pure function of a protocol.Graph, the engine's view
+// of the folder index (Disk) and explicit inputs such as the time: no
+// locks, no goroutines, no disk or network. node/ calls these functions
+// under its own locks (one implementation of each rule), and the
+// deterministic simulation (simulation/detsim) runs the same functions over
+// many simulated devices with a virtual clock and a seeded scheduler, so a
+// failing seed replays exactly.
+//
+// Rules are the decision functions a device runs, as a value: Default() is
+// the product's; a test may hand a device (or the simulation) a deliberately
+// broken one to show that the checks catch it, without a global switch in
+// the product.
+package engine
