@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weftsync/weft/simulation"
+	"github.com/weftsync/weft/simulation/detsim"
 )
 
 // simCmd is `weft sim SCENARIO`: many real nodes in this process over a
@@ -26,6 +28,8 @@ func simCmd(g *globals) *cobra.Command {
 		jsonFile string
 		svgDir   string
 		out      string
+		nSeeds   int
+		trace    string
 	)
 	var names []string
 	for k, v := range simulation.Scenarios {
@@ -34,10 +38,19 @@ func simCmd(g *globals) *cobra.Command {
 	slices.Sort(names)
 	cmd := &cobra.Command{
 		Use:   "sim SCENARIO",
-		Short: "Run a simulation scenario (S1-S5) of many devices in one process",
-		Long:  "Scenarios:\n  " + strings.Join(names, "\n  ") + "\n\nA failure prints the seed and step; --replay SEED --until STEP re-runs the same schedule up to that step.",
-		Args:  cobra.ExactArgs(1),
+		Short: "Run a simulation scenario (S1-S5, or engine) of many devices in one process",
+		Long: "Scenarios:\n  " + strings.Join(names, "\n  ") + "\n\nA failure prints the seed and step; --replay SEED --until STEP re-runs the same schedule up to that step." +
+			"\n\nengine is the deterministic tier (simulation/detsim): the sync engine's rules on simulated devices with a virtual clock; " +
+			"--seeds N runs seeds --seed.. --seed+N-1 (default 1000 from 1), and a failing seed replays exactly with --seed S --seeds 1 --trace FILE.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.EqualFold(args[0], "engine") {
+				first := uint64(1)
+				if cmd.Flags().Changed("seed") {
+					first = seed
+				}
+				return runEngineSim(cmd, detsim.Config{Devices: devices, Steps: steps}, first, nSeeds, trace, jsonFile)
+			}
 			if cmd.Flags().Changed("replay") {
 				seed = replay
 			} else if !cmd.Flags().Changed("seed") {
@@ -102,6 +115,67 @@ func simCmd(g *globals) *cobra.Command {
 	f.StringVar(&jsonFile, "json", "", "JSON result file (default sim-SCENARIO-SEED.json in --out)")
 	f.StringVar(&svgDir, "svg", "", "directory for SVG charts (default sim-SCENARIO-SEED/ in --out)")
 	f.StringVar(&out, "out", ".", "directory for the default JSON and SVG outputs")
+	f.IntVar(&nSeeds, "seeds", 1000, "engine: how many seeds to run, from --seed")
+	f.StringVar(&trace, "trace", "", "engine: write the trace of the (single) seed to this file (- for standard output)")
 	_ = g
 	return cmd
+}
+
+// runEngineSim is `weft sim engine`: n seeds of the deterministic tier
+// from first, a table of what they did, every failing seed with the
+// command that replays it, and (jsonFile) the summary as JSON. It fails
+// when any seed fails.
+func runEngineSim(cmd *cobra.Command, cfg detsim.Config, first uint64, n int, trace, jsonFile string) error {
+	w := cmd.OutOrStdout()
+	if n <= 0 {
+		return fmt.Errorf("--seeds must be at least 1, got %d", n)
+	}
+	if trace != "" {
+		if n != 1 {
+			return fmt.Errorf("--trace traces one seed: give --seeds 1 (got %d)", n)
+		}
+		tw := w
+		if trace != "-" {
+			f, err := os.Create(trace)
+			if err != nil {
+				return fmt.Errorf("creating the trace file: %w", err)
+			}
+			defer f.Close()
+			tw = f
+		}
+		cfg.Trace = tw
+	}
+	var sum detsim.Summary
+	if cfg.Trace != nil {
+		cfg.Seed = first
+		r := detsim.Run(cfg)
+		sum = detsim.Summary{First: first, Seeds: 1, Totals: r}
+		if !r.OK() {
+			sum.Failed = []detsim.Result{r}
+		}
+		fmt.Fprintf(w, "seed %d digest %s\n", first, r.Digest)
+	} else {
+		sum = detsim.RunSeeds(cfg, first, n)
+	}
+	t := sum.Totals
+	fmt.Fprintf(w, "weft sim engine --seed %d --seeds %d\n", first, n)
+	fmt.Fprintf(w, "%-16s %d\n%-16s %d\n%-16s %d\n%-16s %d\n%-16s %d\n%-16s %d\n%-16s %d\n",
+		"seeds failed", len(sum.Failed), "entries", t.Entries, "conflict copies", t.Conflicts,
+		"clean merges", t.Merges, "history waits", t.Waits, "adopted heads", t.Adoptions, "files at end", t.Files)
+	for _, r := range sum.Failed {
+		fmt.Fprintf(w, "seed %d: %s\n  replay: weft sim engine --seed %d --seeds 1 --trace seed-%d.trace\n", r.Seed, strings.Join(r.Failures, "; "), r.Seed, r.Seed)
+	}
+	if jsonFile != "" {
+		b, err := json.MarshalIndent(sum, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(jsonFile, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", jsonFile, err)
+		}
+	}
+	if len(sum.Failed) > 0 {
+		return fmt.Errorf("%d of %d seeds failed", len(sum.Failed), n)
+	}
+	return nil
 }

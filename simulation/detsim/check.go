@@ -1,0 +1,82 @@
+package detsim
+
+import (
+	"slices"
+
+	"github.com/weftsync/weft/protocol"
+)
+
+// check runs the end-of-run checks (package doc).
+func (s *sim) check() {
+	ref := s.devs[0]
+	// Every device holds every log entry (heal exchanged them all).
+	for _, d := range s.devs[1:] {
+		if !slices.Equal(d.authors(), ref.authors()) {
+			s.fail("dev%d holds logs of %d authors, dev0 of %d", d.idx, len(d.logs), len(ref.logs))
+			return
+		}
+		for _, a := range ref.authors() {
+			if len(d.logs[a]) != len(ref.logs[a]) {
+				s.fail("dev%d holds %d entries of %x, dev0 %d", d.idx, len(d.logs[a]), a[:1], len(ref.logs[a]))
+			}
+		}
+	}
+	// Convergence: every disk is the same tree.
+	paths := sortedKeys(ref.disk)
+	for _, d := range s.devs[1:] {
+		if got := sortedKeys(d.disk); !slices.Equal(got, paths) {
+			s.fail("did not converge: dev%d has files %q, dev0 %q", d.idx, got, paths)
+			continue
+		}
+		for _, p := range paths {
+			if !sameBytes(d.disk[p], ref.disk[p]) {
+				s.fail("did not converge: %s differs between dev%d and dev0", p, d.idx)
+			}
+		}
+	}
+	s.res.Files = len(paths)
+	// Every disk holds what its graph says: one content per path (several
+	// heads only when they hold the same content), on disk; deletions
+	// absent.
+	for _, d := range s.devs {
+		for _, p := range d.graph.Paths() {
+			hs := d.graph.Heads(p)
+			if len(hs) == 0 {
+				continue
+			}
+			for _, h := range hs[1:] {
+				if h.Kind != hs[0].Kind || h.ContentHash != hs[0].ContentHash {
+					s.fail("dev%d: %s settled with %d heads of different content", d.idx, p, len(hs))
+					break
+				}
+			}
+			b, onDisk := d.disk[p]
+			switch {
+			case hs[0].Kind == protocol.KindDeletion && onDisk:
+				s.fail("dev%d: %s is deleted in the graph but on disk", d.idx, p)
+			case hs[0].Kind == protocol.KindFile && !onDisk:
+				s.fail("dev%d: %s is in the graph but not on disk", d.idx, p)
+			case hs[0].Kind == protocol.KindFile && hashOf(b) != hs[0].ContentHash:
+				s.fail("dev%d: %s on disk is not the graph's head", d.idx, p)
+			}
+		}
+		for _, p := range sortedKeys(d.disk) {
+			if len(d.graph.Heads(p)) == 0 {
+				s.fail("dev%d: %s is on disk but no version records it", d.idx, p)
+			}
+		}
+	}
+	// No lost write: every content a user's write recorded is on the disk
+	// (at its path or as a conflict copy), or someone knowingly replaced
+	// it (a user who saw it on disk and edited or deleted it, or a clean
+	// merge that kept its changes).
+	onDisk := map[[32]byte]bool{}
+	for _, b := range ref.disk {
+		onDisk[hashOf(b)] = true
+	}
+	for _, w := range s.userFiles {
+		if !onDisk[w.hash] && !s.replaced[w.hash] {
+			s.fail("lost write: version %s (%x) is on no disk and nobody replaced it knowingly", w.id, w.hash[:4])
+		}
+	}
+}

@@ -1,0 +1,374 @@
+package detsim
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"time"
+
+	"lukechampine.com/blake3"
+
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/engine"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+)
+
+// logEntry is one entry of an author's log: the versions it carries and
+// the clocks the core orders them by.
+type logEntry struct {
+	author   keys.DeviceID
+	seq      uint64
+	clock    uint64
+	time     int64
+	versions []entry.Version
+}
+
+// device is one simulated device: what a node keeps for one vault (the
+// logs it holds, the version graph folded from them, the folder index)
+// and the folder's disk, which users change behind its back.
+type device struct {
+	idx    int
+	id     keys.DeviceID
+	skew   time.Duration
+	online bool
+
+	logs   map[keys.DeviceID][]*logEntry
+	graph  *protocol.Graph
+	bodies map[protocol.VersionID]entry.Version
+	clock  uint64 // Lamport: the highest entry clock seen
+	hlc    int64  // hybrid logical clock, unix ms
+
+	disk      map[string][]byte
+	index     map[string]engine.Disk
+	unscanned map[string]bool // changed on disk since the last scan
+	dirty     map[string]bool // to be reconciled
+	since     map[string]time.Time
+}
+
+func newDevice(idx int, skew time.Duration) *device {
+	return &device{
+		idx: idx, id: keys.DeviceID{byte(idx + 1)}, skew: skew, online: true,
+		logs:   map[keys.DeviceID][]*logEntry{},
+		graph:  protocol.NewGraph(),
+		bodies: map[protocol.VersionID]entry.Version{},
+		disk:   map[string][]byte{}, index: map[string]engine.Disk{},
+		unscanned: map[string]bool{}, dirty: map[string]bool{}, since: map[string]time.Time{},
+	}
+}
+
+// authors returns the authors whose logs d holds, in ID order (never map
+// order: the run must not depend on it).
+func (d *device) authors() []keys.DeviceID {
+	out := make([]keys.DeviceID, 0, len(d.logs))
+	for a := range d.logs {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b keys.DeviceID) int { return bytes.Compare(a[:], b[:]) })
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func hashOf(b []byte) [32]byte { return blake3.Sum256(b) }
+
+// fileDisk is the engine's view of a file with content b, as a scan finds
+// it (no version yet).
+func fileDisk(b []byte) engine.Disk {
+	return engine.Disk{Kind: protocol.KindFile, ContentHash: hashOf(b), Mode: 0o644}
+}
+
+// fold adds entry e to d's log and its versions to d's graph, as a node
+// does when an entry arrives or is authored, and marks their paths dirty.
+func (s *sim) fold(d *device, e *logEntry) error {
+	if got := uint64(len(d.logs[e.author])); got+1 != e.seq {
+		return fmt.Errorf("device %d: entry %d of %x after %d", d.idx, e.seq, e.author[:1], got)
+	}
+	d.logs[e.author] = append(d.logs[e.author], e)
+	d.clock = max(d.clock, e.clock)
+	d.hlc = max(d.hlc, e.time)
+	for i, v := range e.versions {
+		id := protocol.VersionID{Author: e.author, Seq: e.seq, Index: uint32(i)}
+		if err := d.graph.Add(engine.CoreVersion(id, e.clock, e.time, v)); err != nil {
+			return fmt.Errorf("device %d: folding %v: %w", d.idx, id, err)
+		}
+		d.bodies[id] = v
+		d.dirty[v.Path] = true
+	}
+	return nil
+}
+
+// author writes vs as one new entry of d's log and returns the IDs the
+// versions got, by path.
+func (s *sim) author(d *device, vs []entry.Version) (map[string]protocol.VersionID, error) {
+	engine.AuthorOrder(vs)
+	d.clock++
+	t := max(d.hlc+1, s.now.Add(d.skew).UnixMilli())
+	e := &logEntry{author: d.id, seq: uint64(len(d.logs[d.id])) + 1, clock: d.clock, time: t, versions: vs}
+	if err := s.fold(d, e); err != nil {
+		return nil, err
+	}
+	ids := map[string]protocol.VersionID{}
+	for i, v := range vs {
+		ids[v.Path] = protocol.VersionID{Author: d.id, Seq: e.seq, Index: uint32(i)}
+	}
+	s.res.Entries++
+	s.changed = true
+	return ids, nil
+}
+
+// fileVersion is the body version of a file with content b at path.
+func fileVersion(path string, b []byte, mtime time.Time, sup []protocol.VersionID) entry.Version {
+	return entry.Version{Path: path, Kind: entry.KindFile, Mode: 0o644, Size: uint64(len(b)), MTime: mtime.UnixNano(),
+		Hash: hashOf(b), Inline: bytes.Clone(b), Supersedes: sup}
+}
+
+// scan records what a user changed at path since the last scan, as a
+// node's scan does: a new version, an adopted head (a rebuilt index), or
+// nothing (unchanged content).
+func (s *sim) scan(d *device, path string) error {
+	if !d.unscanned[path] {
+		return nil
+	}
+	delete(d.unscanned, path)
+	cur, had := d.index[path]
+	b, onDisk := d.disk[path]
+	if !onDisk {
+		if !had {
+			s.tracef("dev%d scan %s: gone, never recorded", d.idx, path)
+			return nil
+		}
+		delete(d.index, path)
+		sup := s.rules.Supersedes(d.graph, path, cur, true)
+		if len(sup) == 0 {
+			s.tracef("dev%d scan %s: gone, supersedes nothing (index %s)", d.idx, path, cur.Version)
+			return nil
+		}
+		_, err := s.author(d, []entry.Version{{Path: path, Kind: entry.KindDeletion, Supersedes: sup}})
+		s.tracef("dev%d scan %s: deletion superseding %d", d.idx, path, len(sup))
+		return err
+	}
+	now := fileDisk(b)
+	if had && cur.Kind == now.Kind && cur.ContentHash == now.ContentHash {
+		return nil
+	}
+	if !had {
+		if id, ok := engine.HeadHolding(d.graph, path, now); ok {
+			now.Version = id
+			d.index[path] = now
+			s.res.Adoptions++
+			s.tracef("dev%d scan %s: adopted head %s", d.idx, path, id)
+			return nil
+		}
+	}
+	sup := s.rules.Supersedes(d.graph, path, cur, had)
+	ids, err := s.author(d, []entry.Version{fileVersion(path, b, s.now.Add(d.skew), sup)})
+	if err != nil {
+		return err
+	}
+	now.Version = ids[path]
+	d.index[path] = now
+	s.content[now.ContentHash] = bytes.Clone(b)
+	s.userFiles = append(s.userFiles, userFile{id: ids[path], hash: now.ContentHash})
+	s.tracef("dev%d scan %s: version %s %x superseding %d", d.idx, path, ids[path], now.ContentHash[:4], len(sup))
+	return nil
+}
+
+// reconcile carries out d's dirty paths in the engine's order.
+func (s *sim) reconcile(d *device) error {
+	paths := sortedKeys(d.dirty)
+	clear(d.dirty)
+	dels := engine.Deletions(d.graph, paths)
+	plan := engine.Order(paths, dels, dels, func(p string) string { return p })
+	for _, batch := range [][]string{plan.Adds, plan.Deletions, plan.AfterDeletions} {
+		for _, p := range batch {
+			if err := s.reconcilePath(d, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// reconcilePath decides path on d and carries the decision out, as
+// node's reconcilePath does: a local change not yet scanned is recorded
+// first and the path decided again; a path whose heads supersede versions
+// not here waits up to engine.DanglingWait.
+func (s *sim) reconcilePath(d *device, path string) error {
+	if len(d.graph.Heads(path)) == 0 {
+		return nil
+	}
+	if engine.AwaitsHistory(d.graph, path) {
+		since, ok := d.since[path]
+		if !ok {
+			since = s.now.Add(d.skew)
+			d.since[path] = since
+		}
+		if !engine.WaitOver(since, s.now.Add(d.skew)) {
+			d.dirty[path] = true
+			s.res.Waits++
+			return nil
+		}
+	}
+	delete(d.since, path)
+	var dec protocol.Decision
+	for try := 0; ; try++ {
+		cur, had := d.index[path]
+		var err error
+		if dec, err = s.rules.Resolve(d.graph, path, cur, had, d.graph.NameUse); err != nil {
+			return fmt.Errorf("device %d: resolving %s: %w", d.idx, path, err)
+		}
+		stale := false
+		for _, p := range append([]string{path}, copyPaths(dec)...) {
+			if d.unscanned[p] {
+				stale = true
+				if err := s.scan(d, p); err != nil {
+					return err
+				}
+			}
+		}
+		if !stale {
+			break
+		}
+		if try == 2 {
+			d.dirty[path] = true
+			return nil
+		}
+	}
+	return s.carryOut(d, path, dec)
+}
+
+func copyPaths(dec protocol.Decision) []string {
+	var out []string
+	for _, c := range dec.Copies {
+		out = append(out, c.Path)
+	}
+	return out
+}
+
+// carryOut writes a decision to d's disk and index and records it: the
+// index alone for a single head or identical contents, else one entry
+// that supersedes every head and adds the new conflict copies.
+func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
+	winner := d.bodies[dec.Winner.ID]
+	var merged []byte
+	copies := dec.Copies
+	if dec.Outcome == protocol.OutcomeMerge {
+		sides := make([][]byte, len(dec.Merge.Sides))
+		for i, sd := range dec.Merge.Sides {
+			sides[i] = s.content[sd.ContentHash]
+		}
+		m, clean, err := protocol.MergeAll(s.content[dec.Merge.Base.ContentHash], sides)
+		if err == nil && clean {
+			merged, copies = m, nil
+		}
+	}
+	type copyOut struct {
+		ver      entry.Version
+		existing protocol.VersionID
+		rec      engine.Disk
+	}
+	var outs []copyOut
+	for _, c := range copies {
+		cur, had := d.index[c.Path]
+		o := copyOut{ver: d.bodies[c.Version.ID]}
+		o.ver.Path = c.Path
+		if c.Exists {
+			for _, h := range d.graph.Heads(c.Path) {
+				if h.Kind == c.Version.Kind && h.ContentHash == c.Version.ContentHash {
+					o.existing = h.ID
+					break
+				}
+			}
+		} else {
+			o.ver.Supersedes = engine.CopySupersedes(d.graph, c.Path, cur, had)
+		}
+		b := s.content[c.Version.ContentHash]
+		if !bytes.Equal(d.disk[c.Path], b) {
+			d.disk[c.Path] = bytes.Clone(b)
+			s.changed = true
+		}
+		o.rec = fileDisk(b)
+		o.rec.Version = o.existing
+		outs = append(outs, o)
+		if o.existing == (protocol.VersionID{}) {
+			s.res.Conflicts++
+		}
+	}
+	rec := engine.Disk{Version: dec.Winner.ID}
+	switch {
+	case merged != nil:
+		d.disk[path] = bytes.Clone(merged)
+		rec = fileDisk(merged)
+		s.content[rec.ContentHash] = bytes.Clone(merged)
+		s.changed = true
+	case winner.Kind == entry.KindDeletion:
+		if _, ok := d.disk[path]; ok {
+			delete(d.disk, path)
+			s.changed = true
+		}
+	default:
+		b := s.content[dec.Winner.ContentHash]
+		if !bytes.Equal(d.disk[path], b) {
+			d.disk[path] = bytes.Clone(b)
+			s.changed = true
+		}
+		rec = fileDisk(b)
+		rec.Version = dec.Winner.ID
+	}
+	setIndex := func(p string, r engine.Disk) {
+		if r.Kind == 0 {
+			delete(d.index, p)
+			return
+		}
+		d.index[p] = r
+	}
+	if !engine.RecordsResolution(dec) {
+		setIndex(path, rec)
+		for _, o := range outs {
+			setIndex(o.ver.Path, o.rec)
+		}
+		return nil
+	}
+	res := winner
+	res.Path = path
+	res.Supersedes = slices.Clone(dec.Superseded)
+	if merged != nil {
+		res = fileVersion(path, merged, s.now.Add(d.skew), res.Supersedes)
+	}
+	versions := []entry.Version{res}
+	for _, o := range outs {
+		if o.existing == (protocol.VersionID{}) {
+			versions = append(versions, o.ver)
+		}
+	}
+	ids, err := s.author(d, versions)
+	if err != nil {
+		return err
+	}
+	if rec.Kind != 0 {
+		rec.Version = ids[path]
+	}
+	setIndex(path, rec)
+	for _, o := range outs {
+		if o.existing == (protocol.VersionID{}) {
+			o.rec.Version = ids[o.ver.Path]
+		}
+		setIndex(o.ver.Path, o.rec)
+	}
+	if merged != nil {
+		s.res.Merges++
+		for _, sd := range dec.Merge.Sides {
+			s.replaced[sd.ContentHash] = true // a clean merge keeps what each side changed
+		}
+	}
+	s.tracef("dev%d decide %s: %v winner %s, %d copies, superseding %d", d.idx, path, dec.Outcome, dec.Winner.ID, len(outs), len(dec.Superseded))
+	return nil
+}

@@ -1,0 +1,368 @@
+package detsim
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"lukechampine.com/blake3"
+
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/engine"
+)
+
+// Config is one deterministic run.
+type Config struct {
+	Seed uint64
+	// Devices is the number of devices; default 4.
+	Devices int
+	// Steps is the number of scheduled operations; default 120.
+	Steps int
+	// Paths is the number of file names users start from; default 4.
+	// Users also edit and delete the conflict copies the rules write.
+	Paths int
+	// Rules are the devices' sync decisions; zero is the product's.
+	Rules engine.Rules
+	// Trace, if set, receives the run's trace, one event per line: the
+	// bytes Result.Digest is the hash of.
+	Trace io.Writer
+}
+
+// Result is what a run did and found.
+type Result struct {
+	Seed  uint64 `json:"seed"`
+	Steps int    `json:"steps"`
+	// Digest is the BLAKE3 hash of the trace: two runs of one seed must
+	// give the same digest.
+	Digest     string   `json:"digest"`
+	Failures   []string `json:"failures,omitempty"`
+	Entries    int      `json:"entries"`
+	Conflicts  int      `json:"conflict_copies"`
+	Merges     int      `json:"merges"`
+	Waits      int      `json:"history_waits"`
+	Adoptions  int      `json:"adopted_heads"`
+	HealRounds int      `json:"heal_rounds"`
+	Files      int      `json:"files_at_end"`
+}
+
+// OK reports whether every check passed.
+func (r Result) OK() bool { return len(r.Failures) == 0 }
+
+// userFile is a file version a user's write became (at a scan).
+type userFile struct {
+	id   protocol.VersionID
+	hash [32]byte
+}
+
+// sim is one run: the devices, the virtual clock, the content every
+// recorded version names (content-addressed, so available to all), and
+// the trace.
+type sim struct {
+	cfg   Config
+	rules engine.Rules
+	rng   *rand.Rand
+	now   time.Time
+	step  int
+	devs  []*device
+
+	content   map[[32]byte][]byte
+	userFiles []userFile
+	// replaced are contents someone knowingly replaced: a user who edited
+	// or deleted a file while it held them, or a clean merge of them.
+	replaced map[[32]byte]bool
+	writes   int
+	changed  bool
+
+	trace hash.Hash
+	res   Result
+}
+
+// maxHealRounds bounds the exchange-and-reconcile rounds after the
+// schedule; a run that needs more did not settle.
+const maxHealRounds = 40
+
+// Run runs one seed and checks the end state.
+func Run(cfg Config) Result {
+	if cfg.Devices <= 0 {
+		cfg.Devices = 4
+	}
+	if cfg.Steps <= 0 {
+		cfg.Steps = 120
+	}
+	if cfg.Paths <= 0 {
+		cfg.Paths = 4
+	}
+	s := &sim{
+		cfg: cfg, rules: cfg.Rules.OrDefault(),
+		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x77656674)),
+		now:     time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		content: map[[32]byte][]byte{}, replaced: map[[32]byte]bool{},
+		trace: blake3.New(32, nil),
+		res:   Result{Seed: cfg.Seed, Steps: cfg.Steps},
+	}
+	for i := range cfg.Devices {
+		var skew time.Duration
+		if s.rng.IntN(5) == 0 { // a device whose clock is hours off
+			skew = time.Duration(s.rng.IntN(96)-48) * time.Hour
+		}
+		s.devs = append(s.devs, newDevice(i, skew))
+		s.tracef("dev%d skew %v", i, skew)
+	}
+	err := s.schedule()
+	if err == nil {
+		err = s.heal()
+	}
+	if err != nil {
+		s.fail("%v", err)
+	} else {
+		s.check()
+	}
+	s.res.Digest = hex.EncodeToString(s.trace.Sum(nil))
+	return s.res
+}
+
+func (s *sim) tracef(format string, args ...any) {
+	line := fmt.Sprintf("%d %s ", s.step, s.now.Format("15:04:05.000")) + fmt.Sprintf(format, args...) + "\n"
+	s.trace.Write([]byte(line))
+	if s.cfg.Trace != nil {
+		io.WriteString(s.cfg.Trace, line)
+	}
+}
+
+func (s *sim) fail(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.res.Failures = append(s.res.Failures, msg)
+	s.tracef("FAIL %s", msg)
+}
+
+// schedule runs the seeded operations.
+func (s *sim) schedule() error {
+	for s.step = 0; s.step < s.cfg.Steps; s.step++ {
+		d := s.devs[s.rng.IntN(len(s.devs))]
+		var err error
+		switch r := s.rng.IntN(100); {
+		case r < 28:
+			s.edit(d)
+		case r < 34:
+			s.remove(d)
+		case r < 46:
+			for _, p := range sortedKeys(d.unscanned) {
+				if err = s.scan(d, p); err != nil {
+					break
+				}
+			}
+		case r < 74:
+			to := s.devs[s.rng.IntN(len(s.devs))]
+			err = s.send(d, to, s.rng.IntN(3) == 0)
+		case r < 88:
+			err = s.reconcile(d)
+		case r < 96:
+			dt := time.Duration(s.rng.IntN(15000)) * time.Millisecond
+			s.now = s.now.Add(dt)
+		case r < 99:
+			d.online = !d.online
+			s.tracef("dev%d online=%v", d.idx, d.online)
+		default:
+			// The folder index is lost (a damaged vault database keeps
+			// its logs): the node's open rebuilds it with a full scan
+			// before anything else runs, adopting the heads the disk
+			// holds (engine.HeadHolding), and folds every stored entry
+			// again, which leaves every path dirty: a head the disk does
+			// not hold (a deletion made before the loss and not scanned,
+			// which the rebuilt index cannot know of) is applied again.
+			clear(d.index)
+			for p := range d.disk {
+				d.unscanned[p] = true
+			}
+			for _, p := range d.graph.Paths() {
+				d.dirty[p] = true
+			}
+			s.tracef("dev%d index lost", d.idx)
+			for _, p := range sortedKeys(d.unscanned) {
+				if err = s.scan(d, p); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("step %d: %w", s.step, err)
+		}
+	}
+	return nil
+}
+
+// pickPath picks a path for a user's edit: one of the starting names, or
+// any file on d's disk (conflict copies included).
+func (s *sim) pickPath(d *device) string {
+	onDisk := sortedKeys(d.disk)
+	if len(onDisk) > 0 && s.rng.IntN(3) == 0 {
+		return onDisk[s.rng.IntN(len(onDisk))]
+	}
+	names := []string{"a.md", "b.md", "notes/c.md", "d.txt", "e.md", "notes/f.md", "g.md", "h.md"}
+	return names[s.rng.IntN(min(s.cfg.Paths, len(names)))]
+}
+
+// edit is a user writing a file: a new file, a changed, inserted or
+// appended line, or (sometimes) the file put back to an earlier content.
+func (s *sim) edit(d *device) {
+	path := s.pickPath(d)
+	s.writes++
+	old, exists := d.disk[path]
+	var b []byte
+	switch {
+	case !exists:
+		b = fmt.Appendf(nil, "# %s\nw%d first\nw%d second\n", path, s.writes, s.writes)
+	case s.rng.IntN(10) == 0 && len(s.userFiles) > 0:
+		b = s.content[s.userFiles[s.rng.IntN(len(s.userFiles))].hash] // a restore, maybe of another path's content
+	default:
+		lines := strings.SplitAfter(string(old), "\n")
+		if lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		i := s.rng.IntN(len(lines) + 1)
+		line := fmt.Sprintf("w%d dev%d\n", s.writes, d.idx)
+		switch {
+		case i == len(lines):
+			lines = append(lines, line)
+		case s.rng.IntN(2) == 0:
+			lines[i] = line
+		default:
+			lines = append(lines[:i], append([]string{line}, lines[i:]...)...)
+		}
+		b = []byte(strings.Join(lines, ""))
+	}
+	if exists {
+		s.replaced[hashOf(old)] = true
+	}
+	d.disk[path] = b
+	d.unscanned[path] = true
+	s.tracef("dev%d edit %s %x", d.idx, path, hashOf(b))
+}
+
+// remove is a user deleting a file on d's disk.
+func (s *sim) remove(d *device) {
+	onDisk := sortedKeys(d.disk)
+	if len(onDisk) == 0 {
+		return
+	}
+	path := onDisk[s.rng.IntN(len(onDisk))]
+	s.replaced[hashOf(d.disk[path])] = true
+	delete(d.disk, path)
+	d.unscanned[path] = true
+	s.tracef("dev%d delete %s", d.idx, path)
+}
+
+// send delivers from's entries that to lacks, author by author in log
+// order: all of them, or (partial) a random prefix of each author's
+// missing run, so versions can arrive before what they supersede.
+func (s *sim) send(from, to *device, all bool) error {
+	if from == to || !from.online || !to.online {
+		return nil
+	}
+	n := 0
+	for _, a := range from.authors() {
+		have, avail := len(to.logs[a]), len(from.logs[a])
+		if avail <= have {
+			continue
+		}
+		upTo := avail
+		if !all {
+			upTo = have + 1 + s.rng.IntN(avail-have)
+		}
+		for _, e := range from.logs[a][have:upTo] {
+			if err := s.fold(to, e); err != nil {
+				return err
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		s.changed = true
+		s.tracef("dev%d -> dev%d %d entries", from.idx, to.idx, n)
+	}
+	return nil
+}
+
+// heal brings every device online and exchanges and reconciles until a
+// round changes nothing, advancing the clock past engine.DanglingWait each
+// round so every wait ends.
+func (s *sim) heal() error {
+	for _, d := range s.devs {
+		d.online = true
+	}
+	for round := 1; round <= maxHealRounds; round++ {
+		s.res.HealRounds = round
+		s.changed = false
+		for _, d := range s.devs {
+			for _, p := range sortedKeys(d.unscanned) {
+				if err := s.scan(d, p); err != nil {
+					return err
+				}
+			}
+		}
+		for _, from := range s.devs {
+			for _, to := range s.devs {
+				if err := s.send(from, to, true); err != nil {
+					return err
+				}
+			}
+		}
+		for _, d := range s.devs {
+			if err := s.reconcile(d); err != nil {
+				return err
+			}
+		}
+		pending := false
+		for _, d := range s.devs {
+			pending = pending || len(d.dirty) > 0
+		}
+		if !s.changed && !pending {
+			return nil
+		}
+		s.now = s.now.Add(engine.DanglingWait + time.Second)
+	}
+	s.fail("did not settle: still changing after %d exchange rounds", maxHealRounds)
+	return nil
+}
+
+// sameBytes is bytes.Equal, named for the checks.
+func sameBytes(a, b []byte) bool { return bytes.Equal(a, b) }
+
+// Summary is a run of many seeds.
+type Summary struct {
+	First  uint64   `json:"first_seed"`
+	Seeds  int      `json:"seeds"`
+	Failed []Result `json:"failed,omitempty"`
+	// Totals sums the counters of every seed (Seed, Steps and Digest are
+	// not meaningful in it).
+	Totals Result `json:"totals"`
+}
+
+// RunSeeds runs seeds first, first+1, ... first+n-1 with cfg's other
+// settings (cfg.Trace is ignored: replay one seed to trace it).
+func RunSeeds(cfg Config, first uint64, n int) Summary {
+	sum := Summary{First: first, Seeds: n}
+	cfg.Trace = nil
+	for i := range n {
+		cfg.Seed = first + uint64(i)
+		r := Run(cfg)
+		t := &sum.Totals
+		t.Steps += r.Steps
+		t.Entries += r.Entries
+		t.Conflicts += r.Conflicts
+		t.Merges += r.Merges
+		t.Waits += r.Waits
+		t.Adoptions += r.Adoptions
+		t.HealRounds += r.HealRounds
+		t.Files += r.Files
+		if !r.OK() {
+			sum.Failed = append(sum.Failed, r)
+		}
+	}
+	return sum
+}
