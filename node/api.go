@@ -15,6 +15,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/weftsync/weft/protocol/entry"
@@ -86,14 +87,18 @@ func (n *Node) startAPI(ctx context.Context, addr string) (*apiServer, error) {
 	return a, nil
 }
 
+// serve answers the API until ctx ends; it returns once the monitor and
+// the shutdown it starts have ended too.
 func (a *apiServer) serve(ctx context.Context) {
-	go a.mon.run(ctx)
-	go func() {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { a.mon.run(ctx) })
+	wg.Go(func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = a.srv.Shutdown(sctx)
-	}()
+	})
 	if err := a.srv.Serve(a.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		a.n.log.Error("local API stopped", "err", err)
 	}

@@ -79,9 +79,7 @@ func (v *vault) reconcileOne(ctx context.Context, path string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if err == nil {
-		delete(v.errs, path)
-		v.repairedLocked(path)
-		v.pending.toApply = max(0, v.pending.toApply-1)
+		v.settledLocked(path)
 		return
 	}
 	v.dirty[path] = struct{}{}
@@ -411,14 +409,35 @@ func (v *vault) commitIndex(path string, rec vaultdb.Record) error {
 		return fmt.Errorf("recording %s in the index: %w", path, err)
 	}
 	v.mu.Lock()
-	v.noteAppliedLocked(path, old, had, rec)
-	v.setIndexLocked(path, rec)
+	v.appliedLocked(path, old, had, rec)
 	v.grewLocked() // what this device holds in full may have grown
 	v.mu.Unlock()
+	return nil
+}
+
+// appliedLocked records in memory that path now holds rec (committed to
+// the index by the caller) where it held old (when had): the folder index,
+// the applied-version note that tells an editor's save from our write
+// (applyrace.go), and the keep of the new version. Both apply paths
+// (commitIndex and applySmallFiles) go through it. v.mu must be held.
+func (v *vault) appliedLocked(path string, old vaultdb.Record, had bool, rec vaultdb.Record) {
+	v.noteAppliedLocked(path, old, had, rec)
+	v.setIndexLocked(path, rec)
 	if j, ok := keepJobFor(old, had, rec); ok {
 		v.queueKeep(j)
 	}
-	return nil
+}
+
+// settledLocked records that path's decision was carried out: its error
+// goes, a repair of it is done, its wait for history (if it had one) is
+// over, and one less path is pending. Both apply paths end here; the batch
+// path once forgot the wait, so a later wait at the path started from the
+// old time and ended at once. v.mu must be held.
+func (v *vault) settledLocked(path string) {
+	delete(v.errs, path)
+	delete(v.danglingSince, path)
+	v.repairedLocked(path)
+	v.pending.toApply = max(0, v.pending.toApply-1)
 }
 
 func sameRecord(a, b vaultdb.Record) bool {
@@ -1000,6 +1019,8 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 		path  string
 		id    entry.VersionID
 		ver   entry.Version
+		cur   vaultdb.Record // what the index said was there when decided
+		had   bool
 		stamp decisionStamp
 	}
 	var rest []string
@@ -1038,6 +1059,9 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 		}
 		ws := make([]folder.FileWrite, 0, len(batch))
 		for _, it := range batch {
+			// As applyVersion does: a chunked file replaced by a small one
+			// goes to the version store first (its content is in no log).
+			v.keepBeforeReplace(it.cur, it.had)
 			ws = append(ws, folder.FileWrite{
 				Version: folder.FileVersion{Path: it.path, Size: int64(it.ver.Size), MTime: it.ver.MTime, Executable: it.ver.Mode&0o111 != 0},
 				Content: bytes.NewReader(it.ver.Inline),
@@ -1082,13 +1106,9 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 		}
 		for _, i := range done {
 			it := batch[i]
-			rec := recordFromInfo(it.id, it.ver, res[i].Outcome.Info)
 			old, had := v.index[it.path]
-			v.noteAppliedLocked(it.path, old, had, rec)
-			v.setIndexLocked(it.path, rec)
-			delete(v.errs, it.path)
-			v.repairedLocked(it.path)
-			v.pending.toApply = max(0, v.pending.toApply-1)
+			v.appliedLocked(it.path, old, had, recordFromInfo(it.id, it.ver, res[i].Outcome.Info))
+			v.settledLocked(it.path)
 		}
 		v.mu.Unlock()
 		for _, i := range done {
@@ -1104,12 +1124,12 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 		v.mu.Lock()
 		dec, err := v.resolveLocked(p)
 		var it item
-		ok := err == nil && len(dec.Superseded) <= 1 && dec.Merge == nil && len(dec.Copies) == 0
+		ok := err == nil && engine.WritesWinnerOnly(dec)
 		if ok {
 			it = item{path: p, id: dec.Winner.ID, ver: v.bodies[dec.Winner.ID]}
-			cur, had := v.index[p]
+			it.cur, it.had = v.index[p]
 			ok = it.ver.Kind == entry.KindFile && len(it.ver.Chunks) == 0 &&
-				!(had && (cur.Version == it.id || cur.Hash == it.ver.Hash))
+				!(it.had && (it.cur.Version == it.id || it.cur.Hash == it.ver.Hash))
 			it.stamp = v.stampLocked(p)
 		}
 		v.mu.Unlock()

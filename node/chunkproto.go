@@ -179,7 +179,19 @@ func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, c
 	// Writer: all want batches up front (the answerer reads them as it
 	// goes; a stream's flow control bounds what is in flight).
 	werr := make(chan error, 1)
+	wdone := make(chan struct{})
+	// The writer is this call's: on an early return the stream is reset,
+	// which ends a Send blocked on flow control, and the call waits for it.
+	defer func() {
+		select {
+		case <-wdone:
+		default:
+			_ = s.Reset()
+			<-wdone
+		}
+	}()
 	go func() {
+		defer close(wdone)
 		for i := 0; i < len(cids); i += fetchBatch {
 			end := min(i+fetchBatch, len(cids))
 			if err := f.Send(wire.MsgWantChunks, wire.WantChunks{CIDs: cids[i:end]}); err != nil {

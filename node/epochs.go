@@ -117,7 +117,7 @@ func (v *vault) memberAppliedLocked(r member.Record) {
 	}
 	if pid, err := PeerIDOf(r.Device); err == nil && v.n.host != nil {
 		// Closing runs disconnect notifications that take v.mu.
-		go func() { _ = v.n.host.Network().ClosePeer(pid) }()
+		v.n.goRun(func(context.Context) { _ = v.n.host.Network().ClosePeer(pid) })
 	}
 }
 

@@ -29,7 +29,8 @@ import (
 const eventKindInvalidEntry = "invalid-entry"
 
 // handleLog answers a log stream.
-func (n *Node) handleLog(s network.Stream) {
+// ctx is Run's (Node.owned).
+func (n *Node) handleLog(ctx context.Context, s network.Stream) {
 	defer s.Close()
 	f, v, dev, ok := n.openStream(s)
 	if !ok {
@@ -51,7 +52,7 @@ func (n *Node) handleLog(s network.Stream) {
 	// refusal, the opener closing or resetting the stream) ends the
 	// serving too: serveLog waits for the vault to grow, and on a quiet
 	// vault a dropped opener's handler stayed parked until it did.
-	ctx, cancel := context.WithCancel(n.ctx)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	refused := make(chan struct{})
 	go func() {

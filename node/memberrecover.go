@@ -126,7 +126,7 @@ func (v *vault) memberCheck(from keys.DeviceID) {
 	// Members it could not know before are dialled and pulled from now.
 	for _, d := range v.memberList() {
 		if d != v.n.id.ID() {
-			go v.n.syncWithDevice(d)
+			v.n.syncWithDevice(d)
 		}
 	}
 }

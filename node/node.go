@@ -106,7 +106,6 @@ type Node struct {
 	id   *keys.Identity
 	host host.Host
 	log  *slog.Logger
-	ctx  context.Context
 	now  func() time.Time
 	// rules are the sync decisions (Config.Rules, defaults filled in).
 	rules engine.Rules
@@ -474,17 +473,32 @@ func (n *Node) peerState(d keys.DeviceID) *peerState {
 func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	n.ctx = ctx
 	defer n.closeVaults()
 	defer n.strangers.refused.Close()
 	if n.ownHost {
 		defer n.host.Close()
 	}
 
-	n.host.SetStreamHandler(ProtoLog, n.handleLog)
-	n.host.SetStreamHandler(ProtoChunk, n.handleChunk)
-	n.host.SetStreamHandler(ProtoPair, n.handlePair)
-	n.host.SetStreamHandler(ProtoClock, n.handleClock)
+	// Every goroutine the node starts from here on is in wg (goRun), and
+	// Run waits for them (after cancelling ctx, also on an early error
+	// return) before the deferred calls above close the vaults.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	n.run.mu.Lock()
+	n.run.ctx, n.run.wg = ctx, &wg
+	n.run.mu.Unlock()
+	defer func() {
+		// Before wg.Wait: nothing may join the group once it is waited for.
+		n.run.mu.Lock()
+		n.run.wg, n.run.stopped, n.run.vaultsStarted = nil, true, false
+		n.run.mu.Unlock()
+	}()
+
+	n.host.SetStreamHandler(ProtoLog, n.owned(n.handleLog))
+	n.host.SetStreamHandler(ProtoChunk, n.owned(func(_ context.Context, s network.Stream) { n.handleChunk(s) }))
+	n.host.SetStreamHandler(ProtoPair, n.owned(func(_ context.Context, s network.Stream) { n.handlePair(s) }))
+	n.host.SetStreamHandler(ProtoClock, n.owned(func(_ context.Context, s network.Stream) { n.handleClock(s) }))
 	n.host.Network().Notify(&network.NotifyBundle{
 		ConnectedF:    func(_ network.Network, c network.Conn) { n.onConnected(c) },
 		DisconnectedF: func(_ network.Network, c network.Conn) { n.onDisconnected(c) },
@@ -498,9 +512,6 @@ func (n *Node) Run(ctx context.Context) error {
 	for _, c := range n.host.Network().Conns() {
 		n.onConnected(c)
 	}
-
-	var wg sync.WaitGroup
-	defer wg.Wait()
 
 	// Remember where members listen once identify tells us, so we can
 	// dial them again after a restart.
@@ -552,14 +563,8 @@ func (n *Node) Run(ctx context.Context) error {
 	for _, v := range n.vaultsNow() {
 		n.startVault(ctx, &wg, v)
 	}
-	n.run.ctx, n.run.wg = ctx, &wg
+	n.run.vaultsStarted = true
 	n.run.mu.Unlock()
-	defer func() {
-		// Before wg.Wait: no vault may join the group once it is waited for.
-		n.run.mu.Lock()
-		n.run.wg, n.run.stopped = nil, true
-		n.run.mu.Unlock()
-	}()
 	wg.Go(func() { n.reconcileLoop(ctx) })
 	wg.Go(func() { n.dialLoop(ctx) })
 	wg.Go(func() { n.keepConnectivity(ctx) })
@@ -649,11 +654,13 @@ func (m mdnsNotifee) HandlePeerFound(pi peer.AddrInfo) {
 	if err != nil || !m.n.isMemberAnywhere(dev) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(m.n.ctx, 10*time.Second)
-	defer cancel()
-	if err := m.n.host.Connect(ctx, pi); err != nil {
-		m.n.log.Debug("connecting to LAN peer", "peer", dev, "err", err)
-	}
+	m.n.goRun(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := m.n.host.Connect(ctx, pi); err != nil {
+			m.n.log.Debug("connecting to LAN peer", "peer", dev, "err", err)
+		}
+	})
 }
 
 func (n *Node) isMemberAnywhere(d keys.DeviceID) bool {
@@ -677,7 +684,7 @@ func (n *Node) onConnected(c network.Conn) {
 	ps.connected, ps.conn, ps.lastSeen = true, kind, n.now()
 	n.mu.Unlock()
 	n.events.publish(Event{Type: EventPeerConnected, Peer: dev.String(), Kind: kind})
-	go n.syncWith(c.RemotePeer())
+	n.goRun(func(ctx context.Context) { n.syncWith(ctx, c.RemotePeer()) })
 }
 
 func (n *Node) onDisconnected(c network.Conn) {
@@ -700,11 +707,9 @@ func (n *Node) onDisconnected(c network.Conn) {
 }
 
 // syncWith starts pulling the log of every vault shared with p, once per
-// vault. Each puller retries while the peer stays connected.
-func (n *Node) syncWith(p peer.ID) {
-	if n.ctx == nil {
-		return
-	}
+// vault, in Run's group. Each puller retries while the peer stays
+// connected and ctx (Run's) lasts.
+func (n *Node) syncWith(ctx context.Context, p peer.ID) {
 	dev, err := DeviceIDOf(p)
 	if err != nil {
 		return
@@ -727,12 +732,12 @@ func (n *Node) syncWith(p peer.ID) {
 		pl := &puller{kick: make(chan struct{}, 1)}
 		ps.pulling[v] = pl
 		n.mu.Unlock()
-		go func() {
+		started := n.goRun(func(ctx context.Context) {
 			for {
 				if isRelay {
-					n.syncWithRelay(v, p, dev, pl.kick)
+					n.syncWithRelay(ctx, v, p, dev, pl.kick)
 				} else {
-					n.pullWhileConnected(v, p, dev, pl.kick)
+					n.pullWhileConnected(ctx, v, p, dev, pl.kick)
 				}
 				// Stop only if no connection opened since the last look;
 				// syncWith kicks under n.mu, so none is missed.
@@ -740,7 +745,7 @@ func (n *Node) syncWith(p peer.ID) {
 				select {
 				case <-pl.kick:
 					n.mu.Unlock()
-					if n.ctx.Err() != nil {
+					if ctx.Err() != nil {
 						n.mu.Lock()
 						delete(ps.pulling, v)
 						n.mu.Unlock()
@@ -753,21 +758,26 @@ func (n *Node) syncWith(p peer.ID) {
 				n.mu.Unlock()
 				return
 			}
-		}()
+		})
+		if !started { // the node is stopping
+			n.mu.Lock()
+			delete(ps.pulling, v)
+			n.mu.Unlock()
+		}
 	}
 }
 
 // pullWhileConnected pulls v's log from device dev at p, retrying with
 // backoff while the peer stays connected; a kick retries at once.
-func (n *Node) pullWhileConnected(v *vault, p peer.ID, dev keys.DeviceID, kick <-chan struct{}) {
+func (n *Node) pullWhileConnected(ctx context.Context, v *vault, p peer.ID, dev keys.DeviceID, kick <-chan struct{}) {
 	backoff := 200 * time.Millisecond
-	for n.ctx.Err() == nil && n.host.Network().Connectedness(p) == network.Connected {
-		err := v.pullLog(n.ctx, p, dev)
-		if n.ctx.Err() != nil {
+	for ctx.Err() == nil && n.host.Network().Connectedness(p) == network.Connected {
+		err := v.pullLog(ctx, p, dev)
+		if ctx.Err() != nil {
 			return
 		}
 		v.log.Debug("log stream ended", "peer", dev, "err", err)
-		if !n.retryWait(kick, &backoff, 10*time.Second) {
+		if !n.retryWait(ctx, kick, &backoff, 10*time.Second) {
 			return
 		}
 	}
@@ -775,10 +785,10 @@ func (n *Node) pullWhileConnected(v *vault, p peer.ID, dev keys.DeviceID, kick <
 
 // retryWait waits out a puller's backoff before its next attempt, doubling
 // it up to limit; a kick (a new connection to the peer) ends the wait at
-// once and resets it. It returns false when the node is stopping.
-func (n *Node) retryWait(kick <-chan struct{}, backoff *time.Duration, limit time.Duration) bool {
+// once and resets it. It returns false when ctx (Run's) ends.
+func (n *Node) retryWait(ctx context.Context, kick <-chan struct{}, backoff *time.Duration, limit time.Duration) bool {
 	select {
-	case <-n.ctx.Done():
+	case <-ctx.Done():
 		return false
 	case <-kick:
 		*backoff = 200 * time.Millisecond
@@ -807,10 +817,10 @@ func (n *Node) kickPullers(v *vault) {
 // just became a member was ignored when it connected.
 func (n *Node) syncWithDevice(d keys.DeviceID) {
 	pid, err := PeerIDOf(d)
-	if err != nil || n.ctx == nil || n.host.Network().Connectedness(pid) != network.Connected {
+	if err != nil || n.host.Network().Connectedness(pid) != network.Connected {
 		return
 	}
-	n.syncWith(pid)
+	n.goRun(func(ctx context.Context) { n.syncWith(ctx, pid) })
 }
 
 // connected is a connected member of a vault.

@@ -136,7 +136,7 @@ func (n *Node) handlePair(s network.Stream) {
 		n.refuse(s, refusal.BadInvite, dev, err)
 		return
 	}
-	_ = s.SetDeadline(n.now().Add(time.Minute))
+	_ = s.SetDeadline(time.Now().Add(time.Minute)) // the network's clock, as above
 	f.SetCounter(n.counters(dev))
 	v := pi.vault
 	if err := v.admit(dev); err != nil {
@@ -164,7 +164,7 @@ func (n *Node) handlePair(s network.Stream) {
 	n.log.Info("device joined", "peer", dev, "folder", v.cfg.Folder)
 	n.events.publish(Event{Type: EventPeerJoined, Peer: dev.String(), Folder: v.cfg.Folder})
 	// Start syncing with the new member right away.
-	go n.syncWith(remote)
+	n.goRun(func(ctx context.Context) { n.syncWith(ctx, remote) })
 }
 
 // Joined is what a successful join returns.

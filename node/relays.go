@@ -141,17 +141,17 @@ func (v *vault) enroll(ctx context.Context, p peer.ID, d keys.DeviceID) error {
 
 // syncWithRelay enrolls v on relay p and then pulls its log, retrying
 // while the relay stays connected.
-func (n *Node) syncWithRelay(v *vault, p peer.ID, d keys.DeviceID, kick <-chan struct{}) {
+func (n *Node) syncWithRelay(ctx context.Context, v *vault, p peer.ID, d keys.DeviceID, kick <-chan struct{}) {
 	backoff := 200 * time.Millisecond
 	enrolled := false
-	for n.ctx.Err() == nil && n.host.Network().Connectedness(p) == network.Connected && v.isRelay(d) {
+	for ctx.Err() == nil && n.host.Network().Connectedness(p) == network.Connected && v.isRelay(d) {
 		var err error
 		if !enrolled {
-			err = v.enroll(n.ctx, p, d)
+			err = v.enroll(ctx, p, d)
 			enrolled = err == nil
 		}
 		if enrolled {
-			err = v.pullLog(n.ctx, p, d)
+			err = v.pullLog(ctx, p, d)
 			var we wire.Error
 			// The relay lost or dropped the vault: enroll again. A relay
 			// answers a vault it does not serve as it answers a stranger
@@ -162,11 +162,11 @@ func (n *Node) syncWithRelay(v *vault, p peer.ID, d keys.DeviceID, kick <-chan s
 				enrolled = false
 			}
 		}
-		if n.ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return
 		}
 		v.log.Debug("relay stream ended", "relay", d, "err", err)
-		if !n.retryWait(kick, &backoff, 30*time.Second) {
+		if !n.retryWait(ctx, kick, &backoff, 30*time.Second) {
 			return
 		}
 	}

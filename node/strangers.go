@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -132,10 +133,10 @@ func (n *Node) refuseRead(s network.Stream, peer fmt.Stringer, err error) {
 		}
 		// What the peerstore learnt of it (its key, protocols)
 		// goes too: a stranger per second must not grow it.
-		go func() {
+		n.goRun(func(context.Context) {
 			_ = n.host.Network().ClosePeer(p)
 			n.host.Peerstore().RemovePeer(p)
-		}()
+		})
 	}
 	n.strangers.refused.Note(string(s.Protocol()), reason, peer.String(), err)
 }

@@ -225,7 +225,7 @@ func (v *vault) ingestMember(raw []byte) error {
 	v.memberAppliedLocked(r)
 	v.grewLocked()
 	if r.Op == member.OpAdd {
-		go v.n.syncWithDevice(r.Device)
+		v.n.goRun(func(context.Context) { v.n.syncWithDevice(r.Device) })
 	}
 	return nil
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/pprof"
 	"slices"
 	"sync"
+
+	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/store/home"
@@ -34,10 +37,57 @@ func (s *vaultSet) with(v *vault) *vaultSet {
 // and the group it waits for before closing the vaults' databases. wg is
 // nil while Run is not running (before it, or once it is stopping).
 type running struct {
-	mu      sync.Mutex // also serialises AddNewVaults
-	ctx     context.Context
-	wg      *sync.WaitGroup
-	stopped bool // Run is stopping or stopped: no vault may be added
+	mu  sync.Mutex // also serialises AddNewVaults
+	ctx context.Context
+	// wg is Run's group while Run accepts work (nil before and after):
+	// every goroutine the node starts joins it (goRun), so Run waits for
+	// all of them before it closes the vaults.
+	wg *sync.WaitGroup
+	// vaultsStarted is set once Run has started the vaults it opened
+	// with; AddNewVaults starts the ones added later itself.
+	vaultsStarted bool
+	stopped       bool // Run is stopping or stopped: no vault may be added
+}
+
+// goRun runs f in Run's group with Run's context, and reports whether it
+// did: a node that is not running (not started yet, or stopping) starts
+// nothing. It is how work that begins outside Run's own goroutines (a
+// connection notice, a stream handler, a pairing, mDNS) gets an owner.
+func (n *Node) goRun(f func(ctx context.Context)) bool {
+	n.run.mu.Lock()
+	defer n.run.mu.Unlock()
+	if n.run.wg == nil {
+		return false
+	}
+	ctx := n.run.ctx
+	n.run.wg.Go(func() { pprof.Do(ctx, ownedLabels, f) })
+	return true
+}
+
+// ownedLabels mark every goroutine goRun starts in a goroutine profile
+// (weft=node), so an operator reading /debug/pprof/goroutine can tell the
+// node's work from libp2p's, and a test can check that none outlives Run.
+var ownedLabels = pprof.Labels("weft", "node")
+
+// owned adapts a stream handler so that its work runs in Run's group
+// (goRun) and sees Run's context: Run then waits for every stream it is
+// answering before it closes the vaults. The end of Run's context resets
+// the stream, so a handler blocked reading it returns and Run's wait ends.
+// A stream that arrives while the node is not running is reset.
+func (n *Node) owned(h func(ctx context.Context, s network.Stream)) network.StreamHandler {
+	return func(s network.Stream) {
+		done := make(chan struct{})
+		if !n.goRun(func(ctx context.Context) {
+			defer close(done)
+			stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+			defer stop()
+			h(ctx, s)
+		}) {
+			_ = s.Reset()
+			return
+		}
+		<-done
+	}
 }
 
 // errStopping refuses a vault added while the node shuts down: it would
@@ -75,13 +125,13 @@ func (n *Node) AddNewVaults() ([]string, error) {
 			continue
 		}
 		n.vaults.Store(n.vaults.Load().with(v))
-		if n.run.wg != nil {
+		if n.run.vaultsStarted {
 			n.startVault(n.run.ctx, n.run.wg, v)
 		}
 		added = append(added, v.cfg.Folder)
 		n.log.Info("vault added", "folder", v.cfg.Folder)
 	}
-	started := n.run.wg != nil
+	started := n.run.vaultsStarted
 	n.run.mu.Unlock()
 	if started && len(added) > 0 {
 		// Pull the new vaults from members already connected for another

@@ -106,3 +106,10 @@ func canonical(ids []protocol.VersionID) []protocol.VersionID {
 func RecordsResolution(dec protocol.Decision) bool {
 	return len(dec.Superseded) > 1 && dec.Outcome != protocol.OutcomeIdentical
 }
+
+// WritesWinnerOnly reports whether carrying out dec is writing its winner
+// and nothing else: no resolution to record, no conflict copy, no merge.
+// Such decisions may be carried out in batches (node's small-file path).
+func WritesWinnerOnly(dec protocol.Decision) bool {
+	return !RecordsResolution(dec) && len(dec.Copies) == 0 && dec.Merge == nil
+}
