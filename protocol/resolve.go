@@ -138,9 +138,11 @@ type ConflictCopy struct {
 //     restates a content (Ancestry.Restates: typically another device's
 //     resolution that kept that content) from which a head with other
 //     content descends, or a head whose exact content a head with other
-//     content directly supersedes (in another version: an identical
-//     conflict copy recorded by two devices, one of which a user then
-//     deleted). That head's author already had the content and
+//     content directly supersedes in another version, one the head does
+//     not itself descend from (an identical conflict copy recorded by two
+//     devices, one of which a user then deleted; a head that does descend
+//     from it was put back on purpose, and stays). That head's author
+//     already had the content and
 //     moved on (merged it, copied it, replaced or deleted it), so the
 //     restatement brings nothing new; resolving it again would copy a
 //     content a second time or undo a later edit or deletion. If every
@@ -435,11 +437,18 @@ func isStale(h Version, heads []Version, restated []Version, anc Ancestry) bool 
 }
 
 // replaced reports whether k directly and validly supersedes a version at
-// h's path with h's kind and content.
+// h's path with h's kind and content that h does not descend from. A head
+// that descends from that version was written by a device that knew it
+// and then put its content back on purpose (a user who renamed its
+// conflict copy back onto the path, or reverted to it after another
+// edit): that is a new choice, concurrent with k's, and must meet k as a
+// conflict, not be dropped (dropping it lost the content everywhere when
+// the copy was the one renamed back: docs/simulation.md, deterministic
+// tier, finding 1).
 func replaced(k, h Version, anc Ancestry) bool {
 	for _, p := range k.Supersedes {
 		v, ok := anc.Get(p)
-		if ok && v.Clock < k.Clock && v.Path == h.Path && sameContent(v, h) {
+		if ok && v.Clock < k.Clock && v.Path == h.Path && sameContent(v, h) && !anc.Descends(h.ID, p) {
 			return true
 		}
 	}

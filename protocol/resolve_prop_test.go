@@ -109,7 +109,8 @@ func staleHeads(g *Graph, heads []Version) map[VersionID]bool {
 				continue
 			}
 			for _, p := range k.Supersedes {
-				if v, ok := g.Get(p); ok && v.Clock < k.Clock && sameContent(v, h) {
+				// A head that descends from p was put back on purpose.
+				if v, ok := g.Get(p); ok && v.Clock < k.Clock && sameContent(v, h) && !g.Descends(h.ID, p) {
 					stale[h.ID] = true
 				}
 			}

@@ -298,3 +298,68 @@ func sortedIDs(vs []VersionID) []VersionID {
 	slices.SortFunc(out, VersionID.Compare)
 	return out
 }
+
+// TestRenamedBackCopyMeetsAnotherResolution is the deterministic tier's
+// first finding (docs/simulation.md, seed 164). A wrote w9; B wrote w7 and
+// resolved {w9, w7}: w7 kept, w9 copied. C wrote w5 and, without seeing
+// B's w7, resolved {w9, w5}: w5 kept, w9 copied to the same name. The user
+// on C then renames that copy back onto notes.md. Heads: B's resolution
+// (w7) and C's renamed-back w9. Old rule: the w9 head was outdated, because
+// B's resolution directly supersedes A's w9 (rule 2's second test); it was
+// dropped, the rename had deleted the copy, and w9 was on no disk anywhere.
+// Now a head that descends from the very version the other head replaced
+// was put back by someone who knew it: it meets w7 as a conflict, and w9
+// is copied again under its own name.
+func TestRenamedBackCopyMeetsAnotherResolution(t *testing.T) {
+	a1 := binary(fileV(1, 1, 1, 0, "\x00w9"))
+	b1 := binary(fileV(2, 1, 1, 5, "\x00w7"))
+	c1 := binary(fileV(3, 1, 1, 1, "\x00w5"))
+	resolve := func(g *Graph, author byte, seq uint64) ([]Version, Version, Version) {
+		t.Helper()
+		d, err := g.Resolve("notes.md", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Winner.ID == a1.ID || len(d.Copies) != 1 || d.Copies[0].Version.ID != a1.ID {
+			t.Fatalf("device %d: winner %v copies %+v, want w9 to lose and be copied", author, d.Winner.ID, d.Copies)
+		}
+		rec := recordResolution(g, author, seq, d)
+		var atPath, atCopy Version
+		for _, v := range rec {
+			if v.Path == "notes.md" {
+				atPath = v
+			} else {
+				atCopy = v
+			}
+		}
+		return rec, atPath, atCopy
+	}
+	rb, _, copyB := resolve(graphOf(t, a1, b1), 2, 2)
+	rc, atPathC, copyC := resolve(graphOf(t, a1, c1), 3, 2)
+	if copyB.Path != copyC.Path {
+		t.Fatalf("B and C copied w9 to %s and %s, want one name", copyB.Path, copyC.Path)
+	}
+	del := Version{ID: VersionID{Author: dev(3), Seq: 3}, Path: copyC.Path, Kind: KindDeletion, Clock: 3, Supersedes: []VersionID{copyC.ID}}
+	back := a1
+	back.ID, back.Clock, back.Supersedes = VersionID{Author: dev(3), Seq: 3, Index: 1}, 3, []VersionID{atPathC.ID}
+	back.Time += 60_000
+
+	vs := append([]Version{a1, b1, c1, del, back}, append(rb, rc...)...)
+	g := graphOf(t, vs...)
+	d, err := g.Resolve("notes.md", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Outcome != OutcomeConflict || len(d.Copies) != 1 || d.Copies[0].Exists {
+		t.Fatalf("got %v winner %v copies %+v, want w7 and the renamed-back w9 in conflict, one copy written anew", d.Outcome, d.Winner.ID, d.Copies)
+	}
+	all := append(vs, recordResolution(g, 5, 1, d)...)
+	g = graphOf(t, settle(t, all, []byte{2, 3, 5})...)
+	held := false
+	for _, cs := range liveContents(g) {
+		held = held || slices.Contains(cs, a1.ContentHash)
+	}
+	if !held {
+		t.Fatal("w9 is at no path once every device has settled: the renamed-back content was lost")
+	}
+}

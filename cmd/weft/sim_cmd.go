@@ -149,19 +149,26 @@ func runEngineSim(cmd *cobra.Command, cfg detsim.Config, first uint64, n int, tr
 	if cfg.Trace != nil {
 		cfg.Seed = first
 		r := detsim.Run(cfg)
-		sum = detsim.Summary{First: first, Seeds: 1, Totals: r}
+		sum = detsim.Summary{First: first, Seeds: 1, Totals: r, Digests: []string{r.Digest}}
 		if !r.OK() {
 			sum.Failed = []detsim.Result{r}
 		}
-		fmt.Fprintf(w, "seed %d digest %s\n", first, r.Digest)
 	} else {
 		sum = detsim.RunSeeds(cfg, first, n)
 	}
 	t := sum.Totals
 	fmt.Fprintf(w, "weft sim engine --seed %d --seeds %d\n", first, n)
-	fmt.Fprintf(w, "%-16s %d\n%-16s %d\n%-16s %d\n%-16s %d\n%-16s %d\n%-16s %d\n%-16s %d\n",
-		"seeds failed", len(sum.Failed), "entries", t.Entries, "conflict copies", t.Conflicts,
-		"clean merges", t.Merges, "history waits", t.Waits, "adopted heads", t.Adoptions, "files at end", t.Files)
+	fmt.Fprintf(w, "%-16s %s\n", "digest", t.Digest)
+	for _, row := range []struct {
+		name string
+		n    int
+	}{
+		{"seeds failed", len(sum.Failed)}, {"entries", t.Entries}, {"conflict copies", t.Conflicts},
+		{"clean merges", t.Merges}, {"history waits", t.Waits}, {"adopted heads", t.Adoptions},
+		{"restarts", t.Restarts}, {"files at end", t.Files},
+	} {
+		fmt.Fprintf(w, "%-16s %d\n", row.name, row.n)
+	}
 	for _, r := range sum.Failed {
 		fmt.Fprintf(w, "seed %d: %s\n  replay: weft sim engine --seed %d --seeds 1 --trace seed-%d.trace\n", r.Seed, strings.Join(r.Failures, "; "), r.Seed, r.Seed)
 	}

@@ -2,6 +2,7 @@ package detsim
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/weftsync/weft/protocol"
 )
@@ -66,6 +67,44 @@ func (s *sim) check() {
 			}
 		}
 	}
+	// Conflict copies (S1's copy checks): no copy of a copy (users edit no
+	// copy, so a copy's name never loses a conflict), and no content held
+	// by two copies of one path (each loser is copied once, under a name
+	// derived from its content).
+	type copyKey struct {
+		origin string
+		hash   [32]byte
+	}
+	copies := map[copyKey][]string{}
+	for _, p := range paths {
+		i := strings.Index(p, conflictMark)
+		if i < 0 {
+			continue
+		}
+		if strings.Count(p, conflictMark) > 1 {
+			s.fail("copy of a conflict copy: %s", p)
+		}
+		k := copyKey{p[:i], hashOf(ref.disk[p])}
+		copies[k] = append(copies[k], p)
+	}
+	// A content put at one path by two versions independently (two users
+	// writing the same bytes, a rename or a restore onto the path, the
+	// same merge made twice) has two origins, and each origin that loses is
+	// copied under its own name: that is two copies by design.
+	origins := map[copyKey]int{}
+	for _, o := range s.origins {
+		origins[copyKey{copyStem(o.path), o.hash}]++
+	}
+	for _, p := range paths {
+		i := strings.Index(p, conflictMark)
+		if i < 0 {
+			continue
+		}
+		k := copyKey{p[:i], hashOf(ref.disk[p])}
+		if ps := copies[k]; len(ps) > 1 && ps[0] == p && origins[k] < 2 {
+			s.fail("one content in %d conflict copies: %s", len(ps), strings.Join(ps, ", "))
+		}
+	}
 	// No lost write: every content a user's write recorded is on the disk
 	// (at its path or as a conflict copy), or someone knowingly replaced
 	// it (a user who saw it on disk and edited or deleted it, or a clean
@@ -79,4 +118,18 @@ func (s *sim) check() {
 			s.fail("lost write: version %s (%x) is on no disk and nobody replaced it knowingly", w.id, w.hash[:4])
 		}
 	}
+}
+
+// conflictMark is what every conflict copy's name holds
+// (protocol.ConflictName).
+const conflictMark = ".conflict-"
+
+// copyStem is the part of path a conflict copy's name starts with: the
+// path up to the base name's last dot (protocol.ConflictName).
+func copyStem(path string) string {
+	base := strings.LastIndexByte(path, '/') + 1
+	if dot := strings.LastIndexByte(path[base:], '.'); dot > 0 {
+		return path[:base+dot]
+	}
+	return path
 }

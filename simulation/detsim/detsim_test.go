@@ -14,7 +14,7 @@ const seeds = 1000
 
 // TestSeedsConverge runs seeds 1..1000 under the product's rules: every one
 // must pass every check, and together they must exercise the rules (conflict
-// copies, clean merges, history waits, adopted heads), or the checks prove
+// copies, clean merges, history waits, adopted heads, restarts), or the checks prove
 // nothing.
 func TestSeedsConverge(t *testing.T) {
 	sum := RunSeeds(Config{}, 1, seeds)
@@ -25,9 +25,9 @@ func TestSeedsConverge(t *testing.T) {
 		t.Errorf("seed %d failed (replay: weft sim engine --seed %d --trace FILE): %s", r.Seed, r.Seed, strings.Join(r.Failures, "; "))
 	}
 	tot := sum.Totals
-	t.Logf("%d seeds: %d failed, %d entries, %d conflict copies, %d clean merges, %d history waits, %d adopted heads",
-		seeds, len(sum.Failed), tot.Entries, tot.Conflicts, tot.Merges, tot.Waits, tot.Adoptions)
-	if tot.Conflicts == 0 || tot.Merges == 0 || tot.Waits == 0 || tot.Adoptions == 0 {
+	t.Logf("%d seeds: %d failed, %d entries, %d conflict copies, %d clean merges, %d history waits, %d adopted heads, %d restarts",
+		seeds, len(sum.Failed), tot.Entries, tot.Conflicts, tot.Merges, tot.Waits, tot.Adoptions, tot.Restarts)
+	if tot.Conflicts == 0 || tot.Merges == 0 || tot.Waits == 0 || tot.Adoptions == 0 || tot.Restarts == 0 {
 		t.Fatalf("the schedules do not exercise every rule: %+v", tot)
 	}
 }

@@ -2,8 +2,10 @@ package detsim
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"lukechampine.com/blake3"
@@ -44,6 +46,9 @@ type device struct {
 	unscanned map[string]bool // changed on disk since the last scan
 	dirty     map[string]bool // to be reconciled
 	since     map[string]time.Time
+	// crashPending kills the device in its next carry-out of a decision,
+	// between writing files and committing what records them.
+	crashPending bool
 }
 
 func newDevice(idx int, skew time.Duration) *device {
@@ -177,6 +182,7 @@ func (s *sim) scan(d *device, path string) error {
 	d.index[path] = now
 	s.content[now.ContentHash] = bytes.Clone(b)
 	s.userFiles = append(s.userFiles, userFile{id: ids[path], hash: now.ContentHash})
+	s.origins = append(s.origins, origin{path, now.ContentHash})
 	s.tracef("dev%d scan %s: version %s %x superseding %d", d.idx, path, ids[path], now.ContentHash[:4], len(sup))
 	return nil
 }
@@ -189,13 +195,19 @@ func (s *sim) reconcile(d *device) error {
 	plan := engine.Order(paths, dels, dels, func(p string) string { return p })
 	for _, batch := range [][]string{plan.Adds, plan.Deletions, plan.AfterDeletions} {
 		for _, p := range batch {
-			if err := s.reconcilePath(d, p); err != nil {
+			if err := s.reconcilePath(d, p); errors.Is(err, errKilled) {
+				return nil // the restart left every path dirty
+			} else if err != nil {
 				return err
 			}
 		}
 	}
 	return nil
 }
+
+// errKilled ends a reconcile whose device was killed (and restarted)
+// while carrying out a decision.
+var errKilled = errors.New("device killed")
 
 // reconcilePath decides path on d and carries the decision out, as
 // node's reconcilePath does: a local change not yet scanned is recorded
@@ -257,6 +269,7 @@ func copyPaths(dec protocol.Decision) []string {
 // index alone for a single head or identical contents, else one entry
 // that supersedes every head and adds the new conflict copies.
 func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
+	heads := s.describeHeads(d, path)
 	winner := d.bodies[dec.Winner.ID]
 	var merged []byte
 	copies := dec.Copies
@@ -323,6 +336,14 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 		rec = fileDisk(b)
 		rec.Version = dec.Winner.ID
 	}
+	if d.crashPending {
+		d.crashPending = false
+		s.tracef("dev%d killed while carrying out %s", d.idx, path)
+		if err := s.restart(d, false); err != nil {
+			return err
+		}
+		return errKilled
+	}
 	setIndex := func(p string, r engine.Disk) {
 		if r.Kind == 0 {
 			delete(d.index, p)
@@ -365,10 +386,24 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 	}
 	if merged != nil {
 		s.res.Merges++
+		s.origins = append(s.origins, origin{path, rec.ContentHash})
 		for _, sd := range dec.Merge.Sides {
 			s.replaced[sd.ContentHash] = true // a clean merge keeps what each side changed
 		}
 	}
-	s.tracef("dev%d decide %s: %v winner %s, %d copies, superseding %d", d.idx, path, dec.Outcome, dec.Winner.ID, len(outs), len(dec.Superseded))
+	s.tracef("dev%d decide %s: %v winner %s, %d copies, superseding %d: %s", d.idx, path, dec.Outcome, dec.Winner.ID, len(outs), len(dec.Superseded), heads)
 	return nil
+}
+
+// describeHeads lists path's heads on d for the trace: ID, content (the
+// first bytes of its hash) and what it supersedes.
+func (s *sim) describeHeads(d *device, path string) string {
+	var b strings.Builder
+	for i, h := range d.graph.Heads(path) {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s=%x<%v", h.ID, h.ContentHash[:3], h.Supersedes)
+	}
+	return b.String()
 }

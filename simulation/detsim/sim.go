@@ -46,6 +46,7 @@ type Result struct {
 	Merges     int      `json:"merges"`
 	Waits      int      `json:"history_waits"`
 	Adoptions  int      `json:"adopted_heads"`
+	Restarts   int      `json:"restarts"`
 	HealRounds int      `json:"heal_rounds"`
 	Files      int      `json:"files_at_end"`
 }
@@ -56,6 +57,12 @@ func (r Result) OK() bool { return len(r.Failures) == 0 }
 // userFile is a file version a user's write became (at a scan).
 type userFile struct {
 	id   protocol.VersionID
+	hash [32]byte
+}
+
+// origin is a content a version put at a path as new.
+type origin struct {
+	path string
 	hash [32]byte
 }
 
@@ -72,6 +79,9 @@ type sim struct {
 
 	content   map[[32]byte][]byte
 	userFiles []userFile
+	// origins are the versions that put a content at a path as new: a
+	// user's write or a clean merge (the copy check's exemption).
+	origins []origin
 	// replaced are contents someone knowingly replaced: a user who edited
 	// or deleted a file while it held them, or a clean merge of them.
 	replaced map[[32]byte]bool
@@ -146,10 +156,12 @@ func (s *sim) schedule() error {
 		d := s.devs[s.rng.IntN(len(s.devs))]
 		var err error
 		switch r := s.rng.IntN(100); {
-		case r < 28:
+		case r < 26:
 			s.edit(d)
-		case r < 34:
+		case r < 31:
 			s.remove(d)
+		case r < 34:
+			s.rename(d)
 		case r < 46:
 			for _, p := range sortedKeys(d.unscanned) {
 				if err = s.scan(d, p); err != nil {
@@ -161,33 +173,26 @@ func (s *sim) schedule() error {
 			err = s.send(d, to, s.rng.IntN(3) == 0)
 		case r < 88:
 			err = s.reconcile(d)
-		case r < 96:
+		case r < 94:
 			dt := time.Duration(s.rng.IntN(15000)) * time.Millisecond
 			s.now = s.now.Add(dt)
-		case r < 99:
+		case r < 97:
 			d.online = !d.online
 			s.tracef("dev%d online=%v", d.idx, d.online)
+		case r < 99:
+			// The device is killed during its next reconcile, after a
+			// decision's files are written and before its index records
+			// and resolution are committed (or, with nothing to decide,
+			// while idle), and starts again.
+			d.crashPending = true
+			if err = s.reconcile(d); err == nil && d.crashPending {
+				d.crashPending = false
+				err = s.restart(d, false)
+			}
 		default:
 			// The folder index is lost (a damaged vault database keeps
-			// its logs): the node's open rebuilds it with a full scan
-			// before anything else runs, adopting the heads the disk
-			// holds (engine.HeadHolding), and folds every stored entry
-			// again, which leaves every path dirty: a head the disk does
-			// not hold (a deletion made before the loss and not scanned,
-			// which the rebuilt index cannot know of) is applied again.
-			clear(d.index)
-			for p := range d.disk {
-				d.unscanned[p] = true
-			}
-			for _, p := range d.graph.Paths() {
-				d.dirty[p] = true
-			}
-			s.tracef("dev%d index lost", d.idx)
-			for _, p := range sortedKeys(d.unscanned) {
-				if err = s.scan(d, p); err != nil {
-					break
-				}
-			}
+			// its logs).
+			err = s.restart(d, true)
 		}
 		if err != nil {
 			return fmt.Errorf("step %d: %w", s.step, err)
@@ -196,21 +201,73 @@ func (s *sim) schedule() error {
 	return nil
 }
 
-// pickPath picks a path for a user's edit: one of the starting names, or
-// any file on d's disk (conflict copies included).
-func (s *sim) pickPath(d *device) string {
-	onDisk := sortedKeys(d.disk)
-	if len(onDisk) > 0 && s.rng.IntN(3) == 0 {
-		return onDisk[s.rng.IntN(len(onDisk))]
+// names are the file names users write; Config.Paths of them are used.
+var names = []string{"a.md", "b.md", "notes/c.md", "d.txt", "e.md", "notes/f.md", "g.md", "h.md"}
+
+// restart is a device starting again after a kill (or, loseIndex, with
+// its folder index lost: a damaged vault database keeps its logs). What
+// it kept in memory is gone (the paths to reconcile, the history waits);
+// it folds every stored entry again, which leaves every path dirty, and
+// its open runs a full scan before anything else: files a killed apply
+// wrote before its index commit, and every file when the index is lost,
+// are met by the scan (a head the disk holds is adopted,
+// engine.HeadHolding; other content is recorded as a change). A head the
+// disk does not hold (a deletion made before an index loss and not
+// scanned, which the rebuilt index cannot know of) is applied again.
+func (s *sim) restart(d *device, loseIndex bool) error {
+	if loseIndex {
+		clear(d.index)
 	}
-	names := []string{"a.md", "b.md", "notes/c.md", "d.txt", "e.md", "notes/f.md", "g.md", "h.md"}
+	clear(d.dirty)
+	clear(d.since)
+	for p := range d.disk {
+		d.unscanned[p] = true
+	}
+	for _, p := range d.graph.Paths() {
+		d.dirty[p] = true
+	}
+	s.res.Restarts++
+	s.tracef("dev%d restart (index lost: %v)", d.idx, loseIndex)
+	for _, p := range sortedKeys(d.unscanned) {
+		if err := s.scan(d, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pickPath picks a path for a user's edit or a rename's target: one of
+// the starting names. Users edit no conflict copy (S1's users do not
+// either), so a copy of a copy is always a fault; they do delete copies
+// and rename files onto other names.
+func (s *sim) pickPath() string {
 	return names[s.rng.IntN(min(s.cfg.Paths, len(names)))]
+}
+
+// rename is a user moving a file on d's disk onto another name (replacing
+// what was there), as a deletion and a creation with the same content.
+func (s *sim) rename(d *device) {
+	onDisk := sortedKeys(d.disk)
+	if len(onDisk) == 0 {
+		return
+	}
+	from, to := onDisk[s.rng.IntN(len(onDisk))], s.pickPath()
+	if from == to {
+		return
+	}
+	if old, ok := d.disk[to]; ok {
+		s.replaced[hashOf(old)] = true
+	}
+	d.disk[to] = d.disk[from]
+	delete(d.disk, from)
+	d.unscanned[from], d.unscanned[to] = true, true
+	s.tracef("dev%d rename %s -> %s", d.idx, from, to)
 }
 
 // edit is a user writing a file: a new file, a changed, inserted or
 // appended line, or (sometimes) the file put back to an earlier content.
 func (s *sim) edit(d *device) {
-	path := s.pickPath(d)
+	path := s.pickPath()
 	s.writes++
 	old, exists := d.disk[path]
 	var b []byte
@@ -338,9 +395,12 @@ type Summary struct {
 	First  uint64   `json:"first_seed"`
 	Seeds  int      `json:"seeds"`
 	Failed []Result `json:"failed,omitempty"`
-	// Totals sums the counters of every seed (Seed, Steps and Digest are
-	// not meaningful in it).
+	// Totals sums the counters of every seed; its Digest is the BLAKE3
+	// hash of every seed's digest in seed order (one value that changes
+	// when any run does).
 	Totals Result `json:"totals"`
+	// Digests are the seeds' digests, Digests[i] for seed First+i.
+	Digests []string `json:"digests"`
 }
 
 // RunSeeds runs seeds first, first+1, ... first+n-1 with cfg's other
@@ -358,11 +418,18 @@ func RunSeeds(cfg Config, first uint64, n int) Summary {
 		t.Merges += r.Merges
 		t.Waits += r.Waits
 		t.Adoptions += r.Adoptions
+		t.Restarts += r.Restarts
 		t.HealRounds += r.HealRounds
 		t.Files += r.Files
 		if !r.OK() {
 			sum.Failed = append(sum.Failed, r)
 		}
+		sum.Digests = append(sum.Digests, r.Digest)
 	}
+	all := blake3.New(32, nil)
+	for _, d := range sum.Digests {
+		all.Write([]byte(d))
+	}
+	sum.Totals.Digest = hex.EncodeToString(all.Sum(nil))
 	return sum
 }
