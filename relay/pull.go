@@ -101,7 +101,10 @@ func (r *Relay) pullLog(ctx context.Context, rep *replica, p peer.ID, dev keys.D
 	for a, h := range rep.db.Heads() {
 		mine[a] = h.Seq
 	}
-	if err := c.Send(wire.MsgLogRequest, wire.LogRequest{Vector: wire.VectorOf(mine)}); err != nil {
+	// The membership sequence spares the device resending every record
+	// the replica holds on each pull (wire.LogRequest.MemberSeq), as a
+	// device's request does (node/logproto.go).
+	if err := c.Send(wire.MsgLogRequest, wire.LogRequest{Vector: wire.VectorOf(mine), MemberSeq: rep.memberSeq()}); err != nil {
 		return err
 	}
 	if err := c.Flush(); err != nil {

@@ -301,6 +301,14 @@ func (r *replica) records() []member.Record {
 	return r.state.Records()
 }
 
+// memberSeq is the sequence of the last membership record held
+// (member.State.Seq; 0 before genesis).
+func (r *replica) memberSeq() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state.Seq
+}
+
 // addMember stores a membership record that extends the log.
 func (r *replica) addMember(rec member.Record) error {
 	if err := r.db.AppendMember(rec); err != nil {
