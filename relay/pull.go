@@ -97,6 +97,7 @@ func (r *Relay) pullLog(ctx context.Context, rep *replica, p peer.ID, dev keys.D
 	if err := c.OpenHello(rep.id); err != nil {
 		return err
 	}
+	// The stored heads, not cut at revocations (replica.offered says why).
 	mine := map[keys.DeviceID]uint64{}
 	for a, h := range rep.db.Heads() {
 		mine[a] = h.Seq

@@ -312,11 +312,7 @@ func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev ke
 				return err
 			}
 		}
-		mine := protocol.Vector{}
-		for a, h := range rep.db.Heads() {
-			mine[a] = h.Seq
-		}
-		for _, rg := range mine.Missing(theirs) {
+		for _, rg := range rep.offered().Missing(theirs) {
 			n := 0
 			err := rep.db.Range(rg.Author, rg.From, rg.To, func(e *entry.Entry) error {
 				n++
