@@ -97,11 +97,15 @@ func (r *Relay) pullLog(ctx context.Context, rep *replica, p peer.ID, dev keys.D
 	if err := c.OpenHello(rep.id); err != nil {
 		return err
 	}
+	// The stored heads, not cut at revocations (replica.offered says why).
 	mine := map[keys.DeviceID]uint64{}
 	for a, h := range rep.db.Heads() {
 		mine[a] = h.Seq
 	}
-	if err := c.Send(wire.MsgLogRequest, wire.LogRequest{Vector: wire.VectorOf(mine)}); err != nil {
+	// The membership sequence spares the device resending every record
+	// the replica holds on each pull (wire.LogRequest.MemberSeq), as a
+	// device's request does (node/logproto.go).
+	if err := c.Send(wire.MsgLogRequest, wire.LogRequest{Vector: wire.VectorOf(mine), MemberSeq: rep.memberSeq()}); err != nil {
 		return err
 	}
 	if err := c.Flush(); err != nil {

@@ -243,7 +243,10 @@ func chainLog(signer *keys.Identity, g member.Record, relay string) [][]byte {
 
 // TestRelayRefusesRevokedDevice: a device revoked from X gets nothing of X
 // from the relay, and cannot enroll X with the part of its log from before
-// its revocation.
+// its revocation: the relay judges an enrolling device by the membership
+// its replica holds, not only by the log sent (relay/serve.go,
+// handleEnroll). An older log, from the revoked device or from a member,
+// does not roll the replica's membership back.
 func TestRelayRefusesRevokedDevice(t *testing.T) {
 	r := runRelay(t)
 	a := newTestDevice(t)
@@ -272,13 +275,25 @@ func TestRelayRefusesRevokedDevice(t *testing.T) {
 		t.Fatalf("revoked device reading X's log: got %s %v, want Error %d", got.typ, got.err, wire.CodeNotMember)
 	}
 	got := open(t, m, r, ProtoRelay, enrollFrame(t, x.id, before))
-	if got.typ != wire.MsgError {
-		t.Skipf("known bug (relay/serve.go handleEnroll): a revoked device enrolling with the log from before its revocation "+
-			"is answered %s (vault %s: %d bytes, %d entries) instead of an Error: membership is checked against the log sent, "+
-			"not the replica's", got.typ, got.status.Vault, got.status.Bytes, got.status.Entries)
+	if got.typ != wire.MsgError || got.err.Code != wire.CodeNotMember {
+		t.Fatalf("revoked device enrolling with the log from before its revocation: got %s %v, want Error %d "+
+			"(membership judged by the log sent, not the replica's)", got.typ, got.err, wire.CodeNotMember)
 	}
-	if got.err.Code != wire.CodeNotMember {
-		t.Fatalf("revoked device enrolling: got Error %v, want code %d", got.err, wire.CodeNotMember)
+	if len(got.rest) != 0 {
+		t.Fatalf("got %v after the error, want nothing", got.rest)
+	}
+	// A member bringing the same older log is served, and the replica
+	// keeps the revocation.
+	if got := open(t, a, r, ProtoRelay, enrollFrame(t, x.id, before)); got.typ != wire.MsgRelayStatus {
+		t.Fatalf("admin enrolling X with an older log: got %s %v, want RelayStatus", got.typ, got.err)
+	}
+	rep := r.replica(x.id)
+	if n, want := len(rep.records()), len(x.state.Records()); n != want || rep.isMember(m.id.ID()) {
+		t.Fatalf("the relay's membership of X after the older logs: %d records, revoked device a member: %v; want %d records, not a member",
+			n, rep.isMember(m.id.ID()), want)
+	}
+	if got := open(t, m, r, ProtoLog, hello(t, x.id), logReq); got.typ != wire.MsgError || got.err.Code != wire.CodeNotMember {
+		t.Fatalf("revoked device reading X's log after enrolling: got %s %v, want Error %d", got.typ, got.err, wire.CodeNotMember)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 
+	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
@@ -301,6 +302,14 @@ func (r *replica) records() []member.Record {
 	return r.state.Records()
 }
 
+// memberSeq is the sequence of the last membership record held
+// (member.State.Seq; 0 before genesis).
+func (r *replica) memberSeq() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state.Seq
+}
+
 // addMember stores a membership record that extends the log.
 func (r *replica) addMember(rec member.Record) error {
 	if err := r.db.AppendMember(rec); err != nil {
@@ -481,6 +490,34 @@ func (r *replica) settle() {
 	}
 	r.mu.Unlock()
 	r.notePending()
+}
+
+// offered is the vector the relay serves entries from: per author, the
+// head of the stored log, cut at a revoked author's last valid entry
+// (member.State.Upto), as a device's vector is (node/epochs.go,
+// acceptedSeq). Entries past it were stored before the revocation reached
+// the relay; every device refuses them (member.ErrRevokedEntry) and ends
+// the stream, so the relay must not offer them.
+//
+// It is not what the relay asks with (pullLog sends the stored heads: a
+// request names what the relay holds, and a cut head would ask a device
+// that has not learned of the revocation yet for the very entries the
+// relay then refuses), nor what it reports (heldVector: what a relay
+// reports may not go back, node/rollback.go, and the held prefix is
+// rebuilt from the stored entries at open).
+func (r *replica) offered() protocol.Vector {
+	heads := r.db.Heads()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(protocol.Vector, len(heads))
+	for a, h := range heads {
+		s := h.Seq
+		if u, ok := r.state.Upto(a); ok {
+			s = min(s, u)
+		}
+		out[a] = s
+	}
+	return out
 }
 
 // heldVector is the vector reported to devices.

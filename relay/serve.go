@@ -263,13 +263,20 @@ func (r *Relay) handleLog(s network.Stream) {
 		_, _ = s.Read(make([]byte, 1))
 		cancel()
 	}()
-	if err := r.serveLog(ctx, c, rep, dev, wire.VectorMap(req.Vector)); err != nil && !errors.Is(err, context.Canceled) {
+	if err := r.serveLog(ctx, c, rep, dev, req); err != nil && !errors.Is(err, context.Canceled) {
 		r.log.Debug("serving log", "device", dev, "err", err)
 	}
 }
 
-func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev keys.DeviceID, theirs protocol.Vector) error {
-	sentMembers := 0
+// serveLog streams to the opener what it lacks, then pushes growth until
+// the stream or ctx ends. req is the opener's LogRequest: the membership
+// records up to its MemberSeq are not sent (records are numbered from 1,
+// records[i].Seq == i+1), as a device's serveLog skips them
+// (node/logproto.go); an opener that claims more records than the replica
+// holds gets only those past its claim, once the replica has them.
+func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev keys.DeviceID, req wire.LogRequest) error {
+	theirs := protocol.Vector(wire.VectorMap(req.Vector))
+	sentMembers := req.MemberSeq
 	var lastStatus wire.RelayStatus
 	var lastHeld protocol.Vector
 	var lastPeers string
@@ -300,16 +307,12 @@ func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev ke
 			lastStatus = st
 		}
 		records := rep.records()
-		for ; sentMembers < len(records); sentMembers++ {
+		for ; sentMembers < uint64(len(records)); sentMembers++ {
 			if err := c.SendRaw(wire.MsgMember, records[sentMembers].Encode()); err != nil {
 				return err
 			}
 		}
-		mine := protocol.Vector{}
-		for a, h := range rep.db.Heads() {
-			mine[a] = h.Seq
-		}
-		for _, rg := range mine.Missing(theirs) {
+		for _, rg := range rep.offered().Missing(theirs) {
 			n := 0
 			err := rep.db.Range(rg.Author, rg.From, rg.To, func(e *entry.Entry) error {
 				n++
@@ -319,16 +322,17 @@ func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev ke
 			if err != nil {
 				return fmt.Errorf("sending entries of %s: %w", rg.Author, err)
 			}
-			if theirs == nil {
-				theirs = protocol.Vector{}
-			}
 			if err := theirs.Apply(rg); err != nil {
 				return err
 			}
 		}
 		held := protocol.Vector(rep.heldVector())
 		if lastHeld == nil || lastHeld.Compare(held) != protocol.Equal {
-			if err := c.Send(wire.MsgLogStatus, wire.LogRequest{Vector: wire.VectorOf(held)}); err != nil {
+			// Its membership sequence, as a device's LogStatus carries it:
+			// a device whose membership log was damaged counts it as
+			// confirmed whole by a peer holding no record it lacks
+			// (node/memberrecover.go, memberStatus).
+			if err := c.Send(wire.MsgLogStatus, wire.LogStatus{Vector: wire.VectorOf(held), MemberSeq: uint64(len(records))}); err != nil {
 				return err
 			}
 			lastHeld = held

@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 
 	"github.com/weftsync/weft/internal/p2p"
+	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/protocol/wire"
@@ -251,4 +252,130 @@ func serveChunks(d *testDevice, vault keys.VaultID, asked func([]cid.Cid), blob 
 			}
 		}
 	})
+}
+
+// pulled is one log pull the relay made from a test device: its request
+// and how many membership records the device answered with.
+type pulled struct {
+	req     wire.LogRequest
+	members int
+}
+
+// answerPulls makes d answer the relay's log pulls for vault as a device
+// does (node/logproto.go, serveLog): after the Hello it reads the
+// LogRequest and sends the records of log() after the request's
+// MemberSeq. It then reports the pull on the returned channel and ends the
+// stream once release is closed (nil: at once), so the relay pulls again
+// after its backoff. It stops when the test ends.
+func answerPulls(t *testing.T, d *testDevice, vault keys.VaultID, log func() []member.Record, release <-chan struct{}) <-chan pulled {
+	ctx := t.Context()
+	out := make(chan pulled)
+	d.h.SetStreamHandler(ProtoLog, func(s network.Stream) {
+		defer s.Close()
+		if _, _, err := wire.ReadFrame(s, wire.MaxFrameSize); err != nil {
+			return
+		}
+		if err := wire.WriteFrame(s, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: vault}.AppendBinary(nil)); err != nil {
+			return
+		}
+		_, p, err := wire.ReadFrame(s, wire.MaxFrameSize)
+		if err != nil {
+			return
+		}
+		req, err := wire.ParseLogRequest(p)
+		if err != nil {
+			return
+		}
+		n := 0
+		for _, rec := range log() {
+			if rec.Seq <= req.MemberSeq {
+				continue
+			}
+			if err := wire.WriteFrame(s, wire.MsgMember, rec.Encode()); err != nil {
+				return
+			}
+			n++
+		}
+		select {
+		case out <- pulled{req: req, members: n}:
+		case <-ctx.Done():
+			return
+		}
+		if release != nil {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+	})
+	return out
+}
+
+// nextPull waits for the relay's next pull from a device answering with
+// answerPulls.
+func nextPull(t *testing.T, pulls <-chan pulled) pulled {
+	t.Helper()
+	select {
+	case p := <-pulls:
+		return p
+	case <-time.After(30 * time.Second):
+		t.Fatal("timed out waiting for the relay to pull")
+		return pulled{}
+	}
+}
+
+// served is what the relay sent on a log stream up to its first
+// LogStatus: the sequence numbers of the membership records and the
+// entries, in order.
+type served struct {
+	members []uint64
+	entries []*entry.Entry
+	status  wire.LogStatus
+}
+
+// readLog opens a log stream to the relay as d for vault, sends req, and
+// reads what comes back up to the first LogStatus (sent after every
+// record and entry the opener lacks).
+func readLog(t *testing.T, d *testDevice, r *Relay, vault keys.VaultID, req wire.LogRequest) served {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := d.h.NewStream(ctx, r.ID(), ProtoLog)
+	if err != nil {
+		t.Fatalf("opening the log stream: %v", err)
+	}
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := s.Write(append(hello(t, vault), frame(t, wire.MsgLogRequest, req)...)); err != nil {
+		t.Fatalf("writing the log request: %v", err)
+	}
+	var out served
+	for {
+		mt, p, err := wire.ReadFrame(s, wire.MaxFrameSize)
+		if err != nil {
+			t.Fatalf("reading the relay's log: %v", err)
+		}
+		switch mt {
+		case wire.MsgError:
+			we, _ := wire.ParseError(p)
+			t.Fatalf("the relay answered the log request with %v", we)
+		case wire.MsgMember:
+			rec, err := member.Decode(p)
+			if err != nil {
+				t.Fatalf("membership record from the relay: %v", err)
+			}
+			out.members = append(out.members, rec.Seq)
+		case wire.MsgEntry:
+			e, err := entry.Decode(p)
+			if err != nil {
+				t.Fatalf("entry from the relay: %v", err)
+			}
+			out.entries = append(out.entries, e)
+		case wire.MsgLogStatus:
+			if out.status, err = wire.ParseLogStatus(p); err != nil {
+				t.Fatalf("log status from the relay: %v", err)
+			}
+			return out
+		}
+	}
 }
