@@ -45,29 +45,29 @@ func TestReviewConflictLoserLostWhenCopyFails(t *testing.T) {
 	b := entry.Version{Path: "f.bin", Kind: entry.KindFile, Mode: 0o644, MTime: time.Now().Add(time.Hour).UnixNano(),
 		Size: uint64(len(theirs)), Inline: theirs, Hash: blake3.Sum256(theirs)}
 	eb := reviewMemberEntry(t, v, id, []entry.Version{b})
+	w := watchPasses(t, v)
+	from := w.len()
 	if err := v.ingestEntry(eb.Bytes(), nil); err != nil {
 		t.Fatal(err)
 	}
 
-	// Wait until the path settles on one head, then look for a1's bytes.
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	// Wait for a pass to end with the path settled on one head (the
+	// decision recorded), then look for a1's bytes.
+	oneHead := func() bool {
 		v.mu.Lock()
-		settled := len(v.graph.Heads("f.bin")) == 1
-		v.mu.Unlock()
-		if settled {
-			time.Sleep(500 * time.Millisecond)
-			if holdsContent(t, folderPath, mine) {
-				return
-			}
-			v.mu.Lock()
-			heads := v.headIDsLocked("f.bin")
-			v.mu.Unlock()
-			t.Fatalf("f.bin settled on %v and no file in the folder holds a1's content: the loser of the conflict was lost", heads)
-		}
-		time.Sleep(50 * time.Millisecond)
+		defer v.mu.Unlock()
+		return len(v.graph.Heads("f.bin")) == 1
 	}
-	t.Fatal("f.bin never settled")
+	w.wait(t, "f.bin to settle on one head", from, func(m passMark) bool { return m.kind == markEnded && oneHead() })
+	if got, err := os.ReadFile(filepath.Join(folderPath, "f.bin")); err != nil || !bytes.Equal(got, theirs) {
+		t.Errorf("f.bin holds %q (%v), want b1's content, the winner", got, err)
+	}
+	if !holdsContent(t, folderPath, mine) {
+		v.mu.Lock()
+		heads := v.headIDsLocked("f.bin")
+		v.mu.Unlock()
+		t.Fatalf("f.bin settled on %v and no file in the folder holds a1's content: the loser of the conflict was lost", heads)
+	}
 }
 
 // holdsContent reports whether any regular file under dir holds want.

@@ -1,10 +1,11 @@
 package node
 
 import (
-	"context"
+	"bytes"
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,27 +19,21 @@ import (
 // supersedes a1); B edited C's version (b1 supersedes c1). A peer streams
 // B's log before C's (Missing ranges go in author order) and the node
 // reconciles as soon as b1 is in: with c1 unknown, a1 and b1 look
-// concurrent, so the node writes a conflict copy of its own stale a1 and
-// records a resolution entry — for edits that were strictly sequential.
-// docs/protocol/sync-core.md asks node/ to wait while Graph.Dangling(path)
-// is non-empty; node/ never calls it.
+// concurrent, and deciding then would write a conflict copy of the stale
+// a1 and record a resolution entry, for edits that were strictly
+// sequential. The path must wait for the history its heads name
+// (engine.AwaitsHistory) and be decided once c1 is in: b1 alone, no copy,
+// nothing authored.
+//
+// The node's clock stands still (Config.Now), so the wait
+// (engine.DanglingWait) cannot run out while the test runs, however slow
+// the machine: only c1's arrival ends it.
 func TestReviewDanglingSupersedesMakeSpuriousConflict(t *testing.T) {
-	n, folderPath := testNode(t)
+	clk := &testClock{t: time.Now()} // invites are checked against real time
+	n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true, Now: clk.Now})
 	v := n.vaultsNow()[0]
-	ctx := context.Background()
-	if err := os.WriteFile(filepath.Join(folderPath, "f.txt"), []byte("one\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := v.scan(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	a1 := writeScanned(t, v, folderPath, "f.txt", []byte("one\n"))
 	self := n.id.ID()
-	v.mu.Lock()
-	a1 := v.index["f.txt"].Version
-	v.mu.Unlock()
-	// The running node's watcher may have recorded the file once more
-	// (say empty, caught between create and write on a loaded machine):
-	// what counts is that nothing is written after this.
 	written := v.db.Head(self).Seq
 	_, idC := joinAsMember(t, n)
 	_, idB := joinAsMember(t, n)
@@ -46,22 +41,53 @@ func TestReviewDanglingSupersedesMakeSpuriousConflict(t *testing.T) {
 		return entry.Version{Path: "f.txt", Kind: entry.KindFile, Mode: 0o644, MTime: mtime, Size: uint64(len(s)),
 			Inline: []byte(s), Hash: blake3.Sum256([]byte(s)), Supersedes: []entry.VersionID{sup}}
 	}
-	now := time.Now()
+	now := clk.Now()
 	ec := reviewMemberEntry(t, v, idC, []entry.Version{txt("one\ntwo\n", now.Add(time.Minute).UnixNano(), a1)})
 	// B had seen c1: its clock is above C's.
+	bContent := "one\ntwo\nthree\n"
 	eb, err := entry.New(entry.Config{Identity: idB, Vault: v.id, Clock: ec.Clock() + 1, Keys: v.ek, Time: now.UnixMilli(), Rand: rand.Reader},
-		&entry.Body{Versions: []entry.Version{txt("one\ntwo\nthree\n", now.Add(2*time.Minute).UnixNano(), ec.VersionID(0))}})
+		&entry.Body{Versions: []entry.Version{txt(bContent, now.Add(2*time.Minute).UnixNano(), ec.VersionID(0))}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	b1 := eb.VersionID(0)
+
+	w := watchPasses(t, v)
+	from := w.len()
 	if err := v.ingestEntry(eb.Bytes(), nil); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // the reconcile loop runs before C's entry arrives
+	// A pass looks at f.txt with b1 in and c1 missing: it must leave the
+	// path waiting for history, not decide it.
+	waiting := func() bool {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		_, ok := v.danglingSince["f.txt"]
+		return ok
+	}
+	_, m := w.wait(t, "a pass that saw f.txt with c1 missing", from, func(m passMark) bool {
+		return m.kind == markDecided && m.path == "f.txt" || m.kind == markEnded && waiting()
+	})
+	if m.kind == markDecided {
+		t.Fatal("f.txt was decided while c1, which links a1 to b1, was still missing")
+	}
+	v.mu.Lock()
+	heads, dirty := v.headIDsLocked("f.txt"), pathDirtyLocked(v, "f.txt")
+	v.mu.Unlock()
+	if len(heads) != 2 || !dirty {
+		t.Fatalf("while c1 is missing: heads of f.txt %v (want a1 and b1), dirty %v (want true)", heads, dirty)
+	}
+
+	from = w.len()
 	if err := v.ingestEntry(ec.Bytes(), nil); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
+	w.passEndedAfter(t, "f.txt is decided with c1 in", from, markDecided, "f.txt")
+
+	got, err := os.ReadFile(filepath.Join(folderPath, "f.txt"))
+	if err != nil || !bytes.Equal(got, []byte(bContent)) {
+		t.Errorf("f.txt holds %q (%v), want b1's %q", got, err, bContent)
+	}
 	es, _ := os.ReadDir(folderPath)
 	for _, e := range es {
 		if strings.Contains(e.Name(), ".conflict-") {
@@ -70,5 +96,11 @@ func TestReviewDanglingSupersedesMakeSpuriousConflict(t *testing.T) {
 	}
 	if got := v.db.Head(self).Seq; got != written {
 		t.Errorf("the node wrote %d entries, want %d (no resolution entry is due)", got, written)
+	}
+	v.mu.Lock()
+	heads, index := v.headIDsLocked("f.txt"), v.index["f.txt"].Version
+	v.mu.Unlock()
+	if !slices.Equal(heads, []entry.VersionID{b1}) || index != b1 {
+		t.Errorf("after c1: heads of f.txt %v, index %v; want b1 (%v) alone, applied", heads, index, b1)
 	}
 }

@@ -2,9 +2,7 @@ package node
 
 import (
 	"bytes"
-	"context"
-	"os"
-	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,37 +10,61 @@ import (
 )
 
 // One remote version that cannot be applied (its chunks are not served)
-// is one pending path. reconcile sets pending.toApply = len(dirty) at its
-// end while the failed path also stays in dirty, and status() adds both:
-// pending_apply reports 2 for one path (2N for N failing paths).
+// is one pending path. At the end of the pass that failed it, the path is
+// both back in dirty and counted in pending.toApply (reconcile sets
+// toApply = len(dirty) there); status adding the two reported
+// pending_apply 2 for one path (2N for N failing paths).
 func TestReviewPendingApplyCountsFailedPathsTwice(t *testing.T) {
-	n, folderPath := testNode(t)
+	n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true})
 	v := n.vaultsNow()[0]
-	if err := os.WriteFile(filepath.Join(folderPath, "keep.txt"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := v.scan(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
+	writeScanned(t, v, folderPath, "keep.txt", []byte("x"))
 	_, id := joinAsMember(t, n)
 	content := bytes.Repeat([]byte("never served\n"), 800)
 	e := reviewMemberEntry(t, v, id, []entry.Version{reviewChunkedVersion(t, v, "big.txt", content, time.Now().UnixNano())})
+
+	// The end of the pass that fails big.txt is observed on the goroutine
+	// that reconciles, before a next pass can empty dirty again, and the
+	// state and status are read right there.
+	type atEnd struct {
+		dirty   bool
+		toApply int
+		failed  string
+		st      FolderStatus
+	}
+	ended := make(chan atEnd, 1)
+	var failedInPass atomic.Bool
+	n.events.observe(func(ev Event) []Event {
+		switch {
+		case ev.Folder != v.cfg.Folder:
+		case ev.Type == EventError && ev.Kind == "" && ev.Path == "big.txt":
+			failedInPass.Store(true)
+		case ev.Type == EventReconciled && failedInPass.CompareAndSwap(true, false):
+			v.mu.Lock()
+			s := atEnd{dirty: pathDirtyLocked(v, "big.txt"), toApply: v.pending.toApply, failed: v.errs["big.txt"]}
+			v.mu.Unlock()
+			s.st = v.status()
+			select {
+			case ended <- s:
+			default: // a later pass that failed it again
+			}
+		}
+		return nil
+	})
 	if err := v.ingestEntry(e.Bytes(), nil); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		v.mu.Lock()
-		failed := v.errs["big.txt"] != ""
-		v.mu.Unlock()
-		if failed {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	var s atEnd
+	select {
+	case s = <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("timed out waiting for a pass that fails to apply big.txt")
 	}
-	time.Sleep(200 * time.Millisecond) // reconcile's pass has ended
-	st := v.status()
-	if st.PendingApply != 1 || st.Pending != st.PendingApply+st.PendingFetch {
-		t.Fatalf("one unapplied path: pending_apply = %d, pending = %d, pending_fetch = %d; want pending_apply 1", st.PendingApply, st.Pending, st.PendingFetch)
+	// The state the count must not double: the failed path is dirty and
+	// counted in toApply at once.
+	if !s.dirty || s.toApply != 1 || s.failed == "" {
+		t.Fatalf("at the end of the failing pass: big.txt dirty %v, toApply %d, error %q; want dirty, 1, an error", s.dirty, s.toApply, s.failed)
+	}
+	if s.st.PendingApply != 1 || s.st.Pending != s.st.PendingApply+s.st.PendingFetch {
+		t.Fatalf("one unapplied path: pending_apply = %d, pending = %d, pending_fetch = %d; want pending_apply 1", s.st.PendingApply, s.st.Pending, s.st.PendingFetch)
 	}
 }

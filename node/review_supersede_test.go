@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -55,13 +56,13 @@ func reviewChunkedVersion(t *testing.T, v *vault, path string, content []byte, m
 }
 
 // A remote edit B of f.txt (superseding the local version A) has arrived
-// but is not on disk yet (its chunks are still to come). The user then
-// edits f.txt locally. That edit was made on top of A, not B: it is
-// concurrent with B and the two must meet as a conflict (or merge). The
-// node instead records the local edit as superseding every graph head,
-// B included, so B is dropped on every device without a conflict copy.
+// but is not on disk (its chunks never come, so its apply failed). The
+// user then edits f.txt locally. That edit was made on top of A, not B:
+// it is concurrent with B and the two must meet as a conflict (or merge).
+// Recording the local edit as superseding every graph head, B included,
+// would drop B on every device without a conflict copy.
 func TestReviewLocalEditSupersedesUnappliedRemoteEdit(t *testing.T) {
-	n, folderPath := testNode(t)
+	n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true})
 	v := n.vaultsNow()[0]
 	ctx := context.Background()
 	f := filepath.Join(folderPath, "f.txt")
@@ -73,11 +74,16 @@ func TestReviewLocalEditSupersedesUnappliedRemoteEdit(t *testing.T) {
 	b := reviewChunkedVersion(t, v, "f.txt", bContent, time.Now().UnixNano())
 	b.Supersedes = []entry.VersionID{a}
 	eb := reviewMemberEntry(t, v, id, []entry.Version{b})
+	w := watchPasses(t, v)
+	from := w.len()
 	if err := v.ingestEntry(eb.Bytes(), nil); err != nil {
 		t.Fatal(err)
 	}
 	bID := eb.VersionID(0)
-	time.Sleep(500 * time.Millisecond) // the apply of B fails: no chunks
+	w.passEndedAfter(t, "the apply of B fails (no chunks)", from, markError, "f.txt")
+	if got, err := os.ReadFile(f); err != nil || string(got) != "version A\n" {
+		t.Fatalf("f.txt after B's failed apply: %q (%v), want A's content still", got, err)
+	}
 
 	// The user edits f.txt on top of A.
 	if err := os.WriteFile(f, []byte("version A\nlocal edit\n"), 0o644); err != nil {
@@ -88,11 +94,13 @@ func TestReviewLocalEditSupersedesUnappliedRemoteEdit(t *testing.T) {
 	}
 	v.mu.Lock()
 	heads := v.headIDsLocked("f.txt")
+	local := v.index["f.txt"].Version
+	sup := v.bodies[local].Supersedes
 	v.mu.Unlock()
-	for _, h := range heads {
-		if h == bID {
-			return // B is still a head: it meets the local edit as a conflict
-		}
+	if !slices.Equal(sup, []entry.VersionID{a}) {
+		t.Errorf("the local edit %v supersedes %v, want A (%v) alone: it was made on top of A and never saw B (%v)", local, sup, a, bID)
 	}
-	t.Fatalf("heads of f.txt after a local edit made on top of A: %v; B (%v) was superseded by an edit that never saw it", heads, bID)
+	if len(heads) != 2 || !slices.Contains(heads, bID) || !slices.Contains(heads, local) {
+		t.Fatalf("heads of f.txt after a local edit made on top of A: %v; want B (%v) and the local edit (%v), concurrent", heads, bID, local)
+	}
 }
