@@ -111,17 +111,6 @@ type conflictCopy struct {
 	existing entry.VersionID
 }
 
-// sameContentHeadLocked returns a head at path with c's kind and content
-// hash, in canonical order. v.mu must be held.
-func (v *vault) sameContentHeadLocked(path string, c protocol.Version) (entry.VersionID, bool) {
-	for _, h := range v.graph.Heads(path) {
-		if h.Kind == c.Kind && h.ContentHash == c.ContentHash {
-			return h.ID, true
-		}
-	}
-	return entry.VersionID{}, false
-}
-
 // reconcilePath decides one path and carries the decision out.
 //
 // Order matters for safety: conflict copies are written first, while the
@@ -163,7 +152,7 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 		copies[i].ver = v.bodies[c.Version.ID]
 		copies[i].ver.Path = c.Path
 		if c.Exists {
-			copies[i].existing, _ = v.sameContentHeadLocked(c.Path, c.Version)
+			copies[i].existing, _ = engine.SameContentHead(v.graph, c.Path, c.Version)
 		}
 	}
 	v.mu.Unlock()
@@ -340,29 +329,29 @@ func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.
 	if !engine.RecordsResolution(dec) {
 		return v.commitIndex(path, rec)
 	}
-	res := winner
-	res.Supersedes = slices.Clone(dec.Superseded)
+	written := winner
 	if merged != nil {
-		res.Size, res.Hash, res.Inline, res.Chunks = rec.Size, rec.Hash, nil, rec.Chunks
+		written.Size, written.Hash, written.Inline, written.Chunks = rec.Size, rec.Hash, nil, rec.Chunks
 		if len(rec.Chunks) == 0 {
-			res.Inline = merged
+			written.Inline = merged
 		}
-		res.MTime = rec.MTime
+		written.MTime = rec.MTime
 	}
-	versions := []entry.Version{res}
 	paths := []string{path}
 	records := []vaultdb.Record{rec}
+	var fresh []engine.NewCopy
 	v.mu.Lock()
 	for i, cc := range copies {
-		c := cc.ver
-		paths = append(paths, c.Path)
+		paths = append(paths, cc.ver.Path)
 		records = append(records, copyRecs[i])
 		if cc.existing != (entry.VersionID{}) {
 			continue // already recorded, by this device or another: index only
 		}
-		c.Supersedes = v.copySupersedesLocked(c.Path)
-		versions = append(versions, c)
+		// The index still holds what was at the name before the copy.
+		cur, had := v.index[cc.ver.Path]
+		fresh = append(fresh, engine.NewCopy{Body: cc.ver, Disk: diskOf(cur), Had: had})
 	}
+	versions := engine.Resolution(v.graph, dec, written, fresh)
 	old, had := v.index[path]
 	v.mu.Unlock()
 	v.authorMu.Lock()
@@ -377,13 +366,6 @@ func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.
 	v.noteAppliedLocked(path, old, had, records[0])
 	v.mu.Unlock()
 	return nil
-}
-
-// copySupersedesLocked is engine.CopySupersedes over this vault's graph
-// and index. v.mu must be held.
-func (v *vault) copySupersedesLocked(name string) []entry.VersionID {
-	cur, had := v.index[name]
-	return engine.CopySupersedes(v.graph, name, diskOf(cur), had)
 }
 
 // commitIndex records that path now holds rec.

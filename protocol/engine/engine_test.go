@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 )
 
@@ -186,5 +187,52 @@ func TestRulesDefault(t *testing.T) {
 	want, _ := g.Resolve("f", nil)
 	if dec.Winner.ID != want.Winner.ID || dec.Outcome != want.Outcome || len(dec.Copies) != len(want.Copies) {
 		t.Fatalf("zero rules decided %+v, want protocol's %+v", dec, want)
+	}
+}
+
+func TestResolution(t *testing.T) {
+	a := file(id(devA, 1), "f", 1, 1)
+	b := file(id(devB, 1), "f", 2, 2)
+	gone := del(id(devA, 2), "f.conflict-x", 1) // a deletion at the copy's name
+	g := graph(t, a, b, gone)
+	dec, err := g.Resolve("f", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !RecordsResolution(dec) || WritesWinnerOnly(dec) {
+		t.Fatalf("a conflict: RecordsResolution %v, WritesWinnerOnly %v", RecordsResolution(dec), WritesWinnerOnly(dec))
+	}
+	winner := entry.Version{Path: "f", Kind: entry.KindFile, Hash: dec.Winner.ContentHash}
+	loser := entry.Version{Path: "f.conflict-x", Kind: entry.KindFile, Hash: [32]byte{9}}
+	vs := Resolution(g, dec, winner, []NewCopy{{Body: loser}})
+	if len(vs) != 2 {
+		t.Fatalf("got %d versions, want the resolution and one copy", len(vs))
+	}
+	if vs[0].Path != "f" || !slices.Equal(vs[0].Supersedes, dec.Superseded) {
+		t.Errorf("resolution %+v, want f superseding every head %v", vs[0], dec.Superseded)
+	}
+	if want := []protocol.VersionID{gone.ID}; !slices.Equal(vs[1].Supersedes, want) {
+		t.Errorf("copy supersedes %v, want the deletion at its name %v", vs[1].Supersedes, want)
+	}
+
+	single := graph(t, a)
+	dec, err = single.Resolve("f", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if RecordsResolution(dec) || !WritesWinnerOnly(dec) || Resolution(single, dec, winner, nil) != nil {
+		t.Fatal("a single head must record nothing and write only the winner")
+	}
+}
+
+func TestSameContentHead(t *testing.T) {
+	a := file(id(devA, 1), "c", 1, 1)
+	b := file(id(devB, 1), "c", 1, 1)
+	g := graph(t, a, b)
+	if got, ok := SameContentHead(g, "c", a); !ok || got != a.ID {
+		t.Fatalf("got %v %v, want the first head in canonical order %v", got, ok, a.ID)
+	}
+	if _, ok := SameContentHead(g, "c", file(id(devA, 9), "c", 2, 1)); ok {
+		t.Fatal("found a head for content nobody holds")
 	}
 }

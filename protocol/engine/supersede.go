@@ -113,3 +113,46 @@ func RecordsResolution(dec protocol.Decision) bool {
 func WritesWinnerOnly(dec protocol.Decision) bool {
 	return !RecordsResolution(dec) && len(dec.Copies) == 0 && dec.Merge == nil
 }
+
+// NewCopy is a conflict copy a decision writes that the graph does not
+// hold yet: the loser's body with Path set to the copy's name, and what
+// the folder index held at that name before the copy was written.
+type NewCopy struct {
+	Body entry.Version
+	Disk Disk
+	Had  bool
+}
+
+// Resolution returns the versions, for one entry, that record carrying out
+// dec: written (the winner's body as written at the path; for a clean
+// merge, with the merged content's size, hash and content) superseding
+// every head, so that the path settles on one head; then each new conflict
+// copy, superseding what its name held (CopySupersedes). It is nil when
+// dec records nothing (RecordsResolution).
+func Resolution(g *protocol.Graph, dec protocol.Decision, written entry.Version, copies []NewCopy) []entry.Version {
+	if !RecordsResolution(dec) {
+		return nil
+	}
+	res := written
+	res.Path = dec.Path
+	res.Supersedes = slices.Clone(dec.Superseded)
+	out := []entry.Version{res}
+	for _, c := range copies {
+		v := c.Body
+		v.Supersedes = CopySupersedes(g, v.Path, c.Disk, c.Had)
+		out = append(out, v)
+	}
+	return out
+}
+
+// SameContentHead returns a head at path with c's kind and content, in
+// canonical order: the version a conflict copy that already exists in the
+// graph (protocol.ConflictCopy.Exists) is recorded under.
+func SameContentHead(g *protocol.Graph, path string, c protocol.Version) (protocol.VersionID, bool) {
+	for _, h := range g.Heads(path) {
+		if h.Kind == c.Kind && h.ContentHash == c.ContentHash {
+			return h.ID, true
+		}
+	}
+	return protocol.VersionID{}, false
+}

@@ -289,19 +289,15 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 		rec      engine.Disk
 	}
 	var outs []copyOut
+	var fresh []engine.NewCopy // copies the graph does not hold, for Resolution
 	for _, c := range copies {
 		cur, had := d.index[c.Path]
 		o := copyOut{ver: d.bodies[c.Version.ID]}
 		o.ver.Path = c.Path
 		if c.Exists {
-			for _, h := range d.graph.Heads(c.Path) {
-				if h.Kind == c.Version.Kind && h.ContentHash == c.Version.ContentHash {
-					o.existing = h.ID
-					break
-				}
-			}
+			o.existing, _ = engine.SameContentHead(d.graph, c.Path, c.Version)
 		} else {
-			o.ver.Supersedes = engine.CopySupersedes(d.graph, c.Path, cur, had)
+			fresh = append(fresh, engine.NewCopy{Body: o.ver, Disk: cur, Had: had})
 		}
 		b := s.content[c.Version.ContentHash]
 		if !bytes.Equal(d.disk[c.Path], b) {
@@ -358,19 +354,11 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 		}
 		return nil
 	}
-	res := winner
-	res.Path = path
-	res.Supersedes = slices.Clone(dec.Superseded)
+	written := winner
 	if merged != nil {
-		res = fileVersion(path, merged, s.now.Add(d.skew), res.Supersedes)
+		written = fileVersion(path, merged, s.now.Add(d.skew), nil)
 	}
-	versions := []entry.Version{res}
-	for _, o := range outs {
-		if o.existing == (protocol.VersionID{}) {
-			versions = append(versions, o.ver)
-		}
-	}
-	ids, err := s.author(d, versions)
+	ids, err := s.author(d, engine.Resolution(d.graph, dec, written, fresh))
 	if err != nil {
 		return err
 	}
