@@ -115,7 +115,7 @@ func (s *sim) check() {
 	}
 	for _, w := range s.userFiles {
 		if !onDisk[w.hash] && !s.replaced[w.hash] {
-			s.fail("lost write: version %s (%x) is on no disk and nobody replaced it knowingly", w.id, w.hash[:4])
+			s.fail("lost write: version %s (%x) is on no disk and nobody replaced it knowingly", vid(w.id), w.hash[:4])
 		}
 	}
 }

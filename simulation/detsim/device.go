@@ -153,11 +153,11 @@ func (s *sim) scan(d *device, path string) error {
 		delete(d.index, path)
 		sup := s.rules.Supersedes(d.graph, path, cur, true)
 		if len(sup) == 0 {
-			s.tracef("dev%d scan %s: gone, supersedes nothing (index %s)", d.idx, path, cur.Version)
+			s.tracef("dev%d scan %s: gone, supersedes nothing (index %s)", d.idx, path, vid(cur.Version))
 			return nil
 		}
 		_, err := s.author(d, []entry.Version{{Path: path, Kind: entry.KindDeletion, Supersedes: sup}})
-		s.tracef("dev%d scan %s: deletion superseding %d", d.idx, path, len(sup))
+		s.tracef("dev%d scan %s: deletion superseding %s", d.idx, path, vids(sup))
 		return err
 	}
 	now := fileDisk(b)
@@ -169,7 +169,7 @@ func (s *sim) scan(d *device, path string) error {
 			now.Version = id
 			d.index[path] = now
 			s.res.Adoptions++
-			s.tracef("dev%d scan %s: adopted head %s", d.idx, path, id)
+			s.tracef("dev%d scan %s: adopted head %s", d.idx, path, vid(id))
 			return nil
 		}
 	}
@@ -183,7 +183,7 @@ func (s *sim) scan(d *device, path string) error {
 	s.content[now.ContentHash] = bytes.Clone(b)
 	s.userFiles = append(s.userFiles, userFile{id: ids[path], hash: now.ContentHash})
 	s.origins = append(s.origins, origin{path, now.ContentHash})
-	s.tracef("dev%d scan %s: version %s %x superseding %d", d.idx, path, ids[path], now.ContentHash[:4], len(sup))
+	s.tracef("dev%d scan %s: version %s %x superseding %s", d.idx, path, vid(ids[path]), now.ContentHash[:4], vids(sup))
 	return nil
 }
 
@@ -222,6 +222,7 @@ func (s *sim) reconcilePath(d *device, path string) error {
 		if !ok {
 			since = s.now.Add(d.skew)
 			d.since[path] = since
+			s.tracef("dev%d wait %s: its heads supersede versions not here (%s)", d.idx, path, vids(d.graph.Dangling(path)))
 		}
 		if !engine.WaitOver(since, s.now.Add(d.skew)) {
 			d.dirty[path] = true
@@ -379,7 +380,7 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 			s.replaced[sd.ContentHash] = true // a clean merge keeps what each side changed
 		}
 	}
-	s.tracef("dev%d decide %s: %v winner %s, %d copies, superseding %d: %s", d.idx, path, dec.Outcome, dec.Winner.ID, len(outs), len(dec.Superseded), heads)
+	s.tracef("dev%d decide %s: %v winner %s, %d copies; heads %s", d.idx, path, dec.Outcome, vid(dec.Winner.ID), len(outs), heads)
 	return nil
 }
 
@@ -391,7 +392,25 @@ func (s *sim) describeHeads(d *device, path string) string {
 		if i > 0 {
 			b.WriteString(" ")
 		}
-		fmt.Fprintf(&b, "%s=%x<%v", h.ID, h.ContentHash[:3], h.Supersedes)
+		fmt.Fprintf(&b, "%s=%x<%s", vid(h.ID), h.ContentHash[:3], vids(h.Supersedes))
 	}
 	return b.String()
+}
+
+// vid names a version for the trace by device index: d1:3.0 is the first
+// version of device 1's third entry.
+func vid(id protocol.VersionID) string {
+	if id == (protocol.VersionID{}) {
+		return "-"
+	}
+	return fmt.Sprintf("d%d:%d.%d", int(id.Author[0])-1, id.Seq, id.Index)
+}
+
+// vids names a list of versions for the trace.
+func vids(ids []protocol.VersionID) string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = vid(id)
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }

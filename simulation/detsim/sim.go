@@ -28,6 +28,9 @@ type Config struct {
 	Paths int
 	// Rules are the devices' sync decisions; zero is the product's.
 	Rules engine.Rules
+	// RightClocks gives every device a right clock (by default one in
+	// five is hours off); scripts use it so their times read plainly.
+	RightClocks bool
 	// Trace, if set, receives the run's trace, one event per line: the
 	// bytes Result.Digest is the hash of.
 	Trace io.Writer
@@ -98,6 +101,17 @@ const maxHealRounds = 40
 
 // Run runs one seed and checks the end state.
 func Run(cfg Config) Result {
+	s := newSim(cfg)
+	err := s.schedule()
+	if err == nil {
+		err = s.heal()
+	}
+	return s.finish(err)
+}
+
+// newSim sets up a run: cfg's defaults, the seeded generator, the devices
+// (one in five with a clock hours off).
+func newSim(cfg Config) *sim {
 	if cfg.Devices <= 0 {
 		cfg.Devices = 4
 	}
@@ -117,16 +131,18 @@ func Run(cfg Config) Result {
 	}
 	for i := range cfg.Devices {
 		var skew time.Duration
-		if s.rng.IntN(5) == 0 { // a device whose clock is hours off
+		if s.rng.IntN(5) == 0 && !cfg.RightClocks {
 			skew = time.Duration(s.rng.IntN(96)-48) * time.Hour
 		}
 		s.devs = append(s.devs, newDevice(i, skew))
 		s.tracef("dev%d skew %v", i, skew)
 	}
-	err := s.schedule()
-	if err == nil {
-		err = s.heal()
-	}
+	return s
+}
+
+// finish runs the end-of-run checks (unless err ended the run) and seals
+// the digest.
+func (s *sim) finish(err error) Result {
 	if err != nil {
 		s.fail("%v", err)
 	} else {
@@ -251,14 +267,20 @@ func (s *sim) rename(d *device) {
 	if len(onDisk) == 0 {
 		return
 	}
-	from, to := onDisk[s.rng.IntN(len(onDisk))], s.pickPath()
-	if from == to {
+	s.userRename(d, onDisk[s.rng.IntN(len(onDisk))], s.pickPath())
+}
+
+// userRename moves the file at from on d's disk to to, replacing what was
+// there; nothing when from holds nothing or is to.
+func (s *sim) userRename(d *device, from, to string) {
+	b, ok := d.disk[from]
+	if !ok || from == to {
 		return
 	}
 	if old, ok := d.disk[to]; ok {
 		s.replaced[hashOf(old)] = true
 	}
-	d.disk[to] = d.disk[from]
+	d.disk[to] = b
 	delete(d.disk, from)
 	d.unscanned[from], d.unscanned[to] = true, true
 	s.tracef("dev%d rename %s -> %s", d.idx, from, to)
@@ -293,12 +315,19 @@ func (s *sim) edit(d *device) {
 		}
 		b = []byte(strings.Join(lines, ""))
 	}
-	if exists {
+	s.userWrite(d, path, b)
+}
+
+// userWrite is a user writing b at path on d's disk: what was there is
+// knowingly replaced.
+func (s *sim) userWrite(d *device, path string, b []byte) {
+	if old, ok := d.disk[path]; ok {
 		s.replaced[hashOf(old)] = true
 	}
 	d.disk[path] = b
 	d.unscanned[path] = true
-	s.tracef("dev%d edit %s %x", d.idx, path, hashOf(b))
+	h := hashOf(b)
+	s.tracef("dev%d edit %s %x", d.idx, path, h[:4])
 }
 
 // remove is a user deleting a file on d's disk.
@@ -307,8 +336,16 @@ func (s *sim) remove(d *device) {
 	if len(onDisk) == 0 {
 		return
 	}
-	path := onDisk[s.rng.IntN(len(onDisk))]
-	s.replaced[hashOf(d.disk[path])] = true
+	s.userDelete(d, onDisk[s.rng.IntN(len(onDisk))])
+}
+
+// userDelete is a user deleting the file at path on d's disk.
+func (s *sim) userDelete(d *device, path string) {
+	b, ok := d.disk[path]
+	if !ok {
+		return
+	}
+	s.replaced[hashOf(b)] = true
 	delete(d.disk, path)
 	d.unscanned[path] = true
 	s.tracef("dev%d delete %s", d.idx, path)
@@ -341,6 +378,25 @@ func (s *sim) send(from, to *device, all bool) error {
 	if n > 0 {
 		s.changed = true
 		s.tracef("dev%d -> dev%d %d entries", from.idx, to.idx, n)
+	}
+	return nil
+}
+
+// sendUpTo delivers from's entries of author up to seq upTo that to
+// lacks: a partial delivery chosen by a script.
+func (s *sim) sendUpTo(from, to, author *device, upTo uint64) error {
+	have := uint64(len(to.logs[author.id]))
+	avail := min(upTo, uint64(len(from.logs[author.id])))
+	n := 0
+	for _, e := range from.logs[author.id][min(have, avail):avail] {
+		if err := s.fold(to, e); err != nil {
+			return err
+		}
+		n++
+	}
+	if n > 0 {
+		s.changed = true
+		s.tracef("dev%d -> dev%d %d entries of dev%d", from.idx, to.idx, n, author.idx)
 	}
 	return nil
 }
