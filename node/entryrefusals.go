@@ -132,10 +132,14 @@ func (v *vault) setPullRestart(dev keys.DeviceID, cancel context.CancelFunc) {
 }
 
 // requestVector is the vector a log request to dev sends: what this
-// device holds, except that a fork probe of dev asks for this device's
-// own log from the probed entry on (once).
+// device stores, except that a fork probe of dev asks for this device's
+// own log from the probed entry on (once). It is the stored heads, not
+// vector()'s (cut at a revoked author's last valid entry): a request says
+// what this device holds, and a cut head would ask a peer that has not
+// learned of the revocation yet for the very entries this device then
+// refuses, on every pull (the relay asks the same way: relay/pull.go).
 func (v *vault) requestVector(dev keys.DeviceID) protocol.Vector {
-	vec := v.vector()
+	vec := v.storedVector()
 	v.mu.Lock()
 	from, ok := v.forkProbes[dev]
 	delete(v.forkProbes, dev)

@@ -643,3 +643,37 @@ func startNode(t *testing.T, h *home.Home) (*Node, func()) {
 	<-n.Ready()
 	return n, stop
 }
+
+// A device that stored a member's entries before learning of its
+// revocation offers and counts them only up to the revocation's upto
+// (vector), but asks its peers with what it stores (requestVector): asking
+// with the cut head made a peer that had not learned of the revocation
+// send those entries again on every pull, each refused here.
+func TestRequestVectorIsTheStoredLog(t *testing.T) {
+	n, _ := testNode(t)
+	v := n.vaultsNow()[0]
+	_, idM := joinAsMember(t, n)
+	es := memberLog(t, v, idM, 3)
+	if err := v.ingestEntry(es[0].Bytes(), nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := n.Revoke(RevokeRequest{Device: idM.ID().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Upto != 1 {
+		t.Fatalf("revoked up to %d, want 1", res.Upto)
+	}
+	// Entries 2 and 3 were stored before the revocation reached this
+	// device (say from a relay): they are in the database.
+	if err := v.db.Append(es[1], es[2]); err != nil {
+		t.Fatal(err)
+	}
+	m := idM.ID()
+	if got := v.vector()[m]; got != 1 {
+		t.Errorf("offered up to %d of the revoked member's log, want 1 (its upto)", got)
+	}
+	if got := v.requestVector(m)[m]; got != 3 {
+		t.Errorf("asks with %d of the revoked member's log, want 3 (what is stored)", got)
+	}
+}

@@ -134,7 +134,18 @@ type chunkLocation struct {
 	size   uint32
 }
 
-// vectorLocked returns this device's version vector. v.mu must be held
+// storedVector is, per author, the head of the stored log, revoked
+// authors' entries past their revocation included: what a log request
+// says this device holds (requestVector).
+func (v *vault) storedVector() protocol.Vector {
+	out := protocol.Vector{}
+	for a, h := range v.db.Heads() {
+		out[a] = h.Seq
+	}
+	return out
+}
+
+// vector returns this device's version vector, what it offers and counts. v.mu must be held
 // or the caller must accept a racy snapshot of db heads (db is safe).
 func (v *vault) vector() protocol.Vector {
 	out := protocol.Vector{}
