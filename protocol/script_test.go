@@ -1,16 +1,14 @@
 package protocol
 
 import (
-	"bufio"
-	"bytes"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weftsync/weft/internal/scripttest"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output of testdata/*.txt scripts (make rewrite)")
@@ -25,54 +23,10 @@ var update = flag.Bool("update", false, "rewrite the expected output of testdata
 //	heads <path>
 //	resolve <path> [taken=name,name]
 func TestGoldenScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) { runScript(t, file) })
-	}
-}
-
-func runScript(t *testing.T, file string) {
-	src, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &script{g: NewGraph(), content: map[[32]byte]string{}}
-	var out bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(src))
-	line := 0
-	for sc.Scan() {
-		line++
-		cmd := sc.Text()
-		if strings.TrimSpace(cmd) == "" || strings.HasPrefix(cmd, "#") {
-			out.WriteString(cmd + "\n")
-			continue
-		}
-		if !sc.Scan() || sc.Text() != "----" {
-			t.Fatalf("%s:%d: command without ---- line", file, line)
-		}
-		line++
-		var want strings.Builder
-		for sc.Scan() {
-			line++
-			if sc.Text() == "" {
-				break
-			}
-			want.WriteString(sc.Text() + "\n")
-		}
-		got := s.run(t, cmd)
-		if !*update && got != want.String() {
-			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, line, cmd, got, want.String())
-		}
-		fmt.Fprintf(&out, "%s\n----\n%s\n", cmd, got)
-	}
-	if *update {
-		if err := os.WriteFile(file, append(bytes.TrimRight(out.Bytes(), "\n"), '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scripttest.RunDir(t, *update, func(t *testing.T) func(string) (string, error) {
+		s := &script{g: NewGraph(), content: map[[32]byte]string{}}
+		return func(cmd string) (string, error) { return s.run(t, cmd), nil }
+	})
 }
 
 type script struct {

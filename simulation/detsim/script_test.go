@@ -1,21 +1,20 @@
 package detsim
 
 import (
-	"bufio"
 	"bytes"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weftsync/weft/internal/scripttest"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output of testdata/*.txt scripts (make rewrite)")
 
-// TestScripts runs testdata/*.txt: scripted histories of the deterministic
+// TestGoldenScripts runs testdata/*.txt: scripted histories of the deterministic
 // tier, each command followed by "----" and its expected output up to a
 // blank line (the trace lines the command produced, or what it prints).
 // Regenerate with make rewrite. They pin findings in a form a person can
@@ -37,64 +36,16 @@ var update = flag.Bool("update", false, "rewrite the expected output of testdata
 //	tree DEV                  the device's disk
 //	heads DEV PATH            the path's heads on the device
 //	check                     the end-of-run checks: ok, or the failures
-func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) { runScript(t, file) })
-	}
-}
-
-func runScript(t *testing.T, file string) {
-	src, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s *sim
-	var trace bytes.Buffer
-	var out bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(src))
-	line := 0
-	for sc.Scan() {
-		line++
-		cmd := sc.Text()
-		if strings.TrimSpace(cmd) == "" || strings.HasPrefix(cmd, "#") {
-			out.WriteString(cmd + "\n")
-			continue
+func TestGoldenScripts(t *testing.T) {
+	scripttest.RunDir(t, *update, func(t *testing.T) func(string) (string, error) {
+		var s *sim
+		var trace bytes.Buffer
+		return func(cmd string) (string, error) {
+			before := trace.Len()
+			printed, err := runCommand(&s, &trace, cmd)
+			return printed + stripTrace(trace.String()[before:]), err
 		}
-		if !sc.Scan() || sc.Text() != "----" {
-			t.Fatalf("%s:%d: command without ---- line", file, line)
-		}
-		line++
-		var want strings.Builder
-		for sc.Scan() {
-			line++
-			if sc.Text() == "" {
-				break
-			}
-			want.WriteString(sc.Text() + "\n")
-		}
-		before := trace.Len()
-		printed, err := runCommand(&s, &trace, cmd)
-		if err != nil {
-			t.Fatalf("%s:%d: %s: %v", file, line, cmd, err)
-		}
-		got := printed + stripTrace(trace.String()[before:])
-		if got == "" {
-			got = "ok\n"
-		}
-		if !*update && got != want.String() {
-			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, line, cmd, got, want.String())
-		}
-		fmt.Fprintf(&out, "%s\n----\n%s\n", cmd, got)
-	}
-	if *update {
-		if err := os.WriteFile(file, append(bytes.TrimRight(out.Bytes(), "\n"), '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 }
 
 // stripTrace drops each trace line's step and time.
