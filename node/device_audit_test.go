@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
@@ -72,17 +73,7 @@ func TestAuditLogPushesNewEntries(t *testing.T) {
 	v := n.vaultsNow()[0]
 	auditWriteScanned(t, n, folderPath, "first.md", []byte("first"))
 
-	s, err := h.NewStream(context.Background(), n.host.ID(), ProtoLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Reset()
-	if err := wire.WriteFrame(s, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: v.id}.AppendBinary(nil)); err != nil {
-		t.Fatal(err)
-	}
-	if err := wire.WriteFrame(s, wire.MsgLogRequest, wire.LogRequest{}.AppendBinary(nil)); err != nil {
-		t.Fatal(err)
-	}
+	s := openLogStream(t, h, n, v)
 	entries := 0
 	for {
 		mt, _ := auditReadFrame(t, s)
@@ -379,4 +370,23 @@ func TestAuditOversizeFrameOnEachProtocol(t *testing.T) {
 	if mt, _ := auditReadFrame(t, s); mt != wire.MsgHello {
 		t.Fatalf("after the hostile streams: got %s, want Hello", mt)
 	}
+}
+
+// openLogStream opens a log stream from h to n for vault v and sends the
+// Hello and an empty LogRequest (everything, from the start); the stream
+// is reset when the test ends.
+func openLogStream(t *testing.T, h host.Host, n *Node, v *vault) network.Stream {
+	t.Helper()
+	s, err := h.NewStream(context.Background(), n.host.ID(), ProtoLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Reset() })
+	if err := wire.WriteFrame(s, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: v.id}.AppendBinary(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := wire.WriteFrame(s, wire.MsgLogRequest, wire.LogRequest{}.AppendBinary(nil)); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

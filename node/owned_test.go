@@ -57,17 +57,7 @@ func TestRunOwnsItsGoroutines(t *testing.T) {
 
 	mh, _ := joinAsMember(t, n)
 	v := n.vaultsNow()[0]
-	s, err := mh.NewStream(context.Background(), n.host.ID(), ProtoLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Reset()
-	if err := wire.WriteFrame(s, wire.MsgHello, wire.Hello{Version: wire.ProtocolVersion, Vault: v.id}.AppendBinary(nil)); err != nil {
-		t.Fatal(err)
-	}
-	if err := wire.WriteFrame(s, wire.MsgLogRequest, wire.LogRequest{}.AppendBinary(nil)); err != nil {
-		t.Fatal(err)
-	}
+	s := openLogStream(t, mh, n, v)
 	_ = s.SetReadDeadline(time.Now().Add(30 * time.Second))
 	for {
 		mt, _, err := wire.ReadFrame(s, wire.MaxFrameSize)
