@@ -89,13 +89,19 @@ man: build
 # has no remote, as a fresh `git init` or a CI copy may not; there the
 # module's repository is given as origin for the run, through git's
 # environment, without touching the checkout's config.
+# cyclonedx-gomod writes each binary's SBOM (CycloneDX JSON, from the
+# module list the Go linker embeds); goreleaser runs it from PATH, so
+# bin/tools goes first on PATH for the run.
 GORELEASER ?= github.com/goreleaser/goreleaser/v2@v2.15.1
+CYCLONEDX_GOMOD ?= github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
 SNAPSHOT_TARGET ?=
 release-snapshot: export GIT_CONFIG_COUNT = $(if $(shell git remote 2>/dev/null),0,1)
 release-snapshot: export GIT_CONFIG_KEY_0 = remote.origin.url
 release-snapshot: export GIT_CONFIG_VALUE_0 = https://github.com/weftsync/weft
+release-snapshot: export PATH := $(CURDIR)/bin/tools:$(PATH)
 release-snapshot:
 	@GOBIN=$(CURDIR)/bin/tools GOOS= GOARCH= $(GO) install $(GORELEASER)
+	@GOBIN=$(CURDIR)/bin/tools GOOS= GOARCH= $(GO) install $(CYCLONEDX_GOMOD)
 ifeq ($(SNAPSHOT_TARGET),)
 	bin/tools/goreleaser release --snapshot --clean
 else
