@@ -61,7 +61,8 @@ licenses:
 # cross: weft for every OS and CPU it is released for, without cgo (so
 # the binaries are static and need nothing installed), into bin/cross/.
 # Only ./cmd/weft is linked; every other package it does not import
-# (simulation, internal test helpers) is type-checked for each OS.
+# (simulation, internal test helpers) is type-checked for each OS, and go
+# vet checks every package with its tests for darwin and windows.
 CROSS_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 cross:
 	@set -e; for t in $(CROSS_TARGETS); do \
@@ -69,6 +70,13 @@ cross:
 		echo "== $$os/$$arch"; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/cross/weft-$$os-$$arch$$ext ./cmd/weft; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build ./...; \
+	done
+	@# The tests too: go vet type-checks every _test.go for each OS, so a
+	@# Unix-only call in a test shared by every OS fails here, not on a
+	@# Windows machine later (Linux-only tests carry //go:build linux).
+	@set -e; for os in darwin windows; do \
+		echo "== go vet, GOOS=$$os"; \
+		CGO_ENABLED=0 GOOS=$$os $(GO) vet ./...; \
 	done
 
 # man: man pages (bin/man/*.1) and shell completions (bin/completions:

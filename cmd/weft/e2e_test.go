@@ -853,3 +853,9 @@ func TestUnsafeIsTruthful(t *testing.T) {
 		return unsafe(1)(st)
 	})
 }
+
+// logAll is the device's whole agent log (up() writes it beside home).
+func (d *device) logAll() string {
+	b, _ := os.ReadFile(filepath.Join(filepath.Dir(d.home), d.name+".log"))
+	return string(b)
+}

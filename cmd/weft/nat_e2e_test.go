@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -8,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -256,12 +257,6 @@ func requireReservations(t *testing.T, ns string, ds ...*device) {
 			t.Errorf("%s: no \"relay reservation held\" in its log", d.name)
 		}
 	}
-}
-
-// logAll is the device's whole agent log (up() writes it beside home).
-func (d *device) logAll() string {
-	b, _ := os.ReadFile(filepath.Join(filepath.Dir(d.home), d.name+".log"))
-	return string(b)
 }
 
 // waitHas waits until d's folder holds every file of want, byte-identical.
