@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/weftsync/weft/internal/service"
 	"github.com/weftsync/weft/store/home"
 )
 
@@ -25,7 +26,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRoot()
-	if err := root.ExecuteContext(ctx); err != nil {
+	// Under the Windows service manager, service.Run answers it and
+	// cancels ctx on Stop; elsewhere it just runs the command.
+	err := service.Run(ctx, serviceName(root, os.Args[1:]), root.ExecuteContext)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "weft:", err)
 		var u exitUsage
 		if errors.As(err, &u) {
@@ -33,6 +37,16 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// serviceName is the name `weft service install` gives the service that
+// runs args: weft-relay for the relay, weft otherwise. Only Windows uses
+// it, to name the service's log file.
+func serviceName(root *cobra.Command, args []string) string {
+	if c, _, err := root.Find(args); err == nil && c.Name() == "relay" && c.Parent() == root {
+		return "weft-relay"
+	}
+	return "weft"
 }
 
 // globals are the flags every command shares.
@@ -81,7 +95,7 @@ func newRoot() *cobra.Command {
 	)
 	root.AddCommand(eventsCmd(g), doctorCmd(g))
 	root.AddCommand(historyCmd(g), restoreCmd(g), revokeCmd(g), deletionsCmd(g), folderCmd(g), scrubCmd(g))
-	root.AddCommand(benchCmd(g), simCmd(g), relayCmd(g))
+	root.AddCommand(benchCmd(g), simCmd(g), relayCmd(g), serviceCmd(g, false))
 	root.AddCommand(genDocsCmd(root))
 	return root
 }

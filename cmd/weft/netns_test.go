@@ -3,17 +3,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // Network namespace helpers for tests that run weft processes on networks
@@ -26,6 +22,9 @@ import (
 // ip (iproute2) and every other tool named on the PATH.
 func requireNetns(t *testing.T, tools ...string) {
 	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("network namespaces are Linux only")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create network namespaces")
 	}
@@ -117,7 +116,7 @@ func removeStaleNetns(t *testing.T, kind string) {
 		if pids, err := exec.Command("ip", "netns", "pids", name).Output(); err == nil {
 			for _, p := range strings.Fields(string(pids)) {
 				if n, err := strconv.Atoi(p); err == nil {
-					_ = syscall.Kill(n, syscall.SIGKILL)
+					killProcess(n)
 				}
 			}
 		}
@@ -127,34 +126,4 @@ func removeStaleNetns(t *testing.T, kind string) {
 			t.Logf("removed stale namespace %s of test process %d", name, pid)
 		}
 	}
-}
-
-// processAlive reports whether a process with this pid exists.
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-// inNetns runs fn on an OS thread that has entered namespace ns, so the
-// sockets fn creates (net.Dial, net.Listen) belong to ns and keep to it
-// afterwards, whichever goroutine uses them. The thread is never handed
-// back to the scheduler: it exits with the goroutine, so no other
-// goroutine ever runs in ns by accident.
-func inNetns(ns string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // deliberately never unlocked
-		f, err := os.Open("/run/netns/" + ns)
-		if err != nil {
-			errc <- fmt.Errorf("namespace %s: %w", ns, err)
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("entering namespace %s: %w", ns, err)
-			return
-		}
-		errc <- fn()
-	}()
-	return <-errc
 }
