@@ -145,12 +145,13 @@ func (v *vault) storedVector() protocol.Vector {
 	return out
 }
 
-// vector returns this device's version vector, what it offers and counts. v.mu must be held
-// or the caller must accept a racy snapshot of db heads (db is safe).
+// vector is this device's version vector, what it offers and counts: the
+// stored heads, a revoked author's log ending at its revocation's upto.
+// v.mu must not be held (acceptedSeq takes it).
 func (v *vault) vector() protocol.Vector {
-	out := protocol.Vector{}
-	for a, h := range v.db.Heads() {
-		out[a] = v.acceptedSeq(a, h.Seq) // a revoked author's log ends at its revocation's upto
+	out := v.storedVector()
+	for a, s := range out {
+		out[a] = v.acceptedSeq(a, s)
 	}
 	return out
 }

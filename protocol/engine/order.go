@@ -34,9 +34,6 @@ type Plan struct {
 	// deleted in this batch (a case-only rename on a case-insensitive file
 	// system): they wait until the deletion has freed the name.
 	AfterDeletions []string
-	// Held are the deletions not to carry out in this batch (a
-	// mass-delete guard holds them), in sorted order.
-	Held []string
 }
 
 // Arriving maps a content hash to a path in paths whose heads bring that
@@ -72,23 +69,17 @@ func Deletions(g *protocol.Graph, paths []string) []string {
 
 // Order plans a batch of dirty paths (see Plan). deletions are the paths
 // among them whose winner is a deletion (Deletions); apply are those of
-// them to carry out now, the others being held (by a mass-delete guard).
+// them to carry out now: the others (a mass-delete guard holds them) are
+// left out of the plan.
 // fold maps a path to the key under which the folder's file system
 // compares names (identity on a case-sensitive one). Order is a function
 // of its arguments only, so the graph need not be held while a guard
 // decides what apply is.
 func Order(paths, deletions, apply []string, fold func(string) string) Plan {
 	var plan Plan
-	applied := make(map[string]bool, len(apply)) // a set: batches reach 100,000 paths
-	for _, p := range apply {
-		applied[p] = true
-	}
-	isDel := make(map[string]bool, len(deletions))
+	isDel := make(map[string]bool, len(deletions)) // a set: batches reach 100,000 paths
 	for _, p := range deletions {
 		isDel[p] = true
-		if !applied[p] {
-			plan.Held = append(plan.Held, p)
-		}
 	}
 	deleted := map[string]bool{}
 	for _, p := range apply {
@@ -108,7 +99,6 @@ func Order(paths, deletions, apply []string, fold func(string) string) Plan {
 			plan.Adds = append(plan.Adds, p)
 		}
 	}
-	slices.Sort(plan.Held)
 	slices.SortFunc(plan.Deletions, func(a, b string) int { return -cmp.Compare(a, b) })
 	return plan
 }
