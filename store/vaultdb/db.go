@@ -246,6 +246,24 @@ func (db *DB) Get(author keys.DeviceID, seq uint64) (*entry.Entry, error) {
 	return e, nil
 }
 
+// EntryCID returns the CID of author's entry seq as the index records it,
+// without reading the entry: ErrNotFound if it is not held. A caller that
+// remembers an entry by its CID (a snapshot of what it derived from the
+// logs) checks with it that the log still holds that very entry.
+func (db *DB) EntryCID(author keys.DeviceID, seq uint64) (cid.Cid, error) {
+	db.idxMu.RLock()
+	defer db.idxMu.RUnlock()
+	v, err := db.idx.Get(locKey(author, seq), nil)
+	if err != nil {
+		return cid.Undef, db.readErr(fmt.Sprintf("entry %s seq %d", author.Short(), seq), err)
+	}
+	_, c, err := parseLocValue(v)
+	if err != nil {
+		return cid.Undef, fmt.Errorf("entry %s seq %d: %w", author.Short(), seq, err)
+	}
+	return c, nil
+}
+
 // GetByCID returns the entry whose CID is c, like Get.
 func (db *DB) GetByCID(c cid.Cid) (*entry.Entry, error) {
 	db.idxMu.RLock()

@@ -47,6 +47,12 @@ func TestAppendGetRangeReopen(t *testing.T) {
 	if _, err := db.Get(a.ID(), 41); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get past head: got %v, want ErrNotFound", err)
 	}
+	if c, err := db.EntryCID(b.ID(), 3); err != nil || !c.Equals(eb[2].CID()) {
+		t.Errorf("EntryCID(b, 3) = %v, %v; want %v", c, err, eb[2].CID())
+	}
+	if _, err := db.EntryCID(a.ID(), 41); !errors.Is(err, ErrNotFound) {
+		t.Errorf("EntryCID past head: got %v, want ErrNotFound", err)
+	}
 	segs, _ := listSegments(OSFS{}, filepath.Join(dir, "log"))
 	if len(segs) < 2 {
 		t.Errorf("got %d segments, want rotation at 4 KiB", len(segs))
