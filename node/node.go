@@ -247,7 +247,8 @@ func New(cfg Config) (*Node, error) {
 }
 
 // openVault opens a vault's database and folder and rebuilds the derived
-// state from its log.
+// state from its log (from the graph snapshot and the entries after it,
+// where the snapshot is current: graphsnap.go).
 func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	root, err := n.cfg.Home.RootSecret(hv)
 	if err != nil {
@@ -295,6 +296,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		danglingSince: map[string]time.Time{},
 		heldUpTo:      map[keys.DeviceID]uint64{},
 		foldedUpTo:    map[keys.DeviceID]uint64{},
+		pieced:        map[entryRef]struct{}{},
 		tail:          newOwnTail(n.id.ID(), report),
 	}
 	v.mh.damaged = memberDamaged(report)
@@ -324,8 +326,12 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	// opened here without the canonical re-encode (entry.OpenStoredBody;
 	// authentication and the rules on versions are still checked).
 	v.replaying = true
-	for author, head := range db.Heads() {
-		err := db.Range(author, 1, head.Seq, func(e *entry.Entry) error {
+	heads := db.Heads()
+	from := v.loadGraphSnapshotLocked(heads) // graphsnap.go: nil replays every entry
+	v.opened.fromSnapshot = from != nil
+	for author, head := range heads {
+		err := db.Range(author, from[author]+1, head.Seq, func(e *entry.Entry) error {
+			v.opened.replayed++
 			body, err := v.openStoredBody(e)
 			if err != nil {
 				return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
@@ -373,6 +379,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	}
 	v.tailCheck()
 	v.tail.openAtStart()
+	v.log.Debug("vault opened", "from_snapshot", v.opened.fromSnapshot, "entries_replayed", v.opened.replayed, "versions", len(v.bodies))
 	return v, nil
 }
 
@@ -396,6 +403,18 @@ func (v *vault) dropAppliedLocked() {
 			delete(v.dirty, p)
 		}
 	}
+}
+
+// stopVaults writes each vault's graph snapshot (graphsnap.go), then closes
+// the vaults: Run's last step, once every goroutine that changes a vault
+// has returned.
+func (n *Node) stopVaults() {
+	for _, v := range n.vaultsNow() {
+		if err := v.saveGraphSnapshot(); err != nil {
+			n.log.Warn("the next start replays the whole log", "folder", v.cfg.Folder, "err", err)
+		}
+	}
+	n.closeVaults()
 }
 
 func (n *Node) closeVaults() {
@@ -473,7 +492,7 @@ func (n *Node) peerState(d keys.DeviceID) *peerState {
 func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer n.closeVaults()
+	defer n.stopVaults()
 	defer n.strangers.refused.Close()
 	if n.ownHost {
 		defer n.host.Close()

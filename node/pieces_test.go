@@ -208,6 +208,9 @@ func TestLostPiecesFetchedAgain(t *testing.T) {
 	}
 	b2, _ := startNode(t, hb) // opens: the version waits for its pieces
 	vB := b2.vaultsNow()[0]
+	if !vB.opened.fromSnapshot {
+		t.Fatal("B's clean stop wrote no graph snapshot, or its restart ignored it: the pieces it lists are not the ones checked here")
+	}
 	id := first.VersionID(0)
 	vB.mu.Lock()
 	kept := vB.bodies[id]

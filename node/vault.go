@@ -99,6 +99,9 @@ type vault struct {
 	danglingSince map[string]time.Time                                // paths waiting for superseded versions
 	heldUpTo      map[keys.DeviceID]uint64                            // see heldVector
 	foldedUpTo    map[keys.DeviceID]uint64                            // highest seq per author whose body is in the graph
+	snapReach     map[keys.DeviceID]uint64                            // foldedUpTo when graph.snap was loaded or written (graphsnap.go)
+	pieced        map[entryRef]struct{}                               // entries folded in that list pieces (graphsnap.go)
+	opened        openStats                                           // how openVault rebuilt the graph (graphsnap.go)
 	fromAuthor    map[keys.DeviceID]uint64                            // highest seq per author received from that author itself (serveLog)
 	scanning      bool
 	scanned       bool // the first full scan has completed
@@ -419,6 +422,9 @@ func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
 	v.clock = max(v.clock, e.Clock())
 	v.hlc = max(v.hlc, e.Time())
 	v.foldedUpTo[e.Author()] = max(v.foldedUpTo[e.Author()], e.Seq())
+	if e.Format() == entry.FormatV2 {
+		v.pieced[entryRef{e.Author(), e.Seq()}] = struct{}{}
+	}
 	for i, ver := range body.Versions {
 		id := e.VersionID(i)
 		cv := engine.CoreVersion(id, e.Clock(), e.Time(), ver)

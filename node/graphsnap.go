@@ -1,0 +1,192 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/engine"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/store/graphsnap"
+)
+
+// A vault's version graph and bodies are derived from its logs. Rebuilding
+// them at every start read, decrypted and decoded the whole log (over a
+// second at 100,000 files, issue 16's B10), so the agent writes what it
+// derived to graph.snap when it stops (store/graphsnap) and the next start
+// loads it and replays only the entries after it. The logs stay the source
+// of truth: a snapshot that does not check out against them is ignored and
+// the whole log replayed, as before.
+
+// graphSnapFile is the snapshot's name in the vault's home directory.
+const graphSnapFile = "graph.snap"
+
+// openStats says how openVault rebuilt the graph: from a snapshot or not,
+// and how many entries it read back from the log (the cost a snapshot
+// saves; logged, and counted by the tests).
+type openStats struct {
+	fromSnapshot bool
+	replayed     int
+}
+
+func (v *vault) graphSnapPath() string { return filepath.Join(v.cfg.Dir, graphSnapFile) }
+
+// loadGraphSnapshotLocked folds in the vault's graph snapshot if it is
+// current, and returns the sequence number after which each author's log
+// must still be replayed (nil: no snapshot applies, replay every entry).
+//
+// Current means: of this vault, and every entry it reaches is still in the
+// log, by the CID it had when the snapshot was written (a log that lost its
+// tail, or was fetched again with other entries, is caught here). Entries
+// appended after the snapshot (a run that ended without writing one) are
+// simply replayed after it. heads are the log's heads; v.mu must be held
+// (or v not yet shared).
+func (v *vault) loadGraphSnapshotLocked(heads map[keys.DeviceID]entry.Head) map[keys.DeviceID]uint64 {
+	s, err := graphsnap.Read(v.graphSnapPath())
+	if err != nil {
+		v.log.Warn("ignoring the graph snapshot; replaying the whole log", "err", err)
+		return nil
+	}
+	if s == nil {
+		return nil
+	}
+	if err := v.snapshotCurrent(s, heads); err != nil {
+		v.log.Info("graph snapshot out of date; replaying the whole log", "why", err)
+		return nil
+	}
+	from := make(map[keys.DeviceID]uint64, len(s.Reach))
+	for a, r := range s.Reach {
+		from[a] = r.Seq
+		v.foldedUpTo[a] = r.Seq
+	}
+	v.clock = max(v.clock, s.Clock)
+	v.hlc = max(v.hlc, s.HLC)
+	for i := range s.Versions {
+		sv := &s.Versions[i]
+		cv := engine.CoreVersion(sv.ID, sv.Clock, sv.Time, sv.Body)
+		cv.Text = sv.Text // computed from inline bytes the snapshot does not hold
+		if err := v.graph.Add(cv); err != nil {
+			v.log.Warn("version not added to graph", "version", sv.ID, "err", err)
+			continue
+		}
+		body := sv.Body
+		if body.HasPieces() {
+			// Kept as the entry lists it (see saveGraphSnapshot): expanded
+			// from the stored pieces, or kept waiting for them, exactly as
+			// the replay does.
+			v.pieced[entryRef{sv.ID.Author, sv.ID.Seq}] = struct{}{}
+			body = v.expandStored(&entry.Body{Versions: []entry.Version{body}}).Versions[0]
+		}
+		v.bodies[sv.ID] = body
+		v.dirty[body.Path] = struct{}{}
+	}
+	v.snapReach = maps.Clone(v.foldedUpTo)
+	return from
+}
+
+// errSnapshotStale wraps why a snapshot does not describe the log held.
+var errSnapshotStale = errors.New("graph snapshot does not match the log")
+
+func (v *vault) snapshotCurrent(s *graphsnap.Snapshot, heads map[keys.DeviceID]entry.Head) error {
+	if s.Vault != v.id {
+		return fmt.Errorf("%w: of vault %s", errSnapshotStale, s.Vault)
+	}
+	for a, r := range s.Reach {
+		if r.Seq == 0 || r.Seq > heads[a].Seq {
+			return fmt.Errorf("%w: reaches %s/%d, the log holds %d", errSnapshotStale, a.Short(), r.Seq, heads[a].Seq)
+		}
+		c, err := v.db.EntryCID(a, r.Seq)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errSnapshotStale, err)
+		}
+		if !c.Equals(r.CID) {
+			return fmt.Errorf("%w: entry %s/%d is %s, the snapshot saw %s", errSnapshotStale, a.Short(), r.Seq, c, r.CID)
+		}
+	}
+	return nil
+}
+
+// saveGraphSnapshot writes what the vault derived from its log, for the
+// next start. Called once the vault's goroutines have stopped; nothing is
+// written when nothing was folded in since the snapshot loaded or last
+// written. A failure costs only the next start's time.
+func (v *vault) saveGraphSnapshot() error {
+	v.mu.Lock()
+	if maps.Equal(v.snapReach, v.foldedUpTo) {
+		v.mu.Unlock()
+		return nil
+	}
+	s := &graphsnap.Snapshot{
+		Vault:    v.id,
+		Reach:    make(map[keys.DeviceID]graphsnap.Reach, len(v.foldedUpTo)),
+		Clock:    v.clock,
+		HLC:      v.hlc,
+		Versions: make([]graphsnap.Version, 0, len(v.bodies)),
+	}
+	for a, seq := range v.foldedUpTo {
+		c, err := v.db.EntryCID(a, seq)
+		if err != nil {
+			v.mu.Unlock()
+			return fmt.Errorf("graph snapshot: the log lacks what the graph holds: %w", err)
+		}
+		s.Reach[a] = graphsnap.Reach{Seq: seq, CID: c}
+	}
+	for id, body := range v.bodies {
+		g, ok := v.graph.Get(id)
+		if !ok {
+			continue
+		}
+		s.Versions = append(s.Versions, graphsnap.Version{ID: id, Clock: g.Clock, Time: g.Time, Text: g.Text, Body: body})
+	}
+	reach := maps.Clone(v.foldedUpTo)
+	pieced := slices.Collect(maps.Keys(v.pieced))
+	v.mu.Unlock()
+	if err := v.listPiecesAsStored(s, pieced); err != nil {
+		return err
+	}
+	if err := graphsnap.Write(v.graphSnapPath(), s); err != nil {
+		return err
+	}
+	v.mu.Lock()
+	v.snapReach = reach
+	v.mu.Unlock()
+	return nil
+}
+
+// listPiecesAsStored puts back, in s, the piece references of every
+// version whose entry lists pieces (the pieced entries: few, and small),
+// read from the log, in place of the chunk list expanded from them. So the
+// next start expands them from the stored pieces as the replay does: a
+// piece lost or rotted since is noticed and fetched again (pieces.go)
+// instead of hidden behind a chunk list the snapshot remembered.
+func (v *vault) listPiecesAsStored(s *graphsnap.Snapshot, pieced []entryRef) error {
+	if len(pieced) == 0 {
+		return nil
+	}
+	stored := map[protocol.VersionID][]entry.ChunkRef{}
+	for _, r := range pieced {
+		e, err := v.db.Get(r.author, r.seq)
+		if err != nil {
+			return fmt.Errorf("graph snapshot: reading an entry that lists pieces: %w", err)
+		}
+		body, err := v.openStoredBody(e)
+		if err != nil {
+			return fmt.Errorf("graph snapshot: %w", err)
+		}
+		for i := range body.Versions {
+			if body.Versions[i].HasPieces() {
+				stored[e.VersionID(i)] = body.Versions[i].Chunks
+			}
+		}
+	}
+	for i := range s.Versions {
+		if refs, ok := stored[s.Versions[i].ID]; ok {
+			s.Versions[i].Body.Chunks = refs
+		}
+	}
+	return nil
+}

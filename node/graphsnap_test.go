@@ -1,0 +1,190 @@
+package node
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/store/graphsnap"
+)
+
+// derivedState is what openVault derives from the log, for comparing a
+// start from the graph snapshot with a start that replays every entry.
+type derivedState struct {
+	versions map[protocol.VersionID]protocol.Version
+	bodies   map[protocol.VersionID]entry.Version
+	clock    uint64
+	folded   map[keys.DeviceID]uint64
+	dirty    map[string]struct{}
+	graphLen int
+}
+
+func derivedOf(v *vault) derivedState {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := derivedState{versions: map[protocol.VersionID]protocol.Version{}, bodies: maps.Clone(v.bodies),
+		clock: v.clock, folded: maps.Clone(v.foldedUpTo), dirty: maps.Clone(v.dirty)}
+	for id := range v.bodies {
+		s.versions[id], _ = v.graph.Get(id)
+	}
+	s.graphLen = v.graph.Len()
+	return s
+}
+
+// TestGraphSnapshotRestart: a vault stopped cleanly starts from its graph
+// snapshot, reading no entry back from the log, and derives exactly what a
+// full replay derives; entries appended after the snapshot (a run that
+// ended without writing one) are replayed after it; a damaged snapshot, or
+// one that names an entry the log does not hold, is ignored and the whole
+// log replayed.
+func TestGraphSnapshotRestart(t *testing.T) {
+	ctx := context.Background()
+	h, folderPath := testHome(t)
+	open := func() (*Node, *vault) {
+		n, err := New(Config{Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: "-",
+			NoWatcher: true, NoDHT: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, n.vaultsNow()[0]
+	}
+	stop := func(n *Node, snapshot bool) {
+		if snapshot {
+			n.stopVaults()
+		} else {
+			n.closeVaults() // as a crash would leave it: no new snapshot
+		}
+		n.host.Close()
+	}
+	write := func(rel, content string) {
+		p := filepath.Join(folderPath, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scan := func(n *Node) {
+		if err := n.Scan(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := make([]byte, 3<<20) // chunked, not inline
+	for i := range big {
+		big[i] = byte(i * 7 % 251)
+	}
+
+	n, v := open()
+	write("notes/a.md", "alpha\n")
+	write("notes/b.md", "beta\n")
+	write("big.bin", string(big))
+	write("small.bin", "\x00\x01\x02 not text") // inline, and not a merge candidate
+	if err := os.Symlink("notes/a.md", filepath.Join(folderPath, "link")); err != nil {
+		t.Fatal(err)
+	}
+	scan(n)
+	write("notes/a.md", "alpha, edited\n")
+	if err := os.Remove(filepath.Join(folderPath, "notes/b.md")); err != nil {
+		t.Fatal(err)
+	}
+	scan(n)
+	me := n.ID()
+	if seq := v.db.Head(me).Seq; seq < 2 {
+		t.Fatalf("own head %d after two scans with changes, want >= 2", seq)
+	}
+	stop(n, true)
+	if _, err := os.Stat(filepath.Join(v.cfg.Dir, graphSnapFile)); err != nil {
+		t.Fatalf("no snapshot after a clean stop: %v", err)
+	}
+
+	// replayAll opens the vault with its snapshot set aside, then puts it
+	// back: the derived state of a full replay.
+	replayAll := func() derivedState {
+		t.Helper()
+		path := filepath.Join(v.cfg.Dir, graphSnapFile)
+		if err := os.Rename(path, path+".aside"); err != nil {
+			t.Fatal(err)
+		}
+		n, v := open()
+		defer stop(n, false)
+		if v.opened.fromSnapshot || v.opened.replayed != int(v.db.Head(me).Seq) {
+			t.Fatalf("without a snapshot: %+v, want every one of %d entries replayed", v.opened, v.db.Head(me).Seq)
+		}
+		if err := os.Rename(path+".aside", path); err != nil {
+			t.Fatal(err)
+		}
+		return derivedOf(v)
+	}
+
+	want := replayAll()
+	if len(want.bodies) < 6 {
+		t.Fatalf("full replay holds %d versions, want the 6 written and the edit and deletion", len(want.bodies))
+	}
+	n, v = open()
+	if !v.opened.fromSnapshot || v.opened.replayed != 0 {
+		t.Fatalf("clean restart: %+v, want the snapshot and no entry replayed", v.opened)
+	}
+	if got := derivedOf(v); !reflect.DeepEqual(got, want) {
+		t.Fatalf("state from the snapshot differs from a full replay:\n got %+v\nwant %+v", got, want)
+	}
+
+	// A change recorded, then a stop that writes no snapshot.
+	write("notes/c.md", "gamma\n")
+	scan(n)
+	stop(n, false)
+	want = replayAll()
+	n, v = open()
+	if !v.opened.fromSnapshot || v.opened.replayed != 1 {
+		t.Fatalf("restart after an unsnapshotted entry: %+v, want the snapshot and 1 entry replayed", v.opened)
+	}
+	if got := derivedOf(v); !reflect.DeepEqual(got, want) {
+		t.Fatalf("snapshot plus tail differs from a full replay:\n got %+v\nwant %+v", got, want)
+	}
+	stop(n, true) // writes a new snapshot: one more entry was folded in
+	n, v = open()
+	if !v.opened.fromSnapshot || v.opened.replayed != 0 {
+		t.Fatalf("after a clean stop: %+v, want the snapshot and no entry replayed", v.opened)
+	}
+	stop(n, true)
+
+	// A snapshot that names an entry the log does not hold (as after a log
+	// lost its tail) is ignored.
+	path := filepath.Join(v.cfg.Dir, graphSnapFile)
+	s, err := graphsnap.Read(path)
+	if err != nil || s == nil {
+		t.Fatalf("reading the snapshot: %v, %v", s, err)
+	}
+	r := s.Reach[me]
+	r.CID = want.bodies[protocol.VersionID{Author: me, Seq: 1}].Chunks[0].CID // any other CID
+	s.Reach[me] = r
+	if err := graphsnap.Write(path, s); err != nil {
+		t.Fatal(err)
+	}
+	n, v = open()
+	if v.opened.fromSnapshot || v.opened.replayed != int(v.db.Head(me).Seq) {
+		t.Fatalf("snapshot naming another entry: %+v, want a full replay", v.opened)
+	}
+	if got := derivedOf(v); !reflect.DeepEqual(got, want) {
+		t.Fatalf("full replay after a stale snapshot differs:\n got %+v\nwant %+v", got, want)
+	}
+	stop(n, false)
+
+	// A damaged snapshot is ignored.
+	if err := os.WriteFile(path, []byte("weft-graphsnap damaged"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, v = open()
+	defer stop(n, false)
+	if v.opened.fromSnapshot || v.opened.replayed != int(v.db.Head(me).Seq) {
+		t.Fatalf("damaged snapshot: %+v, want a full replay", v.opened)
+	}
+}
