@@ -79,7 +79,7 @@ func (n *Node) startAPI(ctx context.Context, addr string) (*apiServer, error) {
 	mux.HandleFunc("GET /v1/versions", a.versions)
 	mux.HandleFunc("POST /v1/folders/versions", a.setVersionPolicy)
 	mux.Handle("GET /metrics", a.mon.metrics.handler())
-	a.srv = &http.Server{Handler: a.auth(mux), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	a.srv = &http.Server{Handler: a.auth(a.waitOpen(mux)), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	if err := n.cfg.Home.WriteAPIInfo(home.APIInfo{Addr: a.addr, Token: a.token, PID: os.Getpid()}); err != nil {
 		ln.Close()
 		return nil, err
@@ -105,6 +105,28 @@ func (a *apiServer) serve(ctx context.Context) {
 	if err := a.n.cfg.Home.RemoveAPIInfo(); err != nil {
 		a.n.log.Warn("removing API info", "err", err)
 	}
+}
+
+// answersWhileOpening are the calls that do not need the vaults open:
+// status shows the folders still opening, the event stream and metrics
+// carry on as they come.
+var answersWhileOpening = map[string]bool{"/v1/status": true, "/v1/events": true, "/metrics": true}
+
+// waitOpen holds every other call until the vaults are open (Config.
+// OpenInRun), so that none answers as if a folder still opening were not
+// synced at all, and `weft join` cannot open a vault Run is opening.
+func (a *apiServer) waitOpen(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !answersWhileOpening[r.URL.Path] {
+			select {
+			case <-a.n.opened:
+			case <-r.Context().Done():
+				http.Error(w, "the agent stopped while opening its folders", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func (a *apiServer) auth(h http.Handler) http.Handler {
@@ -190,7 +212,8 @@ func (n *Node) Status() Status {
 	}
 	members := map[keys.DeviceID]bool{}
 	relays := map[keys.DeviceID]bool{}
-	for _, v := range n.vaultsNow() {
+	set := n.vaults.Load()
+	for _, v := range set.list {
 		fs := v.status()
 		if len(n.connectedMembers(v)) == 0 && len(v.memberList()) > 1 && fs.State == "in-sync" {
 			fs.State = "offline"
@@ -205,6 +228,10 @@ func (n *Node) Status() Status {
 			relays[r.dev] = true
 			members[r.dev] = true
 		}
+	}
+	for _, hv := range set.opening {
+		// Config.OpenInRun: the vault's graph is still being loaded.
+		st.Folders = append(st.Folders, FolderStatus{Path: hv.Folder, Vault: hv.ID.String(), State: "opening", Errors: []PathMessage{}})
 	}
 	now := n.now().UTC()
 	for d := range members {

@@ -98,6 +98,14 @@ type Config struct {
 	DHTServer bool
 	// NoDHT turns DHT rendezvous off (simulations).
 	NoDHT bool
+
+	// OpenInRun leaves opening the home's vaults to Run, after the local
+	// API listens, instead of New: `weft status` then answers at once and
+	// shows each folder "opening" while a large vault's graph is loaded
+	// (issue 16, B10), and API calls that need a vault wait for it. `weft
+	// up` sets it; callers that look at the vaults between New and Run
+	// (tests, the simulation) leave it off.
+	OpenInRun bool
 }
 
 // Node is a running weft device.
@@ -122,6 +130,7 @@ type Node struct {
 	api       *apiServer
 
 	ready   chan struct{} // closed once Run accepts streams and API calls
+	opened  chan struct{} // closed once every vault the home held at the start is open (OpenInRun)
 	ownHost bool          // Run closes the host it built
 
 	mu    sync.Mutex // guards peers
@@ -222,16 +231,15 @@ func New(cfg Config) (*Node, error) {
 		cfg: cfg, id: id, log: cfg.Logger, now: cfg.Now, rules: cfg.Rules.OrDefault(),
 		kicks:  make(chan *vault, 1),
 		events: newEvents(), peers: map[keys.DeviceID]*peerState{}, ready: make(chan struct{}),
+		opened:    make(chan struct{}),
 		strangers: newStrangers(cfg.Logger),
 	}
-	n.vaults.Store(&vaultSet{byID: map[keys.VaultID]*vault{}})
-	for _, hv := range hvs {
-		v, err := n.openVault(hv)
-		if err != nil {
+	n.vaults.Store(&vaultSet{byID: map[keys.VaultID]*vault{}, opening: hvs})
+	if !cfg.OpenInRun {
+		if err := n.openVaults(); err != nil {
 			n.closeVaults()
-			return nil, fmt.Errorf("vault for %s: %w", hv.Folder, err)
+			return nil, err
 		}
-		n.vaults.Store(n.vaults.Load().with(v))
 	}
 	if cfg.Host != nil {
 		n.host = cfg.Host
@@ -244,6 +252,22 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.ownHost = true
 	return n, nil
+}
+
+// openVaults opens the vaults the home held when New ran (the vault set's
+// opening list), one at a time, each served as soon as it is open, then
+// closes n.opened. On an error the vaults opened so far stay in the set,
+// for the caller to close.
+func (n *Node) openVaults() error {
+	for _, hv := range n.vaults.Load().opening {
+		v, err := n.openVault(hv)
+		if err != nil {
+			return fmt.Errorf("vault for %s: %w", hv.Folder, err)
+		}
+		n.vaults.Store(n.vaults.Load().with(v))
+	}
+	close(n.opened)
+	return nil
 }
 
 // openVault opens a vault's database and folder and rebuilds the derived
@@ -514,6 +538,25 @@ func (n *Node) Run(ctx context.Context) error {
 		n.run.mu.Unlock()
 	}()
 
+	// The API first: with OpenInRun it answers status (each folder
+	// "opening") while the vaults open; calls that need a vault wait for
+	// n.opened (api.go, waitOpen). Streams are answered only once the
+	// vaults are open: a peer that asks earlier is told the protocol is
+	// not supported and retries, as it does when the agent is down.
+	if n.cfg.APIAddr != "-" {
+		api, err := n.startAPI(ctx, n.cfg.APIAddr)
+		if err != nil {
+			return err
+		}
+		n.api = api
+		wg.Go(func() { api.serve(ctx) })
+	}
+	if n.cfg.OpenInRun {
+		if err := n.openVaults(); err != nil {
+			return err
+		}
+	}
+
 	n.host.SetStreamHandler(ProtoLog, n.owned(n.handleLog))
 	n.host.SetStreamHandler(ProtoChunk, n.owned(func(_ context.Context, s network.Stream) { n.handleChunk(s) }))
 	n.host.SetStreamHandler(ProtoPair, n.owned(func(_ context.Context, s network.Stream) { n.handlePair(s) }))
@@ -562,14 +605,6 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 	})
 
-	if n.cfg.APIAddr != "-" {
-		api, err := n.startAPI(ctx, n.cfg.APIAddr)
-		if err != nil {
-			return err
-		}
-		n.api = api
-		wg.Go(func() { api.serve(ctx) })
-	}
 	if n.cfg.MDNS {
 		svc := mdns.NewMdnsService(n.host, "weft", mdnsNotifee{n})
 		if err := svc.Start(); err != nil {

@@ -21,11 +21,15 @@ import (
 type vaultSet struct {
 	list []*vault
 	byID map[keys.VaultID]*vault
+	// opening are the home's vaults not open yet at the start (New, or
+	// Run with Config.OpenInRun): status shows them as "opening".
+	opening []home.Vault
 }
 
-// with returns a set that also holds v.
+// with returns a set that also holds v, and no longer lists it as opening.
 func (s *vaultSet) with(v *vault) *vaultSet {
 	out := &vaultSet{list: append(slices.Clip(s.list), v), byID: make(map[keys.VaultID]*vault, len(s.byID)+1)}
+	out.opening = slices.DeleteFunc(slices.Clone(s.opening), func(hv home.Vault) bool { return hv.ID == v.id })
 	for id, w := range s.byID {
 		out.byID[id] = w
 	}

@@ -90,7 +90,9 @@ func upCmd(g *globals) *cobra.Command {
 			// WEFT_BOOTSTRAP adds DHT bootstrap peers, separated by commas
 			// or white space (docs/connectivity.md, "DHT rendezvous").
 			bootstrap = append(bootstrap, strings.Fields(strings.ReplaceAll(os.Getenv("WEFT_BOOTSTRAP"), ",", " "))...)
-			cfg := node.Config{Home: h, ListenAddrs: listen, MDNS: mdns, Settle: settle, Bootstrap: bootstrap, Logger: g.logger()}
+			// OpenInRun: the API answers (folders "opening") while a large
+			// vault loads, instead of only after it.
+			cfg := node.Config{Home: h, ListenAddrs: listen, MDNS: mdns, Settle: settle, Bootstrap: bootstrap, Logger: g.logger(), OpenInRun: true}
 			cfg.MaxFileChunks = maxFileChunks
 			if clockOffset != 0 {
 				// Tests only: play a device whose clock is wrong.
