@@ -1,6 +1,12 @@
 package bench
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -32,10 +38,18 @@ func runB10(rc *runCtx) error {
 		return err
 	}
 	start := time.Now()
+	answered := make(chan statusAnswer, 1)
+	pollCtx, stopPoll := context.WithTimeout(rc.ctx, z.syncTimeout)
+	defer stopPoll()
+	go func() { answered <- firstStatus(pollCtx, b) }()
 	if err := b.up(rc.ctx, false); err != nil {
 		return err
 	}
 	ready := time.Now()
+	first := <-answered
+	if first.err != nil {
+		return first.err
+	}
 	if _, err := b.waitState(rc.ctx, z.syncTimeout, 5*time.Millisecond, inSync(len(ns))); err != nil {
 		return err
 	}
@@ -53,6 +67,7 @@ func runB10(rc *runCtx) error {
 	if err != nil {
 		return err
 	}
+	rc.add("status answers from launch", "s", first.at.Sub(start).Seconds())
 	rc.add("in sync from launch", "s", inSyncAt.Sub(start).Seconds())
 	rc.add("in sync from ready", "s", inSyncAt.Sub(ready).Seconds())
 	rc.add("sent by B", "KiB", float64(sentB)/1024)
@@ -61,9 +76,49 @@ func runB10(rc *runCtx) error {
 	rc.add("received by A", "KiB", float64(recvA-recvA0)/1024)
 	rc.add("CPU B", "s", u.CPUSeconds)
 	rc.add("peak RSS B", "MiB", float64(u.PeakRSS)/(1<<20))
+	rc.note("status answers: the first GET /v1/status that returns 200, polled every 5 ms from the launch (api.json read afresh each time)")
 	rc.note("in sync: status folder state in-sync, initial_scan_done, nothing pending, every file counted (needs the peer connected)")
 	if err := a.stop(); err != nil {
 		return err
 	}
 	return b.stop()
+}
+
+// statusAnswer is when an agent's status first answered, or why it did not.
+type statusAnswer struct {
+	at  time.Time
+	err error
+}
+
+// firstStatus polls d's home for the api.json of the agent being launched
+// and its status until one answers, every 5 ms, until ctx ends: how soon
+// `weft status` works after a launch. A stale api.json (a killed agent's)
+// names a port nobody answers on, or a token refused, and is read again.
+func firstStatus(ctx context.Context, d *device) statusAnswer {
+	client := &http.Client{Timeout: 2 * time.Second}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(filepath.Join(d.home, "api.json")); err == nil {
+			var info apiInfo
+			if json.Unmarshal(b, &info) == nil && info.Addr != "" {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+info.Addr+"/v1/status", nil)
+				if err != nil {
+					return statusAnswer{err: err}
+				}
+				req.Header.Set("Authorization", "Bearer "+info.Token)
+				if resp, err := client.Do(req); err == nil {
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusOK {
+						return statusAnswer{at: time.Now()}
+					}
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return statusAnswer{err: fmt.Errorf("%s: status never answered: %w", d.name, ctx.Err())}
+		case <-tick.C:
+		}
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,7 +14,7 @@ import (
 // benchCmd runs the B-scenarios of BENCHMARKS.md on real weft processes,
 // using this very executable as the agents' binary.
 func benchCmd(g *globals) *cobra.Command {
-	var scale, only, jsonPath, svgDir, dir, profileDir string
+	var scale, only, jsonPath, svgDir, dir, profileDir, agent string
 	var runs int
 	var keepFree, maxData float64
 	var noFsync bool
@@ -32,6 +33,16 @@ func benchCmd(g *globals) *cobra.Command {
 			bin, err := os.Executable()
 			if err != nil {
 				return fmt.Errorf("finding the weft binary: %w", err)
+			}
+			if agent != "" {
+				// Another build run by this harness: old and new measured
+				// the same way, interleaved (docs/benchmarks.md).
+				if bin, err = filepath.Abs(agent); err != nil {
+					return fmt.Errorf("--agent: %w", err)
+				}
+				if _, err := os.Stat(bin); err != nil {
+					return exitUsage{fmt.Errorf("--agent: %w", err)}
+				}
 			}
 			var ids []string
 			if only != "" {
@@ -84,6 +95,7 @@ func benchCmd(g *globals) *cobra.Command {
 	c.Flags().StringVar(&scale, "scale", "smoke", "smoke or full (the sizes of BENCHMARKS.md)")
 	c.Flags().StringVar(&only, "only", "", "comma-separated scenario IDs to run (B1,B2,...); default all")
 	c.Flags().IntVar(&runs, "runs", 3, "repetitions of each scenario")
+	c.Flags().StringVar(&agent, "agent", "", "run this weft binary as the agents and relays instead of this one (to compare two builds under one harness)")
 	c.Flags().StringVar(&jsonPath, "json", "", "write the results as JSON to this file")
 	c.Flags().StringVar(&svgDir, "svg", "", "write SVG charts (B2 latency, B3/B5 throughput) into this directory")
 	c.Flags().StringVar(&dir, "dir", "", "scratch directory (default a new one under $TMPDIR, removed afterwards)")
