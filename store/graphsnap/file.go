@@ -5,34 +5,16 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/weftsync/weft/store/keyfile"
 )
 
-// Write stores s at path: written to a temporary file beside it, synced,
-// renamed over the old snapshot, and the directory synced, so that a crash
-// leaves either the old snapshot or the new one, never a mix.
+// Write stores s at path through keyfile.Save, the project's atomic
+// write (temporary file, synced, renamed, directory synced; 0600; never
+// through a symlink): a crash leaves either the old snapshot or the new
+// one, never a mix.
 func Write(path string, s *Snapshot) error {
-	data := Encode(s)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("writing graph snapshot: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("writing graph snapshot: %w", err)
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := keyfile.Save(path, Encode(s)); err != nil {
 		return fmt.Errorf("writing graph snapshot: %w", err)
 	}
 	return nil
@@ -53,16 +35,4 @@ func Read(path string) (*Snapshot, error) {
 		return nil, fmt.Errorf("reading graph snapshot %s: %w", path, err)
 	}
 	return s, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
