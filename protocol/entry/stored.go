@@ -57,6 +57,24 @@ func ValidateStored(data []byte, vault keys.VaultID, head func(keys.DeviceID) He
 	return e.check(vault, head(e.author))
 }
 
+// ChainStored is ValidateStored without the signature check, for an entry
+// read back from the device's own log inside the prefix that this device
+// verified at an earlier open or append and that a checkpoint proves
+// unchanged since (store/vaultdb's log checkpoint: segment lengths and a
+// CRC-32C of each). It runs DecodeStored's checks, the vault check and the
+// chain rules 3-7 against head(author), with ValidateStored's errors and
+// contract. Skipping the signature is sound only there: the bytes are the
+// ones whose signature was checked, and an adversary who could rewrite them
+// and the checkpoint together can also read the device's own signing key
+// beside them. Anything else goes through ValidateStored or Validate.
+func ChainStored(data []byte, vault keys.VaultID, head func(keys.DeviceID) Head) (*Entry, error) {
+	e, err := decode(data, false)
+	if err != nil {
+		return nil, fmt.Errorf("validating stored entry: %w", err)
+	}
+	return e.checkChain(vault, head(e.author), false)
+}
+
 // OpenStoredBody is OpenBody without the canonical-form check of the body
 // plaintext, for an entry read back from the device's own log, whose body
 // OpenBody accepted before the entry was stored (a device stores an entry

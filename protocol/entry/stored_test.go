@@ -21,7 +21,8 @@ func headIs(h Head) func(keys.DeviceID) Head { return func(keys.DeviceID) Head {
 
 // TestValidateStoredMatchesValidate: on everything except a non-canonical
 // encoding, ValidateStored gives Validate's answer: the same error class,
-// an entry exactly when Validate returns one, the same CID.
+// an entry exactly when Validate returns one, the same CID. ChainStored
+// gives the same answer but for a bad signature, which it does not check.
 func TestValidateStoredMatchesValidate(t *testing.T) {
 	f := newFixture(t)
 	es := chain(t, f, 2)
@@ -89,6 +90,22 @@ func TestValidateStoredMatchesValidate(t *testing.T) {
 			}
 			if got != nil && !got.CID().Equals(want.CID()) {
 				t.Errorf("ValidateStored: got CID %s, want %s", got.CID(), want.CID())
+			}
+			// ChainStored differs only in the signature: it takes what
+			// fails nothing else, and gives the same answer otherwise.
+			wantChain := tt.want
+			if errors.Is(tt.want, ErrBadSignature) {
+				wantChain = nil
+			}
+			c, cerr := ChainStored(tt.data, f.vault, headIs(tt.head))
+			if !errors.Is(cerr, wantChain) || (wantChain == nil) != (cerr == nil) {
+				t.Fatalf("ChainStored: got error %v, want %v", cerr, wantChain)
+			}
+			if wantChain == nil && (c == nil || !bytes.Equal(c.Bytes(), tt.data)) {
+				t.Fatalf("ChainStored: got entry %v, want the input's", c)
+			}
+			if got != nil && !c.CID().Equals(got.CID()) {
+				t.Errorf("ChainStored: got CID %s, ValidateStored's %s", c.CID(), got.CID())
 			}
 			d, derr := DecodeStored(tt.data)
 			if _, verr := Decode(tt.data); (derr == nil) != (verr == nil) {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/ipfs/go-cid"
@@ -83,6 +84,13 @@ type DB struct {
 	// Owned by the commit loop.
 	unindexed      *leveldb.Batch
 	unindexedHeads map[keys.DeviceID]entry.Head
+
+	// verified is the log prefix verified at Open (checkpoint.go) and
+	// whole says it covered the log to its end, so that Close may extend
+	// it by what Append wrote since; saved is the prefix the checkpoint
+	// file holds. Used by Open and Close only.
+	verified, saved []segSum
+	whole           bool
 }
 
 // Stats counts the work Append has done since Open.
@@ -176,9 +184,62 @@ func open(cfg Config, lock *os.File, rep *OpenReport) (*DB, error) {
 		quit:     make(chan struct{}),
 		loopDone: make(chan struct{}),
 		heads:    scan.heads,
+		verified: scan.verified.segs,
+		whole:    scan.verified.complete(),
 	}
+	if scan.loaded != nil {
+		db.saved = scan.loaded.segs
+	}
+	// Record what this Open verified, so that a crash before Close still
+	// spares the next Open the signatures checked now.
+	db.saveCheckpoint(db.verified)
 	go db.commitLoop()
 	return db, nil
+}
+
+// saveCheckpoint writes segs as the log checkpoint unless the file already
+// holds them. A failure costs only speed (the next Open verifies more), so
+// it is logged, not returned.
+func (db *DB) saveCheckpoint(segs []segSum) {
+	if slices.Equal(segs, db.saved) {
+		return
+	}
+	if err := saveCheckpoint(db.cfg.FS, db.cfg.Dir, checkpoint{vault: db.cfg.Vault, segs: segs}); err != nil {
+		db.cfg.Logger.Warn("log checkpoint not saved", "dir", db.cfg.Dir, "err", err)
+		return
+	}
+	db.saved = segs
+}
+
+// closeCheckpoint extends the verified prefix by what Append wrote since
+// Open (every entry Append writes was validated first) and saves it. It
+// runs after the commit loop stopped, so the writer is idle.
+func (db *DB) closeCheckpoint() {
+	if !db.whole || db.w.seg == 0 {
+		return
+	}
+	logDir := filepath.Join(db.cfg.Dir, "log")
+	size := func(n uint32) (int64, error) {
+		if n == db.w.seg {
+			return db.w.size, nil
+		}
+		f, err := db.cfg.FS.OpenFile(filepath.Join(logDir, segName(n)), os.O_RDONLY, 0)
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return 0, err
+		}
+		return st.Size(), nil
+	}
+	segs, err := extend(db.cfg.FS, logDir, db.verified, db.w.seg, size)
+	if err != nil {
+		db.cfg.Logger.Warn("log checkpoint not saved", "dir", db.cfg.Dir, "err", err)
+		return
+	}
+	db.saveCheckpoint(segs)
 }
 
 // Close stops the commit loop (Appends in progress finish first or get
@@ -193,6 +254,7 @@ func (db *DB) Close() error {
 	db.mu.Unlock()
 	close(db.quit)
 	<-db.loopDone
+	db.closeCheckpoint()
 	ierr := db.idx.Close()
 	if errors.Is(ierr, leveldb.ErrClosed) {
 		ierr = nil // a heal that could not reopen it closed it

@@ -17,6 +17,11 @@
 // OpenReport. A dropped entry shows up as a sequence gap that the node fills
 // again from peers.
 //
+// The signature check is skipped inside the log prefix that this device
+// already verified (at Append or an earlier Open) and that the log
+// checkpoint (checkpoint.go, DIR/log.checkpoint) proves unchanged since;
+// the chain is checked there too. OpenReport.Trusted counts those entries.
+//
 // goleveldb (under index/, opened with every strict check) holds only what
 // can be derived again: entry locations, CID -> (author, seq), heads, the
 // folder index, acknowledged vectors and metadata. When it is missing,

@@ -13,6 +13,14 @@ type OpenReport struct {
 	// repeat an entry already held; they are harmless.
 	Dropped, Duplicates int
 	Gaps                []Gap
+	// Trusted counts the entries held without checking their signature
+	// again: they lie in the log prefix that the checkpoint says this
+	// device verified before, and their bytes match it (their chain is
+	// still checked). CheckpointError says why a checkpoint found was not
+	// used ("" if none was found or it was used); the log was then
+	// verified in full.
+	Trusted         int
+	CheckpointError string
 	// Lost lists, per author, entries the index had recorded that Open no
 	// longer holds (Seq the lowest, Dropped how many), whatever the cause:
 	// a log tail or segment lost after it was acknowledged (a disk that

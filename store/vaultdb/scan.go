@@ -33,6 +33,11 @@ type logScan struct {
 	heads   map[keys.DeviceID]entry.Head
 	last    uint32 // last segment number, 0 if none
 	lastEnd int64  // its valid length
+
+	// loaded is the checkpoint found at open (nil if none or unusable);
+	// verified is the prefix this scan verified, for the next one.
+	loaded   *checkpoint
+	verified verifiedPrefix
 }
 
 // Gap is an author's log cut short at Open: entries from Seq on were
@@ -53,6 +58,12 @@ func scanLogs(fsys FS, dir string, vault keys.VaultID, rep *OpenReport) (*logSca
 		return nil, fmt.Errorf("listing segments: %w", err)
 	}
 	s := &logScan{entries: map[entryKey]*entryInfo{}, heads: map[keys.DeviceID]entry.Head{}}
+	ck, err := loadCheckpoint(fsys, filepath.Dir(dir), vault)
+	if err != nil {
+		rep.CheckpointError = err.Error() // ignored: everything is verified
+	}
+	s.loaded = ck
+	trusting := ck != nil
 	// pending holds authentic entries that arrived before their
 	// predecessor (after damage, a refetched entry lands later in the log).
 	pending := map[entryKey]pendingEntry{}
@@ -63,12 +74,21 @@ func scanLogs(fsys FS, dir string, vault keys.VaultID, rep *OpenReport) (*logSca
 		if err != nil {
 			return nil, fmt.Errorf("reading segment %d: %w", n, err)
 		}
+		var trustEnd int64
+		if trusting {
+			trustEnd, trusting = ck.trusted(i, n, data)
+		}
+		s.verified.begin(n)
 		res := scanFrames(data, func(off int64, size int, p []byte) {
-			s.accept(vault, loc{seg: n, off: off, n: uint32(size)}, p, pending, rep)
+			trusted := off+int64(size) <= trustEnd
+			if s.accept(vault, loc{seg: n, off: off, n: uint32(size)}, p, trusted, pending, rep) {
+				s.verified.held(off, size)
+			}
 		})
 		for _, d := range res.damage {
 			rep.Damage = append(rep.Damage, Damage{File: name, Start: d[0], End: d[1]})
 		}
+		validEnd := int64(len(data))
 		if res.end < int64(len(data)) {
 			if i < len(segs)-1 {
 				// Only the last segment is ever appended to, so a bad
@@ -79,8 +99,10 @@ func scanLogs(fsys FS, dir string, vault keys.VaultID, rep *OpenReport) (*logSca
 					return nil, fmt.Errorf("truncating segment %d: %w", n, err)
 				}
 				rep.Truncated = append(rep.Truncated, Damage{File: name, Start: res.end, End: int64(len(data))})
+				validEnd = res.end
 			}
 		}
+		s.verified.finish(data, validEnd)
 		s.last, s.lastEnd = n, res.end
 	}
 	s.resolve(vault, pending, rep)
@@ -92,15 +114,26 @@ type pendingEntry struct {
 	raw []byte
 }
 
-// accept validates one record's payload against its author's head.
-func (s *logScan) accept(vault keys.VaultID, at loc, p []byte, pending map[entryKey]pendingEntry, rep *OpenReport) {
+// accept validates one record's payload against its author's head; inside
+// the prefix the checkpoint vouches for (trusted), the signature is not
+// checked again. It says whether the record is held: added, or a
+// duplicate of an entry held.
+func (s *logScan) accept(vault keys.VaultID, at loc, p []byte, trusted bool, pending map[entryKey]pendingEntry, rep *OpenReport) bool {
 	rep.Records++
 	// The segments hold only entries Append validated, behind a CRC, so
 	// the canonical re-encode is skipped; signature and chain are checked.
-	e, err := entry.ValidateStored(p, vault, s.head)
+	check := entry.ValidateStored
+	if trusted {
+		check = entry.ChainStored
+	}
+	e, err := check(p, vault, s.head)
 	switch {
 	case err == nil:
 		s.add(e, at)
+		if trusted {
+			rep.Trusted++
+		}
+		return true
 	case e != nil && errors.Is(err, entry.ErrSeqGap):
 		k := entryKey{e.Author(), e.Seq()}
 		if _, ok := pending[k]; !ok {
@@ -108,14 +141,17 @@ func (s *logScan) accept(vault keys.VaultID, at loc, p []byte, pending map[entry
 		} else {
 			rep.Duplicates++
 		}
+		return false
 	case e != nil && (errors.Is(err, entry.ErrDuplicate) || errors.Is(err, entry.ErrSeqReplay)):
 		if old, ok := s.entries[entryKey{e.Author(), e.Seq()}]; ok && old.cid.Equals(e.CID()) {
 			rep.Duplicates++
-		} else {
-			rep.Dropped++
+			return true
 		}
+		rep.Dropped++
+		return false
 	default:
 		rep.Dropped++
+		return false
 	}
 }
 
