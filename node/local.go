@@ -166,6 +166,7 @@ func (v *vault) scanAs(ctx context.Context, paths []string, mode scanMode) (fold
 	var res folder.Result
 	var confirmed map[string]bool
 	if _, err := v.guard(); err != nil {
+		v.tail.noteScanFailed()
 		return res, err // the folder is stopped: nothing scanned, nothing recorded
 	}
 	var err error
@@ -181,6 +182,7 @@ func (v *vault) scanAs(ctx context.Context, paths []string, mode scanMode) (fold
 	}
 	v.noteScan(start, paths, res, err)
 	if err != nil {
+		v.tail.noteScanFailed()
 		return res, fmt.Errorf("scanning %s: %w", v.cfg.Folder, err)
 	}
 	v.quarantine(res.Corrupt) // damaged on disk: written again, never recorded
@@ -190,6 +192,7 @@ func (v *vault) scanAs(ctx context.Context, paths []string, mode scanMode) (fold
 	if paths == nil {
 		v.mu.Lock()
 		v.scanned = true
+		v.fullScans++
 		v.mu.Unlock()
 	}
 	return res, nil
@@ -510,7 +513,13 @@ const maxChunkLocations = 4
 // folder guard is checked every guardRecheck; a folder that comes back
 // after a stop gets a new watcher (the old one watched the directories
 // that were there before) and a full scan.
-func (v *vault) watch(ctx context.Context, useWatcher bool, settle time.Duration, rescanEvery time.Duration) {
+//
+// firstScan runs once, after the first watcher has its watches in place
+// (its Ready batch) or could not start: a change after that is an event,
+// one before it is seen by the scan. Scanning first and watching after
+// needed a second full scan for the changes in between, at every start
+// (0.4-0.5 s of CPU at 100,000 files).
+func (v *vault) watch(ctx context.Context, useWatcher bool, settle time.Duration, rescanEvery time.Duration, firstScan func()) {
 	tick := time.NewTicker(rescanEvery)
 	defer tick.Stop()
 	recheck := time.NewTicker(guardRecheck)
@@ -524,6 +533,11 @@ func (v *vault) watch(ctx context.Context, useWatcher bool, settle time.Duration
 		} else {
 			close(done)
 		}
+		if firstScan != nil {
+			batches = awaitReady(ctx, batches)
+			firstScan()
+			firstScan = nil
+		}
 		resumed := v.watchUntilResumed(ctx, batches, tick.C, recheck.C)
 		stopWatcher()
 		<-done
@@ -534,6 +548,30 @@ func (v *vault) watch(ctx context.Context, useWatcher bool, settle time.Duration
 			v.log.Error("scan after the folder came back", "err", err)
 		}
 		v.kick()
+	}
+}
+
+// awaitReady waits for a new watcher's first batch, the one saying its
+// watches are in place (folder.Batch.Ready), and consumes it. It returns
+// batches, or nil when the watcher stopped without one (it could not
+// watch the folder: periodic rescans cover it), and returns at once for a
+// nil batches (no watcher) or when ctx ends.
+func awaitReady(ctx context.Context, batches <-chan folder.Batch) <-chan folder.Batch {
+	if batches == nil {
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return batches
+		case b, ok := <-batches:
+			if !ok {
+				return nil
+			}
+			if b.Ready {
+				return batches
+			}
+		}
 	}
 }
 

@@ -630,28 +630,31 @@ func (n *Node) Run(ctx context.Context) error {
 }
 
 // startVault starts syncing v under Run: temp files of an earlier run
-// removed, the first scan, then the watcher until ctx ends.
+// removed, the watcher started, the first scan once its watches are in
+// place, then the watcher until ctx ends.
 func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 	wg.Go(func() {
 		if _, err := v.applier.CleanTemps(ctx); err != nil {
 			v.log.Warn("cleaning temporary files", "err", err)
 		}
 		close(v.cleaned)
-		res, err := v.scan(ctx, nil)
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, errFolderStopped) {
-				v.log.Error("first scan", "err", err)
+		firstScan := func() {
+			res, err := v.scan(ctx, nil)
+			if err != nil {
+				if ctx.Err() == nil && !errors.Is(err, errFolderStopped) {
+					v.log.Error("first scan", "err", err)
+				}
+			} else {
+				v.log.Info("scanned", "files", res.Files, "changes", len(res.Changes))
 			}
-		} else {
-			v.log.Info("scanned", "files", res.Files, "changes", len(res.Changes))
+			close(v.firstScan)
+			n.events.publish(Event{Type: EventScanned, Folder: v.cfg.Folder, Count: len(res.Changes)})
+			v.kick()
+			if !n.cfg.NoScrub {
+				wg.Go(func() { v.scrubLoop(ctx) })
+			}
 		}
-		close(v.firstScan)
-		n.events.publish(Event{Type: EventScanned, Folder: v.cfg.Folder, Count: len(res.Changes)})
-		v.kick()
-		if !n.cfg.NoScrub {
-			wg.Go(func() { v.scrubLoop(ctx) })
-		}
-		v.watch(ctx, !n.cfg.NoWatcher, n.cfg.Settle, n.cfg.RescanEvery)
+		v.watch(ctx, !n.cfg.NoWatcher, n.cfg.Settle, n.cfg.RescanEvery, firstScan)
 	})
 	wg.Go(func() { v.tailLoop(ctx) })
 	wg.Go(func() { v.keepLoop(ctx) })

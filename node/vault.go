@@ -105,6 +105,7 @@ type vault struct {
 	fromAuthor    map[keys.DeviceID]uint64                            // highest seq per author received from that author itself (serveLog)
 	scanning      bool
 	scanned       bool // the first full scan has completed
+	fullScans     int  // full scans completed since the vault opened
 	pending       pendingCounts
 	errs          map[string]string                    // path -> last apply error
 	stop          folderStop                           // why the folder guard stopped the folder (folderguard.go)
