@@ -995,8 +995,18 @@ const smallBatch = 256
 // applySmallFiles applies, in batches that share their fsyncs, every path
 // whose decision is a single content (no conflict copy, no merge, nothing
 // to record) that is a file carried inline in its entry. It returns the
-// paths it did not handle, in order.
+// paths it did not handle, in the order of paths (sorted, as
+// engine.Order's Adds are).
+//
+// It takes the paths in log order (inLogOrder), not in path order: the
+// inline bytes of a version not in the cache are read back with their
+// whole entry (inline.go), and in path order a large backlog of paths
+// whose entries interleave read one entry of some 200 KB per file, once
+// the 8 MiB cache no longer held them all (a first sync of 100,000
+// notes applied 100 files a second, docs/benchmarks.md). In log order
+// each entry is read at most once.
 func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
+	paths = v.inLogOrder(paths)
 	type item struct {
 		path  string
 		id    entry.VersionID
@@ -1131,5 +1141,45 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 			v.log.Warn("rescanning locally changed files", "err", err)
 		}
 	}
+	slices.Sort(rest)
 	return rest
+}
+
+// inLogOrder returns paths ordered by the ID (author, sequence, index) of
+// their first head, the order of the entries that carry them; paths with
+// no head come last. It holds v.mu in steps, not for the whole batch.
+func (v *vault) inLogOrder(paths []string) []string {
+	type keyed struct {
+		path string
+		id   protocol.VersionID
+		none bool
+	}
+	ks := make([]keyed, len(paths))
+	const step = 4096
+	for i := 0; i < len(paths); i += step {
+		v.mu.Lock()
+		for j := i; j < min(i+step, len(paths)); j++ {
+			ks[j].path = paths[j]
+			if hs := v.graph.Heads(paths[j]); len(hs) > 0 {
+				ks[j].id = hs[0].ID
+			} else {
+				ks[j].none = true
+			}
+		}
+		v.mu.Unlock()
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int {
+		if a.none != b.none {
+			if a.none {
+				return 1
+			}
+			return -1
+		}
+		return a.id.Compare(b.id)
+	})
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = k.path
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
@@ -26,6 +27,10 @@ const inlineCacheBytes = 8 << 20
 // inlineCache holds recent versions' inline bytes, evicting the oldest
 // first. It is safe for concurrent use.
 type inlineCache struct {
+	// reads counts entries read back from the log for their inline bytes
+	// (cache misses of withInline).
+	reads atomic.Int64
+
 	mu    sync.Mutex
 	data  map[protocol.VersionID][]byte
 	order []protocol.VersionID // insertion order, for eviction
@@ -82,6 +87,7 @@ func (v *vault) withInline(id protocol.VersionID, ver entry.Version) (entry.Vers
 		ver.Inline = b
 		return ver, nil
 	}
+	v.inline.reads.Add(1)
 	e, err := v.db.Get(id.Author, id.Seq)
 	if err != nil {
 		return ver, fmt.Errorf("reading the entry of %s for its content: %w", ver.Path, err)
