@@ -1160,11 +1160,8 @@ func (v *vault) inLogOrder(paths []string) []string {
 		v.mu.Lock()
 		for j := i; j < min(i+step, len(paths)); j++ {
 			ks[j].path = paths[j]
-			if hs := v.graph.Heads(paths[j]); len(hs) > 0 {
-				ks[j].id = hs[0].ID
-			} else {
-				ks[j].none = true
-			}
+			h, n := v.graph.FirstHead(paths[j])
+			ks[j].id, ks[j].none = h.ID, n == 0
 		}
 		v.mu.Unlock()
 	}

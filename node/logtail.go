@@ -288,7 +288,7 @@ func (v *vault) tailLoop(ctx context.Context) {
 		case <-v.tail.wake:
 		}
 		adopted := v.adoptOwnHeads()
-		if adopted > 0 || !v.openWithoutRescan() {
+		if adopted > 0 || !v.openWithoutRescan(ctx) {
 			if _, err := v.scan(ctx, nil); err != nil {
 				if ctx.Err() != nil {
 					return
@@ -311,12 +311,20 @@ func (v *vault) tailLoop(ctx context.Context) {
 // (the index described the folder then, or it recorded the differences),
 // every scan while authoring was held found no change (owed is empty) and
 // none failed, and no entry of this device's log was taken back (the
-// caller has also adopted nothing into the index). It holds scanMu, so no
-// scan is in flight: each one so far either noted its changes as owed or,
-// once authoring had opened, recorded them itself. After a restart with a
-// peer online this spares a second full scan of the folder (0.47 s of
-// CPU at 100,000 files, docs/benchmarks.md).
-func (v *vault) openWithoutRescan() bool {
+// caller has also adopted nothing into the index). It first waits for the
+// first scan of this run, which records as usual once authoring is open
+// (a peer often confirms the log before the first scan has even started:
+// it waits for the watcher's setup), then holds scanMu, so no scan is in
+// flight: each one so far either noted its changes as owed or, once
+// authoring had opened, recorded them itself. After a restart with a peer
+// online this spares a second full scan of the folder (0.47 s of CPU at
+// 100,000 files, docs/benchmarks.md).
+func (v *vault) openWithoutRescan(ctx context.Context) bool {
+	select {
+	case <-v.firstScan:
+	case <-ctx.Done():
+		return false
+	}
 	v.scanMu.Lock()
 	defer v.scanMu.Unlock()
 	v.mu.Lock()
@@ -361,15 +369,15 @@ func (v *vault) adoptOwnHeads() int {
 	adopt := map[string]vaultdb.Record{}
 	v.mu.Lock()
 	for _, p := range v.graph.Paths() {
-		hs := v.graph.Heads(p)
-		if len(hs) != 1 || hs[0].ID.Author != self || hs[0].Kind == protocol.KindDeletion {
+		h, n := v.graph.FirstHead(p)
+		if n != 1 || h.ID.Author != self || h.Kind == protocol.KindDeletion {
 			continue
 		}
-		id := hs[0].ID
+		id := h.ID
 		if cur, ok := v.index[p]; ok && cur.Version == id {
 			continue
 		}
-		ver, ok := v.bodies[hs[0].ID]
+		ver, ok := v.bodies[id]
 		if !ok {
 			continue
 		}

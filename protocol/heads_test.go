@@ -43,6 +43,9 @@ func TestHeads(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := buildGraph(t, tt.versions...)
+			if first, n := g.FirstHead("notes.md"); n != len(tt.wantHeads) || (n > 0 && first.ID != tt.wantHeads[0]) {
+				t.Errorf("FirstHead: %v of %d, want the first of %v", first.ID, n, tt.wantHeads)
+			}
 			if diff := cmp.Diff(tt.wantHeads, ids(g.Heads("notes.md"))); diff != "" {
 				t.Errorf("Heads (-want +got):\n%s", diff)
 			}

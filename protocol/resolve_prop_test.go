@@ -65,6 +65,9 @@ func TestResolveOrderIndependent(t *testing.T) {
 				g1 = g
 			}
 			heads := g.Heads("notes.md")
+			if first, n := g.FirstHead("notes.md"); n != len(heads) || (n > 0 && first.ID != heads[0].ID) {
+				t.Fatalf("FirstHead: %v of %d, Heads %v", first.ID, n, ids(heads))
+			}
 			heads = rapid.Permutation(heads).Draw(t, "heads order")
 			d, err := Resolve(heads, g, taken)
 			if err != nil {
