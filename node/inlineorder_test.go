@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,14 +19,7 @@ import (
 func TestSmallFilesApplyInLogOrder(t *testing.T) {
 	ctx := context.Background()
 	h, folderPath := testHome(t)
-	open := func() *Node {
-		n, err := New(Config{Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: "-",
-			NoWatcher: true, NoDHT: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	open := func() *Node { return openWithoutRun(t, h) }
 	const rounds, perRound = 8, 512 // 16 MiB of 4,000-byte files: twice the cache
 	content := func(k int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("%05d ", k)), 4000/6) }
 	name := func(k int) string { return fmt.Sprintf("f%05d.md", k) }

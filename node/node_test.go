@@ -349,3 +349,15 @@ func waitInvalidEntry(t *testing.T, evs <-chan Event, what string) {
 		}
 	}
 }
+
+// openWithoutRun opens a node on h that is not running (no watcher, no
+// DHT, no API): a test drives its vaults by hand (Scan, reconcile).
+func openWithoutRun(t testing.TB, h *home.Home) *Node {
+	t.Helper()
+	n, err := New(Config{Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: "-",
+		NoWatcher: true, NoDHT: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

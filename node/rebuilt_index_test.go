@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,14 +17,7 @@ import (
 func TestRebuiltIndexAuthorsNothing(t *testing.T) {
 	ctx := context.Background()
 	h, folderPath := testHome(t)
-	open := func() *Node {
-		n, err := New(Config{Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: "-",
-			NoWatcher: true, NoDHT: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	open := func() *Node { return openWithoutRun(t, h) }
 	closeNode := func(n *Node) {
 		n.closeVaults()
 		n.host.Close()

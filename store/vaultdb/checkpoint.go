@@ -214,7 +214,7 @@ func (v *verifiedPrefix) finish(data []byte, validEnd int64) {
 // complete says whether the prefix covers the whole log.
 func (v *verifiedPrefix) complete() bool { return !v.closed }
 
-// readFrom reads segment n of dir from offset off to its end.
+// readFrom reads the file at path from offset off up to end.
 func readFrom(fsys FS, path string, off, end int64) ([]byte, error) {
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
