@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -33,6 +34,16 @@ const (
 	// public address was not known yet). The wait doubles per retry.
 	punchRetryMin = 30 * time.Second
 	punchRetryMax = 30 * time.Minute
+	// relayDialDefer is how much later the device of a pair whose ID sorts
+	// higher dials the other through a relay, and closes a relayed
+	// connection that waited too long for a direct one. When both dial at
+	// once there are two relayed connections, both sides start DCUtR as
+	// the one that received a connection, and the two punches collide and
+	// fail (seen in TestHolePunchedSync: every attempt failed and the
+	// devices met 60 s later). Two reservation checks are enough for the
+	// lower one's dial to show; the higher one still dials after it, so a
+	// member that cannot dial is reached all the same.
+	relayDialDefer = 2 * reservationCheck
 )
 
 // parseRelays turns relay multiaddrs (each ending in /p2p/<relay ID>) into
@@ -190,23 +201,55 @@ type relayDialer struct {
 	next      map[keys.DeviceID]time.Time
 	backoff   map[keys.DeviceID]time.Duration
 	punchWait map[keys.DeviceID]time.Duration // 0: punchRetryMin
+	// unreached is when the member was first seen with no connection at
+	// all, for the deferred dial of the higher device of a pair.
+	unreached map[keys.DeviceID]time.Time
 }
 
 func newRelayDialer() *relayDialer {
 	return &relayDialer{
 		next: map[keys.DeviceID]time.Time{}, backoff: map[keys.DeviceID]time.Duration{},
-		punchWait: map[keys.DeviceID]time.Duration{},
+		punchWait: map[keys.DeviceID]time.Duration{}, unreached: map[keys.DeviceID]time.Time{},
 	}
 }
 
+// relayDefer is how long self waits before it dials dev through a relay,
+// or closes their relayed connections: nothing for the device of the pair
+// whose ID sorts lower, relayDialDefer for the other, so that normally only
+// one of them dials and only one relayed connection (and one DCUtR) exists.
+// Both devices compute the same order.
+func relayDefer(self, dev keys.DeviceID) time.Duration {
+	if bytes.Compare(self[:], dev[:]) < 0 {
+		return 0
+	}
+	return relayDialDefer
+}
+
+// reached records that dev has a connection of some kind now.
+func (d *relayDialer) reached(dev keys.DeviceID) { delete(d.unreached, dev) }
+
+// waited reports whether dev, with no connection at all, has been so for
+// wait (counted from the first call since it was last reached).
+func (d *relayDialer) waited(dev keys.DeviceID, now time.Time, wait time.Duration) bool {
+	if wait <= 0 {
+		return true
+	}
+	since, ok := d.unreached[dev]
+	if !ok {
+		d.unreached[dev] = now
+		return false
+	}
+	return now.Sub(since) >= wait
+}
+
 // stale reports whether the member reached only through relayed
-// connections conns has waited long enough for a direct one; if so it
-// closes them (so the member can be dialled again) and lengthens the next
-// wait.
-func (d *relayDialer) stale(dev keys.DeviceID, conns []network.Conn, now time.Time) bool {
+// connections conns has waited long enough for a direct one (the punch
+// wait, plus extra for the device that defers); if so it closes them (so
+// the member can be dialled again) and lengthens the next wait.
+func (d *relayDialer) stale(dev keys.DeviceID, conns []network.Conn, now time.Time, extra time.Duration) bool {
 	wait := max(d.punchWait[dev], punchRetryMin)
 	for _, c := range conns {
-		if now.Sub(c.Stat().Opened) < wait {
+		if now.Sub(c.Stat().Opened) < wait+extra {
 			return false
 		}
 	}
@@ -239,7 +282,9 @@ func circuitAddrs(relays []peer.AddrInfo) []ma.Multiaddr {
 // member that holds a reservation on the same relay answers, and DCUtR
 // may then turn the relayed connection into a direct one. A member that
 // stays reachable only through relays is dialled again from time to time
-// (relayDialer.stale), so that DCUtR is tried again. The circuit
+// (relayDialer.stale), so that DCUtR is tried again. Of two members, the
+// one whose ID sorts higher does both relayDialDefer later (relayDefer).
+// The circuit
 // addresses go into the peerstore (host.Connect adds them), so later dials
 // of the member try them too.
 func (n *Node) dialViaRelays(ctx context.Context, relays []peer.AddrInfo, d *relayDialer) {
@@ -259,12 +304,19 @@ func (n *Node) dialViaRelays(ctx context.Context, relays []peer.AddrInfo, d *rel
 			if err != nil {
 				continue
 			}
+			wait := relayDefer(self, dev)
 			switch n.host.Network().Connectedness(pid) {
 			case network.Connected:
 				d.punchWait[dev] = 0
+				d.reached(dev)
 				continue
 			case network.Limited: // relayed only
-				if !d.stale(dev, n.host.Network().ConnsToPeer(pid), n.now()) {
+				d.reached(dev)
+				if !d.stale(dev, n.host.Network().ConnsToPeer(pid), n.now(), wait) {
+					continue
+				}
+			default:
+				if !d.waited(dev, n.now(), wait) {
 					continue
 				}
 			}
