@@ -2,9 +2,15 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/weftsync/weft/node/folder"
 )
 
 // TestRestartInSyncSendsLittle (B10's bytes, as a count): a device holding
@@ -83,11 +89,32 @@ func TestRestartScansOnce(t *testing.T) {
 	}
 	stopB2()
 
-	// Edited while stopped: the restart records the edit.
+	// Edited while stopped: the restart records the edit. Temp files a
+	// killed apply left are removed from what the first scan listed.
 	writeFile(t, folderB, "n07.md", []byte("edited while weft was stopped\n"))
+	temps := []string{folder.TempPrefix + "left1", "sub/" + folder.TempPrefix + "left2"}
+	if err := os.Mkdir(filepath.Join(folderB, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range temps {
+		writeFile(t, folderB, p, []byte("half an apply"))
+	}
 	b3, _ := startNode(t, hb)
 	waitFile(t, folderA, "n07.md", []byte("edited while weft was stopped\n"))
 	waitUntil(t, time.Minute, folderInSync(b3))
+	waitUntil(t, time.Minute, func() error {
+		for _, p := range temps {
+			if _, err := os.Lstat(filepath.Join(folderB, p)); !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("temp file %s left by an earlier run: %v, want it removed", p, err)
+			}
+		}
+		return nil
+	})
+	for _, p := range temps {
+		if _, err := os.Lstat(filepath.Join(folderA, p)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("temp file %s was synced to A", p)
+		}
+	}
 }
 
 // folderInSync is a waitUntil condition: n's first folder is in sync with

@@ -91,7 +91,7 @@ type vault struct {
 	chunkLoc      map[cid.Cid][]chunkLocation
 	dirty         map[string]struct{}
 	grow          chan struct{} // closed and replaced whenever the log grows
-	cleaned       chan struct{} // closed once the temp files of earlier runs are removed
+	cleaned       chan struct{} // closed after the first scan, once the temp files of earlier runs are removed
 	peerVec       map[keys.DeviceID]protocol.Vector
 	heldViaRelay  map[keys.DeviceID]map[keys.DeviceID]protocol.Vector // relay -> device -> what the relay says it holds (relayholds.go)
 	waiting       map[waitKey][]byte                                  // entries ahead of their author's head

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -568,10 +569,11 @@ func (a *Applier) Rename(ctx context.Context, from, to string) (Outcome, error) 
 }
 
 // CleanTemps removes the temporary files a crash left behind anywhere in
-// the folder (outside WorkDir) and returns their paths. Call it once at
-// startup, before the first scan and apply.
+// the folder (outside WorkDir) and returns their paths. Call it at
+// startup, before any apply, when no scan has listed them (the node uses
+// a first scan's Result.Temps and RemoveTemps, which saves this walk).
 func (a *Applier) CleanTemps(ctx context.Context) ([]string, error) {
-	var removed []string
+	var found []string
 	var walk func(d string) error
 	walk = func(d string) error {
 		if err := ctx.Err(); err != nil {
@@ -581,29 +583,51 @@ func (a *Applier) CleanTemps(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return fmt.Errorf("listing directory %q: %w", d, err)
 		}
-		n := len(removed)
 		for _, e := range ents {
 			p := joinPath(d, e.Name)
 			switch {
 			case p == WorkDir:
 			case strings.HasPrefix(e.Name, TempPrefix) && e.Kind != KindDir:
-				if err := a.cfg.FS.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return fmt.Errorf("removing %q: %w", p, err)
-				}
-				removed = append(removed, p)
+				found = append(found, p)
 			case e.Kind == KindDir:
 				if err := walk(p); err != nil {
 					return err
 				}
 			}
 		}
-		if len(removed) > n {
-			return a.cfg.FS.SyncDir(d)
-		}
 		return nil
 	}
-	err := walk("")
-	return removed, err
+	if err := walk(""); err != nil {
+		return nil, err
+	}
+	return a.RemoveTemps(found)
+}
+
+// RemoveTemps removes the temporary files paths (as a scan's Result.Temps
+// lists them) and syncs their directories, and returns those it removed
+// or found gone. A path that is not a temp file's name, or is in WorkDir,
+// is refused: this must never remove anything else. Call it only while no
+// apply runs, or it could remove the temp file of one in flight.
+func (a *Applier) RemoveTemps(paths []string) ([]string, error) {
+	var removed []string
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		dir, name := splitPath(p)
+		if !strings.HasPrefix(name, TempPrefix) || p == WorkDir || strings.HasPrefix(p, WorkDir+"/") {
+			return removed, fmt.Errorf("%w: %q is not a temporary file of the applier", ErrBadPath, p)
+		}
+		if err := a.cfg.FS.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, fmt.Errorf("removing %q: %w", p, err)
+		}
+		removed = append(removed, p)
+		dirs[dir] = true
+	}
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		if err := a.cfg.FS.SyncDir(d); err != nil {
+			return removed, fmt.Errorf("syncing directory %q: %w", d, err)
+		}
+	}
+	return removed, nil
 }
 
 // ctxReader stops a copy once ctx is done.

@@ -396,6 +396,61 @@ func TestApplyKilledBeforeRename(t *testing.T) {
 	})
 }
 
+// TestScanListsLeftTemps: a temp file a killed apply left, at the root or
+// deeper, is listed by the next scan (Result.Temps) and not reported as a
+// change; RemoveTemps removes exactly those, and refuses any name that is
+// not the applier's temp file, so a caller's mistake cannot delete a
+// user's file or weft's own state.
+func TestScanListsLeftTemps(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS) {
+		idx := MapIndex{}
+		a := newApplier(t, fsys, idx, Folding{})
+		var left []string
+		a.cfg.TestOnlyBeforeRename = func(tmp, target string) error {
+			left = append(left, tmp)
+			return errors.New("killed")
+		}
+		for _, p := range []string{"top.md", "deep/er/note.md"} {
+			if _, err := writeVersion(t, a, idx, p, "content of "+p, false); err == nil {
+				t.Fatalf("apply of %s succeeded despite the kill", p)
+			}
+		}
+		put(t, fsys, "my.weft-tmp-notes.md", "a user's file, only named alike")
+		slices.Sort(left)
+		if len(left) != 2 {
+			t.Fatalf("the killed applies left %q, want 2 temp files", left)
+		}
+
+		res := scanInto(t, newScanner(t, fsys, idx), idx)
+		if !slices.Equal(res.Temps, left) {
+			t.Errorf("scan listed temps %q, want %q", res.Temps, left)
+		}
+		for _, c := range res.Changes {
+			if _, name := splitPath(c.Path); strings.HasPrefix(name, TempPrefix) {
+				t.Errorf("temp file %s was reported as a change", c.Path)
+			}
+		}
+
+		for _, bad := range []string{"my.weft-tmp-notes.md", "deep/er", WorkDir + "/" + TempPrefix + "marker-1", WorkDir} {
+			if _, err := a.RemoveTemps([]string{bad}); !errors.Is(err, ErrBadPath) {
+				t.Errorf("RemoveTemps(%q) = %v, want ErrBadPath", bad, err)
+			}
+		}
+		removed, err := a.RemoveTemps(res.Temps)
+		if err != nil || !slices.Equal(removed, left) {
+			t.Errorf("RemoveTemps = %q, %v, want %q", removed, err, left)
+		}
+		for _, p := range left {
+			if _, ok := read(t, fsys, p); ok {
+				t.Errorf("temp file %s is still there", p)
+			}
+		}
+		if got, ok := read(t, fsys, "my.weft-tmp-notes.md"); !ok || got != "a user's file, only named alike" {
+			t.Errorf("the user's file is %q (present %v)", got, ok)
+		}
+	})
+}
+
 // TestApplyCaseInsensitive checks the name rules on a case-insensitive
 // FS (docs/folder.md, "Names").
 func TestApplyCaseInsensitive(t *testing.T) {

@@ -89,6 +89,12 @@ type Result struct {
 	// folding took their place (see docs/folder.md, "Names"). They are
 	// not reported Deleted.
 	Shadowed []string
+	// Temps lists the applier's temporary files (TempPrefix names,
+	// outside WorkDir) the walk met. The scanner leaves them alone; when
+	// no apply ran during the scan they are what an earlier run left
+	// behind, which the node removes after its first scan
+	// (Applier.RemoveTemps) instead of walking the folder once more.
+	Temps []string
 	// Files, Dirs and Bytes count what the scan saw on disk (not ignored).
 	Files, Dirs int
 	Bytes       int64
@@ -211,6 +217,7 @@ func (s *Scanner) ScanPaths(ctx context.Context, paths []string) (Result, error)
 	slices.Sort(r.Unsettled)
 	slices.SortFunc(r.Skipped, func(a, b Skip) int { return strings.Compare(a.Path, b.Path) })
 	slices.Sort(r.Shadowed)
+	slices.Sort(r.Temps)
 	slices.SortFunc(r.Corrupt, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
 	return *r, nil
 }
@@ -386,6 +393,11 @@ func (w *walk) seenBelow(d string) {
 func (w *walk) entry(p string, info FileInfo) error {
 	isDir := info.Kind == KindDir
 	if isInternal(p) {
+		// Ancestors are never internal here (the walk does not enter an
+		// internal directory), so only the name itself can be a temp.
+		if _, name := splitPath(p); !isDir && strings.HasPrefix(name, TempPrefix) && p != WorkDir {
+			w.res.Temps = append(w.res.Temps, p) // the walking goroutine only
+		}
 		return nil
 	}
 	if !norm.NFC.IsNormalString(p) {
