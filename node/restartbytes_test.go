@@ -82,10 +82,13 @@ func TestRestartScansOnce(t *testing.T) {
 	waitUntil(t, time.Minute, folderInSync(b2))
 	v := b2.vaultsNow()[0]
 	v.mu.Lock()
-	scans := v.fullScans
+	scans, adoptions := v.fullScans, v.adoptPasses
 	v.mu.Unlock()
 	if scans != 1 {
 		t.Errorf("restart with nothing changed: %d full scans, want 1", scans)
+	}
+	if adoptions != 0 {
+		t.Errorf("restart with nothing changed: %d passes adopting own heads, want 0 (the last run adopted up to the log's head)", adoptions)
 	}
 	stopB2()
 

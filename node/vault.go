@@ -106,6 +106,7 @@ type vault struct {
 	scanning      bool
 	scanned       bool // the first full scan has completed
 	fullScans     int  // full scans completed since the vault opened
+	adoptPasses   int  // adoptOwnHeads passes completed since the vault opened
 	pending       pendingCounts
 	errs          map[string]string                    // path -> last apply error
 	stop          folderStop                           // why the folder guard stopped the folder (folderguard.go)
