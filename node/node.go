@@ -349,6 +349,25 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	// was opened with entry.OpenBody before its entry was stored, so it is
 	// opened here without the canonical re-encode (entry.OpenStoredBody;
 	// authentication and the rules on versions are still checked).
+	// The folder index loads on a second core while the graph is rebuilt
+	// (0.17 s and 0.5 s of a restart at 100,000 files): the two fill
+	// disjoint parts of v (index, children, chunkLoc and counts; graph,
+	// bodies, dirty and the clocks), and nothing else sees v yet. Every
+	// return below waits for it (loadIndex.Wait) before the database
+	// closes.
+	var loadIndex sync.WaitGroup
+	var indexErr error
+	loadIndex.Go(func() {
+		indexErr = db.IndexAll(func(path string, r vaultdb.Record) error {
+			v.setIndexLocked(path, r)
+			return nil
+		})
+	})
+	fail := func(err error) (*vault, error) {
+		loadIndex.Wait()
+		db.Close()
+		return nil, err
+	}
 	v.replaying = true
 	heads := db.Heads()
 	from := v.loadGraphSnapshotLocked(heads) // graphsnap.go: nil replays every entry
@@ -367,8 +386,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 			return nil
 		})
 		if err != nil {
-			db.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	v.replaying = false
@@ -381,20 +399,16 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	for _, d := range peers {
 		acked, err := db.Acked(d)
 		if err != nil {
-			db.Close()
-			return nil, err
+			return fail(err)
 		}
 		if len(acked) > 0 {
 			v.peerVec[d] = protocol.Vector(acked)
 		}
 	}
-	err = db.IndexAll(func(path string, r vaultdb.Record) error {
-		v.setIndexLocked(path, r)
-		return nil
-	})
-	if err != nil {
+	loadIndex.Wait()
+	if indexErr != nil {
 		db.Close()
-		return nil, err
+		return nil, indexErr
 	}
 	v.dropAppliedLocked()
 	if v.membershipLost() {
