@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 )
 
 // errKeepTemp marks an apply error after which the temp name holds the
@@ -56,9 +57,7 @@ func (a *Applier) replaceAtomic(ar AtomicReplacer, ops nameOps, tmp, target stri
 		return nil
 	}
 	if err := ar.Exchange(tmp, target); err != nil {
-		a.cfg.Logger.Error("a local change raced an apply and could not be put back; it is kept under a temporary name",
-			"path", target, "temp", tmp, "err", err)
-		return fmt.Errorf("%w: %q: putting the local item back: %w (%w)", ErrLocalChange, target, err, errKeepTemp)
+		return a.keepLocal(ar, tmp, target, "a local change raced an apply and could not be put back", err)
 	}
 	return fmt.Errorf("%w: %q changed while being replaced", ErrLocalChange, target)
 }
@@ -103,9 +102,7 @@ func (a *Applier) remove(p string, cur existing) error {
 		return nil
 	}
 	if err := ar.RenameNoReplace(tmp, p); err != nil {
-		a.cfg.Logger.Error("a local change raced a deletion and could not be put back; it is kept under a temporary name",
-			"path", p, "temp", tmp, "err", err)
-		return fmt.Errorf("%w: %q: putting the local item back: %w (%w)", ErrLocalChange, p, err, errKeepTemp)
+		return a.keepLocal(ar, tmp, p, "a local change raced a deletion and could not be put back", err)
 	}
 	return fmt.Errorf("%w: %q changed while being deleted", ErrLocalChange, p)
 }
@@ -136,4 +133,35 @@ func (a *Applier) move(from, to string, free bool) error {
 		return fmt.Errorf("renaming %q to %q: %w", from, to, err)
 	}
 	return nil
+}
+
+// keepLocal saves a user's item that a race left under the temp name tmp
+// after putting it back at target failed (backErr): it is moved to a
+// visible name beside target, KeptName, which the next scan records as a
+// new file, because every temp name is removed at the next start as a
+// crash's leftover. Only when that move fails too does it stay under the
+// temp name (errKeepTemp: the caller leaves it; it is lost at the next
+// start unless the user moves it, which the error log says).
+func (a *Applier) keepLocal(ar AtomicReplacer, tmp, target, what string, backErr error) error {
+	kept := KeptName(target, randomSuffix())
+	if err := ar.RenameNoReplace(tmp, kept); err != nil {
+		a.cfg.Logger.Error(what+"; it is kept under a temporary name, which the next start removes: move it elsewhere",
+			"path", target, "temp", tmp, "err", backErr, "keep_err", err)
+		return fmt.Errorf("%w: %q: putting the local item back: %w (%w)", ErrLocalChange, target, backErr, errKeepTemp)
+	}
+	a.cfg.Logger.Error(what+"; it is kept beside it", "path", target, "kept", kept, "err", backErr)
+	return fmt.Errorf("%w: %q: putting the local item back: %w; it is kept as %q", ErrLocalChange, target, backErr, kept)
+}
+
+// KeptName is the name beside p under which a local item that could not
+// be put back at p is kept: the base name's stem, ".local-kept-", a
+// random suffix, then the extension (docs/Readme.md ->
+// docs/Readme.local-kept-1a2b3c.md).
+func KeptName(p, suffix string) string {
+	dir, base := splitPath(p)
+	stem, ext := base, ""
+	if i := strings.LastIndexByte(base, '.'); i > 0 {
+		stem, ext = base[:i], base[i:]
+	}
+	return joinPath(dir, stem+".local-kept-"+suffix+ext)
 }

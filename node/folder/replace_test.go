@@ -185,3 +185,58 @@ func TestDeleteRacingLocalSave(t *testing.T) {
 		noTemps(t, fsys)
 	})
 }
+
+// putBackFails is an FS whose rename of a temp name back to target fails,
+// as a full or failing disk could make it: the step after which a user's
+// item raced by a deletion sits under the applier's temp name.
+type putBackFails struct {
+	FS
+	target *string // "" until the test arms it
+}
+
+func (f putBackFails) Exchange(a, b string) error { return f.FS.(AtomicReplacer).Exchange(a, b) }
+
+func (f putBackFails) RenameNoReplace(from, to string) error {
+	if _, name := splitPath(from); strings.HasPrefix(name, TempPrefix) && to == *f.target {
+		return errors.New("injected: rename back failed")
+	}
+	return f.FS.(AtomicReplacer).RenameNoReplace(from, to)
+}
+
+// A user's item that a race left under the temp name, because putting it
+// back failed, is moved to a visible name beside it (KeptName): every temp
+// name is removed at the next start, so keeping it there would lose it.
+func TestRacedItemKeptBeside(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS) {
+		const p = "docs/f0.txt"
+		idx := MapIndex{}
+		armed := ""
+		a := newApplier(t, putBackFails{FS: fsys, target: &armed}, idx, Folding{})
+		mkdirs(t, fsys, "docs")
+		if _, err := writeVersion(t, a, idx, p, "old", false); err != nil {
+			t.Fatal(err)
+		}
+		armed = p
+		a.cfg.TestOnlyBeforeRemove = func(target string) { put(t, fsys, target, "the user's save") }
+		err := a.Delete(ctx, p)
+		if !errors.Is(err, ErrLocalChange) || errors.Is(err, errKeepTemp) {
+			t.Fatalf("got error %v, want ErrLocalChange with the item kept beside", err)
+		}
+		var kept []string
+		for _, q := range tree(t, fsys) {
+			if strings.HasPrefix(q, "docs/f0.local-kept-") && strings.HasSuffix(q, ".txt") {
+				kept = append(kept, q)
+			}
+		}
+		if len(kept) != 1 {
+			t.Fatalf("kept copies %q, want one docs/f0.local-kept-*.txt (tree %q)", kept, tree(t, fsys))
+		}
+		if got, _ := read(t, fsys, kept[0]); got != "the user's save" {
+			t.Errorf("%s = %q, want the user's save", kept[0], got)
+		}
+		if !strings.Contains(err.Error(), kept[0]) {
+			t.Errorf("the error %q does not say where the item is", err)
+		}
+		noTemps(t, fsys)
+	})
+}
