@@ -34,9 +34,10 @@ const (
 	// public address was not known yet). The wait doubles per retry.
 	punchRetryMin = 30 * time.Second
 	punchRetryMax = 30 * time.Minute
-	// relayDialDefer is how much later the device of a pair whose ID sorts
-	// higher dials the other through a relay, and closes a relayed
-	// connection that waited too long for a direct one. When both dial at
+	// relayDialDefer is how long the device of a pair whose ID sorts
+	// higher waits, with no connection to the other, before each dial of
+	// it through a relay (the first, after a failed one, and after it
+	// closed relayed connections that waited too long). When both dial at
 	// once there are two relayed connections, both sides start DCUtR as
 	// the one that received a connection, and the two punches collide and
 	// fail (seen in TestHolePunchedSync: every attempt failed and the
@@ -243,14 +244,28 @@ func (d *relayDialer) waited(dev keys.DeviceID, now time.Time, wait time.Duratio
 }
 
 // stale reports whether the member reached only through relayed
-// connections conns has waited long enough for a direct one (the punch
-// wait, plus extra for the device that defers); if so it closes them (so
-// the member can be dialled again) and lengthens the next wait.
-func (d *relayDialer) stale(dev keys.DeviceID, conns []network.Conn, now time.Time, extra time.Duration) bool {
+// connections conns has waited long enough for a direct one; if so it
+// closes them (so the member can be dialled again) and lengthens the next
+// wait. Each side times the relayed connections it dialled itself: the
+// other side's are the other side's to retry (it doubles its own wait), so
+// the two never take turns closing. A connection the other side dialled
+// and then left is closed only after punchRetryMax.
+func (d *relayDialer) stale(dev keys.DeviceID, conns []network.Conn, now time.Time) bool {
 	wait := max(d.punchWait[dev], punchRetryMin)
+	dialled := false
 	for _, c := range conns {
-		if now.Sub(c.Stat().Opened) < wait+extra {
-			return false
+		if c.Stat().Direction == network.DirOutbound {
+			dialled = true
+			if now.Sub(c.Stat().Opened) < wait {
+				return false
+			}
+		}
+	}
+	if !dialled {
+		for _, c := range conns {
+			if now.Sub(c.Stat().Opened) < punchRetryMax {
+				return false
+			}
 		}
 	}
 	for _, c := range conns {
@@ -283,10 +298,9 @@ func circuitAddrs(relays []peer.AddrInfo) []ma.Multiaddr {
 // may then turn the relayed connection into a direct one. A member that
 // stays reachable only through relays is dialled again from time to time
 // (relayDialer.stale), so that DCUtR is tried again. Of two members, the
-// one whose ID sorts higher does both relayDialDefer later (relayDefer).
-// The circuit
-// addresses go into the peerstore (host.Connect adds them), so later dials
-// of the member try them too.
+// one whose ID sorts higher dials only after relayDialDefer without any
+// connection (relayDefer). The circuit addresses go into the peerstore
+// (host.Connect adds them), so later dials of the member try them too.
 func (n *Node) dialViaRelays(ctx context.Context, relays []peer.AddrInfo, d *relayDialer) {
 	addrs := circuitAddrs(relays)
 	if len(addrs) == 0 {
@@ -312,7 +326,13 @@ func (n *Node) dialViaRelays(ctx context.Context, relays []peer.AddrInfo, d *rel
 				continue
 			case network.Limited: // relayed only
 				d.reached(dev)
-				if !d.stale(dev, n.host.Network().ConnsToPeer(pid), n.now(), wait) {
+				if !d.stale(dev, n.host.Network().ConnsToPeer(pid), n.now()) {
+					continue
+				}
+				if wait > 0 {
+					// Both may have closed at once (both dialled): the
+					// lower one dials again first.
+					d.unreached[dev] = n.now()
 					continue
 				}
 			default:
@@ -327,6 +347,9 @@ func (n *Node) dialViaRelays(ctx context.Context, relays []peer.AddrInfo, d *rel
 			if err != nil {
 				d.backoff[dev] = min(max(2*d.backoff[dev], retryMin), retryMax)
 				d.next[dev] = n.now().Add(d.backoff[dev])
+				if wait > 0 {
+					d.unreached[dev] = n.now() // defer the next try too, not only the first
+				}
 				n.log.Debug("dialling member through relay", "peer", dev, "retry_in", d.backoff[dev], "err", err)
 				continue
 			}
