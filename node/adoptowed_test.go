@@ -2,9 +2,12 @@ package node
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/weftsync/weft/store/vaultdb"
 )
 
 // The pass that adopts this device's own heads into the folder index runs
@@ -38,8 +41,22 @@ func TestAdoptionOwed(t *testing.T) {
 		t.Fatal("adoption owed again right after a pass up to the log's head")
 	}
 	write("b.txt", "beta") // own log grows with its index update
+	if v.adoptionOwed() {
+		t.Fatal("a local change recorded with its index update owes an adoption")
+	}
+	// An own entry appended without its index update (taken back, or a
+	// crash between the two): the recorded head falls behind.
+	u := &vaultdb.Update{}
+	u.SetMeta(metaOwnAdopted, binary.BigEndian.AppendUint64(nil, v.db.Head(n.ID()).Seq-1))
+	if err := v.db.Commit(u); err != nil {
+		t.Fatal(err)
+	}
 	if !v.adoptionOwed() {
-		t.Fatal("the own log grew since the last pass, and no adoption is owed")
+		t.Fatal("the own log is past the last pass, and no adoption is owed")
+	}
+	write("c.txt", "gamma") // does not carry a lagging record along
+	if !v.adoptionOwed() {
+		t.Fatal("a later local change hid the lag")
 	}
 	v.adoptOwnHeads()
 	if v.adoptionOwed() {

@@ -433,6 +433,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 	}
 	var err error
 	if e != nil {
+		v.advanceOwnAdopted(u, e.Seq()) // logtail.go
 		err = v.db.AppendWith(u, e)
 	} else {
 		err = v.db.Commit(u)

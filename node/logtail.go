@@ -363,13 +363,14 @@ const metaOwnAdopted = "own-heads-adopted"
 
 // adoptionOwed reports whether adoptOwnHeads could find anything: own
 // entries were taken back from peers in this run, the index may lag the
-// logs (created or rebuilt at open), or this device's log has grown since
-// the last adoption ran (metaOwnAdopted: an entry of its own appended
-// without its index update, by a crash between the two, or taken back in
-// a run that stopped before adopting). Every other own entry is appended
-// with the index update that names its versions (AppendWith), so when none
-// of this holds the pass over every path (0.22 s of a restart's CPU at
-// 100,000 files) would find nothing.
+// logs (created or rebuilt at open), or this device's log is past what the
+// index is known to name (metaOwnAdopted: an own entry taken back in a run
+// that stopped before adopting, or appended without its index update).
+// Every own entry a scan or an apply records goes with the index update
+// that names its versions (AppendWith) and carries metaOwnAdopted along
+// (advanceOwnAdopted), so when none of this holds the pass over every path
+// (0.22 s of a restart's CPU at 100,000 files, docs/benchmarks.md) would
+// find nothing.
 func (v *vault) adoptionOwed() bool {
 	t := v.tail
 	t.mu.Lock()
@@ -383,6 +384,19 @@ func (v *vault) adoptionOwed() bool {
 		return true
 	}
 	return binary.BigEndian.Uint64(b) != v.db.Head(v.n.id.ID()).Seq
+}
+
+// advanceOwnAdopted carries metaOwnAdopted along in u, the update that
+// appends this device's entry seq with the index records naming its
+// versions: if the index named every own head up to seq-1, it names them
+// up to seq once u is committed. So a device that records its own changes
+// does not owe a full adoption pass at its next start.
+func (v *vault) advanceOwnAdopted(u *vaultdb.Update, seq uint64) {
+	b, ok, err := v.db.Meta(metaOwnAdopted)
+	if err != nil || !ok || len(b) != 8 || binary.BigEndian.Uint64(b)+1 != seq {
+		return
+	}
+	u.SetMeta(metaOwnAdopted, binary.BigEndian.AppendUint64(nil, seq))
 }
 
 // adoptOwnHeads points the folder index, for every path whose one head is

@@ -350,7 +350,8 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	// opened here without the canonical re-encode (entry.OpenStoredBody;
 	// authentication and the rules on versions are still checked).
 	// The folder index loads on a second core while the graph is rebuilt
-	// (0.17 s and 0.5 s of a restart at 100,000 files): the two fill
+	// (0.17 s and 0.28 s of a restart's CPU at 100,000 files,
+	// docs/benchmarks.md): the two fill
 	// disjoint parts of v (index, children, chunkLoc and counts; graph,
 	// bodies, dirty and the clocks), and nothing else sees v yet. Every
 	// return below waits for it (loadIndex.Wait) before the database
@@ -678,8 +679,9 @@ func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 // a walk of their own finds. No apply has run yet (they wait for
 // v.cleaned), so every temp file is a leftover. Reusing the scan's walk
 // spares a second walk of the whole folder at every start (0.28 s of a
-// 3.5 s restart's CPU profile at 100,000 files, docs/benchmarks.md). A temp file in an ignored directory
-// is not seen by the scan and stays; the applier writes none there.
+// restart's CPU at 100,000 files, docs/benchmarks.md). A temp file in a
+// directory ignored here (a crash while a peer's version of an ignored
+// path was applied) is not seen by the scan and stays.
 func (v *vault) removeLeftTemps(ctx context.Context, first folder.Result, scanErr error) {
 	var removed []string
 	var err error

@@ -608,26 +608,32 @@ func (a *Applier) CleanTemps(ctx context.Context) ([]string, error) {
 // or found gone. A path that is not a temp file's name, or is in WorkDir,
 // is refused: this must never remove anything else. Call it only while no
 // apply runs, or it could remove the temp file of one in flight.
+//
+// A path it cannot remove does not stop it: it goes on with the others and
+// returns every failure joined.
 func (a *Applier) RemoveTemps(paths []string) ([]string, error) {
 	var removed []string
+	var errs []error
 	dirs := map[string]bool{}
 	for _, p := range paths {
 		dir, name := splitPath(p)
 		if !strings.HasPrefix(name, TempPrefix) || p == WorkDir || strings.HasPrefix(p, WorkDir+"/") {
-			return removed, fmt.Errorf("%w: %q is not a temporary file of the applier", ErrBadPath, p)
+			errs = append(errs, fmt.Errorf("%w: %q is not a temporary file of the applier", ErrBadPath, p))
+			continue
 		}
 		if err := a.cfg.FS.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return removed, fmt.Errorf("removing %q: %w", p, err)
+			errs = append(errs, fmt.Errorf("removing %q: %w", p, err))
+			continue
 		}
 		removed = append(removed, p)
 		dirs[dir] = true
 	}
 	for _, d := range slices.Sorted(maps.Keys(dirs)) {
-		if err := a.cfg.FS.SyncDir(d); err != nil {
-			return removed, fmt.Errorf("syncing directory %q: %w", d, err)
+		if err := a.cfg.FS.SyncDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("syncing directory %q: %w", d, err))
 		}
 	}
-	return removed, nil
+	return removed, errors.Join(errs...)
 }
 
 // ctxReader stops a copy once ctx is done.

@@ -14,8 +14,8 @@ import (
 const WorkDir = ".weft"
 
 // TempPrefix starts the name of every temporary file the applier writes.
-// Names with this prefix are never synced, and leftover ones are removed by
-// Applier.CleanTemps.
+// Names with this prefix are never synced, and leftover ones are removed at
+// the node's start (Applier.RemoveTemps on the first scan's Result.Temps).
 const TempPrefix = ".weft-tmp-"
 
 // IgnoreFile is the ignore-rules file at the folder root (gitignore

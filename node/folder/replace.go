@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"unicode/utf8"
 )
 
 // errKeepTemp marks an apply error after which the temp name holds the
@@ -51,7 +52,7 @@ func (a *Applier) replaceAtomic(ar AtomicReplacer, ops nameOps, tmp, target stri
 	if err == nil && sameReplaced(old, cur.info) {
 		if err := ops.Remove(tmp); err != nil {
 			// The new item is in place; the old one stays under a temp
-			// name, which CleanTemps removes at the next start.
+			// name, which the next start removes.
 			a.cfg.Logger.Warn("removing the replaced item", "path", target, "temp", tmp, "err", err)
 		}
 		return nil
@@ -144,7 +145,12 @@ func (a *Applier) move(from, to string, free bool) error {
 // start unless the user moves it, which the error log says).
 func (a *Applier) keepLocal(ar AtomicReplacer, tmp, target, what string, backErr error) error {
 	kept := KeptName(target, randomSuffix())
-	if err := ar.RenameNoReplace(tmp, kept); err != nil {
+	err := ar.RenameNoReplace(tmp, kept)
+	if err == nil {
+		dir, _ := splitPath(kept)
+		err = a.cfg.FS.SyncDir(dir) // or a power cut could bring back the temp name
+	}
+	if err != nil {
 		a.cfg.Logger.Error(what+"; it is kept under a temporary name, which the next start removes: move it elsewhere",
 			"path", target, "temp", tmp, "err", backErr, "keep_err", err)
 		return fmt.Errorf("%w: %q: putting the local item back: %w (%w)", ErrLocalChange, target, backErr, errKeepTemp)
@@ -156,12 +162,21 @@ func (a *Applier) keepLocal(ar AtomicReplacer, tmp, target, what string, backErr
 // KeptName is the name beside p under which a local item that could not
 // be put back at p is kept: the base name's stem, ".local-kept-", a
 // random suffix, then the extension (docs/Readme.md ->
-// docs/Readme.local-kept-1a2b3c.md).
+// docs/Readme.local-kept-1a2b3c4d5e6f.md). The stem is cut, at a rune
+// boundary, so that the name stays within 255 bytes.
 func KeptName(p, suffix string) string {
 	dir, base := splitPath(p)
 	stem, ext := base, ""
 	if i := strings.LastIndexByte(base, '.'); i > 0 {
 		stem, ext = base[:i], base[i:]
 	}
-	return joinPath(dir, stem+".local-kept-"+suffix+ext)
+	mid := ".local-kept-" + suffix
+	if len(ext) > 32 {
+		stem, ext = base, ""
+	}
+	for len(stem)+len(mid)+len(ext) > 255 && stem != "" {
+		_, size := utf8.DecodeLastRuneInString(stem)
+		stem = stem[:len(stem)-size]
+	}
+	return joinPath(dir, stem+mid+ext)
 }

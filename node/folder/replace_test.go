@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // plainFS hides a FS's AtomicReplacer methods: the applier then replaces
@@ -239,4 +240,18 @@ func TestRacedItemKeptBeside(t *testing.T) {
 		}
 		noTemps(t, fsys)
 	})
+}
+
+// KeptName keeps the directory and the extension and stays a valid name:
+// within 255 bytes, whole runes, however long the original.
+func TestKeptName(t *testing.T) {
+	if got := KeptName("docs/Readme.md", "1a2b3c4d5e6f"); got != "docs/Readme.local-kept-1a2b3c4d5e6f.md" {
+		t.Errorf("KeptName = %q", got)
+	}
+	long := "d/" + strings.Repeat("é", 126) + ".txt" // 252 + 4 bytes
+	got := KeptName(long, "1a2b3c4d5e6f")
+	_, base := splitPath(got)
+	if len(base) > 255 || !utf8.ValidString(base) || !strings.HasPrefix(got, "d/é") || !strings.HasSuffix(got, ".local-kept-1a2b3c4d5e6f.txt") {
+		t.Errorf("KeptName of a long name = %q (%d bytes)", got, len(base))
+	}
 }
