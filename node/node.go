@@ -344,18 +344,12 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		db.Close()
 		return nil, err
 	}
-	// Rebuild the graph from the log: every entry opens with the vault's
-	// keys (the log verified itself when the database opened). Each body
-	// was opened with entry.OpenBody before its entry was stored, so it is
-	// opened here without the canonical re-encode (entry.OpenStoredBody;
-	// authentication and the rules on versions are still checked).
 	// The folder index loads on a second core while the graph is rebuilt
 	// (0.17 s and 0.28 s of a restart's CPU at 100,000 files,
-	// docs/benchmarks.md): the two fill
-	// disjoint parts of v (index, children, chunkLoc and counts; graph,
-	// bodies, dirty and the clocks), and nothing else sees v yet. Every
-	// return below waits for it (loadIndex.Wait) before the database
-	// closes.
+	// docs/benchmarks.md): the two fill disjoint parts of v (index,
+	// children, chunkLoc and counts; graph, bodies, dirty and the clocks),
+	// and nothing else sees v yet. Every return below waits for it
+	// (loadIndex.Wait) before the database closes.
 	var loadIndex sync.WaitGroup
 	var indexErr error
 	loadIndex.Go(func() {
@@ -369,6 +363,11 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		db.Close()
 		return nil, err
 	}
+	// Rebuild the graph from the log: every entry opens with the vault's
+	// keys (the log verified itself when the database opened). Each body
+	// was opened with entry.OpenBody before its entry was stored, so it is
+	// opened here without the canonical re-encode (entry.OpenStoredBody;
+	// authentication and the rules on versions are still checked).
 	v.replaying = true
 	heads := db.Heads()
 	from := v.loadGraphSnapshotLocked(heads) // graphsnap.go: nil replays every entry
