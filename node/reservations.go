@@ -214,9 +214,9 @@ func newRelayDialer() *relayDialer {
 	}
 }
 
-// relayDefer is how long self waits before it dials dev through a relay,
-// or closes their relayed connections: nothing for the device of the pair
-// whose ID sorts lower, relayDialDefer for the other, so that normally only
+// relayDefer is how long self waits, with no connection to dev, before it
+// dials dev through a relay: nothing for the device of the pair whose ID
+// sorts lower, relayDialDefer for the other, so that normally only
 // one of them dials and only one relayed connection (and one DCUtR) exists.
 // Both devices compute the same order.
 func relayDefer(self, dev keys.DeviceID) time.Duration {
