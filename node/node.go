@@ -648,8 +648,8 @@ func (n *Node) Run(ctx context.Context) error {
 // removed, then the watcher until ctx ends.
 func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 	wg.Go(func() {
-		firstScan := func() {
-			res, err := v.scan(ctx, nil)
+		firstScan := func(watchDir func(string)) bool {
+			res, err := v.scanWatching(ctx, nil, scanFull, watchDir)
 			if err != nil {
 				if ctx.Err() == nil && !errors.Is(err, errFolderStopped) {
 					v.log.Error("first scan", "err", err)
@@ -665,6 +665,7 @@ func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 			if !n.cfg.NoScrub {
 				wg.Go(func() { v.scrubLoop(ctx) })
 			}
+			return err == nil
 		}
 		v.watch(ctx, !n.cfg.NoWatcher, n.cfg.Settle, n.cfg.RescanEvery, firstScan)
 	})

@@ -156,6 +156,15 @@ func (s *Scanner) Ignore() *Ignore {
 	return s.ignore
 }
 
+// ScanWatching is Scan calling watch(dir) for every directory just before
+// it lists it (Watcher.WatchDir of a DeferWalk watcher): the directories
+// the scan enters are those a watcher watches (not ignored, not internal,
+// no symlink followed). watch may be called from several goroutines at
+// once.
+func (s *Scanner) ScanWatching(ctx context.Context, watch func(dir string)) (Result, error) {
+	return s.scanPaths(ctx, []string{""}, watch)
+}
+
 // Scan walks the whole folder. It returns an error only when the scan
 // could not be carried out (the root is unreadable, ctx is done); trouble
 // with a single path (unreadable, or the Hasher failed on it) becomes a
@@ -168,6 +177,10 @@ func (s *Scanner) Scan(ctx context.Context) (Result, error) {
 // directory; "" is the whole folder), as reported by the watcher. Records
 // at or below a path that is gone are reported Deleted.
 func (s *Scanner) ScanPaths(ctx context.Context, paths []string) (Result, error) {
+	return s.scanPaths(ctx, paths, nil)
+}
+
+func (s *Scanner) scanPaths(ctx context.Context, paths []string, watch func(dir string)) (Result, error) {
 	ig, err := LoadIgnore(s.cfg.FS, s.Ignore())
 	if err != nil {
 		return Result{}, err
@@ -176,7 +189,7 @@ func (s *Scanner) ScanPaths(ctx context.Context, paths []string) (Result, error)
 	s.ignore = ig
 	s.mu.Unlock()
 
-	w := &walk{s: s, ctx: ctx, ig: ig, seen: map[string]bool{},
+	w := &walk{s: s, ctx: ctx, ig: ig, watch: watch, seen: map[string]bool{},
 		prefetched: map[string]chan listing{}, sem: make(chan struct{}, s.cfg.Workers)}
 	defer w.pf.Wait()
 	if s.cfg.Folding.Folds() {
@@ -246,10 +259,11 @@ type hashJob struct {
 
 // walk is the state of one scan.
 type walk struct {
-	s    *Scanner
-	ctx  context.Context
-	ig   *Ignore
-	jobs chan<- hashJob
+	s     *Scanner
+	ctx   context.Context
+	ig    *Ignore
+	jobs  chan<- hashJob
+	watch func(dir string) // nil, or called before each directory is listed
 
 	// seen, keys and prefetched are used by the walking goroutine only
 	// (and read after the workers stopped).
@@ -338,6 +352,9 @@ func (w *walk) prefetch(d string) {
 	w.prefetched[d] = ch
 	w.pf.Go(func() {
 		defer func() { <-w.sem }()
+		if w.watch != nil {
+			w.watch(d)
+		}
 		ents, err := w.s.cfg.FS.ReadDir(d)
 		ch <- listing{ents, err}
 	})
@@ -349,6 +366,9 @@ func (w *walk) list(d string) ([]FileInfo, error) {
 		delete(w.prefetched, d)
 		l := <-ch
 		return l.ents, l.err
+	}
+	if w.watch != nil {
+		w.watch(d)
 	}
 	return w.s.cfg.FS.ReadDir(d)
 }

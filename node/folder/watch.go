@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -62,6 +64,13 @@ type WatcherConfig struct {
 	// changes. It is called from the watcher's goroutine. The caller
 	// covers those subtrees itself, with rescans.
 	OnUnwatched func(roots []string)
+	// DeferWalk makes Run add no watch at start and send Ready as soon as
+	// watches can be added: the caller's first scan adds them instead,
+	// each directory's just before the scan lists it (WatchDir, passed to
+	// Scanner.ScanWatching). One walk of the folder then serves both
+	// (0.19 s of a start at 100,000 files), and the order keeps the rule
+	// that a change is either seen by the scan or reported as an event.
+	DeferWalk bool
 }
 
 // retryUnwatched is how often the watcher tries again to watch the
@@ -74,6 +83,59 @@ const retryUnwatched = 10 * time.Second
 type Watcher struct {
 	cfg WatcherConfig
 	out chan Batch
+	// lazy is set while Run runs with DeferWalk (WatchDir's state).
+	lazy atomic.Pointer[lazyWatches]
+}
+
+// lazyWatches is what WatchDir, called from the scan's goroutines, shares
+// with the watch loop: the fsnotify watcher (safe for concurrent Add), and
+// the directories it could not watch, for the loop to take over.
+type lazyWatches struct {
+	fw   *fsnotify.Watcher
+	wake chan struct{} // capacity 1: failed holds something
+
+	mu     sync.Mutex
+	failed []string
+}
+
+// WatchDir watches directory p (slash-separated, relative; "" is the
+// folder) of a DeferWalk watcher, before the caller lists it. A directory
+// it cannot watch is left to rescans, as with the watch limit
+// (OnUnwatched, retried every 10 s). It does nothing before Run has sent
+// Ready or after Run returned, and it may be called from any goroutine.
+func (w *Watcher) WatchDir(p string) {
+	lw := w.lazy.Load()
+	if lw == nil {
+		return
+	}
+	err := lw.fw.Add(filepath.Join(w.cfg.Dir, filepath.FromSlash(p)))
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if !isWatchLimit(err) {
+		w.cfg.Logger.Warn("cannot watch a directory; it is rescanned instead", "dir", p, "err", err)
+	}
+	lw.mu.Lock()
+	lw.failed = append(lw.failed, p)
+	lw.mu.Unlock()
+	select {
+	case lw.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takeFailed moves the directories WatchDir could not watch to the loop's
+// unwatched set.
+func (l *watchLoop) takeFailed() {
+	lw := l.lazy
+	lw.mu.Lock()
+	failed := lw.failed
+	lw.failed = nil
+	lw.mu.Unlock()
+	for _, p := range failed {
+		l.unwatched[p] = true
+	}
+	l.told()
 }
 
 // NewWatcher returns a Watcher; Run starts it.
@@ -111,7 +173,11 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}
 	defer fw.Close()
 	l := &watchLoop{w: w, fw: fw, set: newSettler(w.cfg.Settle), unwatched: map[string]bool{}}
-	if err := l.addTree("", false); err != nil {
+	if w.cfg.DeferWalk {
+		l.lazy = &lazyWatches{fw: fw, wake: make(chan struct{}, 1)}
+		w.lazy.Store(l.lazy)
+		defer w.lazy.Store(nil) // before fw.Close (deferred earlier)
+	} else if err := l.addTree("", false); err != nil {
 		return fmt.Errorf("watching folder: %w", err)
 	}
 	l.told()
@@ -122,6 +188,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 type watchLoop struct {
 	w       *Watcher
 	fw      *fsnotify.Watcher
+	lazy    *lazyWatches // with DeferWalk, else nil
 	set     *settler
 	timer   Timer
 	pending Batch // settled, not yet delivered
@@ -189,7 +256,13 @@ func (l *watchLoop) run(ctx context.Context) error {
 		if l.timer != nil {
 			tick = l.timer.C()
 		}
+		var failed <-chan struct{}
+		if l.lazy != nil {
+			failed = l.lazy.wake
+		}
 		select {
+		case <-failed:
+			l.takeFailed()
 		case <-ctx.Done():
 			return nil
 		case out <- l.pending:

@@ -251,3 +251,64 @@ func TestWatcherFirstBatchIsReady(t *testing.T) {
 		t.Errorf("Run = %v", err)
 	}
 }
+
+// TestWatcherDeferWalk: a DeferWalk watcher is ready at once and watches
+// what the caller's scan lists (ScanWatching with WatchDir): every
+// directory the scan enters, never the internal one, and a change in a
+// directory added that way is reported.
+func TestWatcherDeferWalk(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"a", "b/c", ".weft"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b/c/old.txt"), []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWatcher(WatcherConfig{Dir: dir, Settle: 20 * time.Millisecond, DeferWalk: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	select {
+	case b := <-w.Batches():
+		if !b.Ready {
+			t.Fatalf("first batch %+v, want Ready", b)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no first batch")
+	}
+
+	fsys, err := OpenOS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var watched []string
+	res, err := newScanner(t, fsys, MapIndex{}).ScanWatching(ctx, func(d string) {
+		mu.Lock()
+		watched = append(watched, d)
+		mu.Unlock()
+		w.WatchDir(d)
+	})
+	if err != nil || res.Files != 1 {
+		t.Fatalf("scan: %d files, %v; want 1 file", res.Files, err)
+	}
+	slices.Sort(watched)
+	if want := []string{"", "a", "b", "b/c"}; !slices.Equal(watched, want) {
+		t.Errorf("watched %q, want %q", watched, want)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "b/c/new.txt"), []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, w, func(seen map[string]bool) bool { return seen["b/c/new.txt"] })
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	w.WatchDir("a") // after Run: does nothing
+}
