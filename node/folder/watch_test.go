@@ -238,13 +238,8 @@ func TestWatcherFirstBatchIsReady(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	select {
-	case b := <-w.Batches():
-		if !b.Ready || !b.Rescan || len(b.Paths) != 0 {
-			t.Errorf("first batch %+v, want Ready and Rescan with no paths", b)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no first batch")
+	if b := firstBatch(t, w); !b.Ready || !b.Rescan || len(b.Paths) != 0 {
+		t.Errorf("first batch %+v, want Ready and Rescan with no paths", b)
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -273,13 +268,8 @@ func TestWatcherDeferWalk(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	select {
-	case b := <-w.Batches():
-		if !b.Ready {
-			t.Fatalf("first batch %+v, want Ready", b)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no first batch")
+	if b := firstBatch(t, w); !b.Ready {
+		t.Fatalf("first batch %+v, want Ready", b)
 	}
 
 	fsys, err := OpenOS(dir)
@@ -311,4 +301,16 @@ func TestWatcherDeferWalk(t *testing.T) {
 		t.Errorf("Run = %v", err)
 	}
 	w.WatchDir("a") // after Run: does nothing
+}
+
+// firstBatch receives w's first batch, failing after a generous bound.
+func firstBatch(t *testing.T, w *Watcher) Batch {
+	t.Helper()
+	select {
+	case b := <-w.Batches():
+		return b
+	case <-time.After(20 * time.Second):
+		t.Fatal("no first batch")
+	}
+	return Batch{}
 }
