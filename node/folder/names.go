@@ -52,13 +52,20 @@ func Probe(fsys FS) (Folding, error) {
 // depends only on the path, so repeated applies land on the same name.
 func CollisionName(p string, n int) string {
 	dir, base := splitPath(p)
-	stem, ext := base, ""
-	if i := strings.LastIndexByte(base, '.'); i > 0 {
-		stem, ext = base[:i], base[i:]
-	}
+	stem, ext := splitExt(base)
 	s := stem + ".case-conflict"
 	if n > 1 {
 		s += "-" + strconv.Itoa(n)
 	}
 	return joinPath(dir, s+ext)
+}
+
+// splitExt splits a base name into its stem and its extension (from the
+// last dot, which is not the first character): "Readme.md" -> "Readme",
+// ".md"; ".bashrc" -> ".bashrc", "".
+func splitExt(base string) (stem, ext string) {
+	if i := strings.LastIndexByte(base, '.'); i > 0 {
+		return base[:i], base[i:]
+	}
+	return base, ""
 }

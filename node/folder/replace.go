@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -166,10 +165,7 @@ func (a *Applier) keepLocal(ar AtomicReplacer, tmp, target, what string, backErr
 // boundary, so that the name stays within 255 bytes.
 func KeptName(p, suffix string) string {
 	dir, base := splitPath(p)
-	stem, ext := base, ""
-	if i := strings.LastIndexByte(base, '.'); i > 0 {
-		stem, ext = base[:i], base[i:]
-	}
+	stem, ext := splitExt(base)
 	mid := ".local-kept-" + suffix
 	if len(ext) > 32 {
 		stem, ext = base, ""

@@ -415,7 +415,7 @@ func (w *walk) entry(p string, info FileInfo) error {
 	if isInternal(p) {
 		// Ancestors are never internal here (the walk does not enter an
 		// internal directory), so only the name itself can be a temp.
-		if _, name := splitPath(p); !isDir && strings.HasPrefix(name, TempPrefix) && p != WorkDir {
+		if _, name := splitPath(p); !isDir && strings.HasPrefix(name, TempPrefix) {
 			w.res.Temps = append(w.res.Temps, p) // the walking goroutine only
 		}
 		return nil

@@ -88,21 +88,25 @@ type Watcher struct {
 }
 
 // lazyWatches is what WatchDir, called from the scan's goroutines, shares
-// with the watch loop: the fsnotify watcher (safe for concurrent Add), and
-// the directories it could not watch, for the loop to take over.
+// with the watch loop: the fsnotify watcher (safe for concurrent Add), the
+// directories past the watch limit, for the loop to take over, and the
+// first other failure, which ends Run.
 type lazyWatches struct {
 	fw   *fsnotify.Watcher
-	wake chan struct{} // capacity 1: failed holds something
+	wake chan struct{} // capacity 1: limited or fatal holds something
 
-	mu     sync.Mutex
-	failed []string
+	mu      sync.Mutex
+	limited []string
+	fatal   error
 }
 
 // WatchDir watches directory p (slash-separated, relative; "" is the
-// folder) of a DeferWalk watcher, before the caller lists it. A directory
-// it cannot watch is left to rescans, as with the watch limit
-// (OnUnwatched, retried every 10 s). It does nothing before Run has sent
-// Ready or after Run returned, and it may be called from any goroutine.
+// folder) of a DeferWalk watcher, before the caller lists it. It handles
+// a failure as a walking watcher's start does: a directory past the
+// system's watch limit is left to rescans (OnUnwatched, retried every
+// 10 s); any other error ends Run with it, so the caller knows the
+// watcher is gone and why. It does nothing before Run has sent Ready or
+// after Run returned, and it may be called from any goroutine.
 func (w *Watcher) WatchDir(p string) {
 	lw := w.lazy.Load()
 	if lw == nil {
@@ -112,11 +116,12 @@ func (w *Watcher) WatchDir(p string) {
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
 		return
 	}
-	if !isWatchLimit(err) {
-		w.cfg.Logger.Warn("cannot watch a directory; it is rescanned instead", "dir", p, "err", err)
-	}
 	lw.mu.Lock()
-	lw.failed = append(lw.failed, p)
+	if isWatchLimit(err) {
+		lw.limited = append(lw.limited, p)
+	} else if lw.fatal == nil {
+		lw.fatal = fmt.Errorf("watching folder: %q: %w", p, err)
+	}
 	lw.mu.Unlock()
 	select {
 	case lw.wake <- struct{}{}:
@@ -124,18 +129,19 @@ func (w *Watcher) WatchDir(p string) {
 	}
 }
 
-// takeFailed moves the directories WatchDir could not watch to the loop's
-// unwatched set.
-func (l *watchLoop) takeFailed() {
+// takeFailed moves the directories WatchDir found past the watch limit to
+// the loop's unwatched set, and returns the error that ends Run, if any.
+func (l *watchLoop) takeFailed() error {
 	lw := l.lazy
 	lw.mu.Lock()
-	failed := lw.failed
-	lw.failed = nil
+	limited, fatal := lw.limited, lw.fatal
+	lw.limited = nil
 	lw.mu.Unlock()
-	for _, p := range failed {
+	for _, p := range limited {
 		l.unwatched[p] = true
 	}
 	l.told()
+	return fatal
 }
 
 // NewWatcher returns a Watcher; Run starts it.
@@ -262,7 +268,9 @@ func (l *watchLoop) run(ctx context.Context) error {
 		}
 		select {
 		case <-failed:
-			l.takeFailed()
+			if err := l.takeFailed(); err != nil {
+				return err
+			}
 		case <-ctx.Done():
 			return nil
 		case out <- l.pending:

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -313,4 +314,32 @@ func firstBatch(t *testing.T, w *Watcher) Batch {
 		t.Fatal("no first batch")
 	}
 	return Batch{}
+}
+
+// A directory a DeferWalk watcher cannot watch for a reason other than the
+// watch limit ends Run with that error, as a walking watcher's start does,
+// so the caller knows the watcher is gone and why (and rescans instead).
+func TestWatcherDeferWalkFails(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("a file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWatcher(WatcherConfig{Dir: dir, Settle: 20 * time.Millisecond, DeferWalk: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(context.Background()) }()
+	if b := firstBatch(t, w); !b.Ready {
+		t.Fatalf("first batch %+v, want Ready", b)
+	}
+	w.WatchDir("f/below") // ENOTDIR: f is a file
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "f/below") {
+			t.Errorf("Run = %v, want the watch error naming f/below", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run went on after a directory could not be watched")
+	}
 }
