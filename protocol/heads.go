@@ -329,3 +329,77 @@ func (g *Graph) Resolve(path string, use NameUseFunc) (Decision, error) {
 	}
 	return Resolve(g.Heads(path), g, use)
 }
+
+// PutBack reports whether version id puts a content back at its path
+// after its own author removed that content's conflict copy: id, or a
+// version it restates, is a file or symlink whose author recorded, in the
+// same entry or an earlier one (same author, sequence number no higher),
+// the deletion of a version holding this content at one of the path's
+// conflict-copy names. That is what a user who moves a conflict copy back
+// onto its file leaves (one entry, node/local.go withMovedCopies), or one
+// who deletes a copy and later writes its content back: a choice made
+// knowing the copy is gone, which Resolve must treat as a new write, not as
+// a stale restatement (rule 2's second test): dropped as one, the content
+// was on no disk anywhere (docs/simulation.md, finding 13).
+//
+// Rule 7 (NameRemoved) needs no such test: a put-back that loses is named
+// after itself, not after the removed copy's origin, unless it restates
+// that origin, and a version that restates it is outdated by the winner
+// that replaced it (rule 2's first test) before any copy is named.
+//
+// Copies are named after a version at the path with their content (their
+// origin: ConflictName), so the candidate names are found from the path's
+// own versions, without a walk over every path.
+func (g *Graph) PutBack(id VersionID) bool {
+	v, ok := g.versions[id]
+	if !ok || (v.Kind != KindFile && v.Kind != KindSymlink) {
+		return false
+	}
+	if g.putBack(*v) {
+		return true
+	}
+	for _, r := range g.Restates(id) {
+		if g.putBack(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxCopyCounter bounds the counter PutBack tries in a copy's name; a name
+// is given a counter only when a user's own file holds the name before it.
+const maxCopyCounter = 64
+
+// putBack is PutBack's test for h alone.
+func (g *Graph) putBack(h Version) bool {
+	tried := map[string]bool{}
+	for _, oid := range g.paths[h.Path] {
+		o := g.versions[oid]
+		if o.Kind == KindDeletion || !sameContent(*o, h) {
+			continue
+		}
+		for n := 1; n <= maxCopyCounter; n++ {
+			name := ConflictName(h.Path, *o, n)
+			if tried[name] {
+				continue
+			}
+			tried[name] = true
+			at := g.paths[name]
+			if len(at) == 0 {
+				break
+			}
+			for _, xid := range at {
+				x := g.versions[xid]
+				if x.Kind != KindDeletion || x.ID.Author != h.ID.Author || x.ID.Seq > h.ID.Seq {
+					continue
+				}
+				for _, p := range x.Supersedes {
+					if pv, ok := g.versions[p]; ok && pv.Path == name && sameContent(*pv, h) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}

@@ -18,6 +18,9 @@ type Ancestry interface {
 	Restates(id VersionID) []Version
 	// Get returns a known version.
 	Get(id VersionID) (Version, bool)
+	// PutBack reports whether id puts a content back at its path after its
+	// author removed that content's conflict copy (see Graph.PutBack).
+	PutBack(id VersionID) bool
 }
 
 // Outcome says what kind of decision Resolve made, and so what node/ has
@@ -444,12 +447,17 @@ func isStale(h Version, heads []Version, restated []Version, anc Ancestry) bool 
 // edit): that is a new choice, concurrent with k's, and must meet k as a
 // conflict, not be dropped (dropping it lost the content everywhere when
 // the copy was the one renamed back: docs/simulation.md, deterministic
-// tier, finding 1).
+// tier, finding 1). So is a head that puts the content back after its own
+// author removed the content's conflict copy (Graph.PutBack): a device
+// that had written the copy but not yet the winner at the path, whose
+// user moved the copy back onto the path, descends from neither
+// (docs/simulation.md, finding 13).
 func replaced(k, h Version, anc Ancestry) bool {
 	for _, p := range k.Supersedes {
 		v, ok := anc.Get(p)
 		if ok && v.Clock < k.Clock && v.Path == h.Path && sameContent(v, h) && !anc.Descends(h.ID, p) {
-			return true
+			// Asked only here, where it matters: it looks at copies' names.
+			return !anc.PutBack(h.ID)
 		}
 	}
 	return false
