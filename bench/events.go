@@ -5,14 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/weftsync/weft/node"
 )
 
 // events subscribes to the agent's event stream (GET /v1/events) and
-// delivers the events of the given type until ctx ends.
-func (d *device) events(ctx context.Context, typ node.EventType) (<-chan node.Event, error) {
+// delivers the events of the given types until ctx ends. A reader that
+// falls behind by more than the channel's buffer misses events.
+func (d *device) events(ctx context.Context, types ...node.EventType) (<-chan node.Event, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.api.Addr+"/v1/events", nil)
 	if err != nil {
 		return nil, err
@@ -34,7 +36,7 @@ func (d *device) events(ctx context.Context, typ node.EventType) (<-chan node.Ev
 				continue
 			}
 			var ev node.Event
-			if json.Unmarshal([]byte(data), &ev) != nil || ev.Type != typ {
+			if json.Unmarshal([]byte(data), &ev) != nil || !slices.Contains(types, ev.Type) {
 				continue
 			}
 			select {
