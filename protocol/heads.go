@@ -3,6 +3,8 @@ package protocol
 import (
 	"fmt"
 	"slices"
+
+	"github.com/weftsync/weft/protocol/keys"
 )
 
 // Graph is the version graph of a folder: every known version, indexed by
@@ -336,65 +338,66 @@ func (g *Graph) Resolve(path string, use NameUseFunc) (Decision, error) {
 // same entry or an earlier one (same author, sequence number no higher),
 // the deletion of a version holding this content at one of the path's
 // conflict-copy names. That is what a user who moves a conflict copy back
-// onto its file leaves (one entry, node/local.go withMovedCopies), or one
-// who deletes a copy and later writes its content back: a choice made
-// knowing the copy is gone, which Resolve must treat as a new write, not as
-// a stale restatement (rule 2's second test): dropped as one, the content
-// was on no disk anywhere (docs/simulation.md, finding 13).
+// onto its file leaves (node/local.go, withMovedCopies, records both in
+// one scan, the deletion first), and a choice made knowing the copy is
+// gone, which Resolve must treat as a new write, not as a stale
+// restatement (rule 2's second test). Dropped as one, the content was on
+// no disk anywhere (docs/simulation.md, finding 13).
 //
-// Rule 7 (NameRemoved) needs no such test: a put-back that loses is named
-// after itself, not after the removed copy's origin, unless it restates
-// that origin, and a version that restates it is outdated by the winner
-// that replaced it (rule 2's first test) before any copy is named.
+// An earlier entry counts too: one scan's versions may be split over
+// several entries, and the deterministic tier records each path's change
+// as its own entry (seed 3548). The price, left open: a deletion of the
+// copy long before also exempts a later version of that content by the
+// same author from rule 2's second test, so a stale restatement of it by
+// that author meets the other head as a conflict (a copy too many, never
+// a loss).
 //
 // Copies are named after a version at the path with their content (their
-// origin: ConflictName), so the candidate names are found from the path's
-// own versions, without a walk over every path.
+// origin: ConflictName, from the origin's author, mtime and content), so
+// the candidate names come from the path's own versions, one set of
+// names per author and mtime, without a walk over every path. The cost is
+// one pass over the path's versions plus the versions at those names.
+//
+// Also left open (docs/simulation.md, finding 13): a put-back that then
+// loses can be named like a copy removed earlier (the same device moving
+// the content back a second time keeps the author and mtime that name
+// it), and rule 7 (NameRemoved), or a stale identical copy there
+// (NameHolds), can still drop it.
 func (g *Graph) PutBack(id VersionID) bool {
 	v, ok := g.versions[id]
 	if !ok || (v.Kind != KindFile && v.Kind != KindSymlink) {
 		return false
 	}
-	if g.putBack(*v) {
-		return true
-	}
+	// The latest entry of each author among id and what it restates: a
+	// deletion by that author at or before it counts.
+	latest := map[keys.DeviceID]uint64{v.ID.Author: v.ID.Seq}
 	for _, r := range g.Restates(id) {
-		if g.putBack(r) {
-			return true
-		}
+		latest[r.ID.Author] = max(latest[r.ID.Author], r.ID.Seq)
 	}
-	return false
-}
-
-// maxCopyCounter bounds the counter PutBack tries in a copy's name; a name
-// is given a counter only when a user's own file holds the name before it.
-const maxCopyCounter = 64
-
-// putBack is PutBack's test for h alone.
-func (g *Graph) putBack(h Version) bool {
-	tried := map[string]bool{}
-	for _, oid := range g.paths[h.Path] {
+	type origin struct {
+		author keys.DeviceID
+		mtime  int64
+	}
+	named := map[origin]bool{}
+	for _, oid := range g.paths[v.Path] {
 		o := g.versions[oid]
-		if o.Kind == KindDeletion || !sameContent(*o, h) {
+		if o.Kind == KindDeletion || !sameContent(*o, *v) || named[origin{o.ID.Author, o.MTime}] {
 			continue
 		}
+		named[origin{o.ID.Author, o.MTime}] = true
 		for n := 1; n <= maxCopyCounter; n++ {
-			name := ConflictName(h.Path, *o, n)
-			if tried[name] {
-				continue
-			}
-			tried[name] = true
+			name := ConflictName(v.Path, *o, n)
 			at := g.paths[name]
 			if len(at) == 0 {
-				break
+				break // a counter is given only past a name that is taken
 			}
 			for _, xid := range at {
 				x := g.versions[xid]
-				if x.Kind != KindDeletion || x.ID.Author != h.ID.Author || x.ID.Seq > h.ID.Seq {
+				if seq, ok := latest[x.ID.Author]; x.Kind != KindDeletion || !ok || x.ID.Seq > seq {
 					continue
 				}
 				for _, p := range x.Supersedes {
-					if pv, ok := g.versions[p]; ok && pv.Path == name && sameContent(*pv, h) {
+					if pv, ok := g.versions[p]; ok && pv.Path == name && sameContent(*pv, *v) && g.validEdge(x, p) {
 						return true
 					}
 				}
@@ -403,3 +406,7 @@ func (g *Graph) putBack(h Version) bool {
 	}
 	return false
 }
+
+// maxCopyCounter bounds the counter PutBack tries in a copy's name (the
+// counter grows past names that hold other content).
+const maxCopyCounter = 64
