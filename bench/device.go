@@ -251,28 +251,15 @@ func (d *device) usage() (procUsage, error) {
 // stretched to pollPerFile for each file the last status counted, which
 // keeps the observer's cost near 5 % of a core.
 func (d *device) waitState(ctx context.Context, limit time.Duration, poll time.Duration, check func(node.Status) bool) (node.Status, error) {
-	deadline := time.Now().Add(limit)
-	var st node.Status
-	var err error
-	for time.Now().Before(deadline) {
-		if err = ctx.Err(); err != nil {
-			return st, err
-		}
-		st, err = d.status(ctx)
-		if err == nil && check(st) {
-			return st, nil
-		}
-		time.Sleep(statusPoll(st, poll))
-	}
-	return st, fmt.Errorf("%s: state not reached within %s (last: %+v, err %v)\n%s", d.name, limit, st.Folders, err, d.logTail())
+	return d.waitStateEvents(ctx, limit, poll, nil, check) // a nil channel never wakes
 }
 
 // waitStateEvents is waitState that also asks for the status on each event
 // in wake (a scan finished, a reconcile pass, a peer's status), at most
-// once per minGap, a burst of events asking once: it sees a state reached within an event's delivery
-// rather than within the stretched poll interval, which at 100,000 files
-// is 200 ms (B10's in-sync time, issue 16's 1 s target), without polling
-// faster. The stretched poll stays as the fallback for a state no event
+// once per minGap, a burst of events asking once: it sees a state reached
+// within an event's delivery rather than within the stretched poll
+// interval, which at 100,000 files is 200 ms (B10's in-sync time, issue
+// 16's 1 s target), without polling faster. The stretched poll stays as the fallback for a state no event
 // announces.
 func (d *device) waitStateEvents(ctx context.Context, limit, poll time.Duration, wake <-chan node.Event, check func(node.Status) bool) (node.Status, error) {
 	const minGap = 20 * time.Millisecond
