@@ -241,16 +241,12 @@ func (v *vault) withMovedCopies(changes []folder.Change) []folder.Change {
 		}
 	}
 	v.mu.Unlock()
-	var moved []folder.Change
 	for _, c := range candidates {
 		if _, err := v.fs.Lstat(c.Path); errors.Is(err, fs.ErrNotExist) {
-			moved = append(moved, c)
+			changes = append(changes, c)
 		}
 	}
-	// First: should the versions span several entries (record's limits),
-	// the deletion is then in the file's entry or an earlier one, which is
-	// what protocol.Graph.PutBack counts.
-	return append(moved, changes...)
+	return changes
 }
 
 // record turns scanned changes into versions and writes them as entries,

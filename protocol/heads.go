@@ -3,8 +3,6 @@ package protocol
 import (
 	"fmt"
 	"slices"
-
-	"github.com/weftsync/weft/protocol/keys"
 )
 
 // Graph is the version graph of a folder: every known version, indexed by
@@ -338,66 +336,68 @@ func (g *Graph) Resolve(path string, use NameUseFunc) (Decision, error) {
 // same entry or an earlier one (same author, sequence number no higher),
 // the deletion of a version holding this content at one of the path's
 // conflict-copy names. That is what a user who moves a conflict copy back
-// onto its file leaves (node/local.go, withMovedCopies, records both in
-// one scan, the deletion first), and a choice made knowing the copy is
-// gone, which Resolve must treat as a new write, not as a stale
-// restatement (rule 2's second test). Dropped as one, the content was on
-// no disk anywhere (docs/simulation.md, finding 13).
+// onto its file leaves (one entry, node/local.go withMovedCopies), or one
+// who deletes a copy and later writes its content back: a choice made
+// knowing the copy is gone, which Resolve must treat as a new write, not as
+// a stale restatement (rule 2's second test): dropped as one, the content
+// was on no disk anywhere (docs/simulation.md, finding 13).
 //
-// An earlier entry counts too: one scan's versions may be split over
-// several entries, and the deterministic tier records each path's change
-// as its own entry (seed 3548). The price, left open: a deletion of the
-// copy long before also exempts a later version of that content by the
-// same author from rule 2's second test, so a stale restatement of it by
-// that author meets the other head as a conflict (a copy too many, never
-// a loss).
+// Left open (docs/simulation.md, finding 13): a put-back that then loses
+// is named after itself, but the same device putting the content back a
+// second time keeps the author and mtime that name it, so its copy's name
+// is the one it just moved away, and rule 7 (NameRemoved) or a stale
+// identical copy there (NameHolds) can still drop it. The cost, too: one
+// pass over the path's versions per restated version (seconds on a path
+// with thousands of versions of one content).
 //
 // Copies are named after a version at the path with their content (their
-// origin: ConflictName, from the origin's author, mtime and content), so
-// the candidate names come from the path's own versions, one set of
-// names per author and mtime, without a walk over every path. The cost is
-// one pass over the path's versions plus the versions at those names.
-//
-// Also left open (docs/simulation.md, finding 13): a put-back that then
-// loses can be named like a copy removed earlier (the same device moving
-// the content back a second time keeps the author and mtime that name
-// it), and rule 7 (NameRemoved), or a stale identical copy there
-// (NameHolds), can still drop it.
+// origin: ConflictName), so the candidate names are found from the path's
+// own versions, without a walk over every path.
 func (g *Graph) PutBack(id VersionID) bool {
 	v, ok := g.versions[id]
 	if !ok || (v.Kind != KindFile && v.Kind != KindSymlink) {
 		return false
 	}
-	// The latest entry of each author among id and what it restates: a
-	// deletion by that author at or before it counts.
-	latest := map[keys.DeviceID]uint64{v.ID.Author: v.ID.Seq}
+	if g.putBack(*v) {
+		return true
+	}
 	for _, r := range g.Restates(id) {
-		latest[r.ID.Author] = max(latest[r.ID.Author], r.ID.Seq)
+		if g.putBack(r) {
+			return true
+		}
 	}
-	type origin struct {
-		author keys.DeviceID
-		mtime  int64
-	}
-	named := map[origin]bool{}
-	for _, oid := range g.paths[v.Path] {
+	return false
+}
+
+// maxCopyCounter bounds the counter PutBack tries in a copy's name; a name
+// is given a counter only when a user's own file holds the name before it.
+const maxCopyCounter = 64
+
+// putBack is PutBack's test for h alone.
+func (g *Graph) putBack(h Version) bool {
+	tried := map[string]bool{}
+	for _, oid := range g.paths[h.Path] {
 		o := g.versions[oid]
-		if o.Kind == KindDeletion || !sameContent(*o, *v) || named[origin{o.ID.Author, o.MTime}] {
+		if o.Kind == KindDeletion || !sameContent(*o, h) {
 			continue
 		}
-		named[origin{o.ID.Author, o.MTime}] = true
 		for n := 1; n <= maxCopyCounter; n++ {
-			name := ConflictName(v.Path, *o, n)
+			name := ConflictName(h.Path, *o, n)
+			if tried[name] {
+				continue
+			}
+			tried[name] = true
 			at := g.paths[name]
 			if len(at) == 0 {
-				break // a counter is given only past a name that is taken
+				break
 			}
 			for _, xid := range at {
 				x := g.versions[xid]
-				if seq, ok := latest[x.ID.Author]; x.Kind != KindDeletion || !ok || x.ID.Seq > seq {
+				if x.Kind != KindDeletion || x.ID.Author != h.ID.Author || x.ID.Seq > h.ID.Seq {
 					continue
 				}
 				for _, p := range x.Supersedes {
-					if pv, ok := g.versions[p]; ok && pv.Path == name && sameContent(*pv, *v) && g.validEdge(x, p) {
+					if pv, ok := g.versions[p]; ok && pv.Path == name && sameContent(*pv, h) {
 						return true
 					}
 				}
@@ -406,7 +406,3 @@ func (g *Graph) PutBack(id VersionID) bool {
 	}
 	return false
 }
-
-// maxCopyCounter bounds the counter PutBack tries in a copy's name (the
-// counter grows past names that hold other content).
-const maxCopyCounter = 64
