@@ -3,6 +3,8 @@ package protocol
 import (
 	"fmt"
 	"slices"
+
+	"github.com/weftsync/weft/protocol/keys"
 )
 
 // Graph is the version graph of a folder: every known version, indexed by
@@ -346,24 +348,58 @@ func (g *Graph) Resolve(path string, use NameUseFunc) (Decision, error) {
 // is named after itself, but the same device putting the content back a
 // second time keeps the author and mtime that name it, so its copy's name
 // is the one it just moved away, and rule 7 (NameRemoved) or a stale
-// identical copy there (NameHolds) can still drop it. The cost, too: one
-// pass over the path's versions per restated version (seconds on a path
-// with thousands of versions of one content).
+// identical copy there (NameHolds) can still drop it.
 //
 // Copies are named after a version at the path with their content (their
-// origin: ConflictName), so the candidate names are found from the path's
-// own versions, without a walk over every path.
+// origin: ConflictName, from the origin's author, mtime and content), so
+// the candidate names are found from the path's own versions, without a
+// walk over every path. id and everything it restates share path and
+// content, so the names are found once, and one pass decides for all of
+// them: a deletion counts when some version among them has its author and
+// a sequence number at or above it. The cost is one pass over the path's
+// versions (with one set of names per origin author and mtime) plus the
+// versions at those names, not one pass per restated version.
 func (g *Graph) PutBack(id VersionID) bool {
 	v, ok := g.versions[id]
 	if !ok || (v.Kind != KindFile && v.Kind != KindSymlink) {
 		return false
 	}
-	if g.putBack(*v) {
-		return true
-	}
+	// The highest sequence number of each author among id and what it
+	// restates: a deletion by that author at or below it counts.
+	latest := map[keys.DeviceID]uint64{v.ID.Author: v.ID.Seq}
 	for _, r := range g.Restates(id) {
-		if g.putBack(r) {
-			return true
+		latest[r.ID.Author] = max(latest[r.ID.Author], r.ID.Seq)
+	}
+	type origin struct {
+		author keys.DeviceID
+		mtime  int64
+	}
+	named := map[origin]bool{}
+	tried := map[string]bool{}
+	for _, oid := range g.paths[v.Path] {
+		o := g.versions[oid]
+		if o.Kind == KindDeletion || !sameContent(*o, *v) {
+			continue
+		}
+		// The same author and mtime give the same names (the content is
+		// v's): the first of them has tried them all.
+		if named[origin{o.ID.Author, o.MTime}] {
+			continue
+		}
+		named[origin{o.ID.Author, o.MTime}] = true
+		for n := 1; n <= maxCopyCounter; n++ {
+			name := ConflictName(v.Path, *o, n)
+			if tried[name] {
+				continue
+			}
+			tried[name] = true
+			at := g.paths[name]
+			if len(at) == 0 {
+				break // a counter is given only past a name that is taken
+			}
+			if g.removedBy(at, name, *v, latest) {
+				return true
+			}
 		}
 	}
 	return false
@@ -373,34 +409,18 @@ func (g *Graph) PutBack(id VersionID) bool {
 // is given a counter only when a user's own file holds the name before it.
 const maxCopyCounter = 64
 
-// putBack is PutBack's test for h alone.
-func (g *Graph) putBack(h Version) bool {
-	tried := map[string]bool{}
-	for _, oid := range g.paths[h.Path] {
-		o := g.versions[oid]
-		if o.Kind == KindDeletion || !sameContent(*o, h) {
+// removedBy reports whether one of the versions at name (ids) is a
+// deletion, by an author in latest at or below that author's sequence
+// number, of a version at name with v's content.
+func (g *Graph) removedBy(ids []VersionID, name string, v Version, latest map[keys.DeviceID]uint64) bool {
+	for _, xid := range ids {
+		x := g.versions[xid]
+		if seq, ok := latest[x.ID.Author]; x.Kind != KindDeletion || !ok || x.ID.Seq > seq {
 			continue
 		}
-		for n := 1; n <= maxCopyCounter; n++ {
-			name := ConflictName(h.Path, *o, n)
-			if tried[name] {
-				continue
-			}
-			tried[name] = true
-			at := g.paths[name]
-			if len(at) == 0 {
-				break
-			}
-			for _, xid := range at {
-				x := g.versions[xid]
-				if x.Kind != KindDeletion || x.ID.Author != h.ID.Author || x.ID.Seq > h.ID.Seq {
-					continue
-				}
-				for _, p := range x.Supersedes {
-					if pv, ok := g.versions[p]; ok && pv.Path == name && sameContent(*pv, h) {
-						return true
-					}
-				}
+		for _, p := range x.Supersedes {
+			if pv, ok := g.versions[p]; ok && pv.Path == name && sameContent(*pv, v) {
+				return true
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package protocol
 import (
 	"slices"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // putBackHistory is the shape S1 seed 2 reached under load (CI, and
@@ -105,5 +107,129 @@ func TestPutBackNeedsTheAuthorsOwnRemoval(t *testing.T) {
 		if got := graphOf(t, tt.vs...).PutBack(tt.id); got != tt.want {
 			t.Errorf("%s: PutBack got %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// putBackReference is PutBack as first written (e6a6182): a pass over the
+// path's versions for id and for each version it restates. The one-pass
+// PutBack must agree with it on every version of every history.
+func putBackReference(g *Graph, id VersionID) bool {
+	v, ok := g.versions[id]
+	if !ok || (v.Kind != KindFile && v.Kind != KindSymlink) {
+		return false
+	}
+	for _, h := range append([]Version{*v}, g.Restates(id)...) {
+		tried := map[string]bool{}
+		for _, oid := range g.paths[h.Path] {
+			o := g.versions[oid]
+			if o.Kind == KindDeletion || !sameContent(*o, h) {
+				continue
+			}
+			for n := 1; n <= maxCopyCounter; n++ {
+				name := ConflictName(h.Path, *o, n)
+				if tried[name] {
+					continue
+				}
+				tried[name] = true
+				at := g.paths[name]
+				if len(at) == 0 {
+					break
+				}
+				for _, xid := range at {
+					x := g.versions[xid]
+					if x.Kind != KindDeletion || x.ID.Author != h.ID.Author || x.ID.Seq > h.ID.Seq {
+						continue
+					}
+					for _, p := range x.Supersedes {
+						if pv, ok := g.versions[p]; ok && pv.Path == name && sameContent(*pv, h) {
+							return true
+						}
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// TestPutBackMatchesReference: on random histories of notes.md with
+// copies of its contents at their conflict-copy names (counters 1 and 2)
+// and deletions of them by random authors at random sequence numbers,
+// PutBack answers as the per-restated-version reference does.
+func TestPutBackMatchesReference(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		vs := genHistory(t)
+		index := uint32(100)
+		for _, o := range slices.Clone(vs) {
+			if o.Kind == KindDeletion || o.Kind == KindDir || !rapid.Bool().Draw(t, "copied") {
+				continue
+			}
+			n := rapid.IntRange(1, 2).Draw(t, "counter")
+			for k := 1; k <= n; k++ {
+				index++
+				c := o
+				c.ID = VersionID{Author: dev(rapid.ByteRange(1, 4).Draw(t, "copier")), Seq: uint64(rapid.IntRange(1, 6).Draw(t, "copy seq")), Index: index}
+				c.Path, c.Clock, c.Supersedes = ConflictName(o.Path, o, k), o.Clock+1, nil
+				vs = append(vs, c)
+				if !rapid.Bool().Draw(t, "removed") {
+					continue
+				}
+				index++
+				d := withKind(c, KindDeletion)
+				d.ID = VersionID{Author: dev(rapid.ByteRange(1, 4).Draw(t, "remover")), Seq: uint64(rapid.IntRange(1, 6).Draw(t, "removal seq")), Index: index}
+				d.Clock, d.Supersedes = c.Clock+1, []VersionID{c.ID}
+				vs = append(vs, d)
+			}
+		}
+		g := NewGraph()
+		for _, v := range vs {
+			if err := g.Add(v); err != nil {
+				t.Fatalf("Add %v: %v", v.ID, err)
+			}
+		}
+		for _, v := range vs {
+			if got, want := g.PutBack(v.ID), putBackReference(g, v.ID); got != want {
+				t.Fatalf("PutBack(%v at %s): got %v, the reference says %v", v.ID, v.Path, got, want)
+			}
+		}
+	})
+}
+
+// BenchmarkPutBackManyRestated is the review's shape: a path with
+// thousands of versions of one content, each restating the one before
+// (resolutions that kept it), and one removed copy of it by another
+// device, so no version is a put-back and PutBack looks at every name.
+// The reference took seconds at 4,000; PutBack is one pass.
+func BenchmarkPutBackManyRestated(b *testing.B) {
+	const n = 4000
+	g := NewGraph()
+	var prev []VersionID
+	var first Version
+	for i := range n {
+		v := fileV(byte(1+i%4), uint64(1+i/4), uint64(1+i), int64(i), "kept", prev...)
+		if i == 0 {
+			first = v
+		}
+		if err := g.Add(v); err != nil {
+			b.Fatal(err)
+		}
+		prev = []VersionID{v.ID}
+	}
+	c := first
+	c.ID, c.Path, c.Clock, c.Supersedes = VersionID{Author: dev(9), Seq: 1}, ConflictName(first.Path, first, 1), 2, nil
+	d := withKind(c, KindDeletion)
+	d.ID, d.Clock, d.Supersedes = VersionID{Author: dev(8), Seq: 1}, 3, []VersionID{c.ID}
+	for _, v := range []Version{c, d} {
+		if err := g.Add(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	last := prev[0]
+	if g.PutBack(last) {
+		b.Fatal("PutBack: got true, want false (the copy's remover wrote none of these)")
+	}
+	b.ResetTimer()
+	for range b.N {
+		g.PutBack(last)
 	}
 }
