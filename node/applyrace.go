@@ -3,6 +3,7 @@ package node
 import (
 	"time"
 
+	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
 )
 
@@ -32,6 +33,15 @@ type appliedRecord struct {
 	applied vaultdb.Record // the record the apply wrote
 	before  vaultdb.Record // the record before (Kind 0: nothing there)
 	had     bool
+	// supersedes is what a local change made just before the apply would
+	// have superseded: before's version and the heads holding its content
+	// then. A save from that content supersedes these, not what arrives
+	// later: a version of the same content that another device wrote
+	// after the apply (a user moving a conflict copy of it back onto the
+	// path) was never on this disk, and a save that superseded it, taken
+	// for an edit of its content, dropped it unseen (simulation S1 seed 1,
+	// docs/simulation.md finding 14).
+	supersedes []entry.VersionID
 }
 
 // noteAppliedLocked remembers that an apply replaced old (if had) at path
@@ -72,13 +82,15 @@ func (v *vault) noteAppliedLocked(path string, old vaultdb.Record, had bool, rec
 			}
 		}
 	}
-	v.recentApplies[path] = appliedRecord{at: now, applied: rec, before: old, had: had}
+	v.recentApplies[path] = appliedRecord{at: now, applied: rec, before: old, had: had, supersedes: v.supersedesLocked(path, old, had)}
 }
 
-// baseForLocalChangeLocked returns the record a local change of path to
-// now (Kind 0: a deletion) supersedes: the index's, unless the index holds
-// a peer's version applied less than applyRaceWindow ago, in which case it
-// is what was there before that apply. v.mu must be held.
+// supersedesForLocalChangeLocked returns what a local change of path to
+// now (Kind 0: a deletion) supersedes: what the index's record gives
+// (supersedesLocked), unless the index holds a peer's version applied less
+// than applyRaceWindow ago, in which case it is what a change made from
+// the content before that apply would have superseded then
+// (appliedRecord.supersedes). v.mu must be held.
 //
 // A change that puts back exactly the bytes the apply replaced is not an
 // edit made from them: an editor saving the older content it read would
@@ -91,23 +103,21 @@ func (v *vault) noteAppliedLocked(path string, old vaultdb.Record, had bool, rec
 // seed 3: a conflict copy renamed onto its path right after an apply).
 // The applied version stays in history (and in the version store where
 // it was kept), as for any edit that replaces a version.
-func (v *vault) baseForLocalChangeLocked(path string, cur vaultdb.Record, had bool, now vaultdb.Record) (vaultdb.Record, bool) {
+func (v *vault) supersedesForLocalChangeLocked(path string, cur vaultdb.Record, had bool, now vaultdb.Record) []entry.VersionID {
 	a, ok := v.recentApplies[path]
 	if !ok {
-		return cur, had
+		return v.supersedesLocked(path, cur, had)
 	}
+	delete(v.recentApplies, path)
 	if a.had && now.Kind != 0 && now.Kind == a.before.Kind && now.Hash == a.before.Hash && now.Target == a.before.Target {
-		delete(v.recentApplies, path)
-		return cur, had
+		return v.supersedesLocked(path, cur, had)
 	}
 	// A file the apply created had no older content an editor could have
 	// read: the change is an edit of what arrived (the first sync of a
 	// folder is followed by many), recorded as usual.
 	if v.n.now().Sub(a.at) >= applyRaceWindow || !had || cur.Version != a.applied.Version || !a.had {
-		delete(v.recentApplies, path)
-		return cur, had
+		return v.supersedesLocked(path, cur, had)
 	}
-	delete(v.recentApplies, path)
 	v.log.Info("a local change right after applying a peer's version: recorded as concurrent with it, not replacing it", "path", path)
-	return a.before, a.had
+	return a.supersedes
 }

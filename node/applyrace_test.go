@@ -11,6 +11,7 @@ import (
 
 	"lukechampine.com/blake3"
 
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 )
 
@@ -74,7 +75,7 @@ func TestSaveRightAfterApplyKeepsBoth(t *testing.T) {
 // the peer at the same time as this device's own, which outranks it).
 // The editor's save was still made from the content before the apply.
 // Before, that index-only change forgot the apply (noteAppliedLocked
-// dropped the record, and baseForLocalChangeLocked no longer matched the
+// dropped the record, and supersedesForLocalChangeLocked no longer matched the
 // index's version), so the save superseded the peer's content unseen and
 // the peer's token was lost everywhere: the token race's remaining loss.
 func TestSaveAfterApplyAndRestatementKeepsBoth(t *testing.T) {
@@ -251,5 +252,74 @@ func TestPutBackRightAfterApplyWins(t *testing.T) {
 	}
 	if all := logContents(folderPath); all != base {
 		t.Fatalf("log.md and its copies hold %q, want only the put-back content", all)
+	}
+}
+
+// The race once more, with a version arriving between the apply and the
+// save's scan that puts the content before the apply back (a user
+// elsewhere moving a conflict copy of "line 0" back onto the path),
+// before this device has applied it. The save was made from "line 0" as
+// it was before the apply, so it supersedes what a change made then would
+// have: the version there then, not the put-back this disk never held.
+// Before, it superseded every head holding "line 0", the put-back too,
+// and that content was gone from every device (simulation S1 seed 1,
+// docs/simulation.md finding 14).
+func TestSaveAfterApplyLeavesALaterPutBack(t *testing.T) {
+	rs := newRaceSetup(t)
+	clk, n, v, p, base, xID := rs.clk, rs.n, rs.v, rs.path, rs.base, rs.xID
+
+	_, id := joinAsMember(t, n)
+	theirs := []byte(base + "token-from-peer\n")
+	a := entry.Version{Path: "log.md", Kind: entry.KindFile, Mode: 0o644, MTime: clk.Now().UnixNano(),
+		Size: uint64(len(theirs)), Inline: theirs, Hash: blake3.Sum256(theirs), Supersedes: []entry.VersionID{xID}}
+	e1, err := entry.New(entry.Config{Identity: id, Vault: v.id, Clock: 50, Keys: v.ek, Time: clk.Now().UnixMilli(), Rand: rand.Reader},
+		&entry.Body{Versions: []entry.Version{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.ingestEntry(e1.Bytes(), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the peer's version to be applied", func() bool {
+		b, err := os.ReadFile(p)
+		return err == nil && string(b) == string(theirs)
+	})
+	waitFor(t, "the apply to be recorded", func() bool {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return v.index["log.md"].Version == e1.VersionID(0) && !pathDirtyLocked(v, "log.md")
+	})
+
+	// The put-back, known but not applied: in the graph only, so nothing
+	// reconciles the path before the scan below.
+	back := a
+	back.Inline, back.Size, back.Hash = []byte(base), uint64(len(base)), blake3.Sum256([]byte(base))
+	back.Supersedes = []entry.VersionID{e1.VersionID(0)}
+	putBack := entry.VersionID{Author: id.ID(), Seq: 2}
+	v.mu.Lock()
+	err = v.graph.Add(engine.CoreVersion(putBack, 60, clk.Now().UnixMilli(), back))
+	v.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	seq := v.db.Head(n.ID()).Seq
+	editorSave(t, p, base+"token-from-here\n")
+	if err := n.Scan(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	es := entriesOf(t, v, n.ID(), seq+1)
+	if len(es) != 1 {
+		t.Fatalf("%d entries recorded for the save, want 1", len(es))
+	}
+	body, err := v.openBody(es[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(body.Versions) != 1 || body.Versions[0].Path != "log.md" {
+		t.Fatalf("the save's entry holds %+v, want one version of log.md", body.Versions)
+	}
+	if got := body.Versions[0].Supersedes; !slices.Equal(got, []entry.VersionID{xID}) {
+		t.Fatalf("the save supersedes %v, want only %v (the version before the apply), not the put-back %v", got, xID, putBack)
 	}
 }

@@ -309,8 +309,7 @@ func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool
 	supersedesNow := func(now vaultdb.Record) []entry.VersionID {
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		base, hadBase := v.baseForLocalChangeLocked(c.Path, cur, hadCur, now)
-		return v.supersedesLocked(c.Path, base, hadBase)
+		return v.supersedesForLocalChangeLocked(c.Path, cur, hadCur, now)
 	}
 
 	if c.Type == folder.Deleted {
