@@ -2,6 +2,9 @@ package node
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
+	"maps"
 
 	"github.com/libp2p/go-libp2p"
 	coreconnmgr "github.com/libp2p/go-libp2p/core/connmgr"
@@ -25,10 +28,21 @@ const (
 )
 
 // DefaultListenAddrs are used when the configuration names none: every
-// interface, a port the OS picks, TCP and QUIC.
+// interface, IPv4 and IPv6, TCP and QUIC, on a port the OS picks at the
+// first start and kept after that (HostConfig.Ports). A host without IPv6
+// listens on IPv4 only.
 var DefaultListenAddrs = []string{
 	"/ip4/0.0.0.0/tcp/0",
 	"/ip4/0.0.0.0/udp/0/quic-v1",
+	"/ip6/::/tcp/0",
+	"/ip6/::/udp/0/quic-v1",
+}
+
+// PortBook keeps the ports a device listened on at its last start
+// (home.Home does, in its home directory).
+type PortBook interface {
+	ListenPorts() (map[string]int, error)
+	SetListenPorts(map[string]int) error
 }
 
 // HostConfig is what newHost and hostOptions need.
@@ -42,6 +56,15 @@ type HostConfig struct {
 	// Gater, if set, is consulted on every connection: the node's bans
 	// of strangers (strangers.go).
 	Gater *p2p.Bans
+	// Ports, if set, makes the listen ports sticky: an address with port
+	// 0 listens on the port it got at the last start when that port is
+	// free, and the ports got are recorded for the next one
+	// (p2p.ListenSticky; docs/connectivity.md, "Listen ports"). FreshPorts
+	// ignores the record (and replaces it).
+	Ports      PortBook
+	FreshPorts bool
+	// Log receives what listening could not do (nil: discarded).
+	Log *slog.Logger
 }
 
 // PeerIDOf returns the libp2p peer ID of a device.
@@ -111,7 +134,58 @@ func newHost(cfg HostConfig) (host.Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting libp2p host: %w", err)
 	}
+	if cfg.Ports != nil {
+		if err := listenSticky(h, cfg); err != nil {
+			h.Close()
+			return nil, err
+		}
+	}
 	return h, nil
+}
+
+// listenSticky makes h listen on cfg's addresses, on the ports of the
+// last start where they are free, and records the ports for the next.
+// Not reading or not writing the record costs only the stickiness: the
+// host listens where the system says, and the error is logged.
+func listenSticky(h host.Host, cfg HostConfig) error {
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	listen := listenAddrs(cfg)
+	var last map[string]int
+	if !cfg.FreshPorts {
+		var err error
+		if last, err = cfg.Ports.ListenPorts(); err != nil {
+			log.Warn("reading the listen ports of the last start; listening on new ones", "err", err)
+		}
+	}
+	got, failed, err := p2p.ListenSticky(h.Network(), listen, last, p2p.TCPPortTaken)
+	if err != nil {
+		return fmt.Errorf("starting libp2p host: %w", err)
+	}
+	for _, err := range failed {
+		log.Info("not listening on an address", "err", err)
+	}
+	for addr, port := range last {
+		if p, ok := got[addr]; ok && p != port {
+			log.Warn("the listen port of the last start is taken; peers learn the new one when they connect", "addr", addr, "was", port, "now", p)
+		}
+	}
+	if !maps.Equal(got, last) {
+		if err := cfg.Ports.SetListenPorts(got); err != nil {
+			log.Warn("recording the listen ports for the next start", "err", err)
+		}
+	}
+	return nil
+}
+
+// listenAddrs returns cfg's listen addresses, or the defaults.
+func listenAddrs(cfg HostConfig) []string {
+	if len(cfg.ListenAddrs) == 0 {
+		return DefaultListenAddrs
+	}
+	return cfg.ListenAddrs
 }
 
 // hostOptions is the option list of a device's libp2p host: TCP and QUIC,
@@ -131,9 +205,9 @@ func newHost(cfg HostConfig) (host.Host, error) {
 // does not reconfigure the user's router. Callers may append options, for
 // example a simulated QUIC transport in tests; libp2p applies them in order.
 func hostOptions(cfg HostConfig) ([]libp2p.Option, error) {
-	listen := cfg.ListenAddrs
-	if len(listen) == 0 {
-		listen = DefaultListenAddrs
+	listen := listenAddrs(cfg)
+	if cfg.Ports != nil {
+		listen = nil // newHost listens, once the host is up (listenSticky)
 	}
 	// Sync keeps a few long-lived streams per peer (log, chunk want-lists)
 	// and opens short ones for pairing; a few dozen per peer is plenty.

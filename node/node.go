@@ -33,8 +33,11 @@ type Config struct {
 	// Home is the weft home directory (required): the device key and the
 	// vaults to serve.
 	Home *home.Home
-	// ListenAddrs override DefaultListenAddrs.
+	// ListenAddrs override DefaultListenAddrs. An address with port 0
+	// gets the port it had at the last start when that port is free
+	// (recorded in Home; HostConfig.Ports), unless FreshPorts is set.
 	ListenAddrs []string
+	FreshPorts  bool
 	// MDNS turns on LAN discovery. It multicasts on every interface, so
 	// tests and the demo leave it off.
 	MDNS bool
@@ -245,7 +248,8 @@ func New(cfg Config) (*Node, error) {
 		n.host = cfg.Host
 		return n, nil
 	}
-	n.host, err = newHost(HostConfig{Identity: id, ListenAddrs: cfg.ListenAddrs, Punches: cfg.Punches, Gater: n.strangers.bans})
+	n.host, err = newHost(HostConfig{Identity: id, ListenAddrs: cfg.ListenAddrs, Punches: cfg.Punches, Gater: n.strangers.bans,
+		Ports: cfg.Home, FreshPorts: cfg.FreshPorts, Log: cfg.Logger})
 	if err != nil {
 		n.closeVaults()
 		return nil, err

@@ -60,7 +60,7 @@ func initCmd(g *globals) *cobra.Command {
 
 func upCmd(g *globals) *cobra.Command {
 	var listen []string
-	var mdns bool
+	var mdns, freshPorts bool
 	var settle time.Duration
 	var quiet bool
 	var cpuprofile, memprofile string
@@ -92,7 +92,7 @@ func upCmd(g *globals) *cobra.Command {
 			bootstrap = append(bootstrap, strings.Fields(strings.ReplaceAll(os.Getenv("WEFT_BOOTSTRAP"), ",", " "))...)
 			// OpenInRun: the API answers (folders "opening") while a large
 			// vault loads, instead of only after it.
-			cfg := node.Config{Home: h, ListenAddrs: listen, MDNS: mdns, Settle: settle, Bootstrap: bootstrap, Logger: g.logger(), OpenInRun: true}
+			cfg := node.Config{Home: h, ListenAddrs: listen, FreshPorts: freshPorts, MDNS: mdns, Settle: settle, Bootstrap: bootstrap, Logger: g.logger(), OpenInRun: true}
 			cfg.MaxFileChunks = maxFileChunks
 			if clockOffset != 0 {
 				// Tests only: play a device whose clock is wrong.
@@ -137,7 +137,8 @@ func upCmd(g *globals) *cobra.Command {
 			return <-errc
 		},
 	}
-	c.Flags().StringArrayVar(&listen, "listen", nil, "listen multiaddr (repeatable; default all interfaces, TCP and QUIC, random ports)")
+	c.Flags().StringArrayVar(&listen, "listen", nil, "listen multiaddr (repeatable; default all interfaces, IPv4 and IPv6, TCP and QUIC; a port 0 gets the port of the last start when free)")
+	c.Flags().BoolVar(&freshPorts, "fresh-ports", false, "listen on new ports the system picks, not those of the last start")
 	c.Flags().BoolVar(&mdns, "mdns", true, "discover devices on the LAN with mDNS")
 	c.Flags().DurationVar(&settle, "settle", 100*time.Millisecond, "quiet time before a changed file is taken")
 	c.Flags().StringArrayVar(&bootstrap, "bootstrap", nil, "DHT bootstrap peer, a multiaddr ending in /p2p/<peer ID> (repeatable; also $WEFT_BOOTSTRAP); the vault's relays are always used")

@@ -60,7 +60,9 @@ func DeviceIDOf(p peer.ID) (keys.DeviceID, error) {
 // Base describes what every weft host has in common.
 type Base struct {
 	Identity *keys.Identity
-	Listen   []string
+	// Listen are the addresses the host listens on from the start; with
+	// none, it listens on nothing until the caller says (ListenSticky).
+	Listen []string
 	// Protocols are weft's stream protocols; each gets the Total limit
 	// across all peers and PerPeer for each peer, on top of libp2p's
 	// defaults (which are far too small for sync's long-lived streams).
@@ -125,7 +127,6 @@ func (b Base) Options() ([]libp2p.Option, error) {
 	}
 	opts := []libp2p.Option{
 		libp2p.Identity(priv),
-		libp2p.ListenAddrStrings(b.Listen...),
 		libp2p.Transport(tcp.NewTCPTransport),
 		libp2p.Transport(quic.NewTransport),
 		libp2p.Security(noise.ID, noise.New),
@@ -133,6 +134,12 @@ func (b Base) Options() ([]libp2p.Option, error) {
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
 		libp2p.DisableMetrics(),
+	}
+	if len(b.Listen) > 0 {
+		opts = append(opts, libp2p.ListenAddrStrings(b.Listen...))
+	} else {
+		// The caller listens itself once the host is up (ListenSticky).
+		opts = append(opts, libp2p.NoListenAddrs)
 	}
 	if b.Gater != nil {
 		opts = append(opts, libp2p.ConnectionGater(b.Gater))

@@ -255,3 +255,39 @@ func (h *Home) ReadAPIInfo() (APIInfo, error) {
 	}
 	return info, nil
 }
+
+// listenFile records the ports the agent listened on (ListenPorts).
+const listenFile = "listen.json"
+
+// listenRecord is listenFile's content.
+type listenRecord struct {
+	// Ports maps each configured listen address with port 0 to the port
+	// it got at the last start.
+	Ports map[string]int `json:"ports"`
+}
+
+// ListenPorts returns the ports the agent listened on at its last start,
+// by configured address (nil when none are recorded). A record that does
+// not decode is an error; the caller then listens where the system says
+// and records anew.
+func (h *Home) ListenPorts() (map[string]int, error) {
+	b, err := keyfile.Load(filepath.Join(h.Dir, listenFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r listenRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("listen ports %s: %w", filepath.Join(h.Dir, listenFile), err)
+	}
+	return r.Ports, nil
+}
+
+// SetListenPorts records the ports the agent now listens on, for its
+// next start (durably, replacing the record).
+func (h *Home) SetListenPorts(ports map[string]int) error {
+	b, _ := json.Marshal(listenRecord{Ports: ports})
+	return keyfile.Save(filepath.Join(h.Dir, listenFile), b)
+}
