@@ -264,7 +264,10 @@ func Resolve(heads []Version, anc Ancestry, use NameUseFunc) (Decision, error) {
 	if anc != nil {
 		var fresh, stale []Version
 		for _, h := range hs {
-			if isStale(h, hs, restates[h.ID], anc) {
+			// A put-back (Graph.PutBack) is a choice made knowing the copy
+			// is gone, never an outdated restatement; asked only of a head
+			// the tests call stale, as it looks at copies' names.
+			if isStale(h, hs, restates[h.ID], anc) && !anc.PutBack(h.ID) {
 				stale = append(stale, h)
 			} else {
 				fresh = append(fresh, h)
@@ -337,8 +340,23 @@ func Resolve(heads []Version, anc Ancestry, use NameUseFunc) (Decision, error) {
 	}
 
 	d.Winner = reps[0]
+	// A loser its own author put back after removing its copy (PutBack) is
+	// a copy removed again only by a deletion recorded after the put-back:
+	// its content's origin may be older (a second put-back by a device
+	// whose index still held the first restates it), and the move's own
+	// deletion of the copy would read as the user removing it.
+	since := map[VersionID]uint64{}
+	if anc != nil {
+		for _, r := range reps[1:] {
+			for _, h := range live {
+				if sameContent(h, r) && anc.PutBack(h.ID) {
+					since[r.ID] = max(since[r.ID], h.Clock)
+				}
+			}
+		}
+	}
 	var removed []Version
-	d.Copies, removed = conflictCopies(path, reps[1:], origin, use)
+	d.Copies, removed = conflictCopies(path, reps[1:], origin, since, use)
 	if len(removed) > 0 {
 		// A user already deleted (or renamed away) the copy of these
 		// contents: they are dropped, not copied again and not merged in.
@@ -451,13 +469,15 @@ func isStale(h Version, heads []Version, restated []Version, anc Ancestry) bool 
 // author removed the content's conflict copy (Graph.PutBack): a device
 // that had written the copy but not yet the winner at the path, whose
 // user moved the copy back onto the path, descends from neither
-// (docs/simulation.md, finding 13).
+// (docs/simulation.md, finding 13); Resolve asks PutBack of every head
+// isStale calls stale, for both tests: a second put-back by a device whose
+// index still held the first restates the first, which the winner replaced
+// (TestSecondPutBackKept).
 func replaced(k, h Version, anc Ancestry) bool {
 	for _, p := range k.Supersedes {
 		v, ok := anc.Get(p)
 		if ok && v.Clock < k.Clock && v.Path == h.Path && sameContent(v, h) && !anc.Descends(h.ID, p) {
-			// Asked only here, where it matters: it looks at copies' names.
-			return !anc.PutBack(h.ID)
+			return true
 		}
 	}
 	return false
@@ -478,8 +498,10 @@ func mergeable(vs ...Version) bool {
 // loser's origin, skipping names given to earlier copies and names that
 // hold other content, and reusing a name that already holds the loser's
 // content. A loser whose copy a user already removed (NameRemoved) gets no
-// copy; it is returned in removed.
-func conflictCopies(path string, losers []Version, origin map[VersionID]Version, use NameUseFunc) (copies []ConflictCopy, removed []Version) {
+// copy; it is returned in removed. A removal counts only when the copy was
+// recorded after the loser's origin, or after since[loser] when that is
+// later (a put-back: Resolve).
+func conflictCopies(path string, losers []Version, origin map[VersionID]Version, since map[VersionID]uint64, use NameUseFunc) (copies []ConflictCopy, removed []Version) {
 	used := map[string]bool{path: true}
 	copies = make([]ConflictCopy, 0, len(losers))
 	for _, l := range losers {
@@ -494,7 +516,9 @@ func conflictCopies(path string, losers []Version, origin map[VersionID]Version,
 			}
 			u := NameFree
 			if use != nil {
-				u = use(name, o)
+				q := o
+				q.Clock = max(q.Clock, since[l.ID])
+				u = use(name, q)
 			}
 			if u == NameTaken {
 				continue

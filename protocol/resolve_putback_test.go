@@ -233,3 +233,62 @@ func BenchmarkPutBackManyRestated(b *testing.B) {
 		g.PutBack(last)
 	}
 }
+
+// TestSecondPutBackKept: the same user moves the loser's content back a
+// second time. U moved R's copy C1 back onto notes.md (P1), which then lost
+// to a later edit W2 and was copied again, at C2, named after P1 (U's
+// device and the mtime the copies keep). U's device, whose index still held
+// P1 (it had the copy but not R's winner yet), moved C2 back too: P2
+// restates P1, so its content's origin is P1 and its copy would be named
+// C2 again, where U's own move left a deletion of a copy of this content
+// recorded after P1. Rule 7 read that as a copy a user removed and dropped
+// P2: the content was on no disk anywhere. A put-back's copy is removed
+// only by a deletion recorded after the put-back itself.
+func TestSecondPutBackKept(t *testing.T) {
+	h := newPutBackHistory(t)
+	// U's first move-back supersedes R's winner this time (U's index held it).
+	p1 := h.loser
+	p1.ID, p1.Clock, p1.Supersedes = VersionID{Author: dev(1), Seq: 1, Index: 1}, 4, []VersionID{h.res[0].ID}
+	w2 := binary(fileV(7, 1, 5, 30, "\x00w90", h.res[0].ID))
+	all := []Version{h.base, h.e, h.f, h.del, p1, w2}
+	all = append(all, h.res...)
+	g := graphOf(t, all...)
+	d, err := g.Resolve("notes.md", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Outcome != OutcomeConflict || d.Winner.ID != w2.ID || len(d.Copies) != 1 || d.Copies[0].Version.ID != p1.ID {
+		t.Fatalf("W2 against P1: got %v winner %v copies %+v dropped %v, want W2 to win and P1 copied", d.Outcome, d.Winner.ID, d.Copies, ids(d.Dropped))
+	}
+	c2Name := d.Copies[0].Path
+	res2 := recordResolution(g, 5, 1, d) // W2 restated, P1 copied to C2
+	all = append(all, res2...)
+
+	// U moves C2 back; its index still holds P1 at notes.md.
+	del2 := Version{ID: VersionID{Author: dev(1), Seq: 2}, Path: c2Name, Kind: KindDeletion, Clock: res2[0].Clock + 1, Supersedes: []VersionID{res2[1].ID}}
+	p2 := p1
+	p2.ID, p2.Clock, p2.Supersedes = VersionID{Author: dev(1), Seq: 2, Index: 1}, res2[0].Clock+1, []VersionID{p1.ID}
+	all = append(all, del2, p2)
+	g = graphOf(t, all...)
+	if !g.PutBack(p2.ID) {
+		t.Fatal("PutBack(P2): got false, want true")
+	}
+	d, err = g.Resolve("notes.md", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Outcome != OutcomeConflict || len(d.Copies) != 1 || d.Copies[0].Version.ContentHash != h.loser.ContentHash {
+		t.Fatalf("after the second move-back: got %v winner %v copies %+v dropped %v, want the moved-back content copied", d.Outcome, d.Winner.ID, d.Copies, ids(d.Dropped))
+	}
+	all = append(all, recordResolution(g, 5, 2, d)...)
+	g = graphOf(t, settle(t, all, []byte{1, 5, 9})...)
+	var at []string
+	for p, cs := range liveContents(g) {
+		if slices.Contains(cs, h.loser.ContentHash) {
+			at = append(at, p)
+		}
+	}
+	if len(at) != 1 {
+		t.Fatalf("the twice moved-back content lives at %v once every device has settled, want one path", at)
+	}
+}
