@@ -39,6 +39,8 @@ var pinnedSeeds = []struct {
 	why  string
 }{
 	{3548, "finding 13: a conflict copy moved back onto its file, whose index still held an older version, was dropped as an outdated restatement"},
+	{2166, "deterministic finding 3: a kill after a clean merge reached the disk; the restart scan recorded the merge as the device's edit (the check's mistake)"},
+	{10805, "deterministic finding 3, again: the same shape on another path"},
 }
 
 // TestPinnedSeeds runs pinnedSeeds under the product's rules.

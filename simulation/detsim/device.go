@@ -331,6 +331,17 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 	}
 	if d.crashPending {
 		d.crashPending = false
+		if merged != nil {
+			// The clean merge is on the disk, unrecorded: the scan after
+			// the restart records it as this device's change, or a user
+			// replaces it knowingly. Either way what each side changed is
+			// kept, as when the merge is recorded below; the sides' own
+			// contents are on no disk any more (deterministic tier,
+			// finding 3).
+			for _, sd := range dec.Merge.Sides {
+				s.replaced[sd.ContentHash] = true
+			}
+		}
 		s.tracef("dev%d killed while carrying out %s", d.idx, path)
 		if err := s.restart(d, false); err != nil {
 			return err
