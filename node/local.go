@@ -192,7 +192,8 @@ func (v *vault) scanWatching(ctx context.Context, paths []string, mode scanMode,
 		return res, fmt.Errorf("scanning %s: %w", v.cfg.Folder, err)
 	}
 	v.quarantine(res.Corrupt) // damaged on disk: written again, never recorded
-	if err := v.record(v.withMovedCopies(res.Changes), confirmed); err != nil {
+	changes, movedOnto := v.withMovedCopies(res.Changes)
+	if err := v.record(changes, confirmed, movedOnto); err != nil {
 		return res, err
 	}
 	if paths == nil {
@@ -215,44 +216,73 @@ func (v *vault) scanWatching(ctx context.Context, paths []string, mode scanMode,
 // then deleted: the content was lost (docs/simulation.md, finding 10).
 // Recorded in one entry, no device sees one without the other. Holds no
 // lock while it looks at the disk.
-func (v *vault) withMovedCopies(changes []folder.Change) []folder.Change {
+//
+// movedOnto holds the files a copy was moved onto. record gives each a
+// version even when its content is what the index already held (the
+// loser's own device, which had not applied the winner yet, moving its
+// copy back): recorded as only the copy's deletion, the move left nothing
+// for the winner to meet, the winner then replaced the file, and the
+// content the user had just put there was on no disk (docs/simulation.md,
+// finding 13). The version restates that content, and as the author's
+// put-back (protocol.Graph.PutBack) it meets the winner as a conflict.
+func (v *vault) withMovedCopies(changes []folder.Change) (_ []folder.Change, movedOnto map[string]bool) {
 	v.mu.Lock()
 	if len(v.counts.conflicts) == 0 {
 		v.mu.Unlock()
-		return changes // the usual case: no copy to look for
+		return changes, nil // the usual case: no copy to look for
 	}
-	reported := map[string]bool{}
+	reported, deleted := map[string]bool{}, map[string]bool{}
 	for _, c := range changes {
 		reported[c.Path] = true
+		deleted[c.Path] = c.Type == folder.Deleted
 	}
 	var candidates []folder.Change
+	var onto []string // the file each candidate was moved onto
 	for _, c := range changes {
 		if c.Type == folder.Deleted || c.New.Kind != folder.KindFile {
 			continue
 		}
 		for q := range v.counts.conflicts {
-			if reported[q] || !isConflictCopyOf(q, c.Path) {
+			if !isConflictCopyOf(q, c.Path) {
 				continue
 			}
-			if r, ok := v.index[q]; ok && r.Kind == entry.KindFile && r.Hash == c.New.Hash {
+			r, ok := v.index[q]
+			if !ok || r.Kind != entry.KindFile || r.Hash != c.New.Hash {
+				continue
+			}
+			if deleted[q] { // the scan saw both halves of the move
+				if movedOnto == nil {
+					movedOnto = map[string]bool{}
+				}
+				movedOnto[c.Path] = true
+				continue
+			}
+			if !reported[q] {
 				reported[q] = true
 				candidates = append(candidates, folder.Change{Type: folder.Deleted, Path: q})
+				onto = append(onto, c.Path)
 			}
 		}
 	}
 	v.mu.Unlock()
-	for _, c := range candidates {
+	for i, c := range candidates {
 		if _, err := v.fs.Lstat(c.Path); errors.Is(err, fs.ErrNotExist) {
 			changes = append(changes, c)
+			if movedOnto == nil {
+				movedOnto = map[string]bool{}
+			}
+			movedOnto[onto[i]] = true
 		}
 	}
-	return changes
+	return changes, movedOnto
 }
 
 // record turns scanned changes into versions and writes them as entries,
 // with the folder index updated in the same commit. Deletions of the
-// paths in confirmed carry entry.DeletionConfirmed (massdelete.go).
-func (v *vault) record(changes []folder.Change, confirmed map[string]bool) error {
+// paths in confirmed carry entry.DeletionConfirmed (massdelete.go); the
+// files in restate get a version even when their content is unchanged
+// (withMovedCopies).
+func (v *vault) record(changes []folder.Change, confirmed, restate map[string]bool) error {
 	v.authorMu.Lock()
 	defer v.authorMu.Unlock()
 	if v.authoringHeld(changePaths(changes)) {
@@ -276,7 +306,7 @@ func (v *vault) record(changes []folder.Change, confirmed map[string]bool) error
 	for _, c := range changes {
 		v.log.Debug("local change", "path", c.Path, "change", c.Type)
 		v.noteLocalChange(c)
-		ver, rec, ok := v.versionFor(c)
+		ver, rec, ok := v.versionFor(c, restate[c.Path])
 		if ok && ver.Kind == entry.KindDeletion && confirmed[c.Path] {
 			ver.Mode = entry.DeletionConfirmed
 		}
@@ -299,8 +329,9 @@ func (v *vault) record(changes []folder.Change, confirmed map[string]bool) error
 // versionFor makes the version that records change c, and the index record
 // to keep for its path (Kind 0 means: delete the index record). ok is false
 // when the change needs no version (only the mtime moved, or a deletion of
-// a path whose current head is already a deletion).
-func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool) {
+// a path whose current head is already a deletion), unless restate asks
+// for one whatever the content (withMovedCopies).
+func (v *vault) versionFor(c folder.Change, restate bool) (entry.Version, vaultdb.Record, bool) {
 	v.mu.Lock()
 	cur, hadCur := v.index[c.Path]
 	v.mu.Unlock()
@@ -346,11 +377,11 @@ func (v *vault) versionFor(c folder.Change) (entry.Version, vaultdb.Record, bool
 	}
 	// Unchanged content and mode under a new mtime (a touch, or our own
 	// apply being rescanned): remember the new metadata, author nothing.
-	if hadCur && cur.Kind == rec.Kind && cur.Hash == rec.Hash && cur.Mode == rec.Mode && cur.Target == rec.Target {
+	if !restate && hadCur && cur.Kind == rec.Kind && cur.Hash == rec.Hash && cur.Mode == rec.Mode && cur.Target == rec.Target {
 		rec.Version = cur.Version
 		return entry.Version{}, rec, false
 	}
-	if !hadCur {
+	if !hadCur && !restate {
 		if id, ok := v.headHolding(c.Path, rec); ok {
 			rec.Version = id
 			return entry.Version{}, rec, false

@@ -66,3 +66,65 @@ func TestMovedBackCopyDeletedInSameEntry(t *testing.T) {
 		t.Errorf("the entry holds %v, want %v", got, want)
 	}
 }
+
+// The loser's own device moves its copy back onto the file while its index
+// still holds its own version there (the winner has not arrived or been
+// applied): the file's content does not change. The move must still be
+// recorded as a version of the file, restating the content, beside the
+// copy's deletion: recorded as the deletion alone, nothing met the winner
+// when it came, it replaced the file, and the content the user had put
+// there was on no disk (docs/simulation.md, finding 13).
+func TestMovedBackCopyOntoSameContentRecorded(t *testing.T) {
+	n, folderPath := testNodeWith(t, Config{NoWatcher: true})
+	v := n.vaultsNow()[0]
+	ctx := context.Background()
+	file, cp := filepath.Join(folderPath, "notes.md"), filepath.Join(folderPath, "notes.conflict-AbCdEfGh-20261130-054657-1a2b3c.md")
+	if err := os.WriteFile(file, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cp, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.scan(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	v.mu.Lock()
+	was := v.index["notes.md"].Version
+	v.mu.Unlock()
+	if err := os.Rename(cp, file); err != nil {
+		t.Fatal(err)
+	}
+	self := n.id.ID()
+	before := v.db.Head(self).Seq
+	if _, err := v.scan(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	after := v.db.Head(self).Seq
+	if after != before+1 {
+		t.Fatalf("the scan wrote %d entries, want 1", after-before)
+	}
+	var vers []entry.Version
+	err := v.db.Range(self, after, after, func(e *entry.Entry) error {
+		b, err := v.openBody(e)
+		if err != nil {
+			return err
+		}
+		vers = b.Versions
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file1, del bool
+	for _, ver := range vers {
+		switch {
+		case ver.Path == "notes.md" && ver.Kind == entry.KindFile:
+			file1 = len(ver.Supersedes) == 1 && ver.Supersedes[0] == was
+		case ver.Path == filepath.Base(cp) && ver.Kind == entry.KindDeletion:
+			del = true
+		}
+	}
+	if !file1 || !del {
+		t.Fatalf("the entry holds %+v, want the copy's deletion and a version of notes.md superseding %v", vers, was)
+	}
+}

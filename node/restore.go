@@ -760,7 +760,7 @@ func (v *vault) recordRestored(ctx context.Context, paths []string) error {
 		v.mu.Lock()
 		heads, settled := v.appliedHeadsLocked(c.Path)
 		v.mu.Unlock()
-		ver, rec, ok := v.versionFor(c)
+		ver, rec, ok := v.versionFor(c, false)
 		if !ok && settled && len(heads) > 0 && c.Type == folder.Deleted {
 			ver, ok = entry.Version{Path: c.Path, Kind: entry.KindDeletion}, true
 		}

@@ -292,3 +292,52 @@ func TestSecondPutBackKept(t *testing.T) {
 		t.Fatalf("the twice moved-back content lives at %v once every device has settled, want one path", at)
 	}
 }
+
+// TestOwnCopyMovedBackKept: the loser's own device, whose index still held
+// its version at the path (it had the copy, not yet the winner), moves the
+// copy back: the file's content does not change, and node records a
+// version restating it beside the copy's deletion (node,
+// TestMovedBackCopyOntoSameContentRecorded). That restatement is a
+// put-back: it meets the winner as a conflict, and the content survives.
+func TestOwnCopyMovedBackKept(t *testing.T) {
+	base := binary(fileV(3, 1, 1, 0, "\x00base"))
+	mine := binary(fileV(1, 1, 2, 10, "\x00mine", base.ID))
+	theirs := binary(fileV(8, 1, 2, 20, "\x00theirs", base.ID))
+	g := graphOf(t, base, mine, theirs)
+	d, err := g.Resolve("notes.md", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Outcome != OutcomeConflict || d.Winner.ID != theirs.ID || len(d.Copies) != 1 {
+		t.Fatalf("got %v winner %v copies %+v, want theirs to win and mine copied", d.Outcome, d.Winner.ID, d.Copies)
+	}
+	res := recordResolution(g, 9, 1, d)
+	del := Version{ID: VersionID{Author: dev(1), Seq: 2}, Path: d.Copies[0].Path, Kind: KindDeletion, Clock: res[0].Clock + 1, Supersedes: []VersionID{res[1].ID}}
+	back := mine
+	back.ID, back.Clock, back.Supersedes = VersionID{Author: dev(1), Seq: 2, Index: 1}, res[0].Clock+1, []VersionID{mine.ID}
+	all := append([]Version{base, mine, theirs, del, back}, res...)
+	g = graphOf(t, all...)
+	if !g.PutBack(back.ID) {
+		t.Fatal("PutBack(the restatement): got false, want true")
+	}
+	d, err = g.Resolve("notes.md", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Outcome != OutcomeConflict || len(d.Copies) != 1 {
+		t.Fatalf("got %v winner %v copies %+v dropped %v, want a conflict that copies one side", d.Outcome, d.Winner.ID, d.Copies, ids(d.Dropped))
+	}
+	all = append(all, recordResolution(g, 5, 1, d)...)
+	g = graphOf(t, settle(t, all, []byte{1, 5, 9})...)
+	for _, c := range []Version{mine, theirs} {
+		n := 0
+		for _, cs := range liveContents(g) {
+			if slices.Contains(cs, c.ContentHash) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("content of %v lives at %d paths once settled, want 1", c.ID, n)
+		}
+	}
+}
