@@ -1,6 +1,7 @@
 package node
 
 import (
+	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -186,15 +187,19 @@ func (v *vault) scrubPass(ctx context.Context, prefix, cursor string, maxBytes i
 		path string
 		rec  vaultdb.Record
 	}
-	var items []item
+	// The slice's files are the first maxFiles paths after cursor: picked
+	// with a bounded heap, not by sorting the whole index, which a
+	// background slice each minute did for a handful of files (most of an
+	// idle agent's CPU and garbage at 10,000 files; docs/benchmarks.md).
 	v.mu.Lock()
-	for p, r := range v.index {
-		if r.Kind == entry.KindFile && p > cursor && under(p, prefix) {
-			items = append(items, item{p, r})
-		}
+	paths, more := firstAfter(v.index, cursor, maxFiles, func(p string, r vaultdb.Record) bool {
+		return r.Kind == entry.KindFile && under(p, prefix)
+	})
+	items := make([]item, 0, len(paths))
+	for _, p := range paths {
+		items = append(items, item{p, v.index[p]})
 	}
 	v.mu.Unlock()
-	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.path, b.path) })
 	next := ""
 	var found []folder.Change
 	for _, it := range items {
@@ -219,6 +224,9 @@ func (v *vault) scrubPass(ctx context.Context, prefix, cursor string, maxBytes i
 		default:
 			res.Files++
 		}
+	}
+	if next == "" && more {
+		next = cursor // the slice ended at its file limit with paths left
 	}
 	if len(found) > 0 {
 		// Under the scan lock, as a scan's own finds are: a scan between
@@ -413,4 +421,45 @@ func (a *apiServer) scrub(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, res)
+}
+
+// firstAfter returns, in order, the first n paths of index after cursor
+// that keep accepts (all of them when n <= 0), and whether more were left
+// out. It keeps at most n paths at a time (a max-heap of the smallest so
+// far), so a slice of a large folder costs one pass over the index and no
+// sort of it.
+func firstAfter(index map[string]vaultdb.Record, cursor string, n int, keep func(string, vaultdb.Record) bool) (paths []string, more bool) {
+	h := &pathHeap{}
+	for p, r := range index {
+		if p <= cursor || !keep(p, r) {
+			continue
+		}
+		switch {
+		case n <= 0 || h.Len() < n:
+			heap.Push(h, p)
+		case p < (*h)[0]:
+			(*h)[0] = p
+			heap.Fix(h, 0)
+			more = true
+		default:
+			more = true
+		}
+	}
+	paths = []string(*h)
+	slices.Sort(paths)
+	return paths, more
+}
+
+// pathHeap is a max-heap of paths (container/heap).
+type pathHeap []string
+
+func (h pathHeap) Len() int           { return len(h) }
+func (h pathHeap) Less(i, j int) bool { return h[i] > h[j] }
+func (h pathHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *pathHeap) Push(x any)        { *h = append(*h, x.(string)) }
+func (h *pathHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
