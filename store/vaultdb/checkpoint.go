@@ -161,17 +161,17 @@ func saveCheckpoint(fsys FS, dir string, c checkpoint) error {
 
 // trusted returns how many leading bytes of segment n, the i-th segment
 // of the log, whose content is data, the checkpoint vouches for (0 if it
-// does not match), and whether it vouches for all of data, the condition
-// for trusting anything in the next segment.
-func (c *checkpoint) trusted(i int, n uint32, data []byte) (size int64, all bool) {
+// does not match) and their CRC-32C, and whether it vouches for all of
+// data, the condition for trusting anything in the next segment.
+func (c *checkpoint) trusted(i int, n uint32, data []byte) (size int64, crc uint32, all bool) {
 	if c == nil || i >= len(c.segs) {
-		return 0, false
+		return 0, 0, false
 	}
 	s := c.segs[i]
 	if s.seg != n || s.size > int64(len(data)) || crc32.Checksum(data[:s.size], castagnoli) != s.crc {
-		return 0, false
+		return 0, 0, false
 	}
-	return s.size, s.size == int64(len(data))
+	return s.size, s.crc, s.size == int64(len(data))
 }
 
 // verifiedPrefix builds, during the scan, the verified prefix of the log
@@ -184,12 +184,17 @@ type verifiedPrefix struct {
 	closed bool   // the prefix is final
 	cur    uint32 // segment being scanned
 	end    int64  // end of the held records that begin it
+	// known is a prefix of the segment whose CRC-32C is already known
+	// (the checkpoint's, just checked), so finish hashes only what lies
+	// past it.
+	known segSum
 }
 
-// begin starts segment n.
-func (v *verifiedPrefix) begin(n uint32) {
+// begin starts segment n, whose first known.size bytes have the CRC-32C
+// known.crc (a zero size when none is known).
+func (v *verifiedPrefix) begin(n uint32, known segSum) {
 	if !v.closed {
-		v.cur, v.end = n, 0
+		v.cur, v.end, v.known = n, 0, known
 	}
 }
 
@@ -207,7 +212,13 @@ func (v *verifiedPrefix) finish(data []byte, validEnd int64) {
 	if v.closed {
 		return
 	}
-	v.segs = append(v.segs, segSum{seg: v.cur, size: v.end, crc: crc32.Checksum(data[:v.end], castagnoli)})
+	var crc uint32
+	if k := v.known; k.size > 0 && k.size <= v.end {
+		crc = crc32.Update(k.crc, castagnoli, data[k.size:v.end])
+	} else {
+		crc = crc32.Checksum(data[:v.end], castagnoli)
+	}
+	v.segs = append(v.segs, segSum{seg: v.cur, size: v.end, crc: crc})
 	v.closed = v.end != validEnd
 }
 

@@ -89,6 +89,45 @@ func scanFrames(data []byte, fn func(off int64, size int, payload []byte)) scanR
 	return res
 }
 
+// scanFramesTrusted is scanFrames for data whose first trusted bytes a
+// log checkpoint vouches for (their CRC-32C matched it, so they are the
+// bytes verified before, frame by frame): a record that lies wholly inside
+// them is taken without checking its own checksum again, which was a
+// second pass over every byte of a large log at each open. Anything that
+// does not parse there, and everything after, is checked as scanFrames
+// does.
+func scanFramesTrusted(data []byte, trusted int64, fn func(off int64, size int, payload []byte)) scanResult {
+	off := 0
+	for int64(off) < trusted {
+		p, n, ok := parseFrameLength(data[off:trusted])
+		if !ok {
+			break
+		}
+		fn(int64(off), n, p)
+		off += n
+	}
+	res := scanFrames(data[off:], func(o int64, size int, payload []byte) { fn(int64(off)+o, size, payload) })
+	for i := range res.damage {
+		res.damage[i][0] += int64(off)
+		res.damage[i][1] += int64(off)
+	}
+	res.end += int64(off)
+	return res
+}
+
+// parseFrameLength is parseFrame without the checksum test.
+func parseFrameLength(b []byte) (payload []byte, size int, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n == 0 || n > maxPayload {
+		return nil, 0, false
+	}
+	h := k + 4
+	if len(b)-h < int(n) {
+		return nil, 0, false
+	}
+	return b[h : h+int(n)], h + int(n), true
+}
+
 // resync returns the first offset at or after from where a valid record
 // starts, or -1. It costs a checksum per plausible offset, which is fine for
 // the rare damaged file and the short tail a crash leaves.

@@ -75,11 +75,12 @@ func scanLogs(fsys FS, dir string, vault keys.VaultID, rep *OpenReport) (*logSca
 			return nil, fmt.Errorf("reading segment %d: %w", n, err)
 		}
 		var trustEnd int64
+		var trustCRC uint32
 		if trusting {
-			trustEnd, trusting = ck.trusted(i, n, data)
+			trustEnd, trustCRC, trusting = ck.trusted(i, n, data)
 		}
-		s.verified.begin(n)
-		res := scanFrames(data, func(off int64, size int, p []byte) {
+		s.verified.begin(n, segSum{seg: n, size: trustEnd, crc: trustCRC})
+		res := scanFramesTrusted(data, trustEnd, func(off int64, size int, p []byte) {
 			trusted := off+int64(size) <= trustEnd
 			if s.accept(vault, loc{seg: n, off: off, n: uint32(size)}, p, trusted, pending, rep) {
 				s.verified.held(off, size)
