@@ -88,3 +88,32 @@ func ChainStored(data []byte, vault keys.VaultID, head func(keys.DeviceID) Head)
 // Use it only for stored entries, as DecodeStored; anything received goes
 // through OpenBody.
 func OpenStoredBody(e *Entry, k keys.EpochKeys) (*Body, error) { return openBody(e, k, false) }
+
+// PrepareStored is the part of ValidateStored (sig set) or ChainStored
+// (sig clear) that does not depend on the chain: DecodeStored's checks,
+// the vault check and, with sig, the author's signature, with their
+// errors (a nil entry on any). The chain check follows, in log order, with
+// FollowsStored. Split so a log can be reopened with the decoding and
+// signatures of many entries on all cores and only the chain in order;
+// the same conditions as ValidateStored's and ChainStored's apply.
+func PrepareStored(data []byte, vault keys.VaultID, sig bool) (*Entry, error) {
+	e, err := decode(data, false)
+	if err != nil {
+		return nil, fmt.Errorf("validating stored entry: %w", err)
+	}
+	if err := e.checkOwn(vault, sig); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// FollowsStored checks a prepared entry (PrepareStored) against its
+// author's head: Validate's chain rules, with its errors and its contract
+// on the returned entry (e itself, also beside ErrDuplicate, ErrSeqReplay
+// and ErrSeqGap, so the caller can tell them apart).
+func (e *Entry) FollowsStored(head Head) (*Entry, error) {
+	if err := e.follows(head); err != nil {
+		return e, fmt.Errorf("validating entry %s seq %d: %w", e.author.Short(), e.w.Seq, err)
+	}
+	return e, nil
+}

@@ -48,18 +48,24 @@ func (e *Entry) check(vault keys.VaultID, head Head) (*Entry, error) {
 // checkChain is check, with the signature check only when sig is set
 // (ChainStored clears it).
 func (e *Entry) checkChain(vault keys.VaultID, head Head, sig bool) (*Entry, error) {
+	if err := e.checkOwn(vault, sig); err != nil {
+		return nil, err
+	}
+	return e.FollowsStored(head)
+}
+
+// checkOwn is what check tests of e alone: the vault and, with sig, the
+// author's signature.
+func (e *Entry) checkOwn(vault keys.VaultID, sig bool) error {
 	if e.vault != vault {
-		return nil, fmt.Errorf("validating entry: vault %s, want %s: %w", e.vault, vault, ErrWrongVault)
+		return fmt.Errorf("validating entry: vault %s, want %s: %w", e.vault, vault, ErrWrongVault)
 	}
 	if sig {
 		if err := e.verifySig(); err != nil {
-			return nil, fmt.Errorf("validating entry: %w", err)
+			return fmt.Errorf("validating entry: %w", err)
 		}
 	}
-	if err := e.follows(head); err != nil {
-		return e, fmt.Errorf("validating entry %s seq %d: %w", e.author.Short(), e.w.Seq, err)
-	}
-	return e, nil
+	return nil
 }
 
 // follows checks the chain rules 3-7 of Validate.

@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/ipfs/go-cid"
 
@@ -80,12 +84,11 @@ func scanLogs(fsys FS, dir string, vault keys.VaultID, rep *OpenReport) (*logSca
 			trustEnd, trustCRC, trusting = ck.trusted(i, n, data)
 		}
 		s.verified.begin(n, segSum{seg: n, size: trustEnd, crc: trustCRC})
+		var frames []frameAt
 		res := scanFramesTrusted(data, trustEnd, func(off int64, size int, p []byte) {
-			trusted := off+int64(size) <= trustEnd
-			if s.accept(vault, loc{seg: n, off: off, n: uint32(size)}, p, trusted, pending, rep) {
-				s.verified.held(off, size)
-			}
+			frames = append(frames, frameAt{off: off, size: size, p: p, trusted: off+int64(size) <= trustEnd})
 		})
+		s.acceptAll(vault, n, frames, pending, rep)
 		for _, d := range res.damage {
 			rep.Damage = append(rep.Damage, Damage{File: name, Start: d[0], End: d[1]})
 		}
@@ -115,19 +118,83 @@ type pendingEntry struct {
 	raw []byte
 }
 
-// accept validates one record's payload against its author's head; inside
-// the prefix the checkpoint vouches for (trusted), the signature is not
-// checked again. It says whether the record is held: added, or a
-// duplicate of an entry held.
-func (s *logScan) accept(vault keys.VaultID, at loc, p []byte, trusted bool, pending map[entryKey]pendingEntry, rep *OpenReport) bool {
-	rep.Records++
-	// The segments hold only entries Append validated, behind a CRC, so
-	// the canonical re-encode is skipped; signature and chain are checked.
-	check := entry.ValidateStored
-	if trusted {
-		check = entry.ChainStored
+// frameAt is one record of a segment: its offset, framed size, payload,
+// and whether the log checkpoint vouches for it.
+type frameAt struct {
+	off     int64
+	size    int
+	p       []byte
+	trusted bool
+}
+
+// acceptWindow bounds the payload bytes of one batch of acceptAll (the
+// entries decoded at once and held until their chain is checked).
+const acceptWindow = 16 << 20
+
+// acceptAll accepts the records of segment seg in order, in batches of at
+// most acceptWindow bytes: each batch is decoded and (outside the trusted
+// prefix) its signatures checked on every core (entry.PrepareStored), then
+// its chain checked in order (accept). Decoding was one core's work of
+// most of an open of a large log.
+func (s *logScan) acceptAll(vault keys.VaultID, seg uint32, frames []frameAt, pending map[entryKey]pendingEntry, rep *OpenReport) {
+	type prepared struct {
+		e   *entry.Entry
+		err error
 	}
-	e, err := check(p, vault, s.head)
+	var prep []prepared
+	for i := 0; i < len(frames); {
+		j, bytes := i, 0
+		for j < len(frames) && (j == i || bytes+len(frames[j].p) <= acceptWindow) {
+			bytes += len(frames[j].p)
+			j++
+		}
+		batch := frames[i:j]
+		prep = slices.Grow(prep[:0], len(batch))[:len(batch)]
+		parallelEach(len(batch), func(k int) {
+			prep[k].e, prep[k].err = entry.PrepareStored(batch[k].p, vault, !batch[k].trusted)
+		})
+		for k, f := range batch {
+			if s.accept(loc{seg: seg, off: f.off, n: uint32(f.size)}, f.p, f.trusted, prep[k].e, prep[k].err, pending, rep) {
+				s.verified.held(f.off, f.size)
+			}
+			prep[k] = prepared{} // let the entry go
+		}
+		i = j
+	}
+}
+
+// parallelEach calls fn(0..n-1) on up to GOMAXPROCS goroutines and returns
+// when every call has.
+func parallelEach(n int, fn func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for k := range n {
+			fn(k)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for k := int(next.Add(1) - 1); k < n; k = int(next.Add(1) - 1) {
+				fn(k)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// accept checks one prepared record (e, or perr from entry.PrepareStored:
+// decoding, vault and, outside the trusted prefix, the signature) against
+// its author's head. It says whether the record is held: added, or a
+// duplicate of an entry held.
+func (s *logScan) accept(at loc, p []byte, trusted bool, e *entry.Entry, perr error, pending map[entryKey]pendingEntry, rep *OpenReport) bool {
+	rep.Records++
+	err := perr
+	if err == nil {
+		e, err = e.FollowsStored(s.head(e.Author()))
+	}
 	switch {
 	case err == nil:
 		s.add(e, at)
