@@ -357,8 +357,8 @@ func (g *Graph) Resolve(path string, use NameUseFunc) (Decision, error) {
 // content, so the names are found once, and one pass decides for all of
 // them: a deletion counts when some version among them has its author and
 // a sequence number at or above it. The cost is one pass over the path's
-// versions (with one set of names per origin author and mtime) plus the
-// versions at those names, not one pass per restated version.
+// versions plus the versions at those names, not one pass per restated
+// version.
 func (g *Graph) PutBack(id VersionID) bool {
 	v, ok := g.versions[id]
 	if !ok || (v.Kind != KindFile && v.Kind != KindSymlink) {
@@ -370,23 +370,38 @@ func (g *Graph) PutBack(id VersionID) bool {
 	for _, r := range g.Restates(id) {
 		latest[r.ID.Author] = max(latest[r.ID.Author], r.ID.Seq)
 	}
-	type origin struct {
-		author keys.DeviceID
-		mtime  int64
+	return g.putBack(*v, latest)
+}
+
+// PutBackSelf is PutBack of id alone, not of what it restates: id's own
+// author removed the copy. A resolution by another device that kept a
+// put-back's content restates the put-back, but its author removed
+// nothing; where Resolve would otherwise drop a head that restates a
+// content replaced since (rule 2's first test) or take a copy's removal
+// as recorded before the content (rule 7), only the put-back itself is a
+// choice made knowing the copy is gone.
+func (g *Graph) PutBackSelf(id VersionID) bool {
+	v, ok := g.versions[id]
+	if !ok || (v.Kind != KindFile && v.Kind != KindSymlink) {
+		return false
 	}
-	named := map[origin]bool{}
+	return g.putBack(*v, map[keys.DeviceID]uint64{v.ID.Author: v.ID.Seq})
+}
+
+// putBack is PutBack's search for a version with v's path and content: a
+// deletion, by an author of latest at or below that author's sequence
+// number, of a version with v's content at one of the conflict-copy names
+// of the path's versions with v's content. Like the first form of
+// PutBack (e6a6182), a name tried for an earlier origin is skipped, not
+// taken for the end of the names, so a later origin with the same names
+// looks past it (TestPutBackMatchesReference).
+func (g *Graph) putBack(v Version, latest map[keys.DeviceID]uint64) bool {
 	tried := map[string]bool{}
 	for _, oid := range g.paths[v.Path] {
 		o := g.versions[oid]
-		if o.Kind == KindDeletion || !sameContent(*o, *v) {
+		if o.Kind == KindDeletion || !sameContent(*o, v) {
 			continue
 		}
-		// The same author and mtime give the same names (the content is
-		// v's): the first of them has tried them all.
-		if named[origin{o.ID.Author, o.MTime}] {
-			continue
-		}
-		named[origin{o.ID.Author, o.MTime}] = true
 		for n := 1; n <= maxCopyCounter; n++ {
 			name := ConflictName(v.Path, *o, n)
 			if tried[name] {
@@ -397,7 +412,7 @@ func (g *Graph) PutBack(id VersionID) bool {
 			if len(at) == 0 {
 				break // a counter is given only past a name that is taken
 			}
-			if g.removedBy(at, name, *v, latest) {
+			if g.removedBy(at, name, v, latest) {
 				return true
 			}
 		}

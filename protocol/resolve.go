@@ -18,9 +18,11 @@ type Ancestry interface {
 	Restates(id VersionID) []Version
 	// Get returns a known version.
 	Get(id VersionID) (Version, bool)
-	// PutBack reports whether id puts a content back at its path after its
-	// author removed that content's conflict copy (see Graph.PutBack).
+	// PutBack reports whether id, or a version it restates, puts a content
+	// back at its path after its author removed that content's conflict
+	// copy (see Graph.PutBack); PutBackSelf whether id itself does.
 	PutBack(id VersionID) bool
+	PutBackSelf(id VersionID) bool
 }
 
 // Outcome says what kind of decision Resolve made, and so what node/ has
@@ -264,10 +266,7 @@ func Resolve(heads []Version, anc Ancestry, use NameUseFunc) (Decision, error) {
 	if anc != nil {
 		var fresh, stale []Version
 		for _, h := range hs {
-			// A put-back (Graph.PutBack) is a choice made knowing the copy
-			// is gone, never an outdated restatement; asked only of a head
-			// the tests call stale, as it looks at copies' names.
-			if isStale(h, hs, restates[h.ID], anc) && !anc.PutBack(h.ID) {
+			if isStale(h, hs, restates[h.ID], anc) {
 				stale = append(stale, h)
 			} else {
 				fresh = append(fresh, h)
@@ -340,8 +339,10 @@ func Resolve(heads []Version, anc Ancestry, use NameUseFunc) (Decision, error) {
 	}
 
 	d.Winner = reps[0]
-	// A loser its own author put back after removing its copy (PutBack) is
-	// a copy removed again only by a deletion recorded after the put-back:
+	// A loser its own author put back after removing its copy (a head of
+	// its content that is itself a put-back: PutBackSelf; a resolution
+	// that only kept it removed nothing) is a copy removed again only by a
+	// deletion recorded after the put-back:
 	// its content's origin may be older (a second put-back by a device
 	// whose index still held the first restates it), and the move's own
 	// deletion of the copy would read as the user removing it.
@@ -349,7 +350,7 @@ func Resolve(heads []Version, anc Ancestry, use NameUseFunc) (Decision, error) {
 	if anc != nil {
 		for _, r := range reps[1:] {
 			for _, h := range live {
-				if sameContent(h, r) && anc.PutBack(h.ID) {
+				if sameContent(h, r) && anc.PutBackSelf(h.ID) {
 					since[r.ID] = max(since[r.ID], h.Clock)
 				}
 			}
@@ -440,17 +441,40 @@ func originOf(h Version, restated []Version) Version {
 // older content (which k's author had long before) stays a conflict.
 // Directories are left out: all directories are alike, and a directory
 // always keeps its name (rule 5).
+//
+// A put-back (Graph.PutBack) is a choice made knowing the copy is gone,
+// not an outdated restatement: the second test spares h when h or a
+// version it restates is one (docs/simulation.md, finding 13), the first
+// only when h itself is (PutBackSelf: a second put-back by a device whose
+// index still held the first restates the first, which the winner
+// replaced; a resolution by another device that merely kept a put-back's
+// content is still outdated by a later edit of it, or by the copy of it
+// the user then deleted). Both are asked only of a head a test calls
+// stale, as they look at copies' names.
 func isStale(h Version, heads []Version, restated []Version, anc Ancestry) bool {
+	self, back := -1, -1 // PutBackSelf and PutBack of h, once asked
+	ask := func(memo *int, f func(VersionID) bool) bool {
+		if *memo < 0 {
+			*memo = 0
+			if f(h.ID) {
+				*memo = 1
+			}
+		}
+		return *memo == 1
+	}
 	for _, k := range heads {
 		if k.ID == h.ID || sameContent(k, h) {
 			continue
 		}
 		for _, r := range restated {
 			if anc.Descends(k.ID, r.ID) {
-				return true
+				if !ask(&self, anc.PutBackSelf) {
+					return true
+				}
+				break
 			}
 		}
-		if (h.Kind == KindFile || h.Kind == KindSymlink) && replaced(k, h, anc) {
+		if (h.Kind == KindFile || h.Kind == KindSymlink) && replaced(k, h, anc) && !ask(&back, anc.PutBack) {
 			return true
 		}
 	}
@@ -469,10 +493,7 @@ func isStale(h Version, heads []Version, restated []Version, anc Ancestry) bool 
 // author removed the content's conflict copy (Graph.PutBack): a device
 // that had written the copy but not yet the winner at the path, whose
 // user moved the copy back onto the path, descends from neither
-// (docs/simulation.md, finding 13); Resolve asks PutBack of every head
-// isStale calls stale, for both tests: a second put-back by a device whose
-// index still held the first restates the first, which the winner replaced
-// (TestSecondPutBackKept).
+// (docs/simulation.md, finding 13); isStale asks it.
 func replaced(k, h Version, anc Ancestry) bool {
 	for _, p := range k.Supersedes {
 		v, ok := anc.Get(p)
