@@ -250,17 +250,20 @@ func (v *vault) withMovedCopies(changes []folder.Change) (_ []folder.Change, mov
 			if !ok || r.Kind != entry.KindFile || r.Hash != c.New.Hash {
 				continue
 			}
-			if deleted[q] { // the scan saw both halves of the move
-				if movedOnto == nil {
-					movedOnto = map[string]bool{}
+			moved := sameFileMoved(r, c.New)
+			if deleted[q] { // the scan saw the copy gone as well
+				if moved {
+					if movedOnto == nil {
+						movedOnto = map[string]bool{}
+					}
+					movedOnto[c.Path] = true
 				}
-				movedOnto[c.Path] = true
 				continue
 			}
 			if !reported[q] {
 				reported[q] = true
 				candidates = append(candidates, folder.Change{Type: folder.Deleted, Path: q})
-				onto = append(onto, c.Path)
+				onto = append(onto, movedPath(moved, c.Path))
 			}
 		}
 	}
@@ -268,13 +271,36 @@ func (v *vault) withMovedCopies(changes []folder.Change) (_ []folder.Change, mov
 	for i, c := range candidates {
 		if _, err := v.fs.Lstat(c.Path); errors.Is(err, fs.ErrNotExist) {
 			changes = append(changes, c)
-			if movedOnto == nil {
-				movedOnto = map[string]bool{}
+			if onto[i] != "" {
+				if movedOnto == nil {
+					movedOnto = map[string]bool{}
+				}
+				movedOnto[onto[i]] = true
 			}
-			movedOnto[onto[i]] = true
 		}
 	}
 	return changes, movedOnto
+}
+
+// sameFileMoved reports whether the file now at a path (now) is the copy
+// the index recorded (cp) renamed there: a rename keeps the inode (where
+// the file system has inode numbers) and the mtime. A copy the user
+// deleted while the file was merely saved again, unchanged, is no move:
+// taken for one, the restating version made the copy come back (review of
+// bb102b5).
+func sameFileMoved(cp vaultdb.Record, now folder.Record) bool {
+	if cp.Inode != 0 && now.Inode != 0 {
+		return cp.Inode == now.Inode && cp.MTime == now.MTime
+	}
+	return cp.MTime == now.MTime
+}
+
+// movedPath is path when moved, else "".
+func movedPath(moved bool, path string) string {
+	if moved {
+		return path
+	}
+	return ""
 }
 
 // record turns scanned changes into versions and writes them as entries,

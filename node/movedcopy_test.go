@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/weftsync/weft/protocol/entry"
 )
@@ -126,5 +127,55 @@ func TestMovedBackCopyOntoSameContentRecorded(t *testing.T) {
 	}
 	if !file1 || !del {
 		t.Fatalf("the entry holds %+v, want the copy's deletion and a version of notes.md superseding %v", vers, was)
+	}
+}
+
+// The user deletes a copy that holds the file's content and an editor
+// saves the file again unchanged before the next scan: that is no move
+// (a rename keeps the copy's inode and mtime), and nothing but the
+// copy's deletion is recorded. Taken for a move, the restating version
+// was a put-back and the deleted copy came back when the winner arrived
+// (review of bb102b5).
+func TestDeletedCopyAndTouchedFileIsNoMove(t *testing.T) {
+	n, folderPath := testNodeWith(t, Config{NoWatcher: true})
+	v := n.vaultsNow()[0]
+	ctx := context.Background()
+	file, cp := filepath.Join(folderPath, "notes.md"), filepath.Join(folderPath, "notes.conflict-AbCdEfGh-20261130-054657-1a2b3c.md")
+	for _, p := range []string{file, cp} {
+		if err := os.WriteFile(p, []byte("mine\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := v.scan(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(cp); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(5 * time.Second)
+	if err := os.Chtimes(file, later, later); err != nil {
+		t.Fatal(err)
+	}
+	self := n.id.ID()
+	before := v.db.Head(self).Seq
+	if _, err := v.scan(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err := v.db.Range(self, before+1, v.db.Head(self).Seq, func(e *entry.Entry) error {
+		b, err := v.openBody(e)
+		if err != nil {
+			return err
+		}
+		for _, ver := range b.Versions {
+			got = append(got, ver.Path+" "+ver.Kind.String())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != filepath.Base(cp)+" deletion" {
+		t.Fatalf("recorded %v, want only the copy's deletion", got)
 	}
 }
