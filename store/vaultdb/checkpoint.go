@@ -269,6 +269,12 @@ func extend(fsys FS, dir string, prefix []segSum, last uint32, size func(uint32)
 			if err != nil {
 				return nil, fmt.Errorf("reading segment %d: %w", n, err)
 			}
+			// The next Open takes the prefix's records without their own
+			// checksums (scanFramesTrusted), so what is vouched for here
+			// must be whole records whose checksums hold, as read back.
+			if res := scanFrames(b, func(int64, int, []byte) {}); len(res.damage) > 0 || res.end != int64(len(b)) {
+				return nil, fmt.Errorf("segment %d: appended bytes at %d do not read back as whole records", n, cur.size)
+			}
 			cur.crc = crc32.Update(cur.crc, castagnoli, b)
 			cur.size = end
 		}
