@@ -129,22 +129,24 @@ type frameAt struct {
 
 // acceptWindow bounds the payload bytes of one batch of acceptAll (the
 // entries decoded at once and held until their chain is checked).
-const acceptWindow = 16 << 20
+const acceptWindow = 8 << 20
 
 // acceptAll accepts the records of segment seg in order, in batches of at
-// most acceptWindow bytes: each batch is decoded and (outside the trusted
-// prefix) its signatures checked on every core (entry.PrepareStored), then
-// its chain checked in order (accept). Decoding was one core's work of
-// most of an open of a large log.
+// most acceptWindow bytes or one record per core, whichever is more: each
+// batch is decoded and (outside the trusted prefix) its signatures
+// checked on every core (entry.PrepareStored), then its chain checked in
+// order (accept). Decoding was one core's work of most of an open of a
+// large log.
 func (s *logScan) acceptAll(vault keys.VaultID, seg uint32, frames []frameAt, pending map[entryKey]pendingEntry, rep *OpenReport) {
 	type prepared struct {
 		e   *entry.Entry
 		err error
 	}
 	var prep []prepared
+	workers := runtime.GOMAXPROCS(0) // a batch holds at least one record per core
 	for i := 0; i < len(frames); {
 		j, bytes := i, 0
-		for j < len(frames) && (j == i || bytes+len(frames[j].p) <= acceptWindow) {
+		for j < len(frames) && (j-i < workers || bytes+len(frames[j].p) <= acceptWindow) {
 			bytes += len(frames[j].p)
 			j++
 		}
