@@ -69,14 +69,7 @@ func TestMovedBackCopyKept(t *testing.T) {
 		t.Fatalf("got %v winner %v copies %+v dropped %v, want a conflict with the loser's content copied anew", d.Outcome, d.Winner.ID, d.Copies, ids(d.Dropped))
 	}
 	all := append(h.all(), recordResolution(g, 5, 1, d)...)
-	g = graphOf(t, settle(t, all, []byte{1, 5, 9})...)
-	var at []string
-	for p, cs := range liveContents(g) {
-		if slices.Contains(cs, h.loser.ContentHash) {
-			at = append(at, p)
-		}
-	}
-	if len(at) != 1 {
+	if at := settledAt(t, all, h.loser.ContentHash); len(at) != 1 {
 		t.Fatalf("the moved-back content lives at %v once every device has settled, want one path", at)
 	}
 }
@@ -281,14 +274,7 @@ func TestSecondPutBackKept(t *testing.T) {
 		t.Fatalf("after the second move-back: got %v winner %v copies %+v dropped %v, want the moved-back content copied", d.Outcome, d.Winner.ID, d.Copies, ids(d.Dropped))
 	}
 	all = append(all, recordResolution(g, 5, 2, d)...)
-	g = graphOf(t, settle(t, all, []byte{1, 5, 9})...)
-	var at []string
-	for p, cs := range liveContents(g) {
-		if slices.Contains(cs, h.loser.ContentHash) {
-			at = append(at, p)
-		}
-	}
-	if len(at) != 1 {
+	if at := settledAt(t, all, h.loser.ContentHash); len(at) != 1 {
 		t.Fatalf("the twice moved-back content lives at %v once every device has settled, want one path", at)
 	}
 }
@@ -328,18 +314,25 @@ func TestOwnCopyMovedBackKept(t *testing.T) {
 		t.Fatalf("got %v winner %v copies %+v dropped %v, want a conflict that copies one side", d.Outcome, d.Winner.ID, d.Copies, ids(d.Dropped))
 	}
 	all = append(all, recordResolution(g, 5, 1, d)...)
-	g = graphOf(t, settle(t, all, []byte{1, 5, 9})...)
+	settled := settle(t, all, []byte{1, 5, 9})
 	for _, c := range []Version{mine, theirs} {
-		n := 0
-		for _, cs := range liveContents(g) {
-			if slices.Contains(cs, c.ContentHash) {
-				n++
-			}
-		}
-		if n != 1 {
-			t.Fatalf("content of %v lives at %d paths once settled, want 1", c.ID, n)
+		if at := settledAt(t, settled, c.ContentHash); len(at) != 1 {
+			t.Fatalf("content of %v lives at %v once settled, want one path", c.ID, at)
 		}
 	}
+}
+
+// settledAt settles all on devices 1, 5 and 9 (settle) and returns the
+// paths whose live heads hold content.
+func settledAt(t *testing.T, all []Version, content [32]byte) []string {
+	t.Helper()
+	var at []string
+	for p, cs := range liveContents(graphOf(t, settle(t, all, []byte{1, 5, 9})...)) {
+		if slices.Contains(cs, content) {
+			at = append(at, p)
+		}
+	}
+	return at
 }
 
 // TestDeletedCopyOfAKeptPutBackStaysDeleted (review of ee89618): a

@@ -39,19 +39,11 @@ func frameSize(n int) int {
 // parseFrame reads one record at the start of b. It returns the payload (a
 // sub-slice of b), the record's total size, and whether it is valid.
 func parseFrame(b []byte) (payload []byte, size int, ok bool) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n == 0 || n > maxPayload {
+	payload, size, ok = parseFrameLength(b)
+	if !ok || binary.LittleEndian.Uint32(b[size-len(payload)-4:]) != crc32.Checksum(payload, castagnoli) {
 		return nil, 0, false
 	}
-	h := k + 4
-	if len(b)-h < int(n) {
-		return nil, 0, false
-	}
-	payload = b[h : h+int(n)]
-	if binary.LittleEndian.Uint32(b[k:h]) != crc32.Checksum(payload, castagnoli) {
-		return nil, 0, false
-	}
-	return payload, h + int(n), true
+	return payload, size, true
 }
 
 // scanResult is what scanFrames found in one file.
