@@ -51,7 +51,7 @@ func TestConflictCopiesOneAuthorOneSecond(t *testing.T) {
 	l2 := fileV(2, 2, 1, 0, "y")
 	l2.MTime += 5e8 // same second
 	for _, losers := range [][]Version{{l1, l2}, {l2, l1}} {
-		got, _ := conflictCopies("n.md", losers, nil, nil, nil)
+		got, _ := conflictCopies("n.md", losers, nil, nil, nil, nil)
 		want := map[VersionID]string{l1.ID: "n.conflict-9xCm2jWj-20261130-054657-2d7116.md", l2.ID: "n.conflict-9xCm2jWj-20261130-054657-a1fce4.md"}
 		if len(got) != 2 || got[0].Path != want[got[0].Version.ID] || got[1].Path != want[got[1].Version.ID] {
 			t.Errorf("got %v, want paths %v", got, want)
@@ -75,7 +75,7 @@ func TestConflictCopiesNameUse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _ := conflictCopies("n.md", []Version{l}, nil, nil, func(name string, _ Version) NameUse { return tt.use[name] })
+			got, _ := conflictCopies("n.md", []Version{l}, nil, nil, nil, func(name string, _ Version) NameUse { return tt.use[name] })
 			if len(got) != 1 || got[0].Path != tt.wantPath || got[0].Exists != tt.wantExists {
 				t.Errorf("got %+v, want path %s exists %v", got, tt.wantPath, tt.wantExists)
 			}

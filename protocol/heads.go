@@ -307,6 +307,40 @@ func (g *Graph) NameUse(name string, content Version) NameUse {
 	return use
 }
 
+// RemovedKnowing is NameUse's NameRemoved test for the copy of a put-back
+// (back): a deletion head at name descends from a version there with
+// content's kind and hash, a clock above content's, and recorded in an
+// entry that knew back (one of that entry's versions at back's path
+// descends from back: the resolution that made the copy decided against
+// the put-back). A copy of the same content that a device made without
+// knowing the put-back (its resolution decided against the content's
+// earlier version) and that the name's own decision then settled away
+// is not the user removing the put-back's copy (docs/simulation.md,
+// deterministic finding 4).
+func (g *Graph) RemovedKnowing(name string, content Version, back VersionID) bool {
+	b, ok := g.versions[back]
+	if !ok {
+		return false
+	}
+	for _, d := range g.Heads(name) {
+		if d.Kind != KindDeletion {
+			continue
+		}
+		for id := range g.ancestors(d.ID) {
+			x := g.versions[id]
+			if x.Path != name || x.Kind == KindDeletion || !sameContent(*x, content) || x.Clock <= content.Clock {
+				continue
+			}
+			for _, y := range g.paths[b.Path] {
+				if y.Author == x.ID.Author && y.Seq == x.ID.Seq && g.Descends(y, back) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // copyRemoved reports whether one of the deletions at name descends from a
 // version at name with content's kind and hash and a higher clock than
 // content (see NameUse).

@@ -23,6 +23,10 @@ type Ancestry interface {
 	// copy (see Graph.PutBack); PutBackSelf whether id itself does.
 	PutBack(id VersionID) bool
 	PutBackSelf(id VersionID) bool
+	// RemovedKnowing reports whether a copy of content at name that an
+	// entry knowing version back recorded was then removed (see
+	// Graph.RemovedKnowing).
+	RemovedKnowing(name string, content Version, back VersionID) bool
 }
 
 // Outcome says what kind of decision Resolve made, and so what node/ has
@@ -346,18 +350,18 @@ func Resolve(heads []Version, anc Ancestry, use NameUseFunc) (Decision, error) {
 	// its content's origin may be older (a second put-back by a device
 	// whose index still held the first restates it), and the move's own
 	// deletion of the copy would read as the user removing it.
-	since := map[VersionID]uint64{}
+	backs := map[VersionID]Version{} // each loser's latest put-back head
 	if anc != nil {
 		for _, r := range reps[1:] {
 			for _, h := range live {
-				if sameContent(h, r) && anc.PutBackSelf(h.ID) {
-					since[r.ID] = max(since[r.ID], h.Clock)
+				if b, ok := backs[r.ID]; sameContent(h, r) && (!ok || h.Clock > b.Clock) && anc.PutBackSelf(h.ID) {
+					backs[r.ID] = h
 				}
 			}
 		}
 	}
 	var removed []Version
-	d.Copies, removed = conflictCopies(path, reps[1:], origin, since, use)
+	d.Copies, removed = conflictCopies(path, reps[1:], origin, backs, anc, use)
 	if len(removed) > 0 {
 		// A user already deleted (or renamed away) the copy of these
 		// contents: they are dropped, not copied again and not merged in.
@@ -520,9 +524,13 @@ func mergeable(vs ...Version) bool {
 // hold other content, and reusing a name that already holds the loser's
 // content. A loser whose copy a user already removed (NameRemoved) gets no
 // copy; it is returned in removed. A removal counts only when the copy was
-// recorded after the loser's origin, or after since[loser] when that is
-// later (a put-back: Resolve).
-func conflictCopies(path string, losers []Version, origin map[VersionID]Version, since map[VersionID]uint64, use NameUseFunc) (copies []ConflictCopy, removed []Version) {
+// recorded after the loser's origin; for a loser put back by its author
+// (backs[loser], Resolve), only when it was recorded after the put-back
+// and, where anc can tell (RemovedKnowing), by an entry that knew the
+// put-back: a copy of the same content made concurrently elsewhere and
+// settled away at the name is no user removing the put-back's copy
+// (docs/simulation.md, deterministic finding 4).
+func conflictCopies(path string, losers []Version, origin map[VersionID]Version, backs map[VersionID]Version, anc Ancestry, use NameUseFunc) (copies []ConflictCopy, removed []Version) {
 	used := map[string]bool{path: true}
 	copies = make([]ConflictCopy, 0, len(losers))
 	for _, l := range losers {
@@ -538,8 +546,14 @@ func conflictCopies(path string, losers []Version, origin map[VersionID]Version,
 			u := NameFree
 			if use != nil {
 				q := o
-				q.Clock = max(q.Clock, since[l.ID])
+				back, isBack := backs[l.ID]
+				if isBack {
+					q.Clock = max(q.Clock, back.Clock)
+				}
 				u = use(name, q)
+				if u == NameRemoved && isBack && anc != nil && !anc.RemovedKnowing(name, q, back.ID) {
+					u = NameFree
+				}
 			}
 			if u == NameTaken {
 				continue

@@ -432,3 +432,63 @@ func TestPutBackLooksPastAGap(t *testing.T) {
 		t.Fatalf("PutBack(o2) got %v, reference %v", got, want)
 	}
 }
+
+// TestPutBackKeptWhenAConcurrentCopyIsSettledAway (deterministic tier,
+// finding 4, seed 27428): d1 lost to W and copied its L to N, then moved
+// the copy back (P). dev3, not knowing any of that and with a clock that
+// ran high elsewhere, resolved {L, W} too and made the same copy at N;
+// then it edited the file (E). N's heads, d1's deletion and dev3's copy,
+// settle as outdated (a deletion superseding both). P then loses to E,
+// and its copy's name is N, where a deletion now descends from a copy of
+// L recorded with a clock above P's: rule 7 read that as a user removing
+// P's copy and dropped P. dev3's copy was made without knowing P, so it
+// is not; P is copied again.
+func TestPutBackKeptWhenAConcurrentCopyIsSettledAway(t *testing.T) {
+	base := binary(fileV(9, 1, 1, 0, "\x00base"))
+	l := binary(fileV(1, 1, 2, 10, "\x00L", base.ID))
+	w := binary(fileV(3, 1, 2, 20, "\x00W", base.ID))
+	g1 := graphOf(t, base, l, w)
+	d1, err := g1.Resolve("notes.md", nil)
+	if err != nil || d1.Winner.ID != w.ID || len(d1.Copies) != 1 {
+		t.Fatalf("d1's decision: %v winner %v copies %+v (%v)", d1.Outcome, d1.Winner.ID, d1.Copies, err)
+	}
+	n := d1.Copies[0].Path
+	res1 := recordResolution(g1, 1, 2, d1)
+	del := Version{ID: VersionID{Author: dev(1), Seq: 3}, Path: n, Kind: KindDeletion, Clock: res1[0].Clock + 1, Supersedes: []VersionID{res1[1].ID}}
+	back := l
+	back.ID, back.Clock, back.Supersedes = VersionID{Author: dev(1), Seq: 3, Index: 1}, res1[0].Clock+1, []VersionID{res1[0].ID}
+
+	other := fileV(3, 2, 50, 1, "other")
+	other.Path = "other.md"
+	g3 := graphOf(t, base, l, w, other)
+	d3, err := g3.Resolve("notes.md", nil)
+	if err != nil || len(d3.Copies) != 1 || d3.Copies[0].Path != n {
+		t.Fatalf("dev3's decision: %v copies %+v (%v), want the copy at %s", d3.Outcome, d3.Copies, err, n)
+	}
+	res3 := recordResolution(g3, 3, 3, d3)
+	if res3[1].Clock <= back.Clock {
+		t.Fatalf("precondition: dev3's copy has clock %d, not above the put-back's %d", res3[1].Clock, back.Clock)
+	}
+	e := binary(fileV(3, 4, res3[0].Clock+1, 40, "\x00E", res3[0].ID))
+
+	all := []Version{base, l, w, other, del, back, e}
+	all = append(append(all, res1...), res3...)
+	g := graphOf(t, all...)
+	dn, err := g.Resolve(n, nil)
+	if err != nil || dn.Outcome != OutcomeOutdated {
+		t.Fatalf("the copy name's decision: %v (%v), want outdated", dn.Outcome, err)
+	}
+	all = append(all, recordResolution(g, 5, 1, dn)...) // the settlement
+	g = graphOf(t, all...)
+	d, err := g.Resolve("notes.md", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Outcome != OutcomeConflict || len(d.Copies) != 1 || d.Copies[0].Version.ID != back.ID {
+		t.Fatalf("P against E: got %v winner %v copies %+v dropped %v, want P copied", d.Outcome, d.Winner.ID, d.Copies, ids(d.Dropped))
+	}
+	all = append(all, recordResolution(g, 5, 2, d)...)
+	if at := settledAt(t, all, l.ContentHash); len(at) != 1 {
+		t.Fatalf("the moved-back content lives at %v once settled, want one path", at)
+	}
+}

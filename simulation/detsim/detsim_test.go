@@ -41,6 +41,7 @@ var pinnedSeeds = []struct {
 	{3548, "finding 13: a conflict copy moved back onto its file, whose index still held an older version, was dropped as an outdated restatement"},
 	{2166, "deterministic finding 3: a kill after a clean merge reached the disk; the restart scan recorded the merge as the device's edit (the check's mistake)"},
 	{10805, "deterministic finding 3, again: the same shape on another path"},
+	{27428, "deterministic finding 4: a put-back dropped by rule 7 after a concurrent identical copy was settled away"},
 }
 
 // TestPinnedSeeds runs pinnedSeeds under the product's rules.
