@@ -236,8 +236,18 @@ func (v *vault) withMovedCopies(changes []folder.Change) (_ []folder.Change, mov
 		reported[c.Path] = true
 		deleted[c.Path] = c.Type == folder.Deleted
 	}
-	var candidates []folder.Change
-	var onto []string // the file each candidate was moved onto
+	moved := func(file string) {
+		if movedOnto == nil {
+			movedOnto = map[string]bool{}
+		}
+		movedOnto[file] = true
+	}
+	type candidate struct {
+		del    folder.Change
+		onto   string
+		rename bool // the file is the copy renamed there (sameFileMoved)
+	}
+	var candidates []candidate
 	for _, c := range changes {
 		if c.Type == folder.Deleted || c.New.Kind != folder.KindFile {
 			continue
@@ -250,32 +260,24 @@ func (v *vault) withMovedCopies(changes []folder.Change) (_ []folder.Change, mov
 			if !ok || r.Kind != entry.KindFile || r.Hash != c.New.Hash {
 				continue
 			}
-			moved := sameFileMoved(r, c.New)
-			if deleted[q] { // the scan saw the copy gone as well
-				if moved {
-					if movedOnto == nil {
-						movedOnto = map[string]bool{}
-					}
-					movedOnto[c.Path] = true
+			rename := sameFileMoved(r, c.New)
+			switch {
+			case deleted[q]: // the scan saw the copy gone as well
+				if rename {
+					moved(c.Path)
 				}
-				continue
-			}
-			if !reported[q] {
+			case !reported[q]:
 				reported[q] = true
-				candidates = append(candidates, folder.Change{Type: folder.Deleted, Path: q})
-				onto = append(onto, movedPath(moved, c.Path))
+				candidates = append(candidates, candidate{folder.Change{Type: folder.Deleted, Path: q}, c.Path, rename})
 			}
 		}
 	}
 	v.mu.Unlock()
-	for i, c := range candidates {
-		if _, err := v.fs.Lstat(c.Path); errors.Is(err, fs.ErrNotExist) {
-			changes = append(changes, c)
-			if onto[i] != "" {
-				if movedOnto == nil {
-					movedOnto = map[string]bool{}
-				}
-				movedOnto[onto[i]] = true
+	for _, c := range candidates {
+		if _, err := v.fs.Lstat(c.del.Path); errors.Is(err, fs.ErrNotExist) {
+			changes = append(changes, c.del)
+			if c.rename {
+				moved(c.onto)
 			}
 		}
 	}
@@ -293,14 +295,6 @@ func sameFileMoved(cp vaultdb.Record, now folder.Record) bool {
 		return cp.Inode == now.Inode && cp.MTime == now.MTime
 	}
 	return cp.MTime == now.MTime
-}
-
-// movedPath is path when moved, else "".
-func movedPath(moved bool, path string) string {
-	if moved {
-		return path
-	}
-	return ""
 }
 
 // record turns scanned changes into versions and writes them as entries,
