@@ -1,0 +1,41 @@
+#!/bin/bash
+# Idle footprint of two paired agents after they synced N one-line notes
+# (docs/benchmarks.md, "Idle agents: the scrub slice without a sort of the
+# index"): `weft init` / `up` for A, `invite` / `join` / `up` for B, N notes
+# written into A's folder, a wait until B has the last one and 20 s more,
+# then each agent's CPU ticks (10 ms, utime+stime) over IDLE seconds and
+# VmRSS at the end. Loopback only, mDNS off. bench/idle_pair.sh measures one
+# unpaired agent per build instead.
+# With PERF=1, `perf record -g` of A over the idle window instead of ticks
+# (report in DIR/report.txt, DIR/children.txt).
+# usage: bench/idle_synced_pair.sh BIN DIR IDLE_SECONDS N
+#   e.g. for i in 1 2 3; do for b in old new; do bench/idle_synced_pair.sh /tmp/weft-$b /tmp/idle-$b 120 10000; done; done
+set -e
+B=$1; W=$2; IDLE=${3:-60}; N=${4:-200}
+unset WEFT_BOOTSTRAP WEFT_HOME
+rm -rf "$W"; mkdir -p "$W"
+"$B" --home "$W/ha" init "$W/fa" > /dev/null
+"$B" --home "$W/ha" up --listen /ip4/127.0.0.1/tcp/0 --mdns=false --quiet > "$W/a.out" 2> "$W/a.err" &
+PA=$!
+until grep -q '^ready' "$W/a.out" 2>/dev/null; do sleep 0.1; done
+code=$("$B" --home "$W/ha" invite | tail -1)
+"$B" --home "$W/hb" join "$code" "$W/fb" > /dev/null
+"$B" --home "$W/hb" up --listen /ip4/127.0.0.1/tcp/0 --mdns=false --quiet > "$W/b.out" 2> "$W/b.err" &
+PB=$!
+until grep -q '^ready' "$W/b.out" 2>/dev/null; do sleep 0.1; done
+for i in $(seq 1 "$N"); do echo "note $i" > "$W/fa/n$i.md"; done
+until [ -e "$W/fb/n$N.md" ]; do sleep 0.2; done
+sleep 20
+if [ "${PERF:-0}" = 1 ]; then
+	perf record -F 499 -g -p $PA -o "$W/perf.data" -- sleep "$IDLE" > /dev/null 2>&1
+	perf report -i "$W/perf.data" --no-children --sort symbol --stdio 2>/dev/null | head -100 > "$W/report.txt"
+	perf report -i "$W/perf.data" --children --sort symbol --stdio -g none 2>/dev/null | grep -v '^#' | head -80 > "$W/children.txt"
+	echo "perf of A over ${IDLE}s: $W/report.txt, $W/children.txt"
+else
+	ta0=$(awk '{print $14+$15}' /proc/$PA/stat); tb0=$(awk '{print $14+$15}' /proc/$PB/stat)
+	sleep "$IDLE"
+	ta1=$(awk '{print $14+$15}' /proc/$PA/stat); tb1=$(awk '{print $14+$15}' /proc/$PB/stat)
+	ra=$(awk '/VmRSS/ {print $2}' /proc/$PA/status); rb=$(awk '/VmRSS/ {print $2}' /proc/$PB/status)
+	echo "idle ${IDLE}s: A $((ta1 - ta0)) ticks, B $((tb1 - tb0)) ticks; RSS A ${ra} kB B ${rb} kB"
+fi
+kill -TERM $PA $PB; wait $PA $PB || true
