@@ -86,6 +86,29 @@ func TestLayering(t *testing.T) {
 	}
 }
 
+// TestAgentVocabularyStandsAlone keeps the local API's vocabulary and
+// server (node/api) and the doctor's rules (node/doctor) free of the agent
+// they describe: no node (the shell), no libp2p, no database. The CLI and
+// the benchmarks read them without linking an agent, and the rules stay
+// testable without a network or a disk.
+func TestAgentVocabularyStandsAlone(t *testing.T) {
+	bans := []string{"github.com/libp2p/", "github.com/syndtr/goleveldb", module + "/store/", module + "/relay"}
+	for _, p := range listPackages(t) {
+		if p.ImportPath != module+"/node/api" && p.ImportPath != module+"/node/doctor" {
+			continue
+		}
+		for _, dep := range p.Deps {
+			bad := dep == module+"/node"
+			for _, ban := range bans {
+				bad = bad || dep == strings.TrimSuffix(ban, "/") || strings.HasPrefix(dep, strings.TrimSuffix(ban, "/")+"/")
+			}
+			if bad {
+				t.Errorf("%s imports %s (directly or not): it must not depend on the agent", p.ImportPath, dep)
+			}
+		}
+	}
+}
+
 // TestProtocolIsPure keeps clocks and global randomness out of protocol/:
 // time and randomness come in through arguments so that the simulation is
 // deterministic.

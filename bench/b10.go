@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // runB10: A and B hold n files in sync; B is stopped and started again;
@@ -54,7 +54,7 @@ func runB10(rc *runCtx) error {
 	}
 	wakeCtx, stopWake := context.WithCancel(rc.ctx)
 	defer stopWake()
-	wake, err := b.events(wakeCtx, node.EventScanned, node.EventReconciled, node.EventPeerStatus, node.EventPeerConnected)
+	wake, err := b.events(wakeCtx, api.EventScanned, api.EventReconciled, api.EventPeerStatus, api.EventPeerConnected)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // runB1Relay: store and forward. A writes the B1 notes while B's agent is
@@ -137,7 +137,7 @@ type uploadTimes struct {
 func upload(ctx context.Context, a *device, files int, limit time.Duration) (uploadTimes, error) {
 	var ut uploadTimes
 	start := time.Now()
-	_, err := a.waitState(ctx, limit, 20*time.Millisecond, func(st node.Status) bool {
+	_, err := a.waitState(ctx, limit, 20*time.Millisecond, func(st api.Status) bool {
 		if ut.indexed == 0 && indexed(files)(st) {
 			ut.indexed = time.Since(start)
 		}
@@ -156,7 +156,7 @@ func upload(ctx context.Context, a *device, files int, limit time.Duration) (upl
 // waitRelayUp waits until d's status shows its relay connected, so an
 // upload's clock does not include dialling and enrolling.
 func waitRelayUp(ctx context.Context, d *device) error {
-	_, err := d.waitState(ctx, time.Minute, 20*time.Millisecond, func(st node.Status) bool {
+	_, err := d.waitState(ctx, time.Minute, 20*time.Millisecond, func(st api.Status) bool {
 		for _, p := range st.Peers {
 			if p.Role == "relay" && p.Connection != "offline" {
 				return true

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // runB2: 1 KiB appended to a note on A, K times; each time the clock runs
@@ -45,7 +45,7 @@ func runB2(rc *runCtx) error {
 	}
 	ectx, cancel := context.WithCancel(rc.ctx)
 	defer cancel()
-	written, err := a.events(ectx, node.EventEntryWritten)
+	written, err := a.events(ectx, api.EventEntryWritten)
 	if err != nil {
 		return err
 	}

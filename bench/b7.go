@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/entry"
 )
 
@@ -100,7 +100,7 @@ func runB7(rc *runCtx) error {
 	}
 	start := time.Now()
 	want := ns.bytes() + int64(edits*len(add))
-	if _, err := a.waitState(rc.ctx, z.syncTimeout, 20*time.Millisecond, func(st node.Status) bool {
+	if _, err := a.waitState(rc.ctx, z.syncTimeout, 20*time.Millisecond, func(st api.Status) bool {
 		return safe(len(ns))(st) && st.Folders[0].Bytes == want
 	}); err != nil {
 		return fmt.Errorf("device A recording the edits and uploading them: %w", err)

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // device is one weft home and folder, with its agent when running.
@@ -201,8 +201,8 @@ func (d *device) apiDo(ctx context.Context, method, path string, out any) error 
 }
 
 // status is GET /v1/status (what `weft status --json` prints).
-func (d *device) status(ctx context.Context) (node.Status, error) {
-	var st node.Status
+func (d *device) status(ctx context.Context) (api.Status, error) {
+	var st api.Status
 	err := d.apiDo(ctx, http.MethodGet, "/v1/status", &st)
 	return st, err
 }
@@ -250,7 +250,7 @@ func (d *device) usage() (procUsage, error) {
 // lock most of the time in B10 (100,000 files). The interval is therefore
 // stretched to pollPerFile for each file the last status counted, which
 // keeps the observer's cost near 5 % of a core.
-func (d *device) waitState(ctx context.Context, limit time.Duration, poll time.Duration, check func(node.Status) bool) (node.Status, error) {
+func (d *device) waitState(ctx context.Context, limit time.Duration, poll time.Duration, check func(api.Status) bool) (api.Status, error) {
 	return d.waitStateEvents(ctx, limit, poll, nil, check) // a nil channel never wakes
 }
 
@@ -261,10 +261,10 @@ func (d *device) waitState(ctx context.Context, limit time.Duration, poll time.D
 // interval, which at 100,000 files is 200 ms (B10's in-sync time, issue
 // 16's 1 s target), without polling faster. The stretched poll stays as the fallback for a state no event
 // announces.
-func (d *device) waitStateEvents(ctx context.Context, limit, poll time.Duration, wake <-chan node.Event, check func(node.Status) bool) (node.Status, error) {
+func (d *device) waitStateEvents(ctx context.Context, limit, poll time.Duration, wake <-chan api.Event, check func(api.Status) bool) (api.Status, error) {
 	const minGap = 20 * time.Millisecond
 	deadline := time.Now().Add(limit)
-	var st node.Status
+	var st api.Status
 	var err error
 	for time.Now().Before(deadline) {
 		if err = ctx.Err(); err != nil {
@@ -306,7 +306,7 @@ func (d *device) waitStateEvents(ctx context.Context, limit, poll time.Duration,
 const pollPerFile = 2 * time.Microsecond
 
 // statusPoll is poll, or longer for a status counting many files.
-func statusPoll(st node.Status, poll time.Duration) time.Duration {
+func statusPoll(st api.Status, poll time.Duration) time.Duration {
 	files := 0
 	for _, f := range st.Folders {
 		files += f.Files
@@ -316,8 +316,8 @@ func statusPoll(st node.Status, poll time.Duration) time.Duration {
 
 // inSync reports a folder that has finished its scan, has nothing pending
 // and holds files files.
-func inSync(files int) func(node.Status) bool {
-	return func(st node.Status) bool {
+func inSync(files int) func(api.Status) bool {
+	return func(st api.Status) bool {
 		if len(st.Folders) != 1 {
 			return false
 		}
@@ -329,8 +329,8 @@ func inSync(files int) func(node.Status) bool {
 // indexed reports a folder that has finished its scan, has nothing
 // pending and holds files files, whether or not a peer is connected (a
 // folder whose peers are all away reports "offline").
-func indexed(files int) func(node.Status) bool {
-	return func(st node.Status) bool {
+func indexed(files int) func(api.Status) bool {
+	return func(st api.Status) bool {
 		if len(st.Folders) != 1 {
 			return false
 		}

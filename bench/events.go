@@ -8,13 +8,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // events subscribes to the agent's event stream (GET /v1/events) and
 // delivers the events of the given types until ctx ends. A reader that
 // falls behind by more than the channel's buffer misses events.
-func (d *device) events(ctx context.Context, types ...node.EventType) (<-chan node.Event, error) {
+func (d *device) events(ctx context.Context, types ...api.EventType) (<-chan api.Event, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.api.Addr+"/v1/events", nil)
 	if err != nil {
 		return nil, err
@@ -24,7 +24,7 @@ func (d *device) events(ctx context.Context, types ...node.EventType) (<-chan no
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan node.Event, 1024)
+	out := make(chan api.Event, 1024)
 	go func() {
 		defer resp.Body.Close()
 		defer close(out)
@@ -35,7 +35,7 @@ func (d *device) events(ctx context.Context, types ...node.EventType) (<-chan no
 			if !ok {
 				continue
 			}
-			var ev node.Event
+			var ev api.Event
 			if json.Unmarshal([]byte(data), &ev) != nil || !slices.Contains(types, ev.Type) {
 				continue
 			}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 )
@@ -103,7 +103,7 @@ func TestStatusPoll(t *testing.T) {
 		{100000, 5 * time.Millisecond, 200 * time.Millisecond},
 	}
 	for _, tt := range tests {
-		st := node.Status{Folders: []node.FolderStatus{{Files: tt.files}}}
+		st := api.Status{Folders: []api.FolderStatus{{Files: tt.files}}}
 		if got := statusPoll(st, tt.poll); got != tt.want {
 			t.Errorf("statusPoll(%d files, %s): got %s, want %s", tt.files, tt.poll, got, tt.want)
 		}

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // relayProc is one `weft relay` process with its own home, listening on
@@ -255,8 +255,8 @@ func relayPair(rc *runCtx, r *relayProc) (a, b *device, err error) {
 // safe reports a folder that holds files files, has finished its scan,
 // has nothing pending and none of its own entries unsafe: a relay holds
 // every one, so the device may be switched off.
-func safe(files int) func(node.Status) bool {
-	return func(st node.Status) bool {
+func safe(files int) func(api.Status) bool {
+	return func(st api.Status) bool {
 		if !indexed(files)(st) {
 			return false
 		}

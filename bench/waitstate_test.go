@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // statusServer answers GET /v1/status with an in-sync folder from the
@@ -20,7 +20,7 @@ func statusServer(t *testing.T, inSyncFrom int64) (*device, *atomic.Int64) {
 	var calls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := calls.Add(1)
-		st := node.Status{Folders: []node.FolderStatus{{State: "syncing", Files: 3}}}
+		st := api.Status{Folders: []api.FolderStatus{{State: "syncing", Files: 3}}}
 		if n >= inSyncFrom {
 			st.Folders[0].State, st.Folders[0].InitialScanDone = "in-sync", true
 		}
@@ -35,8 +35,8 @@ func statusServer(t *testing.T, inSyncFrom int64) (*device, *atomic.Int64) {
 // wait out, an event makes waitStateEvents ask again and see the state.
 func TestWaitStateEventsWakesOnEvent(t *testing.T) {
 	d, calls := statusServer(t, 2)
-	wake := make(chan node.Event, 1)
-	wake <- node.Event{Type: node.EventReconciled}
+	wake := make(chan api.Event, 1)
+	wake <- api.Event{Type: api.EventReconciled}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := d.waitStateEvents(ctx, time.Minute, time.Hour, wake, inSync(3)); err != nil {
@@ -51,7 +51,7 @@ func TestWaitStateEventsWakesOnEvent(t *testing.T) {
 // poll alone goes on until the state is reached.
 func TestWaitStateEventsPollsWithoutStream(t *testing.T) {
 	d, calls := statusServer(t, 4)
-	wake := make(chan node.Event)
+	wake := make(chan api.Event)
 	close(wake)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
@@ -59,7 +60,7 @@ func (v *vault) reconcile(ctx context.Context) {
 	v.mu.Lock()
 	v.pending.toApply = len(v.dirty)
 	v.mu.Unlock()
-	v.n.events.publish(Event{Type: EventReconciled, Folder: v.cfg.Folder})
+	v.n.events.Publish(api.Event{Type: api.EventReconciled, Folder: v.cfg.Folder})
 }
 
 // winnerIsDeletionLocked is engine.IsDeletion over this vault's graph.
@@ -89,7 +90,7 @@ func (v *vault) reconcileOne(ctx context.Context, path string) {
 	v.errs[path] = err.Error()
 	if !errors.Is(err, folder.ErrLocalChange) && !errors.Is(err, errWaitingForHistory) && ctx.Err() == nil {
 		v.log.Warn("applying", "path", path, "err", err)
-		v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Path: path, Error: err.Error()})
+		v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Path: path, Error: err.Error()})
 	}
 }
 
@@ -303,7 +304,7 @@ func (v *vault) writeDecision(ctx context.Context, path string, winnerID entry.V
 		}
 		copyRecs = append(copyRecs, r)
 		if c.existing == (entry.VersionID{}) {
-			v.n.events.publish(Event{Type: EventConflict, Folder: v.cfg.Folder, Path: c.ver.Path})
+			v.n.events.Publish(api.Event{Type: api.EventConflict, Folder: v.cfg.Folder, Path: c.ver.Path})
 		}
 	}
 	v.mu.Lock()
@@ -442,7 +443,7 @@ func (v *vault) applyVersion(ctx context.Context, id entry.VersionID, ver entry.
 		if err := a.Delete(ctx, ver.Path); err != nil {
 			return vaultdb.Record{}, err
 		}
-		v.n.events.publish(Event{Type: EventApplied, Folder: v.cfg.Folder, Path: ver.Path, Kind: "deletion"})
+		v.n.events.Publish(api.Event{Type: api.EventApplied, Folder: v.cfg.Folder, Path: ver.Path, Kind: "deletion"})
 		return vaultdb.Record{}, nil
 	case entry.KindDir:
 		if had && cur.Kind == entry.KindDir {
@@ -479,7 +480,7 @@ func (v *vault) applyVersion(ctx context.Context, id entry.VersionID, ver entry.
 		if err != nil {
 			return vaultdb.Record{}, err
 		}
-		v.n.events.publish(Event{Type: EventApplied, Folder: v.cfg.Folder, Path: ver.Path, Kind: "file", Bytes: int64(ver.Size)})
+		v.n.events.Publish(api.Event{Type: api.EventApplied, Folder: v.cfg.Folder, Path: ver.Path, Kind: "file", Bytes: int64(ver.Size)})
 		return recordFromInfo(id, ver, out.Info), nil
 	}
 	return vaultdb.Record{}, fmt.Errorf("version of unknown kind %s", ver.Kind)
@@ -1104,7 +1105,7 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 		}
 		v.mu.Unlock()
 		for _, i := range done {
-			v.n.events.publish(Event{Type: EventApplied, Folder: v.cfg.Folder, Path: batch[i].path, Kind: "file", Bytes: int64(batch[i].ver.Size)})
+			v.n.events.Publish(api.Event{Type: api.EventApplied, Folder: v.cfg.Folder, Path: batch[i].path, Kind: "file", Bytes: int64(batch[i].ver.Size)})
 		}
 		batch = batch[:0]
 	}

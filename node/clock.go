@@ -328,3 +328,10 @@ func (n *Node) handleClock(s network.Stream) {
 		}
 	}
 }
+
+// skewFields converts a clock measurement to PeerDiagnosis fields.
+func skewFields(s clockSample) (*int64, *float64) {
+	ms := s.offset.Milliseconds()
+	errMs := float64((s.rtt / 2).Microseconds()) / 1000
+	return &ms, &errMs
+}

@@ -2,14 +2,13 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"path/filepath"
 	"time"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -18,52 +17,38 @@ import (
 // deletions`, `weft deletions accept|reject`, `weft folder reset` and
 // `weft folder guard`, through the local API (docs/api.md).
 
-// HeldDeletions is one folder's held deletions in one direction, as GET
-// /v1/deletions and `weft deletions --json` show them.
-type HeldDeletions struct {
-	Folder string `json:"folder"`
-	// Direction is "local" (deleted on this device, not recorded) or
-	// "incoming" (deleted by another device, not applied here).
-	Direction string    `json:"direction"`
-	Files     int       `json:"files"` // files (and symlinks) among Paths
-	Total     int       `json:"total"` // every path held, directories included
-	Paths     []string  `json:"paths"` // sorted; at most maxHeldListed
-	Since     time.Time `json:"since"`
-	Policy    string    `json:"policy"` // the folder's mass-delete policy, in words
-}
-
 // maxHeldListed bounds the paths one HeldDeletions lists.
 const maxHeldListed = 1000
 
 // Errors of the deletion and folder calls.
 var (
-	errNothingHeld   = errors.New("no deletions are held")
-	errNoSuchFolder  = errors.New("not a synced folder")
-	errPickFolder    = errors.New("several folders hold deletions; name one")
-	errBadDecision   = errors.New("bad request")
-	errFolderNotStop = errors.New("the folder is not stopped")
+	errNothingHeld   = api.Classified(api.ErrNotFound, "no deletions are held")
+	errNoSuchFolder  = api.Classified(api.ErrNotFound, "not a synced folder")
+	errPickFolder    = api.Classified(api.ErrInvalid, "several folders hold deletions; name one")
+	errBadDecision   = api.Classified(api.ErrInvalid, "bad request")
+	errFolderNotStop = api.Classified(api.ErrInvalid, "the folder is not stopped")
 )
 
 // Deletions lists every folder's held deletions.
-func (n *Node) Deletions() []HeldDeletions {
-	out := []HeldDeletions{}
+func (n *Node) Deletions() []api.HeldDeletions {
+	out := []api.HeldDeletions{}
 	for _, v := range n.vaultsNow() {
 		out = append(out, v.heldDeletions()...)
 	}
 	return out
 }
 
-func (v *vault) heldDeletions() []HeldDeletions {
+func (v *vault) heldDeletions() []api.HeldDeletions {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	g := &v.deletes
-	var out []HeldDeletions
+	var out []api.HeldDeletions
 	list := func(dir string, set map[string]struct{}, files int, since time.Time) {
 		if len(set) == 0 {
 			return
 		}
 		ps := sortedSet(set)
-		out = append(out, HeldDeletions{
+		out = append(out, api.HeldDeletions{
 			Folder: v.cfg.Folder, Direction: dir, Files: files, Total: len(ps),
 			Paths: ps[:min(len(ps), maxHeldListed)], Since: since.UTC(), Policy: g.policy.String(),
 		})
@@ -73,28 +58,10 @@ func (v *vault) heldDeletions() []HeldDeletions {
 	return out
 }
 
-// DeletionsRequest is the body of POST /v1/deletions.
-type DeletionsRequest struct {
-	// Folder is the synced folder's path; empty means the one folder that
-	// holds deletions.
-	Folder string `json:"folder,omitempty"`
-	// Action is "accept" (record the local deletions, apply the incoming
-	// ones) or "reject" (bring the files back).
-	Action string `json:"action"`
-}
-
-// DeletionsResult is the answer of POST /v1/deletions.
-type DeletionsResult struct {
-	Folder   string `json:"folder"`
-	Action   string `json:"action"`
-	Local    int    `json:"local"`    // local deletions recorded (accept) or files being brought back (reject)
-	Incoming int    `json:"incoming"` // incoming deletions applied (accept) or files kept and sent back (reject)
-}
-
 // DecideDeletions carries out the user's decision about a folder's held
 // deletions, in both directions.
-func (n *Node) DecideDeletions(ctx context.Context, req DeletionsRequest) (DeletionsResult, error) {
-	res := DeletionsResult{Action: req.Action}
+func (n *Node) DecideDeletions(ctx context.Context, req api.DeletionsRequest) (api.DeletionsResult, error) {
+	res := api.DeletionsResult{Action: req.Action}
 	if req.Action != "accept" && req.Action != "reject" {
 		return res, fmt.Errorf("%w: action %q: want accept or reject", errBadDecision, req.Action)
 	}
@@ -115,7 +82,7 @@ func (n *Node) DecideDeletions(ctx context.Context, req DeletionsRequest) (Delet
 	}
 	if err == nil {
 		v.log.Info("held deletions decided", "action", req.Action, "local", res.Local, "incoming", res.Incoming)
-		n.events.publish(Event{Type: EventDeletionsDecided, Folder: v.cfg.Folder, Kind: req.Action, Count: res.Local + res.Incoming})
+		n.events.Publish(api.Event{Type: api.EventDeletionsDecided, Folder: v.cfg.Folder, Kind: req.Action, Count: res.Local + res.Incoming})
 	}
 	return res, err
 }
@@ -308,7 +275,7 @@ func (n *Node) ResetFolder(folder string) error {
 	if !stopped {
 		return fmt.Errorf("%s: %w", v.cfg.Folder, errFolderNotStop)
 	}
-	if st.code == codeUnreadable {
+	if st.code == api.CodeUnreadable {
 		return fmt.Errorf("%s cannot be read (%s); a reset cannot help until it can", v.cfg.Folder, st.message)
 	}
 	if o, ok := v.fs.(interface{ Reopen() error }); ok {
@@ -334,74 +301,4 @@ func (n *Node) SetMassDeletePolicy(folder string, p protocol.MassDeletePolicy) (
 		return p, err
 	}
 	return p.Effective(), nil
-}
-
-// decisionStatus maps the errors above to HTTP statuses.
-func decisionStatus(err error) int {
-	switch {
-	case errors.Is(err, errNothingHeld), errors.Is(err, errNoSuchFolder):
-		return http.StatusNotFound
-	case errors.Is(err, errPickFolder), errors.Is(err, errBadDecision), errors.Is(err, errFolderNotStop):
-		return http.StatusBadRequest
-	case errors.Is(err, errFolderStopped), errors.Is(err, errAuthoringHeld):
-		return http.StatusConflict
-	}
-	return http.StatusInternalServerError
-}
-
-func (a *apiServer) deletions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, a.n.Deletions())
-}
-
-func (a *apiServer) decideDeletions(w http.ResponseWriter, r *http.Request) {
-	var req DeletionsRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
-		http.Error(w, "deletions request: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	res, err := a.n.DecideDeletions(r.Context(), req)
-	if err != nil {
-		http.Error(w, err.Error(), decisionStatus(err))
-		return
-	}
-	writeJSON(w, res)
-}
-
-// FolderRequest is the body of POST /v1/folders/reset and
-// /v1/folders/guard.
-type FolderRequest struct {
-	Folder string `json:"folder"`
-	// MassDelete is the new policy (guard only).
-	MassDelete *protocol.MassDeletePolicy `json:"mass_delete,omitempty"`
-}
-
-func (a *apiServer) folderReset(w http.ResponseWriter, r *http.Request) {
-	var req FolderRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
-		http.Error(w, "folder request: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if err := a.n.ResetFolder(req.Folder); err != nil {
-		http.Error(w, err.Error(), decisionStatus(err))
-		return
-	}
-	writeJSON(w, map[string]string{"folder": req.Folder, "result": "reset"})
-}
-
-func (a *apiServer) folderGuard(w http.ResponseWriter, r *http.Request) {
-	var req FolderRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil || req.MassDelete == nil {
-		http.Error(w, "folder guard request: want {folder, mass_delete}", http.StatusBadRequest)
-		return
-	}
-	p, err := a.n.SetMassDeletePolicy(req.Folder, *req.MassDelete)
-	if err != nil {
-		code := decisionStatus(err)
-		if code == http.StatusInternalServerError && !errors.Is(err, errNoSuchFolder) {
-			code = http.StatusBadRequest // an invalid policy
-		}
-		http.Error(w, err.Error(), code)
-		return
-	}
-	writeJSON(w, map[string]any{"folder": req.Folder, "mass_delete": p, "policy": p.String()})
 }

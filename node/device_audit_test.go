@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/wire"
 	"github.com/weftsync/weft/store/home"
@@ -177,7 +178,7 @@ func TestAuditChunkServedOnlyFromUnchangedFile(t *testing.T) {
 	n, folderPath := testNodeWith(t, Config{NoWatcher: true})
 	// The version store would serve the recorded chunks (verified, from
 	// its own copy): this test is about the folder's files.
-	if _, err := n.SetVersionPolicy(context.Background(), folderPath, VersionPolicy{Off: true}); err != nil {
+	if _, err := n.SetVersionPolicy(context.Background(), folderPath, api.VersionPolicy{Off: true}); err != nil {
 		t.Fatal(err)
 	}
 	h, _ := joinAsMember(t, n)

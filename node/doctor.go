@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,84 +15,15 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 )
 
-// Diagnosis is the answer of `weft doctor` and GET /v1/doctor: the facts
-// it looked at and its findings, most severe first.
-type Diagnosis struct {
-	Time time.Time `json:"time"`
-	// Folder and Path name what was asked about ("" for everything).
-	Folder   string            `json:"folder,omitempty"`
-	Path     string            `json:"path,omitempty"`
-	Healthy  bool              `json:"healthy"` // no finding of severity "problem"
-	Folders  []FolderDiagnosis `json:"folders"`
-	Peers    []PeerDiagnosis   `json:"peers"`
-	Findings []Finding         `json:"findings"`
-	// ClockCorrectionMillis is how far this device moves its own clock to
-	// date the entries it writes: the median of its members' measured
-	// offsets (node/clock.go; docs/sync.md, "Clocks").
-	ClockCorrectionMillis int64 `json:"clock_correction_ms"`
-}
-
-// FolderDiagnosis is one folder's health.
-type FolderDiagnosis struct {
-	Path           string        `json:"path"`
-	State          string        `json:"state"`
-	PendingApply   int           `json:"pending_apply"`
-	PendingFetch   int           `json:"pending_fetch"`
-	PendingUpload  int           `json:"pending_upload"`
-	Unsafe         uint64        `json:"unsafe"`
-	Watcher        WatcherHealth `json:"watcher"`
-	DiskFreeBytes  int64         `json:"disk_free_bytes"`  // 0 when unknown
-	DiskTotalBytes int64         `json:"disk_total_bytes"` // 0 when unknown
-}
-
-// WatcherHealth is the state of a folder's file watcher.
-type WatcherHealth struct {
-	Enabled bool `json:"enabled"`
-	// MaxUserWatches is /proc/sys/fs/inotify/max_user_watches (0 when
-	// unknown or not Linux); each directory takes one watch.
-	MaxUserWatches  int    `json:"max_user_watches"`
-	Directories     int    `json:"directories"`
-	OverflowRescans int    `json:"overflow_rescans"`
-	Failed          string `json:"failed,omitempty"`
-}
-
-// PeerDiagnosis is how one member is reached.
-type PeerDiagnosis struct {
-	ID         string     `json:"id"`
-	Connection string     `json:"connection"` // as in the status
-	Reachable  bool       `json:"reachable"`
-	Addrs      []string   `json:"addrs"` // where this device remembers it listens
-	LastSeen   *time.Time `json:"last_seen"`
-	InSync     bool       `json:"in_sync"`
-	// RTTMillis is a ping's round trip now (or the peerstore's moving
-	// average if the ping failed); null when not connected.
-	RTTMillis *float64 `json:"rtt_ms"`
-	// Throughput of application payload over ThroughputSeconds (up to the
-	// last minute).
-	SentBytesPerSec   float64 `json:"sent_bytes_per_sec"`
-	RecvBytesPerSec   float64 `json:"received_bytes_per_sec"`
-	ThroughputSeconds float64 `json:"throughput_seconds"`
-	// ClockSkewMillis is how far the peer's clock is ahead of this
-	// device's (negative: behind), measured NTP fashion over
-	// /weft/clock/1 (node/clock.go) while doctor runs, or else the last
-	// measurement; null when the peer was never measured.
-	ClockSkewMillis *int64 `json:"clock_skew_ms"`
-	// ClockErrorMillis bounds the error of ClockSkewMillis: half the
-	// round trip of the probe it comes from.
-	ClockErrorMillis *float64 `json:"clock_error_ms,omitempty"`
-
-	// selfCorrection is this device's clock correction (Diagnosis.
-	// ClockCorrectionMillis), for the clock-skew rule.
-	selfCorrection time.Duration
-}
-
 // errNotInFolder means a path is outside every synced folder.
-var errNotInFolder = errors.New("not inside any synced folder")
+var errNotInFolder = api.Classified(api.ErrNotFound, "not inside any synced folder")
 
 // resolvePath finds the vault whose folder holds abs (an absolute path on
 // disk) and returns the path relative to it, slash-separated ("" for the
@@ -139,9 +69,9 @@ func evalOr(p string) string {
 // Diagnose answers "why is this not in sync?" for every folder, or for
 // one path (absolute, on disk) when abs is not empty. It rescans what it
 // looks at first, so its answer is current.
-func (n *Node) Diagnose(ctx context.Context, abs string) (Diagnosis, error) {
-	d := Diagnosis{Time: n.now().UTC(), Folders: []FolderDiagnosis{}, Peers: []PeerDiagnosis{}, Findings: []Finding{}}
-	facts := doctorFacts{}
+func (n *Node) Diagnose(ctx context.Context, abs string) (api.Diagnosis, error) {
+	d := api.Diagnosis{Time: n.now().UTC(), Folders: []api.FolderDiagnosis{}, Peers: []api.PeerDiagnosis{}, Findings: []api.Finding{}}
+	facts := doctor.Facts{}
 	vaults := n.vaultsNow()
 	var asked string
 	if abs != "" {
@@ -150,31 +80,32 @@ func (n *Node) Diagnose(ctx context.Context, abs string) (Diagnosis, error) {
 			return d, err
 		}
 		vaults, asked = []*vault{v}, rel
-		d.Folder, d.Path, facts.path = v.cfg.Folder, rel, rel
+		d.Folder, d.Path, facts.Path = v.cfg.Folder, rel, rel
 	}
 	for _, v := range vaults {
 		if _, err := n.scanNoted(ctx, v, asked, abs != ""); err != nil && ctx.Err() != nil {
 			return d, err
 		}
 	}
-	facts.peers = n.diagnosePeers(ctx, vaults)
+	facts.Peers = n.diagnosePeers(ctx, vaults)
 	st := n.Status()
 	for _, v := range vaults {
 		fs := st.Folders[slices.Index(n.vaultsNow(), v)]
-		facts.folders = append(facts.folders, n.folderFacts(v, fs, asked, abs != "", facts.peers))
+		facts.Folders = append(facts.Folders, n.folderFacts(v, fs, asked, abs != "", facts.Peers))
 	}
-	for _, fo := range facts.folders {
+	for _, fo := range facts.Folders {
 		d.Folders = append(d.Folders, fo.FolderDiagnosis)
 	}
-	d.Peers = facts.peers
-	d.ClockCorrectionMillis = n.clocks.correction(n.now()).Milliseconds()
-	d.Findings = diagnose(facts)
-	d.Healthy = !hasSeverity(d.Findings, SeverityProblem)
+	d.Peers = facts.Peers
+	facts.SelfCorrection = n.clocks.correction(n.now())
+	d.ClockCorrectionMillis = facts.SelfCorrection.Milliseconds()
+	d.Findings = doctor.Diagnose(facts)
+	d.Healthy = !doctor.HasSeverity(d.Findings, api.SeverityProblem)
 	return d, nil
 }
 
 // scanNoted scans v (or one path of it) and notes what the scan skipped.
-func (n *Node) scanNoted(ctx context.Context, v *vault, rel string, onePath bool) (ScanResult, error) {
+func (n *Node) scanNoted(ctx context.Context, v *vault, rel string, onePath bool) (api.ScanResult, error) {
 	var paths []string
 	if onePath {
 		paths = []string{rel}
@@ -182,15 +113,15 @@ func (n *Node) scanNoted(ctx context.Context, v *vault, rel string, onePath bool
 	start := time.Now()
 	res, err := v.scan(ctx, paths)
 	if err != nil {
-		return ScanResult{}, err
+		return api.ScanResult{}, err
 	}
 	if m := n.monitor(); m != nil {
 		m.noteScanResult(v, paths, res)
-		m.metrics.scanSeconds.WithLabelValues(v.cfg.Folder, scanScope(paths)).Observe(time.Since(start).Seconds())
+		m.metrics.ObserveScan(v.cfg.Folder, scanScope(paths), time.Since(start))
 	}
-	out := ScanResult{
+	out := api.ScanResult{
 		Folder: v.cfg.Folder, Path: rel, Files: res.Files, Dirs: res.Dirs, Bytes: res.Bytes,
-		Changes: len(res.Changes), Changed: []ScanChange{}, Unsettled: res.Unsettled, Skipped: []PathMessage{},
+		Changes: len(res.Changes), Changed: []api.ScanChange{}, Unsettled: res.Unsettled, Skipped: []api.PathMessage{},
 		Millis: time.Since(start).Milliseconds(),
 	}
 	if out.Unsettled == nil {
@@ -200,10 +131,10 @@ func (n *Node) scanNoted(ctx context.Context, v *vault, rel string, onePath bool
 		if i == maxChangesListed {
 			break
 		}
-		out.Changed = append(out.Changed, ScanChange{Path: c.Path, Change: c.Type.String()})
+		out.Changed = append(out.Changed, api.ScanChange{Path: c.Path, Change: c.Type.String()})
 	}
 	for _, s := range res.Skipped {
-		out.Skipped = append(out.Skipped, PathMessage{Path: s.Path, Reason: s.Err.Error()})
+		out.Skipped = append(out.Skipped, api.PathMessage{Path: s.Path, Reason: s.Err.Error()})
 	}
 	if onePath && rel != "" {
 		isDir := false
@@ -218,19 +149,19 @@ func (n *Node) scanNoted(ctx context.Context, v *vault, rel string, onePath bool
 // maxChangesListed bounds the changes a scan result lists by path.
 const maxChangesListed = 1000
 
-func (n *Node) folderFacts(v *vault, fs FolderStatus, asked string, onePath bool, peers []PeerDiagnosis) folderFacts {
+func (n *Node) folderFacts(v *vault, fs api.FolderStatus, asked string, onePath bool, peers []api.PeerDiagnosis) doctor.FolderFacts {
 	view := v.view()
-	fo := folderFacts{
-		FolderDiagnosis: FolderDiagnosis{
+	fo := doctor.FolderFacts{
+		FolderDiagnosis: api.FolderDiagnosis{
 			Path: fs.Path, State: fs.State, PendingApply: fs.PendingApply, PendingFetch: fs.PendingFetch,
 			PendingUpload: fs.PendingUpload, Unsafe: fs.Unsafe,
-			Watcher: WatcherHealth{Enabled: !n.cfg.NoWatcher && n.cfg.FolderFS == nil, MaxUserWatches: maxUserWatches(), Directories: view.dirs + 1},
+			Watcher: api.WatcherHealth{Enabled: !n.cfg.NoWatcher && n.cfg.FolderFS == nil, MaxUserWatches: maxUserWatches(), Directories: view.dirs + 1},
 		},
-		errs: view.errs, conflicts: view.conflicts, anyPeer: len(n.connectedMembers(v)) > 0, shared: len(v.memberList()) > 1,
+		Errs: view.errs, Conflicts: view.conflicts, AnyPeer: len(n.connectedMembers(v)) > 0, Shared: len(v.memberList()) > 1,
 	}
 	for _, e := range fs.Errors {
 		if e.Code != "" {
-			fo.coded = append(fo.coded, e)
+			fo.Coded = append(fo.Coded, e)
 		}
 	}
 	if n.cfg.FolderFS == nil {
@@ -238,20 +169,20 @@ func (n *Node) folderFacts(v *vault, fs FolderStatus, asked string, onePath bool
 	}
 	for _, r := range n.Relays() {
 		if r.Folder == v.cfg.Folder {
-			fo.relays = append(fo.relays, r)
+			fo.Relays = append(fo.Relays, r)
 		}
 	}
-	fo.rollbacks = v.relayRollbacks()
-	fo.versions = v.versionsInfo()
+	fo.Rollbacks = v.relayRollbacks()
+	fo.Versions = v.versionsInfo()
 	if m := n.monitor(); m != nil {
-		fo.skipped, fo.unsettled, fo.Watcher.OverflowRescans, fo.Watcher.Failed = m.scanProblems(v)
+		fo.Skipped, fo.Unsettled, fo.Watcher.OverflowRescans, fo.Watcher.Failed = m.scanProblems(v)
 	}
-	withHolders := func(pv pathView) pathFacts {
-		pf := pathFacts{pathView: pv}
-		if pv.heads > 0 {
-			for _, h := range v.holders(pv.winner) {
+	withHolders := func(pv doctor.PathState) doctor.PathFacts {
+		pf := doctor.PathFacts{PathState: pv}
+		if pv.Heads > 0 {
+			for _, h := range v.holders(pv.Winner) {
 				if h != n.id.ID() {
-					pf.holders = append(pf.holders, h.String())
+					pf.Holders = append(pf.Holders, h.String())
 				}
 			}
 		}
@@ -259,12 +190,12 @@ func (n *Node) folderFacts(v *vault, fs FolderStatus, asked string, onePath bool
 	}
 	if onePath {
 		pf := withHolders(v.pathState(asked))
-		fo.asked = &pf
-		isDir := pf.indexed && pf.kind == entry.KindDir
+		fo.Asked = &pf
+		isDir := pf.Indexed && pf.Kind == entry.KindDir
 		if info, err := v.fs.Lstat(asked); err == nil {
 			isDir = info.Kind == folder.KindDir
 		}
-		fo.ignored = asked != "" && v.ignored(asked, isDir)
+		fo.Ignored = asked != "" && v.ignored(asked, isDir)
 		return fo
 	}
 	pending := slices.Clone(view.dirty)
@@ -274,19 +205,19 @@ func (n *Node) folderFacts(v *vault, fs FolderStatus, asked string, onePath bool
 		}
 	}
 	slices.Sort(pending)
-	if len(pending) > maxPendingShown {
-		fo.more = len(pending) - maxPendingShown
-		pending = pending[:maxPendingShown]
+	if len(pending) > doctor.MaxPendingShown {
+		fo.More = len(pending) - doctor.MaxPendingShown
+		pending = pending[:doctor.MaxPendingShown]
 	}
 	for _, p := range pending {
-		fo.pending = append(fo.pending, withHolders(v.pathState(p)))
+		fo.Pending = append(fo.Pending, withHolders(v.pathState(p)))
 	}
 	return fo
 }
 
 // diagnosePeers describes every other member of vaults, pinging the
 // connected ones (at most 2 s, all at once).
-func (n *Node) diagnosePeers(ctx context.Context, vaults []*vault) []PeerDiagnosis {
+func (n *Node) diagnosePeers(ctx context.Context, vaults []*vault) []api.PeerDiagnosis {
 	known := map[keys.DeviceID][]string{}
 	var devs []keys.DeviceID
 	for _, v := range vaults {
@@ -300,10 +231,10 @@ func (n *Node) diagnosePeers(ctx context.Context, vaults []*vault) []PeerDiagnos
 		}
 	}
 	st := n.Status()
-	out := make([]PeerDiagnosis, len(devs))
+	out := make([]api.PeerDiagnosis, len(devs))
 	var wg sync.WaitGroup
 	for i, d := range devs {
-		p := PeerDiagnosis{ID: d.String(), Connection: "offline", Addrs: known[d]}
+		p := api.PeerDiagnosis{ID: d.String(), Connection: "offline", Addrs: known[d]}
 		if p.Addrs == nil {
 			p.Addrs = []string{}
 		}
@@ -342,11 +273,7 @@ func (n *Node) diagnosePeers(ctx context.Context, vaults []*vault) []PeerDiagnos
 		}
 	}
 	wg.Wait()
-	corr := n.clocks.correction(n.now())
-	for i := range out {
-		out[i].selfCorrection = corr
-	}
-	slices.SortFunc(out, func(a, b PeerDiagnosis) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b api.PeerDiagnosis) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -29,9 +30,6 @@ import (
 // that differs from the one held here, signed by this device's own key,
 // makes the folder's state error with code own-log-forked (logtail.go,
 // checkOwnHeld). Any refusal is logged.
-
-// codeOwnLogForked is the status error code of a forked own log.
-const codeOwnLogForked = "own-log-forked"
 
 // refusedLogEvery bounds how often a peer's refusals of this device's
 // entries are logged.
@@ -153,13 +151,13 @@ func (v *vault) requestVector(dev keys.DeviceID) protocol.Vector {
 }
 
 // forkMessage is the status error of a forked own log, or nil.
-func (v *vault) forkMessage() *PathMessage {
+func (v *vault) forkMessage() *api.PathMessage {
 	t := v.tail
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.forked {
 		return nil
 	}
-	return &PathMessage{Code: codeOwnLogForked, Since: sinceOf(t.forkedAt),
+	return &api.PathMessage{Code: api.CodeOwnLogForked, Since: sinceOf(t.forkedAt),
 		Reason: fmt.Sprintf("this device's log has forked: a member holds another history of it from entry %d (a home restored from an older copy, or this device's key used on another machine), so what this device writes from now on never reaches that member", t.forkSeq)}
 }

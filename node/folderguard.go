@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/store/vaultdb"
@@ -21,16 +22,9 @@ import (
 // Without it, an unmounted drive or a moved folder looked like a user who
 // deleted every file, and the deletions reached every device.
 
-// Error codes of a stopped folder (docs/api.md, "Error codes").
-const (
-	codeMarkerMissing = "folder-marker-missing"
-	codeMarkerForeign = "folder-marker-foreign"
-	codeUnreadable    = "folder-unreadable"
-)
-
 // errFolderStopped: the folder guard has stopped the folder; nothing was
 // scanned or applied. Callers log nothing more: the guard logged why once.
-var errFolderStopped = errors.New("folder stopped")
+var errFolderStopped = api.Classified(api.ErrConflict, "folder stopped")
 
 // metaMarked is set in the vault database once a marker was written for
 // the folder: from then on a missing marker stops the folder. A vault
@@ -77,7 +71,7 @@ func (v *vault) guard() (resumed bool, err error) {
 	switch {
 	case code == "" && was.code != "":
 		v.log.Info("folder is back: syncing it again", "was", was.code)
-		v.n.events.publish(Event{Type: EventFolderResumed, Folder: v.cfg.Folder})
+		v.n.events.Publish(api.Event{Type: api.EventFolderResumed, Folder: v.cfg.Folder})
 		select {
 		case v.resumed <- struct{}{}:
 		default: // a resume is already signalled
@@ -87,7 +81,7 @@ func (v *vault) guard() (resumed bool, err error) {
 		return false, nil
 	case was.code != code:
 		v.log.Error("folder stopped: nothing is scanned or applied until it is back", "code", code, "reason", msg)
-		v.n.events.publish(Event{Type: EventFolderStopped, Folder: v.cfg.Folder, Kind: code, Error: msg})
+		v.n.events.Publish(api.Event{Type: api.EventFolderStopped, Folder: v.cfg.Folder, Kind: code, Error: msg})
 	}
 	return false, fmt.Errorf("%w: %s", errFolderStopped, msg)
 }
@@ -101,18 +95,18 @@ func (v *vault) checkFolder() (code, msg string) {
 		info, err := os.Stat(dir)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return codeMarkerMissing, fmt.Sprintf("the folder %s is gone (moved, deleted, or on a drive that is not mounted); put it back, or see `weft folder reset`", dir)
+			return api.CodeMarkerMissing, fmt.Sprintf("the folder %s is gone (moved, deleted, or on a drive that is not mounted); put it back, or see `weft folder reset`", dir)
 		case err != nil:
-			return codeUnreadable, fmt.Sprintf("the folder %s cannot be read: %v", dir, err)
+			return api.CodeUnreadable, fmt.Sprintf("the folder %s cannot be read: %v", dir, err)
 		case !info.IsDir():
-			return codeMarkerMissing, fmt.Sprintf("%s is not a directory any more; put the folder back, or see `weft folder reset`", dir)
+			return api.CodeMarkerMissing, fmt.Sprintf("%s is not a directory any more; put the folder back, or see `weft folder reset`", dir)
 		}
 		if same, err := o.RootIs(info); err != nil || !same {
 			// The directory weft holds open is not the one at the path
 			// (the folder was moved away, or replaced): follow the path,
 			// whose marker decides below.
 			if err := o.Reopen(); err != nil {
-				return codeUnreadable, fmt.Sprintf("the folder %s cannot be opened: %v", dir, err)
+				return api.CodeUnreadable, fmt.Sprintf("the folder %s cannot be opened: %v", dir, err)
 			}
 		}
 	}
@@ -121,18 +115,18 @@ func (v *vault) checkFolder() (code, msg string) {
 	case err == nil && id == v.id.String():
 		return "", ""
 	case err == nil:
-		return codeMarkerForeign, fmt.Sprintf("the folder %s belongs to another vault (its marker %s names vault %s); weft will not mix two vaults' files", dir, folder.MarkerPath, shortID(id))
+		return api.CodeMarkerForeign, fmt.Sprintf("the folder %s belongs to another vault (its marker %s names vault %s); weft will not mix two vaults' files", dir, folder.MarkerPath, shortID(id))
 	case errors.Is(err, folder.ErrBadMarker):
-		return codeMarkerForeign, fmt.Sprintf("the folder marker %s/%s is damaged (%v); see `weft folder reset`", dir, folder.MarkerPath, err)
+		return api.CodeMarkerForeign, fmt.Sprintf("the folder marker %s/%s is damaged (%v); see `weft folder reset`", dir, folder.MarkerPath, err)
 	case !errors.Is(err, folder.ErrNoMarker):
-		return codeUnreadable, fmt.Sprintf("the folder %s cannot be read: %v", dir, err)
+		return api.CodeUnreadable, fmt.Sprintf("the folder %s cannot be read: %v", dir, err)
 	}
 	marked, err := v.markedBefore()
 	if err != nil {
-		return codeUnreadable, fmt.Sprintf("reading the vault database: %v", err)
+		return api.CodeUnreadable, fmt.Sprintf("reading the vault database: %v", err)
 	}
 	if marked {
-		return codeMarkerMissing, fmt.Sprintf("the folder marker %s is missing from %s: the folder looks replaced (an unmounted drive, an empty folder put in its place); put the real folder back, or see `weft folder reset`", folder.MarkerPath, dir)
+		return api.CodeMarkerMissing, fmt.Sprintf("the folder marker %s is missing from %s: the folder looks replaced (an unmounted drive, an empty folder put in its place); put the real folder back, or see `weft folder reset`", folder.MarkerPath, dir)
 	}
 	// Never marked: a new vault, or one from before markers. Mark it
 	// unless its index holds files and the root holds nothing at all.
@@ -147,18 +141,18 @@ func (v *vault) checkFolder() (code, msg string) {
 	if files != 0 {
 		empty, err := rootEmpty(v.fs)
 		if err != nil {
-			return codeUnreadable, fmt.Sprintf("the folder %s cannot be read: %v", dir, err)
+			return api.CodeUnreadable, fmt.Sprintf("the folder %s cannot be read: %v", dir, err)
 		}
 		if empty {
 			seen := fmt.Sprintf("weft last saw %d files in it", files)
 			if files < 0 {
 				seen = "the vault's log holds files for it"
 			}
-			return codeMarkerMissing, fmt.Sprintf("the folder %s is empty but %s (an unmounted drive, an empty folder put in its place); put the real folder back, or see `weft folder reset`", dir, seen)
+			return api.CodeMarkerMissing, fmt.Sprintf("the folder %s is empty but %s (an unmounted drive, an empty folder put in its place); put the real folder back, or see `weft folder reset`", dir, seen)
 		}
 	}
 	if err := v.markFolder(); err != nil {
-		return codeUnreadable, fmt.Sprintf("writing the folder marker in %s: %v", dir, err)
+		return api.CodeUnreadable, fmt.Sprintf("writing the folder marker in %s: %v", dir, err)
 	}
 	return "", ""
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -39,8 +40,8 @@ func TestFolderGuardStopsAReplacedFolder(t *testing.T) {
 	if err := n.Scan(ctx); !errors.Is(err, errFolderStopped) {
 		t.Fatalf("scan of the replaced folder: %v, want errFolderStopped", err)
 	}
-	if state, codes := folderState(n); state != "error" || !slices.Contains(codes, codeMarkerMissing) {
-		t.Fatalf("status: state %q, codes %v; want error with %s", state, codes, codeMarkerMissing)
+	if state, codes := folderState(n); state != "error" || !slices.Contains(codes, api.CodeMarkerMissing) {
+		t.Fatalf("status: state %q, codes %v; want error with %s", state, codes, api.CodeMarkerMissing)
 	}
 	if got := v.db.Head(n.ID()).Seq; got != seq {
 		t.Fatalf("the replaced folder authored %d entries, want 0", got-seq)
@@ -92,7 +93,7 @@ func TestFolderGuardResumesByItself(t *testing.T) {
 	}
 	waitFor(t, "the folder to stop without its marker", func() bool {
 		state, codes := folderState(n)
-		return state == "error" && slices.Contains(codes, codeMarkerMissing)
+		return state == "error" && slices.Contains(codes, api.CodeMarkerMissing)
 	})
 	if err := os.WriteFile(marker, b, 0o644); err != nil {
 		t.Fatal(err)
@@ -123,8 +124,8 @@ func TestFolderGuardForeignMarkerAndReset(t *testing.T) {
 	if err := n.Scan(ctx); !errors.Is(err, errFolderStopped) {
 		t.Fatalf("scan with another vault's marker: %v, want errFolderStopped", err)
 	}
-	if _, codes := folderState(n); !slices.Contains(codes, codeMarkerForeign) {
-		t.Fatalf("codes %v, want %s", codes, codeMarkerForeign)
+	if _, codes := folderState(n); !slices.Contains(codes, api.CodeMarkerForeign) {
+		t.Fatalf("codes %v, want %s", codes, api.CodeMarkerForeign)
 	}
 	if err := n.ResetFolder(folderPath); err != nil {
 		t.Fatal(err)

@@ -3,14 +3,13 @@ package node
 import (
 	"cmp"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -25,74 +24,21 @@ import (
 // (restoreStatus).
 var (
 	// errNoHistory: the log holds no version of the path.
-	errNoHistory = errors.New("no version of this path is known")
+	errNoHistory = api.Classified(api.ErrNotFound, "no version of this path is known")
 	// errNoSuchVersion: the version asked for is not a version of the path.
-	errNoSuchVersion = errors.New("no such version of this path")
+	errNoSuchVersion = api.Classified(api.ErrNotFound, "no such version of this path")
 	// errNotSettled: the path has versions this device has not applied
 	// yet (it is still syncing, or a conflict is being resolved).
-	errNotSettled = errors.New("this path is still syncing")
+	errNotSettled = api.Classified(api.ErrConflict, "this path is still syncing")
 	// errChangedSinceScan: the file on disk changed since its last scan;
 	// restoring would overwrite an edit no version records.
-	errChangedSinceScan = errors.New("changed on disk since its last scan")
+	errChangedSinceScan = api.Classified(api.ErrConflict, "changed on disk since its last scan")
 	// errContentUnavailable: no reachable device holds the content of the
 	// version to restore.
-	errContentUnavailable = errors.New("the content of this version is not available")
+	errContentUnavailable = api.Classified(api.ErrUnavailable, "the content of this version is not available")
 	// errBadRestore: the request itself is malformed.
-	errBadRestore = errors.New("bad restore request")
+	errBadRestore = api.Classified(api.ErrInvalid, "bad restore request")
 )
-
-// History is the answer of GET /v1/history and `weft history --json`.
-type History struct {
-	Folder string `json:"folder"`
-	Path   string `json:"path"` // relative to the folder, slash-separated
-	// Versions are newest first: in an order consistent with the version
-	// graph (a version comes before every version it supersedes), ties
-	// broken by the author's time, then by ID.
-	Versions []HistoryVersion `json:"versions"`
-}
-
-// HistoryVersion is one version of a path.
-type HistoryVersion struct {
-	// ID names the version for `weft restore --version`: the author's
-	// short device ID, the sequence number of the author's entry and the
-	// version's index in it ("7xQ9aB2c/12/0").
-	ID string `json:"id"`
-	// Time is the entry's time: when the author's device says it wrote
-	// it, by its clock corrected against its members' (a hybrid logical
-	// clock, node/clock.go). A claim, not a fact; see docs/history.md.
-	Time time.Time `json:"time"`
-	// Author is the device ID of the author, AuthorShort its short form,
-	// Self whether it is this device. Devices have no names in weft yet.
-	Author      string `json:"author"`
-	AuthorShort string `json:"author_short"`
-	Self        bool   `json:"self"`
-	// Kind is file, dir, symlink or deletion.
-	Kind string `json:"kind"`
-	Size uint64 `json:"size"`
-	// MTime is the modification time the author's file system recorded
-	// (absent for deletions).
-	MTime *time.Time `json:"mtime,omitempty"`
-	// State is "current" (a head of the path), "deleted" (a head that is
-	// a deletion) or "superseded".
-	State string `json:"state"`
-	// OnDisk says this device's folder holds this version now.
-	OnDisk bool `json:"on_disk"`
-	// Supersedes lists the IDs of the versions this one replaced.
-	Supersedes []string `json:"supersedes"`
-	// Hash is the BLAKE3 of a file's content (hex), for comparing versions.
-	Hash string `json:"hash,omitempty"`
-	// Content says where the content can come from: "inline" (carried
-	// in the log itself, always restorable), "local" (every chunk is in a
-	// file of this folder now), "versions" (every chunk is in this
-	// folder or this device's version store), "peers" (some chunk must be
-	// fetched: a device of the vault is connected and is asked, with any
-	// connected relay), "relay" (the same, with only relays connected) or
-	// "none" (no local store holds it and no device or relay of the vault
-	// is connected: it cannot be restored now). Empty for dirs and
-	// deletions. "peers" and "relay" say who is asked, not that they
-	// still hold it: `weft restore --dry-run` asks them.
-	Content string `json:"content,omitempty"`
-}
 
 // versionIDString formats a version ID as HistoryVersion.ID does.
 func versionIDString(id entry.VersionID) string {
@@ -203,16 +149,16 @@ func sortNewestFirst(pvs []pathVersion) {
 // synced folder) that this device knows, newest first. It returns an
 // error wrapping errNotInFolder or errNoHistory when there is nothing to
 // list.
-func (n *Node) History(abs string) (History, error) {
+func (n *Node) History(abs string) (api.History, error) {
 	v, rel, err := n.resolvePath(abs)
 	if err != nil {
-		return History{}, err
+		return api.History{}, err
 	}
 	return v.history(rel)
 }
 
 // history lists the versions of path (relative to the folder).
-func (v *vault) history(path string) (History, error) {
+func (v *vault) history(path string) (api.History, error) {
 	self := v.n.id.ID()
 	v.mu.Lock()
 	pvs := v.versionsOfLocked(path)
@@ -223,16 +169,16 @@ func (v *vault) history(path string) (History, error) {
 	cur, had := v.index[path]
 	v.mu.Unlock()
 	if len(pvs) == 0 {
-		return History{}, fmt.Errorf("%s: %w", path, errNoHistory)
+		return api.History{}, fmt.Errorf("%s: %w", path, errNoHistory)
 	}
 	if err := v.entryTimes(pvs, map[entryRef]int64{}); err != nil {
-		return History{}, err
+		return api.History{}, err
 	}
 	sortNewestFirst(pvs)
-	h := History{Folder: v.cfg.Folder, Path: path, Versions: make([]HistoryVersion, 0, len(pvs))}
+	h := api.History{Folder: v.cfg.Folder, Path: path, Versions: make([]api.HistoryVersion, 0, len(pvs))}
 	var r reach
 	for _, pv := range pvs {
-		hv := HistoryVersion{
+		hv := api.HistoryVersion{
 			ID: versionIDString(pv.id), Time: time.UnixMilli(pv.time).UTC(),
 			Author: pv.id.Author.String(), AuthorShort: pv.id.Author.Short(), Self: pv.id.Author == self,
 			Kind: pv.ver.Kind.String(), Size: pv.ver.Size, State: "superseded", Supersedes: []string{},
@@ -382,33 +328,4 @@ func versionAt(pvs []pathVersion, t int64) (pathVersion, bool) {
 		return pathVersion{}, false
 	}
 	return pv, true
-}
-
-func (a *apiServer) history(w http.ResponseWriter, r *http.Request) {
-	p := r.URL.Query().Get("path")
-	if p == "" {
-		http.Error(w, "history needs ?path=/abs/path", http.StatusBadRequest)
-		return
-	}
-	h, err := a.n.History(p)
-	if err != nil {
-		http.Error(w, err.Error(), restoreStatus(err))
-		return
-	}
-	writeJSON(w, h)
-}
-
-// restoreStatus maps history and restore errors to HTTP status codes.
-func restoreStatus(err error) int {
-	switch {
-	case errors.Is(err, errNotInFolder), errors.Is(err, errNoHistory), errors.Is(err, errNoSuchVersion):
-		return http.StatusNotFound
-	case errors.Is(err, errBadRestore):
-		return http.StatusBadRequest
-	case errors.Is(err, errNotSettled), errors.Is(err, errChangedSinceScan):
-		return http.StatusConflict
-	case errors.Is(err, errContentUnavailable):
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
 }

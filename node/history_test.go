@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -227,7 +228,7 @@ func TestHistoryAndRestoreVersion(t *testing.T) {
 	first := h.Versions[2].ID
 
 	clk.set(base.Add(10 * time.Minute))
-	res, err := n.Restore(context.Background(), RestoreRequest{Path: f, Version: first})
+	res, err := n.Restore(context.Background(), api.RestoreRequest{Path: f, Version: first})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestHistoryAndRestoreVersion(t *testing.T) {
 		t.Fatalf("scan after restore: %v changes, err %v; want none", len(r.Changes), err)
 	}
 	// Restoring what is already there changes nothing.
-	res, err = n.Restore(context.Background(), RestoreRequest{Path: f, Version: first})
+	res, err = n.Restore(context.Background(), api.RestoreRequest{Path: f, Version: first})
 	if err != nil || len(res.Changes) != 0 {
 		t.Fatalf("restoring the content on disk again: got %+v, %v; want no change", res.Changes, err)
 	}
@@ -278,7 +279,7 @@ func TestRestoreAtAndDeletion(t *testing.T) {
 		{"2026-01-01T10:02:59Z", "v2"},
 	}
 	for _, tt := range tests {
-		if _, err := n.Restore(context.Background(), RestoreRequest{Path: f, At: tt.at}); err != nil {
+		if _, err := n.Restore(context.Background(), api.RestoreRequest{Path: f, At: tt.at}); err != nil {
 			t.Fatalf("restore --at %s: %v", tt.at, err)
 		}
 		if got := readOr(t, f); got != tt.want {
@@ -296,7 +297,7 @@ func TestRestoreAtAndDeletion(t *testing.T) {
 			del = hv.ID
 		}
 	}
-	res, err := n.Restore(context.Background(), RestoreRequest{Path: f, Version: del})
+	res, err := n.Restore(context.Background(), api.RestoreRequest{Path: f, Version: del})
 	if err != nil || len(res.Changes) != 1 || res.Changes[0].Action != "delete" {
 		t.Fatalf("restoring the deletion: got %+v, %v; want one delete", res, err)
 	}
@@ -327,7 +328,7 @@ func TestRestoreAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dry, err := n.Restore(context.Background(), RestoreRequest{All: true, At: at, DryRun: true})
+	dry, err := n.Restore(context.Background(), api.RestoreRequest{All: true, At: at, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +344,7 @@ func TestRestoreAll(t *testing.T) {
 		t.Fatalf("dry run changed the folder: %s", cmp.Diff(before, after))
 	}
 
-	res, err := n.Restore(context.Background(), RestoreRequest{All: true, At: at})
+	res, err := n.Restore(context.Background(), api.RestoreRequest{All: true, At: at})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +381,7 @@ func TestRestoreRefusesLocalChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := v.db.Head(n.ID()).Seq
-	_, err := n.Restore(context.Background(), RestoreRequest{Path: f, At: base.Add(90 * time.Second).Format(time.RFC3339)})
+	_, err := n.Restore(context.Background(), api.RestoreRequest{Path: f, At: base.Add(90 * time.Second).Format(time.RFC3339)})
 	if !errors.Is(err, errChangedSinceScan) {
 		t.Fatalf("got %v, want an error wrapping errChangedSinceScan", err)
 	}
@@ -394,7 +395,7 @@ func TestRestoreRefusesLocalChange(t *testing.T) {
 
 func TestRestoreUnavailableContentChangesNothing(t *testing.T) {
 	n, v, folderPath, clk := historyNode(t)
-	if _, err := n.SetVersionPolicy(context.Background(), folderPath, VersionPolicy{Off: true}); err != nil {
+	if _, err := n.SetVersionPolicy(context.Background(), folderPath, api.VersionPolicy{Off: true}); err != nil {
 		t.Fatal(err)
 	}
 	base := clk.Now()
@@ -410,7 +411,7 @@ func TestRestoreUnavailableContentChangesNothing(t *testing.T) {
 		t.Fatalf("got content %q for the overwritten large version, want none (not kept, no device connected)", h.Versions[1].Content)
 	}
 	head := v.db.Head(n.ID()).Seq
-	_, err = n.Restore(context.Background(), RestoreRequest{Path: f, Version: h.Versions[1].ID})
+	_, err = n.Restore(context.Background(), api.RestoreRequest{Path: f, Version: h.Versions[1].ID})
 	if !errors.Is(err, errContentUnavailable) {
 		t.Fatalf("got %v, want an error wrapping errContentUnavailable", err)
 	}
@@ -428,17 +429,17 @@ func TestRestoreErrors(t *testing.T) {
 	f := filepath.Join(folderPath, "a.txt")
 	tests := []struct {
 		name string
-		req  RestoreRequest
+		req  api.RestoreRequest
 		want error
 	}{
-		{"no version or time", RestoreRequest{Path: f}, errBadRestore},
-		{"version and time", RestoreRequest{Path: f, Version: "x/1/0", At: "-1h"}, errBadRestore},
-		{"all without time", RestoreRequest{All: true}, errBadRestore},
-		{"no path", RestoreRequest{At: "-1h"}, errBadRestore},
-		{"bad time", RestoreRequest{Path: f, At: "soon"}, errBadRestore},
-		{"unknown version", RestoreRequest{Path: f, Version: "x/1/0"}, errNoSuchVersion},
-		{"unknown path", RestoreRequest{Path: filepath.Join(folderPath, "nope"), At: "-1h"}, errNoHistory},
-		{"outside", RestoreRequest{Path: "/", At: "-1h"}, errNotInFolder},
+		{"no version or time", api.RestoreRequest{Path: f}, errBadRestore},
+		{"version and time", api.RestoreRequest{Path: f, Version: "x/1/0", At: "-1h"}, errBadRestore},
+		{"all without time", api.RestoreRequest{All: true}, errBadRestore},
+		{"no path", api.RestoreRequest{At: "-1h"}, errBadRestore},
+		{"bad time", api.RestoreRequest{Path: f, At: "soon"}, errBadRestore},
+		{"unknown version", api.RestoreRequest{Path: f, Version: "x/1/0"}, errNoSuchVersion},
+		{"unknown path", api.RestoreRequest{Path: filepath.Join(folderPath, "nope"), At: "-1h"}, errNoHistory},
+		{"outside", api.RestoreRequest{Path: "/", At: "-1h"}, errNotInFolder},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

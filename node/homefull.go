@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/doctor"
 )
 
 // A full disk under weft's home. The vault's database (its logs and folder
@@ -23,9 +26,6 @@ import (
 // home is full: each would fail to record its index entry). Nothing is lost meanwhile: a peer's
 // entry that was not stored is asked for again, and a local edit that was
 // not recorded is still on disk, found by the rescan.
-
-// codeHomeDiskFull is the status error code while the home's disk is full.
-const codeHomeDiskFull = "home-disk-full"
 
 // errHomeFull marks an apply that failed only because its index record
 // could not be written to the full home: the path stays pending, and is
@@ -57,7 +57,7 @@ func isDiskFull(err error) bool {
 	if err == nil {
 		return false
 	}
-	return errors.Is(err, syscall.ENOSPC) || errorKind(err.Error()) == "disk-full"
+	return errors.Is(err, syscall.ENOSPC) || doctor.ErrorKind(err.Error()) == "disk-full"
 }
 
 // noteHomeWrite records the outcome of a write to the vault's home. A
@@ -82,7 +82,7 @@ func (v *vault) setHomeFault(op string, err error) {
 	} else if was.op == "" {
 		free, _ := diskSpace(v.cfg.Dir)
 		v.homeFault = homeFault{op: op, since: v.n.now(), probed: v.n.now(),
-			message: fmt.Sprintf("the disk that holds weft's home (%s) is full (%s free): %s failed, and nothing new can be recorded or received until it has room", v.cfg.Dir, humanSize(free), op)}
+			message: fmt.Sprintf("the disk that holds weft's home (%s) is full (%s free): %s failed, and nothing new can be recorded or received until it has room", v.cfg.Dir, doctor.HumanSize(free), op)}
 		v.homeFull.Store(true)
 	}
 	now := v.homeFault
@@ -90,10 +90,10 @@ func (v *vault) setHomeFault(op string, err error) {
 	switch {
 	case err == nil && was.op != "":
 		v.log.Info("the disk that holds weft's home has room again: recording and receiving resume", "home", v.cfg.Dir, "was_full_since", was.since)
-		v.n.events.publish(Event{Type: EventFolderResumed, Folder: v.cfg.Folder, Kind: codeHomeDiskFull})
+		v.n.events.Publish(api.Event{Type: api.EventFolderResumed, Folder: v.cfg.Folder, Kind: api.CodeHomeDiskFull})
 	case err != nil && was.op == "":
 		v.log.Error("the disk that holds weft's home is full; weft retries by itself once it has room", "home", v.cfg.Dir, "op", op, "err", err)
-		v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Kind: codeHomeDiskFull, Error: now.message})
+		v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Kind: api.CodeHomeDiskFull, Error: now.message})
 	}
 }
 

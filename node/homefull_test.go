@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"syscall"
 	"testing"
+
+	"github.com/weftsync/weft/node/api"
 )
 
 // A full disk is recognised through the error chain and, where a library
@@ -33,12 +35,12 @@ func TestIsDiskFull(t *testing.T) {
 // Every failed apply gets a stable code in status, chosen by its cause.
 func TestApplyErrorCode(t *testing.T) {
 	for reason, want := range map[string]string{
-		"writing a.txt: write /f/.weft-tmp-1: no space left on device": codeFolderDiskFull,
-		"open /f/a.txt: read-only file system":                         codeReadOnly,
-		"open /f/a.txt: permission denied":                             codePermission,
-		errChunkMissing.Error() + ": bafy...":                          codeChunkUnavailable,
-		"a.txt changed locally since last scan":                        codeLocalEdit,
-		"something else":                                               codeApplyFailed,
+		"writing a.txt: write /f/.weft-tmp-1: no space left on device": api.CodeFolderDiskFull,
+		"open /f/a.txt: read-only file system":                         api.CodeReadOnly,
+		"open /f/a.txt: permission denied":                             api.CodePermission,
+		errChunkMissing.Error() + ": bafy...":                          api.CodeChunkUnavailable,
+		"a.txt changed locally since last scan":                        api.CodeLocalEdit,
+		"something else":                                               api.CodeApplyFailed,
 	} {
 		if got := applyErrorCode(reason); got != want {
 			t.Errorf("applyErrorCode(%q) = %q, want %q", reason, got, want)

@@ -3,6 +3,7 @@ package node
 import (
 	"time"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol/keys"
 )
@@ -13,7 +14,7 @@ import (
 
 // noteLocalChange reports one change the scanner found on disk.
 func (v *vault) noteLocalChange(c folder.Change) {
-	v.n.events.publish(Event{Type: EventLocalChange, Folder: v.cfg.Folder, Path: c.Path, Kind: c.Type.String()})
+	v.n.events.Publish(api.Event{Type: api.EventLocalChange, Folder: v.cfg.Folder, Path: c.Path, Kind: c.Type.String()})
 }
 
 // noteScan reports a finished scan of paths (nil: the whole folder) that
@@ -21,10 +22,10 @@ func (v *vault) noteLocalChange(c folder.Change) {
 func (v *vault) noteScan(start time.Time, paths []string, res folder.Result, err error) {
 	if m := v.n.monitor(); m != nil && err == nil {
 		m.noteScanResult(v, paths, res)
-		m.metrics.scanSeconds.WithLabelValues(v.cfg.Folder, scanScope(paths)).Observe(time.Since(start).Seconds())
+		m.metrics.ObserveScan(v.cfg.Folder, scanScope(paths), time.Since(start))
 	}
 	for _, s := range res.Skipped {
-		v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Path: s.Path, Kind: "scan", Error: s.Err.Error()})
+		v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Path: s.Path, Kind: "scan", Error: s.Err.Error()})
 	}
 }
 
@@ -39,23 +40,23 @@ func scanScope(paths []string) string {
 // the function that reports its end.
 func (v *vault) noteTransfer(dev keys.DeviceID, chunks int) (finished func(got int, bytes int64, err error)) {
 	start := time.Now()
-	v.n.events.publish(Event{Type: EventTransferStarted, Folder: v.cfg.Folder, Peer: dev.String(), Count: chunks})
+	v.n.events.Publish(api.Event{Type: api.EventTransferStarted, Folder: v.cfg.Folder, Peer: dev.String(), Count: chunks})
 	return func(got int, bytes int64, err error) {
-		ev := Event{Type: EventTransferFinished, Folder: v.cfg.Folder, Peer: dev.String(), Count: got, Bytes: bytes}
+		ev := api.Event{Type: api.EventTransferFinished, Folder: v.cfg.Folder, Peer: dev.String(), Count: got, Bytes: bytes}
 		if err != nil {
 			ev.Error = err.Error()
 		}
 		if m := v.n.monitor(); m != nil {
-			m.metrics.transferSeconds.WithLabelValues(v.cfg.Folder).Observe(time.Since(start).Seconds())
+			m.metrics.ObserveTransfer(v.cfg.Folder, time.Since(start))
 		}
-		v.n.events.publish(ev)
+		v.n.events.Publish(ev)
 	}
 }
 
 // noteApply reports how long reconciling one path took.
 func (v *vault) noteApply(start time.Time) {
 	if m := v.n.monitor(); m != nil {
-		m.metrics.applySeconds.WithLabelValues(v.cfg.Folder).Observe(time.Since(start).Seconds())
+		m.metrics.ObserveApply(v.cfg.Folder, time.Since(start))
 	}
 }
 
@@ -68,7 +69,7 @@ func (v *vault) noteWatcherRescan() {
 		m.scanNoteLocked(v).watcherRescans++
 		m.mu.Unlock()
 	}
-	v.n.events.publish(Event{Type: EventWatcherRescan, Folder: v.cfg.Folder})
+	v.n.events.Publish(api.Event{Type: api.EventWatcherRescan, Folder: v.cfg.Folder})
 }
 
 // noteWatcherRunning clears a watcher failure once a new watcher runs
@@ -89,5 +90,5 @@ func (v *vault) noteWatcherFailed(err error) {
 		m.scanNoteLocked(v).watcherFailed = err.Error()
 		m.mu.Unlock()
 	}
-	v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Kind: "watcher", Error: err.Error()})
+	v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Kind: "watcher", Error: err.Error()})
 }

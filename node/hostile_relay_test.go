@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"lukechampine.com/blake3"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
@@ -160,7 +161,7 @@ func sendStatus(s network.Stream, vec protocol.Vector) {
 // eventLog records a node's events from the start of a test.
 type eventLog struct {
 	mu  sync.Mutex
-	evs []Event
+	evs []api.Event
 }
 
 func recordEvents(t *testing.T, n *Node) *eventLog {
@@ -189,7 +190,7 @@ func recordEvents(t *testing.T, n *Node) *eventLog {
 }
 
 // find returns the first recorded event that matches.
-func (l *eventLog) find(match func(Event) bool) (Event, bool) {
+func (l *eventLog) find(match func(api.Event) bool) (api.Event, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, ev := range l.evs {
@@ -197,10 +198,10 @@ func (l *eventLog) find(match func(Event) bool) (Event, bool) {
 			return ev, true
 		}
 	}
-	return Event{}, false
+	return api.Event{}, false
 }
 
-func (l *eventLog) count(match func(Event) bool) int {
+func (l *eventLog) count(match func(api.Event) bool) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
@@ -349,11 +350,11 @@ func hostileAltersChunk(t *testing.T) {
 	}
 
 	// Only the relay has the chunks (the member answers "missing").
-	fromRelay := func(ev Event) bool {
-		return ev.Type == EventTransferFinished && ev.Peer == f.dev.String() && strings.Contains(ev.Error, chunk.ErrCIDMismatch.Error())
+	fromRelay := func(ev api.Event) bool {
+		return ev.Type == api.EventTransferFinished && ev.Peer == f.dev.String() && strings.Contains(ev.Error, chunk.ErrCIDMismatch.Error())
 	}
-	applyFailed := func(ev Event) bool {
-		return ev.Type == EventError && ev.Path == "photo.bin" && strings.Contains(ev.Error, chunk.ErrCIDMismatch.Error())
+	applyFailed := func(ev api.Event) bool {
+		return ev.Type == api.EventError && ev.Path == "photo.bin" && strings.Contains(ev.Error, chunk.ErrCIDMismatch.Error())
 	}
 	waitFor(t, "the relay's altered chunk to be refused and reported", func() bool {
 		_, a := evs.find(fromRelay)
@@ -452,8 +453,8 @@ func hostileDropsEntry(t *testing.T) {
 		}
 		holdOpen(s)
 	})
-	withheld := func(ev Event) bool {
-		return ev.Type == EventError && ev.Kind == eventKindWithheld && ev.Peer == f.dev.String() && ev.Seq == 3
+	withheld := func(ev api.Event) bool {
+		return ev.Type == api.EventError && ev.Kind == eventKindWithheld && ev.Peer == f.dev.String() && ev.Seq == 3
 	}
 	waitFor(t, "the gap to be reported", func() bool { _, ok := evs.find(withheld); return ok })
 	waitFor(t, "a second stream from the relay", func() bool { return f.streams.Load() >= 2 })
@@ -525,7 +526,7 @@ func hostileReplaysEntry(t *testing.T) {
 	close(next)
 	waitFor(t, "entry 4 after replays on a new stream", func() bool { return v.db.Head(mid.ID()).Seq == 4 })
 	waitFor(t, "f4.txt", func() bool { return fileIs(filepath.Join(folderPath, "f4.txt"), []byte("file 4\n")) })
-	if ev, ok := evs.find(func(ev Event) bool { return ev.Type == EventError }); ok {
+	if ev, ok := evs.find(func(ev api.Event) bool { return ev.Type == api.EventError }); ok {
 		t.Fatalf("error event after replays: got %+v, want none", ev)
 	}
 	n2 := 0
@@ -586,8 +587,8 @@ func hostileRollsBack(t *testing.T) {
 		}
 		return 0
 	}
-	rolledBack := func(ev Event) bool {
-		return ev.Type == EventError && ev.Kind == eventKindRollback && ev.Peer == f.dev.String()
+	rolledBack := func(ev api.Event) bool {
+		return ev.Type == api.EventError && ev.Kind == eventKindRollback && ev.Peer == f.dev.String()
 	}
 	acked := func() uint64 {
 		a, err := v.db.Acked(f.dev)

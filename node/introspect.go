@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 )
@@ -91,52 +92,36 @@ func (v *vault) toUpload(connected []keys.DeviceID) int {
 	return int(n)
 }
 
-// pathView is what the vault knows about one path.
-type pathView struct {
-	path      string
-	indexed   bool   // the folder index has a record for it
-	dirty     bool   // marked for reconciliation
-	err       string // last apply error
-	heads     int    // live heads in the version graph
-	winner    entry.VersionID
-	kind      entry.Kind // the winning version's kind
-	size      uint64
-	chunks    int // chunks of the winning version
-	local     int // of which this device can read from its own folder
-	upToDate  bool
-	conflicts []string // conflict copies of this path present in the folder
-}
-
 // pathState describes path p (slash-separated, relative to the folder).
-func (v *vault) pathState(p string) pathView {
+func (v *vault) pathState(p string) doctor.PathState {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	pv := pathView{path: p}
+	pv := doctor.PathState{Path: p}
 	rec, had := v.index[p]
-	pv.indexed = had
-	_, pv.dirty = v.dirty[p]
-	pv.err = v.errs[p]
+	pv.Indexed = had
+	_, pv.Dirty = v.dirty[p]
+	pv.Err = v.errs[p]
 	hs := v.graph.Heads(p)
-	pv.heads = len(hs)
+	pv.Heads = len(hs)
 	if len(hs) > 0 {
 		if dec, err := v.resolveLocked(p); err == nil {
-			pv.winner = dec.Winner.ID
+			pv.Winner = dec.Winner.ID
 			ver := v.bodies[dec.Winner.ID]
-			pv.kind, pv.size, pv.chunks = ver.Kind, ver.Size, len(ver.Chunks)
+			pv.Kind, pv.Size, pv.Chunks = ver.Kind, ver.Size, len(ver.Chunks)
 			for _, c := range ver.Chunks {
 				if _, ok := v.chunkLoc[c.CID]; ok {
-					pv.local++
+					pv.Local++
 				}
 			}
-			pv.upToDate = (had && rec.Version == pv.winner) || (!had && ver.Kind == entry.KindDeletion)
+			pv.UpToDate = (had && rec.Version == pv.Winner) || (!had && ver.Kind == entry.KindDeletion)
 		}
 	}
 	for q := range v.counts.conflicts { // indexed files named like copies
 		if isConflictCopyOf(q, p) {
-			pv.conflicts = append(pv.conflicts, q)
+			pv.Conflicts = append(pv.Conflicts, q)
 		}
 	}
-	slices.Sort(pv.conflicts)
+	slices.Sort(pv.Conflicts)
 	return pv
 }
 

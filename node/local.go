@@ -13,6 +13,8 @@ import (
 
 	"lukechampine.com/blake3"
 
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/engine"
@@ -92,7 +94,7 @@ const maxRefsPerEntry = 96_000
 // ErrFileTooLarge: a file has more chunks than one version may hold
 // (entry.MaxFileChunks, about 256 GiB). It is skipped, not recorded,
 // until it shrinks.
-var ErrFileTooLarge = errors.New("file too large to sync")
+var ErrFileTooLarge = errors.New(doctor.MsgFileTooLarge)
 
 // refuseOversized moves changes whose chunk list one version cannot hold
 // from res.Changes to res.Skipped, so the rest of the scan is recorded and
@@ -523,7 +525,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 		v.queueKeep(j)
 	}
 	if e != nil {
-		v.n.events.publish(Event{Type: EventEntryWritten, Folder: v.cfg.Folder, Count: len(versions), Seq: e.Seq()})
+		v.n.events.Publish(api.Event{Type: api.EventEntryWritten, Folder: v.cfg.Folder, Count: len(versions), Seq: e.Seq()})
 		v.kick()
 	}
 	return nil

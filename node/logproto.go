@@ -9,10 +9,13 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/weftsync/weft/internal/netsync"
 	"github.com/weftsync/weft/internal/refusal"
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/protocol/wire"
 )
 
@@ -148,12 +151,10 @@ func (n *Node) acceptHello(f *wire.Conn, dev keys.DeviceID) (*vault, error) {
 }
 
 // serveLog streams to the opener what it lacks, then pushes growth until
-// the stream or ctx ends. req is the opener's LogRequest.
+// the stream or ctx ends (internal/netsync's log session, as the relay
+// runs it). req is the opener's LogRequest.
 func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, req wire.LogRequest) error {
-	theirs := vectorFromWire(req.Vector)
-	v.tailHeard(dev, theirs[v.n.id.ID()]) // what the opener holds of this device's log (logtail.go)
-	sentMembers := req.MemberSeq          // records are numbered from 1: records[i].Seq == i+1
-	var st statusSender
+	v.tailHeard(dev, vectorFromWire(req.Vector)[v.n.id.ID()]) // what the opener holds of this device's log (logtail.go)
 	// Only what the opener sends after this request counts as held by it:
 	// a device restarted from an older copy of its home asks here for its
 	// own entries back, and what it had sent before must not hide them.
@@ -161,46 +162,33 @@ func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, r
 	if err := f.Send(wire.MsgPeers, v.peerAddrs(dev)); err != nil {
 		return err
 	}
-	for {
-		grown := v.growthSignal()
-		records := v.memberRecords()
-		for ; sentMembers < uint64(len(records)); sentMembers++ {
-			if err := f.SendRaw(wire.MsgMember, records[sentMembers].Encode()); err != nil {
-				return err
+	ls := netsync.LogServer{
+		Source: logSource{v},
+		Round: func(_ *wire.Conn, theirs protocol.Vector) error {
+			// What the opener wrote itself and sent here since, it holds.
+			if s := v.fromAuthorSeq(dev); s > fromBase && s > theirs[dev] {
+				theirs[dev] = s
 			}
-		}
-		mine := v.vector()
-		// What the opener wrote itself and sent here since, it holds.
-		if s := v.fromAuthorSeq(dev); s > fromBase && s > theirs[dev] {
-			theirs[dev] = s
-		}
-		for _, r := range mine.Missing(theirs) {
-			err := v.db.Range(r.Author, r.From, r.To, func(e *entry.Entry) error {
-				return f.SendRaw(wire.MsgEntry, e.Bytes())
-			})
-			if err != nil {
-				return fmt.Errorf("sending entries of %s: %w", r.Author, err)
-			}
-			if err := theirs.Apply(r); err != nil {
-				return err
-			}
-		}
-		// The status reports what this device holds in full: entries whose
-		// file contents it has too (applied, inline, or superseded), so the
-		// opener counts its work as safe only once it would survive the
-		// opener being switched off.
-		if err := st.send(f, v.heldVector(), uint64(len(records))); err != nil {
-			return err
-		}
-		if err := f.Flush(); err != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-grown:
-		}
+			return nil
+		},
+		Allowed: func() bool { return v.isPeer(dev) },
 	}
+	return ls.Serve(ctx, f, req)
+}
+
+// logSource is the vault's log as the log session serves it. Its held
+// vector reports what this device holds in full: entries whose file
+// contents it has too (applied, inline, or superseded), so the opener
+// counts its work as safe only once it would survive the opener being
+// switched off.
+type logSource struct{ v *vault }
+
+func (s logSource) Grown() <-chan struct{}   { return s.v.growthSignal() }
+func (s logSource) Records() []member.Record { return s.v.memberRecords() }
+func (s logSource) Offered() protocol.Vector { return s.v.vector() }
+func (s logSource) Held() protocol.Vector    { return s.v.heldVector() }
+func (s logSource) Range(author keys.DeviceID, from, to uint64, fn func(*entry.Entry) error) error {
+	return s.v.db.Range(author, from, to, fn)
 }
 
 // fromAuthorSeq is how far dev's own log reached this device from dev.
@@ -215,34 +203,6 @@ func (v *vault) memberSeq() uint64 {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.members.Seq
-}
-
-// statusSender writes an answerer's LogStatus frames on one stream: the
-// whole held vector the first time, then only the authors whose sequence
-// changed (see wire.LogStatus), and nothing when none did.
-type statusSender struct {
-	last protocol.Vector // what the opener was last told; nil before the first
-}
-
-func (s *statusSender) send(f *wire.Conn, held protocol.Vector, memberSeq uint64) error {
-	var out []wire.VectorEntry
-	if s.last == nil {
-		out = vectorToWire(held)
-	} else {
-		for a, seq := range held {
-			if s.last[a] != seq {
-				out = append(out, wire.VectorEntry{Author: a, Seq: seq})
-			}
-		}
-		if len(out) == 0 {
-			return nil
-		}
-	}
-	if err := f.Send(wire.MsgLogStatus, wire.LogStatus{Vector: out, MemberSeq: memberSeq}); err != nil {
-		return err
-	}
-	s.last = held
-	return nil
 }
 
 // pullLog opens a log stream to p for v and ingests what arrives until
@@ -267,89 +227,86 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 	if err != nil {
 		return err
 	}
-	if err := f.Send(wire.MsgLogRequest, wire.LogRequest{Vector: vectorToWire(v.requestVector(dev)), MemberSeq: v.memberSeq()}); err != nil {
-		return err
+	req := wire.LogRequest{Vector: vectorToWire(v.requestVector(dev)), MemberSeq: v.memberSeq()}
+	return netsync.PullLog(f, req, &logPull{v: v, f: f, dev: dev, relay: v.isRelay(dev), src: &entrySource{dev: dev, fetch: v.piecesFrom(ctx, p, dev)}})
+}
+
+// logPull takes what a peer's log stream brings into the vault
+// (netsync.LogSink).
+type logPull struct {
+	v     *vault
+	f     *wire.Conn
+	dev   keys.DeviceID
+	relay bool
+	src   *entrySource
+	// told is the whole of what the peer said it holds. A device sends
+	// its status whole once, then changes only (wire.LogStatus). A relay
+	// sends it whole every time, and a relay reporting less than before
+	// must show as such (rollback.go), so its status replaces told.
+	told protocol.Vector
+}
+
+func (l *logPull) Member(payload []byte) error {
+	if err := l.v.ingestMember(payload); err != nil {
+		return fmt.Errorf("membership record from %s: %w", l.dev, err)
 	}
-	if err := f.Flush(); err != nil {
-		return err
-	}
-	// A device sends its status whole once, then changes only (wire.LogStatus);
-	// told is the whole of it, as the checks below expect. A relay sends
-	// it whole every time, and a relay reporting less than before must
-	// show as such (rollback.go), so its status replaces told.
-	relay := v.isRelay(dev)
-	src := &entrySource{dev: dev, fetch: v.piecesFrom(ctx, p, dev)}
-	var told protocol.Vector
-	for {
-		t, payload, err := f.Read()
-		if err != nil {
-			return err
+	l.v.memberCheck(l.dev) // memberrecover.go
+	return nil
+}
+
+func (l *logPull) Entry(payload []byte) error {
+	v := l.v
+	if err := v.ingestEntry(payload, l.src); err != nil {
+		v.tellRefusal(l.f, l.dev, payload, err)
+		if isInvalidEntry(err) {
+			// A forged, altered or foreign entry: nothing of it is kept;
+			// say so, since only a faulty or hostile peer sends one.
+			// (This device's own trouble, a full disk or a closing
+			// database, is not the peer's.)
+			v.log.Warn("refused an invalid entry from a peer; ending the stream", "peer", l.dev, "err", err)
+			v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Peer: l.dev.String(),
+				Kind: eventKindInvalidEntry, Error: err.Error()})
 		}
-		switch t {
-		case wire.MsgMember:
-			if err := v.ingestMember(payload); err != nil {
-				return fmt.Errorf("membership record from %s: %w", dev, err)
-			}
-			v.memberCheck(dev) // memberrecover.go
-		case wire.MsgEntry:
-			if err := v.ingestEntry(payload, src); err != nil {
-				v.tellRefusal(f, dev, payload, err)
-				if isInvalidEntry(err) {
-					// A forged, altered or foreign entry: nothing of it
-					// is kept; say so, since only a faulty or hostile
-					// peer sends one. (This device's own trouble, a full
-					// disk or a closing database, is not the peer's.)
-					v.log.Warn("refused an invalid entry from a peer; ending the stream", "peer", dev, "err", err)
-					v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Peer: dev.String(),
-						Kind: eventKindInvalidEntry, Error: err.Error()})
-				}
-				return fmt.Errorf("entry from %s: %w", dev, err)
-			}
-		case wire.MsgPeers:
-			ps, err := wire.ParsePeers(payload)
-			if err != nil {
-				return err
-			}
-			if err := v.learnPeers(ps); err != nil {
-				v.log.Warn("remembering members' addresses", "peer", dev, "err", err)
-			}
-		case wire.MsgLogStatus:
-			st, err := wire.ParseLogStatus(payload)
-			if err != nil {
-				return err
-			}
-			vec := vectorFromWire(st.Vector)
-			if told != nil && !relay {
-				for a, seq := range vec {
-					told[a] = seq
-				}
-			} else {
-				told = vec
-			}
-			vec = told.Clone()        // the checks below keep it
-			v.checkWithheld(dev, vec) // rollback.go
-			v.peerHolds(dev, vec)
-			v.memberStatus(dev, st.MemberSeq) // memberrecover.go
-		case wire.MsgRelayStatus:
-			st, err := wire.ParseRelayStatus(payload)
-			if err != nil {
-				return err
-			}
-			if st.Vault == v.id {
-				v.setRelayStatus(dev, relayStatus{status: st, at: v.n.now()})
-			}
-		case wire.MsgHolds:
-			h, err := wire.ParseHolds(payload)
-			if err != nil {
-				return err
-			}
-			if relay {
-				v.noteRelayHolds(dev, h) // relayholds.go
-			}
-		default:
-			return fmt.Errorf("%w on log stream: %s", wire.ErrUnexpected, t)
-		}
+		return fmt.Errorf("entry from %s: %w", l.dev, err)
 	}
+	return nil
+}
+
+func (l *logPull) Status(st wire.LogStatus) error {
+	vec := vectorFromWire(st.Vector)
+	if l.told != nil && !l.relay {
+		for a, seq := range vec {
+			l.told[a] = seq
+		}
+	} else {
+		l.told = vec
+	}
+	vec = l.told.Clone()          // the checks below keep it
+	l.v.checkWithheld(l.dev, vec) // rollback.go
+	l.v.peerHolds(l.dev, vec)
+	l.v.memberStatus(l.dev, st.MemberSeq) // memberrecover.go
+	return nil
+}
+
+func (l *logPull) Peers(ps wire.Peers) error {
+	if err := l.v.learnPeers(ps); err != nil {
+		l.v.log.Warn("remembering members' addresses", "peer", l.dev, "err", err)
+	}
+	return nil
+}
+
+func (l *logPull) RelayStatus(st wire.RelayStatus) error {
+	if st.Vault == l.v.id {
+		l.v.setRelayStatus(l.dev, relayStatus{status: st, at: l.v.n.now()})
+	}
+	return nil
+}
+
+func (l *logPull) Holds(h wire.Holds) error {
+	if l.relay {
+		l.v.noteRelayHolds(l.dev, h) // relayholds.go
+	}
+	return nil
 }
 
 func vectorToWire(v protocol.Vector) []wire.VectorEntry { return wire.VectorOf(v) }

@@ -1,17 +1,13 @@
 package node
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 
-	"github.com/weftsync/weft/protocol"
-	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
 )
 
@@ -114,48 +110,5 @@ func TestLogStreamSendsOnlyNewerMembers(t *testing.T) {
 				t.Fatalf("status member seq: got %d, want %d", st.MemberSeq, held)
 			}
 		})
-	}
-}
-
-// TestStatusSenderSendsChanges checks the LogStatus frames of one stream:
-// the whole vector first, then only what changed, nothing when nothing did.
-func TestStatusSenderSendsChanges(t *testing.T) {
-	a, b := keys.DeviceID{2}, keys.DeviceID{3}
-	var buf bytes.Buffer
-	f := wire.NewConn(&buf, nil)
-	var st statusSender
-	steps := []struct {
-		held protocol.Vector
-		want []wire.VectorEntry // nil: no frame
-	}{
-		{protocol.Vector{a: 1, b: 4}, []wire.VectorEntry{{Author: a, Seq: 1}, {Author: b, Seq: 4}}},
-		{protocol.Vector{a: 1, b: 4}, nil},
-		{protocol.Vector{a: 2, b: 4}, []wire.VectorEntry{{Author: a, Seq: 2}}},
-		{protocol.Vector{a: 3, b: 5}, []wire.VectorEntry{{Author: a, Seq: 3}, {Author: b, Seq: 5}}},
-	}
-	for i, step := range steps {
-		if err := st.send(f, step.held, 7); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		if step.want == nil {
-			if buf.Len() != 0 {
-				t.Fatalf("step %d: got %d bytes, want no frame", i, buf.Len())
-			}
-			continue
-		}
-		mt, p, err := wire.ReadFrame(&buf, wire.MaxFrameSize)
-		if err != nil || mt != wire.MsgLogStatus {
-			t.Fatalf("step %d: got %v %v, want a LogStatus", i, mt, err)
-		}
-		ls, err := wire.ParseLogStatus(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fmt.Sprint(ls.Vector) != fmt.Sprint(step.want) || ls.MemberSeq != 7 {
-			t.Fatalf("step %d: got %v (member seq %d), want %v (7)", i, ls.Vector, ls.MemberSeq, step.want)
-		}
 	}
 }

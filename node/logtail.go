@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
@@ -43,7 +44,7 @@ const (
 )
 
 // errAuthoringHeld: this device may not write an entry yet (see ownTail).
-var errAuthoringHeld = errors.New("this device's log is not confirmed complete yet; authoring waits for a peer")
+var errAuthoringHeld = api.Classified(api.ErrConflict, "this device's log is not confirmed complete yet; authoring waits for a peer")
 
 // errNotOwnEntry: an entry offered as this device's own tail is another
 // author's.
@@ -232,7 +233,7 @@ func (v *vault) tailCheck() {
 	if recovered {
 		v.log.Warn("took back this device's own log tail from peers; it had been lost here",
 			"peer", source, "from_seq", from, "seq", head, "entries", took)
-		v.n.events.publish(Event{Type: EventLogTailRecovered, Folder: v.cfg.Folder, Peer: source.String(), Seq: head, Count: int(took)})
+		v.n.events.Publish(api.Event{Type: api.EventLogTailRecovered, Folder: v.cfg.Folder, Peer: source.String(), Seq: head, Count: int(took)})
 	}
 }
 
@@ -517,7 +518,7 @@ func (v *vault) ownForkSeen(seq uint64, err error) {
 		return
 	}
 	v.log.Error("a peer holds a different entry of this device's own log: the log forked", "seq", seq, "err", err)
-	v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Kind: eventKindOwnLogForked, Seq: seq, Error: err.Error()})
+	v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Kind: eventKindOwnLogForked, Seq: seq, Error: err.Error()})
 	v.tailCheck()
 }
 

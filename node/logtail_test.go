@@ -10,6 +10,7 @@ import (
 
 	"lukechampine.com/blake3"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 )
@@ -212,7 +213,7 @@ func TestIngestOwnTail(t *testing.T) {
 	var sawFork bool
 	for len(events) > 0 {
 		ev := <-events
-		sawFork = sawFork || ev.Type == EventError && ev.Kind == eventKindOwnLogForked
+		sawFork = sawFork || ev.Type == api.EventError && ev.Kind == eventKindOwnLogForked
 	}
 	if !sawFork {
 		t.Fatal("no own-log-forked event")

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
@@ -28,9 +29,6 @@ import (
 // were never recorded, so the first scan finds them again; held incoming
 // deletions are deletion heads not applied here, which the first
 // reconcile judges again. Only the policy is stored.
-
-// codeMassDelete is the errors[] code of held deletions.
-const codeMassDelete = "mass-delete"
 
 // metaMassDelete holds the folder's policy (JSON), when the user set one.
 const metaMassDelete = "mass-delete-policy"
@@ -310,7 +308,7 @@ func (v *vault) holdLocalDeletions(changes []folder.Change, mode scanMode, scann
 		}
 		v.log.Warn("holding a mass deletion: nothing deleted is recorded until you decide (`weft deletions`)",
 			"files", heldFiles, "of", indexFiles, "paths", sample)
-		v.n.events.publish(Event{Type: EventDeletionsHeld, Folder: v.cfg.Folder, Kind: "local", Count: heldFiles})
+		v.n.events.Publish(api.Event{Type: api.EventDeletionsHeld, Folder: v.cfg.Folder, Kind: "local", Count: heldFiles})
 	}
 	return withoutPaths(changes, dels), confirmed
 }
@@ -443,7 +441,7 @@ func (v *vault) holdIncomingDeletions(dels []string, arriving map[[32]byte]strin
 	if before == 0 {
 		v.log.Warn("holding deletions from peers: nothing is deleted here until you decide (`weft deletions`)",
 			"files", heldFiles, "of", indexFiles, "paths", present[:min(5, len(present))])
-		v.n.events.publish(Event{Type: EventDeletionsHeld, Folder: v.cfg.Folder, Kind: "incoming", Count: heldFiles})
+		v.n.events.Publish(api.Event{Type: api.EventDeletionsHeld, Folder: v.cfg.Folder, Kind: "incoming", Count: heldFiles})
 	}
 	return kept
 }
@@ -516,18 +514,18 @@ func (v *vault) releaseIncomingLocked(dirty []string) {
 }
 
 // heldErrors are the errors[] items of held deletions, for status.
-func (v *vault) heldErrors() []PathMessage {
+func (v *vault) heldErrors() []api.PathMessage {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	g := &v.deletes
-	var out []PathMessage
+	var out []api.PathMessage
 	if len(g.local) > 0 {
-		out = append(out, PathMessage{Code: codeMassDelete, Reason: fmt.Sprintf(
+		out = append(out, api.PathMessage{Code: api.CodeMassDelete, Reason: fmt.Sprintf(
 			"%d files deleted here (%s) are held, not sent to other devices: that is more of the folder than its mass-delete guard allows; `weft deletions accept` records them, `weft deletions reject` brings the files back",
 			g.localFiles, listPaths(sortedSet(g.local)))})
 	}
 	if len(g.incoming) > 0 {
-		out = append(out, PathMessage{Code: codeMassDelete, Reason: fmt.Sprintf(
+		out = append(out, api.PathMessage{Code: api.CodeMassDelete, Reason: fmt.Sprintf(
 			"%d files deleted by another device (%s) are held, not deleted here: that is more of the folder than its mass-delete guard allows; `weft deletions accept` deletes them here, `weft deletions reject` keeps them and sends them back",
 			g.inFiles, listPaths(sortedSet(g.incoming)))})
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 )
@@ -72,8 +73,8 @@ func TestLocalMassDeleteIsHeld(t *testing.T) {
 			if got := v.db.Head(n.ID()).Seq; got != seq {
 				t.Fatalf("a scan after deleting 180 of 200 files authored %d entries, want 0", got-seq)
 			}
-			if state, codes := folderState(n); state != "held" || !slices.Contains(codes, codeMassDelete) {
-				t.Fatalf("status: state %q, codes %v; want held with %s", state, codes, codeMassDelete)
+			if state, codes := folderState(n); state != "held" || !slices.Contains(codes, api.CodeMassDelete) {
+				t.Fatalf("status: state %q, codes %v; want held with %s", state, codes, api.CodeMassDelete)
 			}
 			held := n.Deletions()
 			if len(held) != 1 || held[0].Direction != "local" || held[0].Files != 180 {
@@ -97,7 +98,7 @@ func TestLocalMassDeleteIsHeld(t *testing.T) {
 				t.Fatalf("deletions after one more: got %+v, want 181 files", held)
 			}
 
-			res, err := n.DecideDeletions(ctx, DeletionsRequest{Action: decision})
+			res, err := n.DecideDeletions(ctx, api.DeletionsRequest{Action: decision})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,7 +202,7 @@ func TestMassDeletePolicyOff(t *testing.T) {
 	if got := v.db.Head(n.ID()).Seq; got != seq+1 {
 		t.Fatalf("with the guard off, deleting 90 of 100 authored %d entries, want 1", got-seq)
 	}
-	if _, err := n.DecideDeletions(ctx, DeletionsRequest{Action: "accept"}); !errors.Is(err, errNothingHeld) {
+	if _, err := n.DecideDeletions(ctx, api.DeletionsRequest{Action: "accept"}); !errors.Is(err, errNothingHeld) {
 		t.Fatalf("accept with nothing held: %v, want errNothingHeld", err)
 	}
 }
@@ -236,7 +237,7 @@ func TestIncomingMassDeleteIsHeld(t *testing.T) {
 			waitFor(t, "the member's entry to be stored", func() bool { return v.db.Head(id.ID()).Seq == 1 })
 			waitFor(t, "the deletions to be held", func() bool {
 				state, codes := folderState(n)
-				return state == "held" && slices.Contains(codes, codeMassDelete)
+				return state == "held" && slices.Contains(codes, api.CodeMassDelete)
 			})
 			for _, p := range paths {
 				if _, err := os.Stat(filepath.Join(folderPath, p)); err != nil {
@@ -248,7 +249,7 @@ func TestIncomingMassDeleteIsHeld(t *testing.T) {
 				t.Fatalf("deletions: got %+v, want 27 incoming files", held)
 			}
 			seq := v.db.Head(n.ID()).Seq
-			res, err := n.DecideDeletions(ctx, DeletionsRequest{Folder: folderPath, Action: decision})
+			res, err := n.DecideDeletions(ctx, api.DeletionsRequest{Folder: folderPath, Action: decision})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -398,7 +399,7 @@ func TestAcceptRefusedWhileAuthoringHeld(t *testing.T) {
 	v.tail.mu.Lock()
 	v.tail.state = tailHeld // as after a start, before any peer is heard
 	v.tail.mu.Unlock()
-	if _, err := n.DecideDeletions(ctx, DeletionsRequest{Action: "accept"}); !errors.Is(err, errAuthoringHeld) {
+	if _, err := n.DecideDeletions(ctx, api.DeletionsRequest{Action: "accept"}); !errors.Is(err, errAuthoringHeld) {
 		t.Fatalf("accept while authoring is held: %v, want errAuthoringHeld", err)
 	}
 	if held := n.Deletions(); len(held) != 1 || held[0].Files != 30 {

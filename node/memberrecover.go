@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -28,9 +29,6 @@ import (
 // lacks; members.log is then rewritten clean (vaultdb.RewriteMembers).
 // Until then status reports the folder as an error with code
 // membership-lost, and authoring is held (logtail.go).
-
-// codeMembershipLost is the status error code while membership is lost.
-const codeMembershipLost = "membership-lost"
 
 // memberHealth is whether the membership log was found damaged at open and
 // not yet confirmed complete by a peer. Its methods are safe for
@@ -121,7 +119,7 @@ func (v *vault) memberCheck(from keys.DeviceID) {
 		v.log.Warn("rewriting the membership log after fetching it again", "err", err)
 	}
 	v.log.Warn("membership log fetched again from a peer after damage", "peer", from, "records", v.memberSeq())
-	v.n.events.publish(Event{Type: EventMembershipRecovered, Folder: v.cfg.Folder, Peer: from.String(), Count: int(v.memberSeq())})
+	v.n.events.Publish(api.Event{Type: api.EventMembershipRecovered, Folder: v.cfg.Folder, Peer: from.String(), Count: int(v.memberSeq())})
 	v.tailCheck()
 	// Members it could not know before are dialled and pulled from now.
 	for _, d := range v.memberList() {
@@ -132,24 +130,20 @@ func (v *vault) memberCheck(from keys.DeviceID) {
 }
 
 // memberLostMessage is the status error while membership is lost, or nil.
-func (v *vault) memberLostMessage() *PathMessage {
+func (v *vault) memberLostMessage() *api.PathMessage {
 	if !v.membershipLost() {
 		return nil
 	}
-	return &PathMessage{Code: codeMembershipLost,
+	return &api.PathMessage{Code: api.CodeMembershipLost,
 		Reason: "the membership log (member/members.log) is damaged; fetching it again from a member"}
 }
-
-// codeLogUnconfirmed is the status error code while local changes wait for
-// authoring to open (logtail.go).
-const codeLogUnconfirmed = "log-unconfirmed"
 
 // logHealthStatus adds to a folder's status what the membership and the
 // authoring gate say: lost membership is an error (the device cannot tell
 // who its peers are, so nothing it reports is in sync); local changes
 // waiting for this device's log to be confirmed make the folder syncing,
 // never in-sync.
-func (v *vault) logHealthStatus(fs *FolderStatus) {
+func (v *vault) logHealthStatus(fs *api.FolderStatus) {
 	if m := v.revokedMessage(); m != nil {
 		fs.Errors = append(fs.Errors, *m)
 		fs.State, fs.Error = "error", m.Reason
@@ -166,7 +160,7 @@ func (v *vault) logHealthStatus(fs *FolderStatus) {
 		return
 	}
 	if reason, owed := v.tailStatus(); owed > 0 {
-		fs.Errors = append(fs.Errors, PathMessage{Code: codeLogUnconfirmed,
+		fs.Errors = append(fs.Errors, api.PathMessage{Code: api.CodeLogUnconfirmed,
 			Reason: fmt.Sprintf("%d local changes wait to be recorded: %s", owed, reason)})
 		if fs.State == "in-sync" || fs.State == "offline" {
 			fs.State = "syncing"

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/weftsync/weft/node/api"
 )
 
 // A membership log whose genesis is garbled leaves the device knowing no
@@ -54,9 +56,9 @@ func TestDamagedMembershipIsReported(t *testing.T) {
 	}
 	found := false
 	for _, e := range fs.Errors {
-		found = found || e.Code == codeMembershipLost
+		found = found || e.Code == api.CodeMembershipLost
 	}
 	if !found {
-		t.Fatalf("errors %+v, want one coded %s", fs.Errors, codeMembershipLost)
+		t.Fatalf("errors %+v, want one coded %s", fs.Errors, api.CodeMembershipLost)
 	}
 }

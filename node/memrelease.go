@@ -3,6 +3,8 @@ package node
 import (
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
+
+	"github.com/weftsync/weft/node/api"
 )
 
 // Returning memory after a burst. Go's runtime gives freed heap back to
@@ -29,7 +31,7 @@ func heapFree() uint64 {
 }
 
 // settled reports whether no folder of st has work in hand.
-func settled(st Status) bool {
+func settled(st api.Status) bool {
 	for _, f := range st.Folders {
 		if f.State != "in-sync" && f.State != "offline" {
 			return false
@@ -40,7 +42,7 @@ func settled(st Status) bool {
 
 // releaseIfIdle returns freed heap to the OS when the agent is settled
 // and holds more than releaseSlack of it. It reports whether it did.
-func releaseIfIdle(st Status) bool {
+func releaseIfIdle(st api.Status) bool {
 	if !settled(st) || heapFree() <= releaseSlack {
 		return false
 	}

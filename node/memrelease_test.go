@@ -3,6 +3,8 @@ package node
 import (
 	"runtime"
 	"testing"
+
+	"github.com/weftsync/weft/node/api"
 )
 
 var sink []byte
@@ -19,11 +21,11 @@ func TestReleaseIfIdle(t *testing.T) {
 	if free := heapFree(); free <= releaseSlack {
 		t.Fatalf("precondition: %d bytes free after dropping 256 MiB, want over %d", free, releaseSlack)
 	}
-	busy := Status{Folders: []FolderStatus{{State: "in-sync"}, {State: "syncing"}}}
+	busy := api.Status{Folders: []api.FolderStatus{{State: "in-sync"}, {State: "syncing"}}}
 	if releaseIfIdle(busy) {
 		t.Fatal("released while a folder was syncing")
 	}
-	idle := Status{Folders: []FolderStatus{{State: "in-sync"}, {State: "offline"}}}
+	idle := api.Status{Folders: []api.FolderStatus{{State: "in-sync"}, {State: "offline"}}}
 	if !releaseIfIdle(idle) {
 		t.Fatal("did not release when every folder was settled")
 	}

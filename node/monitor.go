@@ -5,6 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol/keys"
 )
@@ -15,15 +18,15 @@ import (
 // only while the API runs.
 type monitor struct {
 	n       *Node
-	metrics *metrics
+	metrics *api.Metrics
 
 	mu      sync.Mutex // guards the fields below
 	safe    map[*vault]uint64
 	samples []counterSample // newest last, at most maxSamples
 	scans   map[*vault]*scanNote
 
-	problems problemTracker // errors[] items and states, published as events (problems.go)
-	statusMu sync.Mutex     // held by Node.Status while the monitor runs
+	problems api.ProblemTracker // errors[] items and states, published as events (node/api/problems.go)
+	statusMu sync.Mutex         // held by Node.Status while the monitor runs
 }
 
 // counterSample is every peer's byte counters at one time.
@@ -52,8 +55,8 @@ func newMonitor(n *Node) *monitor {
 	for _, v := range n.vaultsNow() {
 		m.safe[v] = v.heldElsewhere()
 	}
-	m.metrics = newMetrics(n, m)
-	n.events.observe(m.observe)
+	m.metrics = n.newMetrics()
+	n.events.Observe(m.observe)
 	return m
 }
 
@@ -63,7 +66,7 @@ func (m *monitor) run(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		m.sample()
-		st := m.n.Status() // publishes new and cleared problems (problems.go)
+		st := m.n.Status() // publishes new and cleared problems (node/api/problems.go)
 		releaseIfIdle(st)  // memrelease.go
 		select {
 		case <-ctx.Done():
@@ -116,10 +119,10 @@ func (m *monitor) vaultByFolder(folder string) *vault {
 }
 
 // observe sees every event (synchronously, from publish).
-func (m *monitor) observe(ev Event) []Event {
-	m.metrics.count(ev)
+func (m *monitor) observe(ev api.Event) []api.Event {
+	m.metrics.Count(ev)
 	switch ev.Type {
-	case EventPeerStatus:
+	case api.EventPeerStatus:
 		v := m.vaultByFolder(ev.Folder)
 		if v == nil {
 			return nil
@@ -132,8 +135,8 @@ func (m *monitor) observe(ev Event) []Event {
 		}
 		m.mu.Unlock()
 		if held > before {
-			m.metrics.entriesSafe.WithLabelValues(ev.Folder).Add(float64(held - before))
-			return []Event{{Type: EventEntrySafe, Folder: ev.Folder, Peer: ev.Peer, Seq: held, Count: int(held - before)}}
+			m.metrics.CountSafe(ev.Folder, held-before)
+			return []api.Event{{Type: api.EventEntrySafe, Folder: ev.Folder, Peer: ev.Peer, Seq: held, Count: int(held - before)}}
 		}
 	}
 	return nil
@@ -207,4 +210,43 @@ func (n *Node) monitor() *monitor {
 		return nil
 	}
 	return n.api.mon
+}
+
+// newMetrics makes the node's metrics (node/api), which read the node's
+// state at each scrape.
+func (n *Node) newMetrics() *api.Metrics {
+	var extra []prometheus.Collector
+	if n.strangers != nil {
+		extra = append(extra, n.strangers.refused.Collector("weft_refused_streams_total"))
+	}
+	return api.NewMetrics(metricsSource{n}, extra...)
+}
+
+// metricsSource is the node as its metrics read it (api.MetricsSource).
+type metricsSource struct{ *Node }
+
+// FolderGauges are each open folder's directories and unwatched subtrees.
+func (s metricsSource) FolderGauges() map[string]api.FolderGauges {
+	out := map[string]api.FolderGauges{}
+	for _, v := range s.vaultsNow() {
+		g := api.FolderGauges{Dirs: v.view().dirs}
+		if un, whole, _ := v.fallbackState(); whole {
+			g.Unwatched = -1
+		} else {
+			g.Unwatched = un
+		}
+		out[v.cfg.Folder] = g
+	}
+	return out
+}
+
+// Counters are the node's chunk and version-store counters.
+func (s metricsSource) Counters() api.Counters {
+	return api.Counters{
+		ChunksServed:      uint64(s.stats.chunksServed.Load()),
+		ChunksFetched:     uint64(s.stats.chunksFetched.Load()),
+		ChunkBytesFetched: uint64(s.stats.chunkBytesFetched.Load()),
+		VersionScrubBytes: s.stats.versionScrubBytes.Load(),
+		VersionCorrupt:    s.stats.versionCorrupt.Load(),
+	}
 }

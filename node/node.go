@@ -18,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
@@ -124,13 +125,13 @@ type Node struct {
 	vaults  atomic.Pointer[vaultSet] // replaced whole when a vault is added
 	run     running                  // Run's context and group, for vaults added later
 	kicks   chan *vault
-	events  *events
+	events  *api.Bus
 	invites invites
 	stats   nodeStats
 	// strangers counts and limits what peers not admitted may do
 	// (strangers.go).
 	strangers *strangers
-	api       *apiServer
+	api       *apiRun
 
 	ready   chan struct{} // closed once Run accepts streams and API calls
 	opened  chan struct{} // closed once every vault the home held at the start is open (OpenInRun)
@@ -233,7 +234,7 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg: cfg, id: id, log: cfg.Logger, now: cfg.Now, rules: cfg.Rules.OrDefault(),
 		kicks:  make(chan *vault, 1),
-		events: newEvents(), peers: map[keys.DeviceID]*peerState{}, ready: make(chan struct{}),
+		events: api.NewBus(), peers: map[keys.DeviceID]*peerState{}, ready: make(chan struct{}),
 		opened:    make(chan struct{}),
 		strangers: newStrangers(cfg.Logger),
 	}
@@ -501,7 +502,7 @@ func (n *Node) APIAddr() string {
 	if n.api == nil {
 		return ""
 	}
-	return n.api.addr
+	return n.api.srv.Addr()
 }
 
 func (n *Node) vault(id keys.VaultID) *vault { return n.vaults.Load().byID[id] }
@@ -558,16 +559,16 @@ func (n *Node) Run(ctx context.Context) error {
 
 	// The API first: with OpenInRun it answers status (each folder
 	// "opening") while the vaults open; calls that need a vault wait for
-	// n.opened (api.go, waitOpen). Streams are answered only once the
+	// n.opened (node/api, waitOpen). Streams are answered only once the
 	// vaults are open: a peer that asks earlier is told the protocol is
 	// not supported and retries, as it does when the agent is down.
 	if n.cfg.APIAddr != "-" {
-		api, err := n.startAPI(ctx, n.cfg.APIAddr)
+		a, err := n.startAPI(ctx, n.cfg.APIAddr)
 		if err != nil {
 			return err
 		}
-		n.api = api
-		wg.Go(func() { api.serve(ctx) })
+		n.api = a
+		wg.Go(func() { a.serve(ctx, n) })
 	}
 	if n.cfg.OpenInRun {
 		if err := n.openVaults(); err != nil {
@@ -664,7 +665,7 @@ func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 			v.removeLeftTemps(ctx, res, err)
 			close(v.cleaned)
 			close(v.firstScan)
-			n.events.publish(Event{Type: EventScanned, Folder: v.cfg.Folder, Count: len(res.Changes)})
+			n.events.Publish(api.Event{Type: api.EventScanned, Folder: v.cfg.Folder, Count: len(res.Changes)})
 			v.kick()
 			if !n.cfg.NoScrub {
 				wg.Go(func() { v.scrubLoop(ctx) })
@@ -782,7 +783,7 @@ func (n *Node) onConnected(c network.Conn) {
 	n.mu.Lock()
 	ps.connected, ps.conn, ps.lastSeen = true, kind, n.now()
 	n.mu.Unlock()
-	n.events.publish(Event{Type: EventPeerConnected, Peer: dev.String(), Kind: kind})
+	n.events.Publish(api.Event{Type: api.EventPeerConnected, Peer: dev.String(), Kind: kind})
 	n.goRun(func(ctx context.Context) { n.syncWith(ctx, c.RemotePeer()) })
 }
 
@@ -801,7 +802,7 @@ func (n *Node) onDisconnected(c network.Conn) {
 	}
 	n.mu.Unlock()
 	if ok {
-		n.events.publish(Event{Type: EventPeerDisconnected, Peer: dev.String()})
+		n.events.Publish(api.Event{Type: api.EventPeerDisconnected, Peer: dev.String()})
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"lukechampine.com/blake3"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
@@ -335,13 +336,13 @@ func serveLog(h host.Host, vault keys.VaultID, entries []*entry.Entry, served fu
 
 // waitInvalidEntry waits for the event that says the node refused an invalid
 // entry (what describes the entry, for the failure).
-func waitInvalidEntry(t *testing.T, evs <-chan Event, what string) {
+func waitInvalidEntry(t *testing.T, evs <-chan api.Event, what string) {
 	t.Helper()
 	deadline := time.After(20 * time.Second)
 	for {
 		select {
 		case ev := <-evs:
-			if ev.Type == EventError && ev.Kind == eventKindInvalidEntry {
+			if ev.Type == api.EventError && ev.Kind == eventKindInvalidEntry {
 				return
 			}
 		case <-deadline:

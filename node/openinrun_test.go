@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 )
 
@@ -43,38 +41,5 @@ func TestOpenInRun(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestAPIWaitsForOpen: while the vaults open, the API answers status, the
-// event stream and metrics at once and holds every other call (here one
-// whose client gives up: it is refused, not answered as if the folder did
-// not exist); once the vaults are open every call goes through.
-func TestAPIWaitsForOpen(t *testing.T) {
-	n := &Node{opened: make(chan struct{})}
-	a := &apiServer{n: n}
-	var reached []string
-	h := a.waitOpen(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = append(reached, r.URL.Path) }))
-	call := func(path string, ctx context.Context) int {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, http.MethodGet, path, nil))
-		return rec.Code
-	}
-	gaveUp, cancel := context.WithCancel(context.Background())
-	cancel()
-	for _, p := range []string{"/v1/status", "/v1/events", "/metrics"} {
-		if code := call(p, gaveUp); code != http.StatusOK {
-			t.Errorf("%s while opening: %d, want it answered", p, code)
-		}
-	}
-	if code := call("/v1/doctor", gaveUp); code != http.StatusServiceUnavailable {
-		t.Errorf("/v1/doctor while opening, client gone: %d, want 503", code)
-	}
-	if len(reached) != 3 {
-		t.Fatalf("reached %v while opening, want only status, events and metrics", reached)
-	}
-	close(n.opened)
-	if code := call("/v1/doctor", context.Background()); code != http.StatusOK || len(reached) != 4 {
-		t.Fatalf("/v1/doctor once open: %d, reached %v", code, reached)
 	}
 }

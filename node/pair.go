@@ -14,6 +14,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/weftsync/weft/internal/refusal"
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/protocol/wire"
@@ -162,7 +163,7 @@ func (n *Node) handlePair(s network.Stream) {
 	n.admitLimits(remote)
 	n.rememberPeer(v, dev, n.host.Peerstore().Addrs(remote))
 	n.log.Info("device joined", "peer", dev, "folder", v.cfg.Folder)
-	n.events.publish(Event{Type: EventPeerJoined, Peer: dev.String(), Folder: v.cfg.Folder})
+	n.events.Publish(api.Event{Type: api.EventPeerJoined, Peer: dev.String(), Folder: v.cfg.Folder})
 	// Start syncing with the new member right away.
 	n.goRun(func(ctx context.Context) { n.syncWith(ctx, remote) })
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weftsync/weft/node/api"
 )
 
 // passWatch follows one vault's reconcile passes as they happen, so a test
@@ -43,14 +45,14 @@ func watchPasses(t *testing.T, v *vault) *passWatch {
 	v.onDecided.Store(&hook)
 	t.Cleanup(func() { v.onDecided.Store(nil) })
 	// Observers cannot be removed; the node ends with the test.
-	v.n.events.observe(func(ev Event) []Event {
+	v.n.events.Observe(func(ev api.Event) []api.Event {
 		if ev.Folder != v.cfg.Folder {
 			return nil
 		}
 		switch ev.Type {
-		case EventReconciled:
+		case api.EventReconciled:
 			w.add(passMark{kind: markEnded})
-		case EventError:
+		case api.EventError:
 			if ev.Kind != "" {
 				return nil // a scan's, the watcher's, a peer's: not an apply's
 			}

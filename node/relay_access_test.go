@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/relay"
 )
@@ -98,7 +99,7 @@ func TestHonestRelayRaisesNoAlarm(t *testing.T) {
 	}
 	head = v.db.Head(n.ID()).Seq
 	waitFor(t, "the restarted relay to hold every entry", safe)
-	if ev, ok := evs.find(func(ev Event) bool { return ev.Kind == eventKindRollback || ev.Kind == eventKindWithheld }); ok {
+	if ev, ok := evs.find(func(ev api.Event) bool { return ev.Kind == eventKindRollback || ev.Kind == eventKindWithheld }); ok {
 		t.Fatalf("an honest relay raised %+v", ev)
 	}
 	if rbs := n.RelayRollbacks(); len(rbs) != 0 {

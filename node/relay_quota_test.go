@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/relay"
 )
@@ -94,7 +95,7 @@ func TestRelayQuota(t *testing.T) {
 	if got := st.Folders[0].Unsafe; got != head-3 {
 		t.Errorf("unsafe %d, want %d (%d entries written, the relay holds three)", got, head-3, head)
 	}
-	var relayPeer *PeerStatus
+	var relayPeer *api.PeerStatus
 	for i, p := range st.Peers {
 		if p.Role == "relay" {
 			relayPeer = &st.Peers[i]
@@ -115,9 +116,9 @@ func TestRelayQuota(t *testing.T) {
 		return nil
 	})
 	f := st.Folders[0]
-	var item *PathMessage
+	var item *api.PathMessage
 	for i, e := range f.Errors {
-		if e.Code == codeRelayFull {
+		if e.Code == api.CodeRelayFull {
 			item = &f.Errors[i]
 		}
 	}

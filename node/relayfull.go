@@ -3,6 +3,8 @@ package node
 import (
 	"fmt"
 
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/protocol/keys"
 )
 
@@ -15,19 +17,15 @@ import (
 // done), doctor reports a problem, and what the relay lacks no longer
 // counts as pending upload.
 
-// codeRelayFull is the status error code of a relay whose quota is full
-// while it lacks entries this device holds.
-const codeRelayFull = "relay-full"
-
 // relayFullErrors returns an errors[] item for each of the vault's relays
 // that last reported its quota full and lacks entries this device holds,
 // and the set of relays reporting a full quota.
-func (v *vault) relayFullErrors() ([]PathMessage, map[keys.DeviceID]bool) {
+func (v *vault) relayFullErrors() ([]api.PathMessage, map[keys.DeviceID]bool) {
 	mine := v.vector()
 	refs := v.relays()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	var out []PathMessage
+	var out []api.PathMessage
 	full := map[keys.DeviceID]bool{}
 	for _, r := range refs {
 		st, ok := v.relayStat[r.dev]
@@ -46,9 +44,9 @@ func (v *vault) relayFullErrors() ([]PathMessage, map[keys.DeviceID]bool) {
 			continue
 		}
 		q := st.status
-		out = append(out, PathMessage{Code: codeRelayFull, Peer: r.dev.String(), Since: sinceOf(st.fullSince),
+		out = append(out, api.PathMessage{Code: api.CodeRelayFull, Peer: r.dev.String(), Since: sinceOf(st.fullSince),
 			Reason: fmt.Sprintf("relay %s has reached its quota for this vault (%s of %s, %d of %d entries) and takes none of the %d entries it lacks: devices that are offline now cannot get them from it",
-				r.dev.Short(), humanSize(int64(q.Bytes)), limitSize(q.BytesLimit), q.Entries, q.EntriesLimit, lacking)})
+				r.dev.Short(), doctor.HumanSize(int64(q.Bytes)), doctor.LimitSize(q.BytesLimit), q.Entries, q.EntriesLimit, lacking)})
 	}
 	return out, full
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/protocol/wire"
@@ -204,7 +205,7 @@ var ErrNoSuchRelay = errors.New("not a relay of this vault")
 
 // ErrNotAdmin means a membership change was asked of a device that is not
 // an admin of the vault.
-var ErrNotAdmin = errors.New("only an admin device of the vault can change its membership")
+var ErrNotAdmin = api.Classified(api.ErrForbidden, "only an admin device of the vault can change its membership")
 
 // appendMemberOp signs op as the next membership record and stores it.
 func (v *vault) appendMemberOp(op member.Record) error {

@@ -3,12 +3,10 @@ package node
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/engine"
@@ -35,82 +34,6 @@ import (
 // applied here), that nothing changed on disk since the last scan, and
 // fetches into memory every chunk it needs that no local file holds, so a
 // restore that cannot get its content fails with nothing changed.
-
-// RestoreRequest is the body of POST /v1/restore.
-type RestoreRequest struct {
-	// Path is an absolute path inside a synced folder. Required unless
-	// All is set; with All it narrows the restore to that folder or
-	// subtree.
-	Path string `json:"path,omitempty"`
-	// Version is a HistoryVersion.ID of the path. Exclusive with At.
-	Version string `json:"version,omitempty"`
-	// At is RFC 3339, or relative to the agent's clock: "-2h", "-90m",
-	// "-3d". The version current at that time is restored (see versionAt).
-	At string `json:"at,omitempty"`
-	// All restores every path (under Path, if given) as of At.
-	All bool `json:"all,omitempty"`
-	// DryRun lists what would change and changes nothing. It checks what
-	// a restore checks, fetching (and dropping) the content no local
-	// store holds, so what it promises is what a restore would do.
-	DryRun bool `json:"dry_run,omitempty"`
-	// Partial restores every path that can be restored when some cannot.
-	// Without it a restore with any path that cannot be restored changes
-	// nothing and its error names every such path.
-	Partial bool `json:"partial,omitempty"`
-}
-
-// RestoreResult is the answer of POST /v1/restore and `weft restore
-// --json`.
-type RestoreResult struct {
-	// At is the moment restored to, when the request gave one.
-	At     *time.Time `json:"at,omitempty"`
-	DryRun bool       `json:"dry_run"`
-	// Changes are the paths changed (or that would change, on a dry run),
-	// in the order they were written. Empty when everything already
-	// matches.
-	Changes []RestoreChange `json:"changes"`
-	// Failed are the paths that cannot be restored (on a dry run, or with
-	// Partial), each with the reason.
-	Failed []RestoreFailure `json:"failed"`
-}
-
-// RestoreFailure is one path a restore cannot bring back.
-type RestoreFailure struct {
-	Folder string `json:"folder"`
-	Path   string `json:"path"`
-	From   string `json:"from,omitempty"` // the version that was to come back
-	// Code is "unavailable" (no local store holds the content and no
-	// connected device or relay sent it), "syncing" (the path has
-	// versions not applied here yet) or "changed" (edited on disk since
-	// its last scan).
-	Code   string `json:"code"`
-	Reason string `json:"reason"`
-}
-
-// RestoreChange is one path a restore changed.
-type RestoreChange struct {
-	Folder string `json:"folder"`
-	Path   string `json:"path"`
-	// Action is "restore" (an older content comes back) or "delete" (the
-	// path did not exist then, or the version restored is a deletion).
-	Action string `json:"action"`
-	// From is the ID of the version whose content comes back ("" for a
-	// delete); Kind and Size describe it.
-	From string `json:"from,omitempty"`
-	Kind string `json:"kind,omitempty"`
-	Size uint64 `json:"size"`
-	// Version is the ID of the new version that records the restore
-	// (empty on a dry run).
-	Version string `json:"version,omitempty"`
-	// Content is where the content comes from (HistoryVersion.Content:
-	// inline, local, versions, peers or relay).
-	Content string `json:"content,omitempty"`
-	// Unrecorded says the content is back on disk but not yet recorded as
-	// a version: this device has heard from no other device or relay
-	// since it started, so it may not sign entries yet (docs/sync.md,
-	// "This device's own log"). It is recorded and sent once it has.
-	Unrecorded bool `json:"unrecorded,omitempty"`
-}
 
 // restoreCacheLimit bounds the chunk bytes a restore fetches up front.
 // Beyond it the content is streamed from peers while it is written, as
@@ -149,8 +72,8 @@ func ParseAt(s string, now time.Time) (time.Time, error) {
 // errNotSettled, errChangedSinceScan or errContentUnavailable; all of them
 // but a failure part-way through a large --all restore (see
 // restoreCacheLimit) mean nothing was changed.
-func (n *Node) Restore(ctx context.Context, req RestoreRequest) (RestoreResult, error) {
-	res := RestoreResult{DryRun: req.DryRun, Changes: []RestoreChange{}, Failed: []RestoreFailure{}}
+func (n *Node) Restore(ctx context.Context, req api.RestoreRequest) (api.RestoreResult, error) {
+	res := api.RestoreResult{DryRun: req.DryRun, Changes: []api.RestoreChange{}, Failed: []api.RestoreFailure{}}
 	var at time.Time
 	switch {
 	case req.Version != "" && (req.At != "" || req.All):
@@ -237,7 +160,7 @@ func (n *Node) Restore(ctx context.Context, req RestoreRequest) (RestoreResult, 
 	var werr error
 	for _, p := range plans {
 		if werr == nil {
-			var done []RestoreChange
+			var done []api.RestoreChange
 			done, werr = p.v.restore(ctx, p)
 			res.Changes = append(res.Changes, done...)
 		}
@@ -254,7 +177,7 @@ func (n *Node) Restore(ctx context.Context, req RestoreRequest) (RestoreResult, 
 
 // restoreFailedErr names every path that cannot be restored, wrapping the
 // error class of the first (for the API's status code).
-func restoreFailedErr(fs []RestoreFailure) error {
+func restoreFailedErr(fs []api.RestoreFailure) error {
 	class := map[string]error{"unavailable": errContentUnavailable, "syncing": errNotSettled, "changed": errChangedSinceScan}
 	var b strings.Builder
 	for _, f := range fs {
@@ -276,8 +199,8 @@ type restoreItem struct {
 }
 
 // change describes the item for a RestoreResult.
-func (it restoreItem) change(folderPath string) RestoreChange {
-	c := RestoreChange{Folder: folderPath, Path: it.path, Action: "delete"}
+func (it restoreItem) change(folderPath string) api.RestoreChange {
+	c := api.RestoreChange{Folder: folderPath, Path: it.path, Action: "delete"}
 	if it.from != nil {
 		c.Action, c.From, c.Kind, c.Size = "restore", versionIDString(it.from.id), it.from.ver.Kind.String(), it.from.ver.Size
 		c.Content = it.content
@@ -286,8 +209,8 @@ func (it restoreItem) change(folderPath string) RestoreChange {
 }
 
 // failure describes the item as a path that cannot be restored.
-func (it restoreItem) failure(folderPath, code, reason string) RestoreFailure {
-	f := RestoreFailure{Folder: folderPath, Path: it.path, Code: code, Reason: reason}
+func (it restoreItem) failure(folderPath, code, reason string) api.RestoreFailure {
+	f := api.RestoreFailure{Folder: folderPath, Path: it.path, Code: code, Reason: reason}
 	if it.from != nil {
 		f.From = versionIDString(it.from.id)
 	}
@@ -406,7 +329,7 @@ func holds(target *pathVersion, cur vaultdb.Record, had bool) bool {
 type restorePlan struct {
 	v      *vault
 	ok     []restoreItem
-	failed []RestoreFailure
+	failed []api.RestoreFailure
 	cache  map[cid.Cid][]byte // fetched plaintexts; nil: stream while writing
 }
 
@@ -537,7 +460,7 @@ func (v *vault) planRestore(ctx context.Context, items []restoreItem, dryRun boo
 // error) stops the restore, and what was written until then is recorded.
 // v.scanMu must be held (since planRestore: a watcher scan in between
 // would record the restored files without their supersedes).
-func (v *vault) restore(ctx context.Context, p *restorePlan) ([]RestoreChange, error) {
+func (v *vault) restore(ctx context.Context, p *restorePlan) ([]api.RestoreChange, error) {
 	if len(p.ok) == 0 {
 		return nil, nil
 	}
@@ -569,7 +492,7 @@ func (v *vault) restore(ctx context.Context, p *restorePlan) ([]RestoreChange, e
 	} else if err != nil {
 		return nil, errors.Join(werr, fmt.Errorf("recording the restore: %w", err))
 	}
-	out := make([]RestoreChange, 0, len(written))
+	out := make([]api.RestoreChange, 0, len(written))
 	v.mu.Lock()
 	for _, it := range written {
 		c := it.change(v.cfg.Folder)
@@ -785,18 +708,4 @@ func (v *vault) recordRestored(ctx context.Context, paths []string) error {
 		records = append(records, rec)
 	}
 	return flush()
-}
-
-func (a *apiServer) restore(w http.ResponseWriter, r *http.Request) {
-	var req RestoreRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
-		http.Error(w, "restore request: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	res, err := a.n.Restore(r.Context(), req)
-	if err != nil {
-		http.Error(w, err.Error(), restoreStatus(err))
-		return
-	}
-	writeJSON(w, res)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/entry"
 )
 
@@ -29,16 +30,16 @@ func TestReviewPendingApplyCountsFailedPathsTwice(t *testing.T) {
 		dirty   bool
 		toApply int
 		failed  string
-		st      FolderStatus
+		st      api.FolderStatus
 	}
 	ended := make(chan atEnd, 1)
 	var failedInPass atomic.Bool
-	n.events.observe(func(ev Event) []Event {
+	n.events.Observe(func(ev api.Event) []api.Event {
 		switch {
 		case ev.Folder != v.cfg.Folder:
-		case ev.Type == EventError && ev.Kind == "" && ev.Path == "big.txt":
+		case ev.Type == api.EventError && ev.Kind == "" && ev.Path == "big.txt":
 			failedInPass.Store(true)
-		case ev.Type == EventReconciled && failedInPass.CompareAndSwap(true, false):
+		case ev.Type == api.EventReconciled && failedInPass.CompareAndSwap(true, false):
 			v.mu.Lock()
 			s := atEnd{dirty: pathDirtyLocked(v, "big.txt"), toApply: v.pending.toApply, failed: v.errs["big.txt"]}
 			v.mu.Unlock()

@@ -2,12 +2,11 @@ package node
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
 )
@@ -24,30 +23,10 @@ import (
 //     device. What it held before stays readable to it: nothing is
 //     re-encrypted.
 
-// RevokeRequest is the body of POST /v1/revoke.
-type RevokeRequest struct {
-	// Vault is the vault's hex ID (or a prefix); empty means the only one.
-	Vault string `json:"vault,omitempty"`
-	// Device is the device's peer ID, or a prefix of it unique among the
-	// vault's members (with or without the common "12D3KooW").
-	Device string `json:"device"`
-}
-
-// RevokeResult is the answer of POST /v1/revoke.
-type RevokeResult struct {
-	Folder string `json:"folder"`
-	Vault  string `json:"vault"`
-	Device string `json:"device"`
-	// Epoch is the key epoch the revocation starts.
-	Epoch uint32 `json:"epoch"`
-	// Upto is the revoked device's last entry that stays valid.
-	Upto uint64 `json:"upto"`
-}
-
 // Errors of Revoke besides ErrNotAdmin.
 var (
 	// ErrNoSuchDevice means no current member matches the device named.
-	ErrNoSuchDevice = errors.New("no member of the vault matches")
+	ErrNoSuchDevice = api.Classified(api.ErrNotFound, "no member of the vault matches")
 	// ErrAmbiguousDevice means several members match a device prefix.
 	ErrAmbiguousDevice = errors.New("several members match; give more of the device ID")
 	// ErrRevokeSelf means a device was asked to revoke itself.
@@ -56,21 +35,21 @@ var (
 
 // Revoke revokes a device of a vault (the only one when vault is empty);
 // only an admin device may. See RevokeRequest for how both are named.
-func (n *Node) Revoke(req RevokeRequest) (RevokeResult, error) {
+func (n *Node) Revoke(req api.RevokeRequest) (api.RevokeResult, error) {
 	v, err := n.pickVaultByPrefix(req.Vault)
 	if err != nil {
-		return RevokeResult{}, err
+		return api.RevokeResult{}, err
 	}
 	d, err := v.matchMember(req.Device)
 	if err != nil {
-		return RevokeResult{}, err
+		return api.RevokeResult{}, err
 	}
 	epoch, upto, err := v.revoke(d)
 	if err != nil {
-		return RevokeResult{}, err
+		return api.RevokeResult{}, err
 	}
 	n.log.Info("device revoked", "peer", d, "folder", v.cfg.Folder, "epoch", epoch, "upto", upto)
-	return RevokeResult{Folder: v.cfg.Folder, Vault: v.id.String(), Device: d.String(), Epoch: epoch, Upto: upto}, nil
+	return api.RevokeResult{Folder: v.cfg.Folder, Vault: v.id.String(), Device: d.String(), Epoch: epoch, Upto: upto}, nil
 }
 
 // pickVaultByPrefix finds a vault by a prefix of its hex ID; empty picks
@@ -145,23 +124,4 @@ func (v *vault) revoke(d keys.DeviceID) (epoch uint32, upto uint64, err error) {
 	v.memberAppliedLocked(r)
 	v.grewLocked()
 	return r.Epoch, upto, nil
-}
-
-func (a *apiServer) revoke(w http.ResponseWriter, r *http.Request) {
-	var req RevokeRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil {
-		http.Error(w, "revoke request: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	res, err := a.n.Revoke(req)
-	switch {
-	case errors.Is(err, ErrNotAdmin):
-		http.Error(w, err.Error(), http.StatusForbidden)
-	case errors.Is(err, ErrNoSuchDevice):
-		http.Error(w, err.Error(), http.StatusNotFound)
-	case err != nil:
-		http.Error(w, err.Error(), http.StatusBadRequest)
-	default:
-		writeJSON(w, res)
-	}
 }

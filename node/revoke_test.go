@@ -24,6 +24,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -78,23 +79,23 @@ func TestRevoke(t *testing.T) {
 	})
 
 	// A revokes C, naming it by a prefix as `weft devices` prints it.
-	res, err := nA.Revoke(RevokeRequest{Device: idC.String()[:20]})
+	res, err := nA.Revoke(api.RevokeRequest{Device: idC.String()[:20]})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Epoch != 1 || res.Upto != cHead || res.Device != idC.String() {
 		t.Fatalf("got %+v, want epoch 1, upto %d, device %s", res, cHead, idC)
 	}
-	if _, err := nB.Revoke(RevokeRequest{Device: nA.ID().String()}); !errors.Is(err, ErrNotAdmin) {
+	if _, err := nB.Revoke(api.RevokeRequest{Device: nA.ID().String()}); !errors.Is(err, ErrNotAdmin) {
 		t.Errorf("revoke by a non-admin: got %v, want %v", err, ErrNotAdmin)
 	}
-	if _, err := nA.Revoke(RevokeRequest{Device: nA.ID().String()}); !errors.Is(err, ErrRevokeSelf) {
+	if _, err := nA.Revoke(api.RevokeRequest{Device: nA.ID().String()}); !errors.Is(err, ErrRevokeSelf) {
 		t.Errorf("revoke self: got %v, want %v", err, ErrRevokeSelf)
 	}
-	if _, err := nA.Revoke(RevokeRequest{Device: "12D3KooW"}); !errors.Is(err, ErrAmbiguousDevice) {
+	if _, err := nA.Revoke(api.RevokeRequest{Device: "12D3KooW"}); !errors.Is(err, ErrAmbiguousDevice) {
 		t.Errorf("ambiguous prefix: got %v, want %v", err, ErrAmbiguousDevice)
 	}
-	if _, err := nA.Revoke(RevokeRequest{Device: idC.String()}); !errors.Is(err, ErrNoSuchDevice) {
+	if _, err := nA.Revoke(api.RevokeRequest{Device: idC.String()}); !errors.Is(err, ErrNoSuchDevice) {
 		t.Errorf("revoking twice: got %v, want %v", err, ErrNoSuchDevice)
 	}
 	waitUntil(t, 30*time.Second, func() error {
@@ -130,11 +131,11 @@ func TestRevoke(t *testing.T) {
 	waitUntil(t, 30*time.Second, func() error {
 		f := nC.Status().Folders[0]
 		for _, e := range f.Errors {
-			if e.Code == codeRevoked && f.State == "error" {
+			if e.Code == api.CodeRevoked && f.State == "error" {
 				return nil
 			}
 		}
-		return fmt.Errorf("C's folder: state %q, errors %+v; want error with code %s", f.State, f.Errors, codeRevoked)
+		return fmt.Errorf("C's folder: state %q, errors %+v; want error with code %s", f.State, f.Errors, api.CodeRevoked)
 	})
 
 	// A and B keep syncing: a chunked file and a small one from A, one from B.
@@ -568,7 +569,7 @@ func TestRevokeAPIAndRestart(t *testing.T) {
 	if err := n.Scan(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	api := &apiServer{n: n}
+	srv := api.Routes(apiBackend{n})
 	tests := []struct {
 		body string
 		code int
@@ -578,10 +579,10 @@ func TestRevokeAPIAndRestart(t *testing.T) {
 		{`not json`, http.StatusBadRequest},
 		{`{"device": ` + strconv.Quote(idC.ID().Short()) + `}`, http.StatusOK},
 	}
-	var res RevokeResult
+	var res api.RevokeResult
 	for _, tt := range tests {
 		w := httptest.NewRecorder()
-		api.revoke(w, httptest.NewRequest(http.MethodPost, "/v1/revoke", strings.NewReader(tt.body)))
+		srv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/revoke", strings.NewReader(tt.body)))
 		if w.Code != tt.code {
 			t.Fatalf("%s: got status %d (%s), want %d", tt.body, w.Code, strings.TrimSpace(w.Body.String()), tt.code)
 		}
@@ -657,7 +658,7 @@ func TestRequestVectorIsTheStoredLog(t *testing.T) {
 	if err := v.ingestEntry(es[0].Bytes(), nil); err != nil {
 		t.Fatal(err)
 	}
-	res, err := n.Revoke(RevokeRequest{Device: idM.ID().String()})
+	res, err := n.Revoke(api.RevokeRequest{Device: idM.ID().String()})
 	if err != nil {
 		t.Fatal(err)
 	}

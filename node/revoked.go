@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
 )
@@ -19,10 +20,6 @@ import (
 // accepts it (status, doctor, one log line). A member that accepts this
 // device while another refuses it (a new device whose admission has not
 // reached that member yet) keeps it out of error.
-
-// codeRevoked is the status error code of a device the vault no longer
-// accepts.
-const codeRevoked = "revoked"
 
 // refusals is what the members this device opened streams to answered.
 type refusals struct {
@@ -66,13 +63,13 @@ func (v *vault) noteHello(dev keys.DeviceID, err error) {
 }
 
 // revokedMessage is the status error of a revoked device, or nil.
-func (v *vault) revokedMessage() *PathMessage {
+func (v *vault) revokedMessage() *api.PathMessage {
 	self := v.n.id.ID()
 	v.mu.Lock()
 	revoked := v.members.IsRevoked(self)
 	v.mu.Unlock()
 	if revoked {
-		return &PathMessage{Code: codeRevoked, Reason: "this device was revoked from the vault (its membership log says so): nothing it writes is accepted, and nothing new reaches it; ask an admin to add it again (`weft invite` on an admin device, then `weft join`)"}
+		return &api.PathMessage{Code: api.CodeRevoked, Reason: "this device was revoked from the vault (its membership log says so): nothing it writes is accepted, and nothing new reaches it; ask an admin to add it again (`weft invite` on an admin device, then `weft join`)"}
 	}
 	r := &v.refused
 	r.mu.Lock()
@@ -81,5 +78,5 @@ func (v *vault) revokedMessage() *PathMessage {
 	if n == 0 || accepted > 0 {
 		return nil
 	}
-	return &PathMessage{Code: codeRevoked, Reason: fmt.Sprintf("%d members this device reached refuse it as not a member of the vault, and none accepts it: it was probably revoked; ask an admin to add it again (`weft invite` on an admin device, then `weft join`)", n)}
+	return &api.PathMessage{Code: api.CodeRevoked, Reason: fmt.Sprintf("%d members this device reached refuse it as not a member of the vault, and none accepts it: it was probably revoked; ask an admin to add it again (`weft invite` on an admin device, then `weft join`)", n)}
 }

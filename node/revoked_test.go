@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
 )
@@ -31,8 +32,8 @@ func TestRevokedFromRefusals(t *testing.T) {
 	}
 	v.noteHello(y, notMember)
 	m := v.revokedMessage()
-	if m == nil || m.Code != codeRevoked {
-		t.Fatalf("refused by every member that answers: %+v, want code %s", m, codeRevoked)
+	if m == nil || m.Code != api.CodeRevoked {
+		t.Fatalf("refused by every member that answers: %+v, want code %s", m, api.CodeRevoked)
 	}
 	v.noteHello(x, nil)
 	if m := v.revokedMessage(); m != nil {

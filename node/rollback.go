@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/store/vaultdb"
@@ -42,21 +42,6 @@ const (
 	eventKindRollback = "relay-rollback"
 	eventKindWithheld = "withheld"
 )
-
-// RelayRollback records a relay reporting an older state of a vault than
-// it had reported before.
-type RelayRollback struct {
-	Folder string `json:"folder"`
-	Relay  string `json:"relay"` // the relay's peer ID
-	// Author is the first device (by ID) whose log the relay went back on,
-	// from Had to Now entries; Authors counts every such device.
-	Author  string    `json:"author"`
-	Had     uint64    `json:"had"`
-	Now     uint64    `json:"now"`
-	Authors int       `json:"authors"`
-	At      time.Time `json:"at"`
-	Message string    `json:"message"`
-}
 
 // rollbackMetaKey names the vaultdb metadata value holding the last
 // rollback of relay d.
@@ -121,7 +106,7 @@ func (v *vault) relayHolds(d keys.DeviceID, vec protocol.Vector) {
 func (v *vault) reportRollback(d keys.DeviceID, prev, vec protocol.Vector, back []keys.DeviceID) {
 	slices.SortFunc(back, func(a, b keys.DeviceID) int { return slices.Compare(a[:], b[:]) })
 	a := back[0]
-	rb := RelayRollback{
+	rb := api.RelayRollback{
 		Folder: v.cfg.Folder, Relay: d.String(), Author: a.String(),
 		Had: prev[a], Now: vec[a], Authors: len(back), At: v.n.now().UTC(),
 	}
@@ -136,25 +121,25 @@ func (v *vault) reportRollback(d keys.DeviceID, prev, vec protocol.Vector, back 
 			v.log.Warn("recording a relay rollback", "relay", d, "err", err)
 		}
 	}
-	v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Peer: d.String(), Kind: eventKindRollback,
+	v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Peer: d.String(), Kind: eventKindRollback,
 		Seq: rb.Now, Error: rb.Message})
 }
 
 // relayRollbacks returns the last rollback recorded for each relay of the
 // vault, oldest first.
-func (v *vault) relayRollbacks() []RelayRollback {
-	var out []RelayRollback
+func (v *vault) relayRollbacks() []api.RelayRollback {
+	var out []api.RelayRollback
 	for _, r := range v.relays() {
 		b, ok, err := v.db.Meta(rollbackMetaKey(r.dev))
 		if err != nil || !ok {
 			continue
 		}
-		var rb RelayRollback
+		var rb api.RelayRollback
 		if json.Unmarshal(b, &rb) == nil {
 			out = append(out, rb)
 		}
 	}
-	slices.SortFunc(out, func(a, b RelayRollback) int { return a.At.Compare(b.At) })
+	slices.SortFunc(out, func(a, b api.RelayRollback) int { return a.At.Compare(b.At) })
 	return out
 }
 
@@ -162,8 +147,8 @@ func (v *vault) relayRollbacks() []RelayRollback {
 // of its relays reported an older state than before. The record stays until
 // the relay is removed from the vault, so a user can still see it after the
 // relay caught up again.
-func (n *Node) RelayRollbacks() []RelayRollback {
-	out := []RelayRollback{}
+func (n *Node) RelayRollbacks() []api.RelayRollback {
+	out := []api.RelayRollback{}
 	for _, v := range n.vaultsNow() {
 		out = append(out, v.relayRollbacks()...)
 	}
@@ -219,7 +204,7 @@ func (v *vault) checkWithheld(d keys.DeviceID, vec protocol.Vector) {
 			"the later entries are held back and nothing after the gap is applied until the missing ones arrive from anyone",
 			who, d.Short(), errWithheld, g.head+1, g.next-1, g.author.Short())
 		v.log.Warn(msg, "peer", d, "author", g.author, "seq", g.head+1)
-		v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Peer: d.String(), Kind: eventKindWithheld,
+		v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Peer: d.String(), Kind: eventKindWithheld,
 			Seq: g.head + 1, Error: msg})
 	}
 }

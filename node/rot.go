@@ -3,19 +3,18 @@ package node
 import (
 	"container/heap"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"maps"
-	"net/http"
 	"path"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
@@ -30,9 +29,6 @@ import (
 // applier writes the recorded version again, from local chunks, peers or
 // the relay. The scrub finds rot that moved no metadata at all (a bad
 // sector, bit rot) by re-hashing unchanged files at a slow pace.
-
-// codeCorrupt is the errors[] code of a file found damaged on disk.
-const codeCorrupt = "corrupt"
 
 // corruptDir is where damaged copies are kept, inside WorkDir (never
 // synced).
@@ -56,21 +52,6 @@ const (
 type corruptFile struct {
 	aside string // where the damaged copy was moved, relative to the folder
 	since time.Time
-}
-
-// ScrubResult is the answer of POST /v1/scrub and `weft scrub --json`.
-type ScrubResult struct {
-	Folder  string   `json:"folder"`
-	Files   int      `json:"files"`   // files re-verified
-	Bytes   int64    `json:"bytes"`   // bytes read
-	Corrupt []string `json:"corrupt"` // damaged files found (moved aside, being repaired)
-	Skipped int      `json:"skipped"` // changed since the last scan: left to the scanner
-	// VersionBytes are the bytes of the local version store re-verified,
-	// VersionCorrupt its chunks found damaged (dropped and fetched again
-	// from the vault's devices).
-	VersionBytes   int64   `json:"version_bytes"`
-	VersionCorrupt int     `json:"version_corrupt"`
-	Seconds        float64 `json:"seconds"`
 }
 
 // quarantine handles the damaged files a scan or the scrub found: each is
@@ -112,7 +93,7 @@ func (v *vault) quarantine(found []folder.Change) []string {
 		v.mu.Unlock()
 		v.log.Warn("damaged file: its content changed without an edit (disk damage?); the damaged copy is kept aside and the recorded version is written again",
 			"path", c.Path, "aside", aside)
-		v.n.events.publish(Event{Type: EventCorrupt, Folder: v.cfg.Folder, Path: c.Path, Kind: "file", Error: "content does not match the recorded version; kept at " + aside})
+		v.n.events.Publish(api.Event{Type: api.EventCorrupt, Folder: v.cfg.Folder, Path: c.Path, Kind: "file", Error: "content does not match the recorded version; kept at " + aside})
 		done = append(done, c.Path)
 	}
 	if len(done) > 0 {
@@ -162,12 +143,12 @@ func (v *vault) repairedLocked(p string) {
 }
 
 // corruptErrors are the errors[] items of damaged files not repaired yet.
-func (v *vault) corruptErrors() []PathMessage {
+func (v *vault) corruptErrors() []api.PathMessage {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	var out []PathMessage
+	var out []api.PathMessage
 	for _, p := range slices.Sorted(maps.Keys(v.corrupt)) {
-		out = append(out, PathMessage{Code: codeCorrupt, Path: p, Reason: fmt.Sprintf(
+		out = append(out, api.PathMessage{Code: api.CodeCorrupt, Path: p, Reason: fmt.Sprintf(
 			"the file's content changed without an edit (damage on the disk): the damaged copy is kept at %s; the recorded version is being written again from this device's other files, peers or the relay", v.corrupt[p].aside)})
 	}
 	return out
@@ -177,9 +158,9 @@ func (v *vault) corruptErrors() []PathMessage {
 // metadata still matches the index, reading at most maxBytes and maxFiles
 // (0: no limit) starting after cursor, and quarantines the damaged ones.
 // It returns where to continue ("" when the pass reached the end).
-func (v *vault) scrubPass(ctx context.Context, prefix, cursor string, maxBytes int64, maxFiles int) (ScrubResult, string, error) {
+func (v *vault) scrubPass(ctx context.Context, prefix, cursor string, maxBytes int64, maxFiles int) (api.ScrubResult, string, error) {
 	start := time.Now()
-	res := ScrubResult{Folder: v.cfg.Folder, Corrupt: []string{}}
+	res := api.ScrubResult{Folder: v.cfg.Folder, Corrupt: []string{}}
 	if _, err := v.guard(); err != nil {
 		return res, cursor, err
 	}
@@ -237,7 +218,7 @@ func (v *vault) scrubPass(ctx context.Context, prefix, cursor string, maxBytes i
 		v.scanMu.Unlock()
 	}
 	res.Seconds = time.Since(start).Seconds()
-	v.n.events.publish(Event{Type: EventScrubbed, Folder: v.cfg.Folder, Count: res.Files, Bytes: res.Bytes})
+	v.n.events.Publish(api.Event{Type: api.EventScrubbed, Folder: v.cfg.Folder, Count: res.Files, Bytes: res.Bytes})
 	return res, next, nil
 }
 
@@ -364,17 +345,10 @@ func (v *vault) scrubLoop(ctx context.Context) {
 	}
 }
 
-// ScrubRequest is the body of POST /v1/scrub.
-type ScrubRequest struct {
-	// Path narrows the scrub to one synced folder, or a file or directory
-	// in one (absolute); empty scrubs every folder.
-	Path string `json:"path,omitempty"`
-}
-
 // Scrub re-verifies every file now (or those under req.Path), unpaced,
 // and waits: what `weft scrub` runs. Damaged files are moved aside and
 // written again, as the background scrub does.
-func (n *Node) Scrub(ctx context.Context, req ScrubRequest) ([]ScrubResult, error) {
+func (n *Node) Scrub(ctx context.Context, req api.ScrubRequest) ([]api.ScrubResult, error) {
 	vaults, rel := n.vaultsNow(), ""
 	if req.Path != "" {
 		v, p, err := n.resolvePath(req.Path)
@@ -383,7 +357,7 @@ func (n *Node) Scrub(ctx context.Context, req ScrubRequest) ([]ScrubResult, erro
 		}
 		vaults, rel = []*vault{v}, p
 	}
-	out := []ScrubResult{}
+	out := []api.ScrubResult{}
 	for _, v := range vaults {
 		start := time.Now()
 		res, _, err := v.scrubPass(ctx, rel, "", 0, 0)
@@ -399,28 +373,6 @@ func (n *Node) Scrub(ctx context.Context, req ScrubRequest) ([]ScrubResult, erro
 		out = append(out, res)
 	}
 	return out, nil
-}
-
-func (a *apiServer) scrub(w http.ResponseWriter, r *http.Request) {
-	var req ScrubRequest
-	if r.ContentLength != 0 {
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-			http.Error(w, "scrub request: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-	}
-	res, err := a.n.Scrub(r.Context(), req)
-	if err != nil {
-		code := http.StatusInternalServerError
-		if errors.Is(err, errNotInFolder) {
-			code = http.StatusNotFound
-		} else if errors.Is(err, errFolderStopped) {
-			code = http.StatusConflict
-		}
-		http.Error(w, err.Error(), code)
-		return
-	}
-	writeJSON(w, res)
 }
 
 // firstAfter returns, in order, the first n paths of index after cursor

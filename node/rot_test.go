@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 )
 
@@ -79,7 +80,7 @@ func TestRotIsRepairedNotRecorded(t *testing.T) {
 	}
 	sawCorrupt := false
 	for len(evs) > 0 {
-		if ev := <-evs; ev.Type == EventCorrupt && ev.Path == "note.md" {
+		if ev := <-evs; ev.Type == api.EventCorrupt && ev.Path == "note.md" {
 			sawCorrupt = true
 		}
 	}
@@ -88,7 +89,7 @@ func TestRotIsRepairedNotRecorded(t *testing.T) {
 	}
 	waitFor(t, "the corrupt error to clear once repaired", func() bool {
 		_, codes := folderState(n)
-		return !slices.Contains(codes, codeCorrupt)
+		return !slices.Contains(codes, api.CodeCorrupt)
 	})
 	if err := n.Scan(ctx); err != nil {
 		t.Fatal(err)
@@ -140,7 +141,7 @@ func TestScrubFindsSilentRot(t *testing.T) {
 	if b, _ := os.ReadFile(p); bytes.Equal(b, want) {
 		t.Fatal("the scan found silent rot: the test did not make it silent")
 	}
-	res, err := n.Scrub(ctx, ScrubRequest{})
+	res, err := n.Scrub(ctx, api.ScrubRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestScrubFindsSilentRot(t *testing.T) {
 		t.Fatalf("%d entries authored for the damaged file, want 0", got-seq)
 	}
 	// A second pass finds nothing.
-	res, err = n.Scrub(ctx, ScrubRequest{Path: folderPath})
+	res, err = n.Scrub(ctx, api.ScrubRequest{Path: folderPath})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func TestScrubLeavesRacyRecords(t *testing.T) {
 	v.setIndexLocked(rel, rec)
 	v.mu.Unlock()
 	changed, _ := os.ReadFile(p)
-	res, err := n.Scrub(ctx, ScrubRequest{})
+	res, err := n.Scrub(ctx, api.ScrubRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

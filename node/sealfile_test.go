@@ -11,10 +11,11 @@ import (
 	"testing"
 
 	"github.com/ipfs/go-cid"
+	"lukechampine.com/blake3"
+
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
-	"lukechampine.com/blake3"
 )
 
 func sealTestKeys(epoch uint32) chunk.Keys {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/ipfs/go-cid"
 
+	"github.com/weftsync/weft/internal/netsync"
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/wire"
 )
@@ -33,7 +35,13 @@ func (s *frameSink) Write(p []byte) (int, error) {
 
 func (s *frameSink) Read([]byte) (int, error) { return 0, io.EOF }
 
-// servedAnswers parses serveChunks' output: per CID, the envelope or nil
+// withWorkers is cs making chunks on n workers.
+func withWorkers(cs netsync.ChunkServer, n int) netsync.ChunkServer {
+	cs.Workers = n
+	return cs
+}
+
+// servedAnswers parses a chunk server's output: per CID, the envelope or nil
 // for ChunkMissing, checking the answers come in request order.
 func servedAnswers(t *testing.T, out []byte, cids []cid.Cid) [][]byte {
 	t.Helper()
@@ -80,7 +88,7 @@ func servedAnswers(t *testing.T, out []byte, cids []cid.Cid) [][]byte {
 // with its error.
 func TestServeChunksOnWorkers(t *testing.T) {
 	n, folderPath := testNodeWith(t, Config{NoWatcher: true})
-	if _, err := n.SetVersionPolicy(context.Background(), folderPath, VersionPolicy{Off: true}); err != nil {
+	if _, err := n.SetVersionPolicy(context.Background(), folderPath, api.VersionPolicy{Off: true}); err != nil {
 		t.Fatal(err)
 	}
 	v := n.vaultsNow()[0]
@@ -89,8 +97,8 @@ func TestServeChunksOnWorkers(t *testing.T) {
 	v.mu.Lock()
 	refs := v.index["big.bin"].Chunks
 	v.mu.Unlock()
-	if len(refs) < 2*serveAhead {
-		t.Fatalf("big.bin has %d chunks, want over %d", len(refs), 2*serveAhead)
+	if len(refs) < 2*netsync.ServeAhead {
+		t.Fatalf("big.bin has %d chunks, want over %d", len(refs), 2*netsync.ServeAhead)
 	}
 	var cids []cid.Cid
 	var plain [][]byte
@@ -109,7 +117,7 @@ func TestServeChunksOnWorkers(t *testing.T) {
 
 	serve := func(sink *frameSink, workers int) error {
 		f := wire.NewConn(sink, nil)
-		if err := v.serveChunks(f, cids, workers); err != nil {
+		if err := withWorkers(v.chunkServer(), workers).Send(f, cids); err != nil {
 			return err
 		}
 		return f.Flush()

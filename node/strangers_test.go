@@ -13,6 +13,7 @@ import (
 	p2pprotocol "github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/weftsync/weft/internal/refusal"
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
 )
@@ -92,16 +93,16 @@ func TestStrangerLargeFirstFrame(t *testing.T) {
 			}
 		}
 	}
-	mt := newMetrics(n, nil)
+	mt := n.newMetrics()
 	if got := refusedMetric(t, mt, string(ProtoPair), refusal.Oversized); got != 1 {
 		t.Fatalf("weft_refused_streams_total{pair,oversized} = %v, want 1", got)
 	}
 }
 
 // refusedMetric gathers weft_refused_streams_total{protocol,reason} from mt.
-func refusedMetric(t *testing.T, mt *metrics, proto, reason string) float64 {
+func refusedMetric(t *testing.T, mt *api.Metrics, proto, reason string) float64 {
 	t.Helper()
-	fams, err := mt.reg.Gather()
+	fams, err := mt.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

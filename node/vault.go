@@ -12,6 +12,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
@@ -409,7 +410,7 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head, sr
 	v.addBodyLocked(e, body)
 	v.grewLocked()
 	v.mu.Unlock()
-	v.n.events.publish(Event{Type: EventEntryReceived, Folder: v.cfg.Folder, Peer: author.String(), Count: len(body.Versions)})
+	v.n.events.Publish(api.Event{Type: api.EventEntryReceived, Folder: v.cfg.Folder, Peer: author.String(), Count: len(body.Versions)})
 	if own {
 		v.tookBack(e.Seq())
 		v.tailCheck()
@@ -460,7 +461,7 @@ func (v *vault) peerHolds(d keys.DeviceID, vec protocol.Vector) {
 	v.tailHeard(d, vec[v.n.id.ID()])
 	if v.isRelay(d) {
 		v.relayHolds(d, vec)
-		v.n.events.publish(Event{Type: EventPeerStatus, Folder: v.cfg.Folder, Peer: d.String()})
+		v.n.events.Publish(api.Event{Type: api.EventPeerStatus, Folder: v.cfg.Folder, Peer: d.String()})
 		return
 	}
 	self := v.n.id.ID()
@@ -477,7 +478,7 @@ func (v *vault) peerHolds(d keys.DeviceID, vec protocol.Vector) {
 			v.log.Warn("recording what a peer holds", "peer", d, "err", err)
 		}
 	}
-	v.n.events.publish(Event{Type: EventPeerStatus, Folder: v.cfg.Folder, Peer: d.String()})
+	v.n.events.Publish(api.Event{Type: api.EventPeerStatus, Folder: v.cfg.Folder, Peer: d.String()})
 }
 
 // unsafeCount is the number of this device's own entries that no other

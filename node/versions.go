@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/pack"
 	"github.com/weftsync/weft/store/vaultdb"
@@ -44,79 +44,28 @@ import (
 // metaVersionPolicy holds the folder's policy (JSON), when the user set one.
 const metaVersionPolicy = "version-policy"
 
-// VersionPolicy is a folder's local version policy (`weft folder versions`).
-type VersionPolicy struct {
-	// Off keeps no versions (and drops those kept at the next prune).
-	Off bool `json:"off,omitempty"`
-	// Budget, when above zero, is the store's size in bytes; otherwise it
-	// is Percent of the folder's size, at least minVersionBudget and at
-	// most MaxBytes.
-	Budget   int64   `json:"budget_bytes,omitempty"`
-	Percent  float64 `json:"percent,omitempty"`
-	MaxBytes int64   `json:"max_bytes,omitempty"`
-	// KeepAllDays is how long every version is kept before the daily
-	// thinning (zero: 30).
-	KeepAllDays int `json:"keep_all_days,omitempty"`
-}
-
-// Defaults of VersionPolicy.
 const (
-	defaultVersionPercent  = 10
-	defaultVersionMaxBytes = 20 << 30
-	// minVersionBudget is the floor of a percentage budget: 10 % of a new
-	// or small folder is next to nothing, and a notes vault of 50 MiB
-	// should still keep weeks of edits.
-	minVersionBudget = 256 << 20
 	// versionLowDisk: below this much free space on the home's disk the
 	// keeper keeps nothing new (sync needs the space more).
 	versionLowDisk = 1 << 30
 )
 
-// Validate refuses a policy that means nothing.
-func (p VersionPolicy) Validate() error {
-	switch {
-	case p.Budget < 0, p.MaxBytes < 0, p.KeepAllDays < 0:
-		return fmt.Errorf("version policy: sizes and days cannot be negative")
-	case p.Percent < 0 || p.Percent > 100:
-		return fmt.Errorf("version policy: percent %g is not between 0 and 100", p.Percent)
-	}
-	return nil
-}
-
-// BudgetFor returns the store's budget in bytes for a folder of
-// folderBytes.
-func (p VersionPolicy) BudgetFor(folderBytes int64) int64 {
-	switch {
-	case p.Off:
-		return 0
-	case p.Budget > 0:
-		return p.Budget
-	}
-	pct, maxB := p.Percent, p.MaxBytes
-	if pct == 0 {
-		pct = defaultVersionPercent
-	}
-	if maxB == 0 {
-		maxB = defaultVersionMaxBytes
-	}
-	return min(max(int64(float64(folderBytes)*pct/100), minVersionBudget), maxB)
-}
-
-func (p VersionPolicy) keepAll() time.Duration {
+// keepAll is how long p keeps every version before the daily thinning.
+func keepAll(p api.VersionPolicy) time.Duration {
 	if p.KeepAllDays == 0 {
 		return versions.DefaultKeepAll
 	}
 	return time.Duration(p.KeepAllDays) * 24 * time.Hour
 }
 
-func loadVersionPolicy(db *vaultdb.DB) (VersionPolicy, error) {
-	var p VersionPolicy
+func loadVersionPolicy(db *vaultdb.DB) (api.VersionPolicy, error) {
+	var p api.VersionPolicy
 	b, ok, err := db.Meta(metaVersionPolicy)
 	if err != nil || !ok {
 		return p, err
 	}
 	if err := json.Unmarshal(b, &p); err != nil {
-		return VersionPolicy{}, fmt.Errorf("reading the version policy: %w", err)
+		return api.VersionPolicy{}, fmt.Errorf("reading the version policy: %w", err)
 	}
 	return p, p.Validate()
 }
@@ -127,7 +76,7 @@ func loadVersionPolicy(db *vaultdb.DB) (VersionPolicy, error) {
 // applier's goroutine.
 type keeper struct {
 	store  *versions.Store // nil when the store could not be opened
-	policy atomic.Pointer[VersionPolicy]
+	policy atomic.Pointer[api.VersionPolicy]
 	queue  chan keepJob
 	prune  chan struct{} // buffer 1: a prune is wanted
 	// damaged carries chunks the scrub (or a read) dropped from the store,
@@ -419,7 +368,7 @@ func (v *vault) pruneVersions(ctx context.Context) (versions.PruneResult, error)
 	}
 	v.mu.Unlock()
 	p := k.policy.Load()
-	res, err := k.store.Prune(ctx, versions.Policy{KeepAll: p.keepAll(), Budget: p.BudgetFor(folderBytes)}, func(id []byte) bool { return current[string(id)] })
+	res, err := k.store.Prune(ctx, versions.Policy{KeepAll: keepAll(*p), Budget: p.BudgetFor(folderBytes)}, func(id []byte) bool { return current[string(id)] })
 	if err != nil && ctx.Err() == nil {
 		v.log.Warn("pruning local versions", "err", err)
 	}
@@ -448,34 +397,13 @@ func (v *vault) chunkKept(c cid.Cid) bool {
 	return k != nil && k.store != nil && k.store.HasChunk(c)
 }
 
-// VersionsInfo is a folder's local versions, for `weft folder versions`
-// and GET /v1/versions.
-type VersionsInfo struct {
-	Folder string        `json:"folder"`
-	Policy VersionPolicy `json:"policy"`
-	// Available is false when the store could not be opened (the agent's
-	// log says why): nothing is kept.
-	Available   bool  `json:"available"`
-	BudgetBytes int64 `json:"budget_bytes"`
-	Versions    int64 `json:"versions"`
-	Bytes       int64 `json:"bytes"`         // chunks held, each counted once
-	BytesOnDisk int64 `json:"bytes_on_disk"` // pack files, before GC frees dropped chunks
-	// Since the agent started: versions kept, skipped by the policy (too
-	// large, over budget, low disk, edited again before they could be
-	// read), failed (a disk error) and dropped (the queue was full).
-	Kept    int64 `json:"kept"`
-	Skipped int64 `json:"skipped"`
-	Failed  int64 `json:"failed"`
-	Dropped int64 `json:"dropped"`
-}
-
-func (v *vault) versionsInfo() VersionsInfo {
+func (v *vault) versionsInfo() api.VersionsInfo {
 	k := v.keep
 	v.mu.Lock()
 	folderBytes := v.counts.bytes
 	v.mu.Unlock()
 	p := *k.policy.Load()
-	info := VersionsInfo{Folder: v.cfg.Folder, Policy: p, BudgetBytes: p.BudgetFor(folderBytes),
+	info := api.VersionsInfo{Folder: v.cfg.Folder, Policy: p, BudgetBytes: p.BudgetFor(folderBytes),
 		Kept: k.kept.Load(), Skipped: k.skipped.Load(), Failed: k.failed.Load(), Dropped: k.dropped.Load()}
 	if k.store != nil {
 		u := k.store.Usage()
@@ -485,8 +413,8 @@ func (v *vault) versionsInfo() VersionsInfo {
 }
 
 // Versions reports every folder's local versions.
-func (n *Node) Versions() []VersionsInfo {
-	out := []VersionsInfo{}
+func (n *Node) Versions() []api.VersionsInfo {
+	out := []api.VersionsInfo{}
 	for _, v := range n.vaultsNow() {
 		out = append(out, v.versionsInfo())
 	}
@@ -495,50 +423,26 @@ func (n *Node) Versions() []VersionsInfo {
 
 // SetVersionPolicy stores a folder's version policy and applies it now (a
 // smaller budget drops the oldest versions at once).
-func (n *Node) SetVersionPolicy(ctx context.Context, folder string, p VersionPolicy) (VersionsInfo, error) {
+func (n *Node) SetVersionPolicy(ctx context.Context, folder string, p api.VersionPolicy) (api.VersionsInfo, error) {
 	v, err := n.vaultOfFolder(folder)
 	if err != nil {
-		return VersionsInfo{}, err
+		return api.VersionsInfo{}, err
 	}
 	if err := p.Validate(); err != nil {
-		return VersionsInfo{}, fmt.Errorf("%w: %v", errBadDecision, err)
+		return api.VersionsInfo{}, fmt.Errorf("%w: %v", errBadDecision, err)
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
-		return VersionsInfo{}, err
+		return api.VersionsInfo{}, err
 	}
 	u := &vaultdb.Update{}
 	u.SetMeta(metaVersionPolicy, b)
 	if err := v.db.Commit(u); err != nil {
-		return VersionsInfo{}, fmt.Errorf("storing the version policy: %w", err)
+		return api.VersionsInfo{}, fmt.Errorf("storing the version policy: %w", err)
 	}
 	v.keep.policy.Store(&p)
 	if _, err := v.pruneVersions(ctx); err != nil {
 		return v.versionsInfo(), err
 	}
 	return v.versionsInfo(), nil
-}
-
-// VersionsRequest is the body of POST /v1/folders/versions.
-type VersionsRequest struct {
-	Folder string        `json:"folder"`
-	Policy VersionPolicy `json:"policy"`
-}
-
-func (a *apiServer) versions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, a.n.Versions())
-}
-
-func (a *apiServer) setVersionPolicy(w http.ResponseWriter, r *http.Request) {
-	var req VersionsRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
-		http.Error(w, "versions request: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	info, err := a.n.SetVersionPolicy(r.Context(), req.Folder, req.Policy)
-	if err != nil {
-		http.Error(w, err.Error(), decisionStatus(err))
-		return
-	}
-	writeJSON(w, info)
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/weftsync/weft/node/api"
 )
 
 // randomBytes returns n bytes from a seeded generator: content that is
@@ -51,11 +53,11 @@ func TestLocalVersionsRestoreAlone(t *testing.T) {
 	if len(h.Versions) != 2 || h.Versions[0].Content != "local" || h.Versions[1].Content != "versions" {
 		t.Fatalf("history of big.bin: %+v; want the current version local and the overwritten one in versions", h.Versions)
 	}
-	dry, err := n.Restore(context.Background(), RestoreRequest{Path: big, Version: h.Versions[1].ID, DryRun: true})
+	dry, err := n.Restore(context.Background(), api.RestoreRequest{Path: big, Version: h.Versions[1].ID, DryRun: true})
 	if err != nil || len(dry.Changes) != 1 || len(dry.Failed) != 0 || dry.Changes[0].Content != "versions" {
 		t.Fatalf("dry run: %+v, %v; want one restore from versions", dry, err)
 	}
-	if _, err := n.Restore(context.Background(), RestoreRequest{Path: big, Version: h.Versions[1].ID}); err != nil {
+	if _, err := n.Restore(context.Background(), api.RestoreRequest{Path: big, Version: h.Versions[1].ID}); err != nil {
 		t.Fatalf("restoring the overwritten version: %v", err)
 	}
 	if b, _ := os.ReadFile(big); !bytes.Equal(b, v1) {
@@ -70,7 +72,7 @@ func TestLocalVersionsRestoreAlone(t *testing.T) {
 	if len(hg.Versions) != 2 || hg.Versions[1].Content != "versions" {
 		t.Fatalf("history of gone.bin: %+v; want the deleted file's content in versions", hg.Versions)
 	}
-	if _, err := n.Restore(context.Background(), RestoreRequest{Path: g, Version: hg.Versions[1].ID}); err != nil {
+	if _, err := n.Restore(context.Background(), api.RestoreRequest{Path: g, Version: hg.Versions[1].ID}); err != nil {
 		t.Fatalf("restoring the deleted file: %v", err)
 	}
 	if b, _ := os.ReadFile(g); !bytes.Equal(b, gone) {
@@ -89,7 +91,7 @@ func TestLocalVersionsBudgetDropsOldestFirst(t *testing.T) {
 	}
 	keptEdit(t, v, clk, folderPath, "other.bin", randomBytes(20, 100<<10), base.Add(5*time.Minute))
 	// Room for three of the five versions (each 100 KiB plus envelopes).
-	info, err := n.SetVersionPolicy(context.Background(), folderPath, VersionPolicy{Budget: 330 << 10})
+	info, err := n.SetVersionPolicy(context.Background(), folderPath, api.VersionPolicy{Budget: 330 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +109,12 @@ func TestLocalVersionsBudgetDropsOldestFirst(t *testing.T) {
 			t.Fatalf("version %d (%s) content %q, want %q (all: %+v)", i, hv.ID, hv.Content, want[i], h.Versions)
 		}
 	}
-	dry, err := n.Restore(context.Background(), RestoreRequest{Path: f, Version: h.Versions[3].ID, DryRun: true})
+	dry, err := n.Restore(context.Background(), api.RestoreRequest{Path: f, Version: h.Versions[3].ID, DryRun: true})
 	if err != nil || len(dry.Changes) != 0 || len(dry.Failed) != 1 || dry.Failed[0].Code != "unavailable" {
 		t.Fatalf("dry run of a dropped version: %+v, %v; want it listed as unavailable and nothing promised", dry, err)
 	}
 	head := v.db.Head(n.ID()).Seq
-	_, err = n.Restore(context.Background(), RestoreRequest{Path: f, Version: h.Versions[3].ID})
+	_, err = n.Restore(context.Background(), api.RestoreRequest{Path: f, Version: h.Versions[3].ID})
 	if !errors.Is(err, errContentUnavailable) {
 		t.Fatalf("restoring a dropped version: %v, want errContentUnavailable", err)
 	}
@@ -125,7 +127,7 @@ func TestLocalVersionsBudgetDropsOldestFirst(t *testing.T) {
 // it; with Partial the rest is restored.
 func TestRestoreAllNamesFailuresAndPartial(t *testing.T) {
 	n, v, folderPath, clk := historyNode(t)
-	if _, err := n.SetVersionPolicy(context.Background(), folderPath, VersionPolicy{Budget: 1}); err != nil {
+	if _, err := n.SetVersionPolicy(context.Background(), folderPath, api.VersionPolicy{Budget: 1}); err != nil {
 		t.Fatal(err)
 	}
 	base := clk.Now()
@@ -135,14 +137,14 @@ func TestRestoreAllNamesFailuresAndPartial(t *testing.T) {
 	edit(t, v, clk, folderPath, "small.txt", []byte("small after"), base.Add(2*time.Minute))
 	edit(t, v, clk, folderPath, "big.bin", randomBytes(31, 100<<10), base.Add(2*time.Minute))
 
-	_, err := n.Restore(context.Background(), RestoreRequest{All: true, At: at})
+	_, err := n.Restore(context.Background(), api.RestoreRequest{All: true, At: at})
 	if !errors.Is(err, errContentUnavailable) || !bytes.Contains([]byte(err.Error()), []byte("big.bin")) {
 		t.Fatalf("--all with unavailable content: %v; want an error naming big.bin", err)
 	}
 	if got := readOr(t, filepath.Join(folderPath, "small.txt")); got != "small after" {
 		t.Fatalf("small.txt is %q after a refused --all restore, want it unchanged", got)
 	}
-	res, err := n.Restore(context.Background(), RestoreRequest{All: true, At: at, Partial: true})
+	res, err := n.Restore(context.Background(), api.RestoreRequest{All: true, At: at, Partial: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"slices"
 	"time"
+
+	"github.com/weftsync/weft/node/api"
 )
 
 // The watcher's fallback. A folder with more directories than the system
@@ -46,7 +48,7 @@ func (v *vault) noteUnwatched(roots []string) {
 	v.fallback.roots = slices.Clone(roots)
 	v.mu.Unlock()
 	if was == 0 && len(roots) > 0 {
-		v.n.events.publish(Event{Type: EventError, Folder: v.cfg.Folder, Kind: "watcher-limit",
+		v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Kind: "watcher-limit",
 			Error: "the system's file watch limit is reached: some directories are not watched; weft rescans them instead"})
 	}
 }
@@ -98,23 +100,17 @@ func (v *vault) fallbackScan(ctx context.Context) error {
 	return err
 }
 
-// Status error codes while fallback rescans stand in for the watcher.
-const (
-	codeWatcherLimit  = "watcher-limit"  // some of the folder is not watched: the system's watch limit
-	codeWatcherFailed = "watcher-failed" // the watcher is not running at all
-)
-
 // fallbackErrors is the folder's errors[] item while fallback rescans
 // stand in for the watcher: the folder syncs, but a change in what is not
 // watched is seen only by the next rescan, so it is not in-sync.
-func (v *vault) fallbackErrors() []PathMessage {
+func (v *vault) fallbackErrors() []api.PathMessage {
 	v.mu.Lock()
 	dead, why := v.fallback.dead, v.fallback.why
 	v.mu.Unlock()
 	unwatched, whole, every := v.fallbackState()
 	switch {
 	case dead:
-		return []PathMessage{{Code: codeWatcherFailed,
+		return []api.PathMessage{{Code: api.CodeWatcherFailed,
 			Reason: fmt.Sprintf("the file watcher is not running (%s), so weft rescans the folder instead, every %s, and a change is seen only then", why, every.Round(time.Second))}}
 	case unwatched == 0:
 		return nil
@@ -123,7 +119,7 @@ func (v *vault) fallbackErrors() []PathMessage {
 	if whole {
 		what = "the folder is not watched"
 	}
-	return []PathMessage{{Code: codeWatcherLimit,
+	return []api.PathMessage{{Code: api.CodeWatcherLimit,
 		Reason: fmt.Sprintf("%s: the system's file watch limit is reached, so weft rescans instead, every %s, and a change there is seen only then. %s",
 			what, every.Round(time.Second), raiseWatchLimit())}}
 }

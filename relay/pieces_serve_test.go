@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"lukechampine.com/blake3"
 
+	"github.com/weftsync/weft/internal/netsync"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -211,8 +212,8 @@ func askRelay(t *testing.T, d *testDevice, r *Relay, v keys.VaultID, ids []cid.C
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
 	msgs := hello(t, v)
-	for i := 0; i < len(ids); i += fetchBatch {
-		msgs = append(msgs, frame(t, wire.MsgWantChunks, wire.WantChunks{CIDs: ids[i:min(i+fetchBatch, len(ids))]})...)
+	for i := 0; i < len(ids); i += netsync.FetchBatch {
+		msgs = append(msgs, frame(t, wire.MsgWantChunks, wire.WantChunks{CIDs: ids[i:min(i+netsync.FetchBatch, len(ids))]})...)
 	}
 	if _, err := s.Write(msgs); err != nil {
 		t.Fatal(err)

@@ -1,8 +1,6 @@
 package relay
 
 import (
-	"github.com/weftsync/weft/internal/p2p"
-
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +13,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/weftsync/weft/internal/netsync"
+	"github.com/weftsync/weft/internal/p2p"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
@@ -105,58 +105,68 @@ func (r *Relay) pullLog(ctx context.Context, rep *replica, p peer.ID, dev keys.D
 	// The membership sequence spares the device resending every record
 	// the replica holds on each pull (wire.LogRequest.MemberSeq), as a
 	// device's request does (node/logproto.go).
-	if err := c.Send(wire.MsgLogRequest, wire.LogRequest{Vector: wire.VectorOf(mine), MemberSeq: rep.memberSeq()}); err != nil {
-		return err
-	}
-	if err := c.Flush(); err != nil {
-		return err
-	}
-	for {
-		t, payload, err := c.Read()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case wire.MsgMember:
-			rec, err := member.Decode(payload)
-			if err != nil {
-				return fmt.Errorf("membership record from %s: %w", dev, err)
-			}
-			if err := rep.addMember(rec); err != nil {
-				return fmt.Errorf("membership record from %s: %w", dev, err)
-			}
-		case wire.MsgEntry:
-			if err := rep.ingestEntry(payload); err != nil {
-				if errors.Is(err, ErrQuota) {
-					r.log.Warn("vault quota reached; taking no more entries", "vault", rep.id)
-				}
-				if dec, derr := entry.Decode(payload); derr == nil && dec.Author() == dev && errors.Is(err, entry.ErrPrevMismatch) {
-					// The device's own log forked from the copy here
-					// (often the only other copy): tell it, as devices
-					// do (node/entryrefusals.go); it checks the claim.
-					c.SendError(wire.CodeLogForked, fmt.Sprintf("entry %d of your own log does not follow the entry %d of it held here: your log has forked", dec.Seq(), dec.Seq()-1))
-				}
-				return fmt.Errorf("entry from %s: %w", dev, err)
-			}
-			r.stats.entriesStored.Inc()
-		case wire.MsgLogStatus:
-			st, err := wire.ParseLogStatus(payload)
-			if err != nil {
-				return fmt.Errorf("log status from %s: %w", dev, err)
-			}
-			rep.noteHolds(dev, st.Vector) // passed on to the other devices (holds.go)
-		case wire.MsgPeers:
-			// A device's peers tell a relay nothing it needs.
-		default:
-			return fmt.Errorf("%w on log stream: %s", wire.ErrUnexpected, t)
-		}
-	}
+	req := wire.LogRequest{Vector: wire.VectorOf(mine), MemberSeq: rep.memberSeq()}
+	return netsync.PullLog(c, req, &replicaPull{r: r, rep: rep, c: c, dev: dev})
 }
 
-// fetchBatch is the number of CIDs per WantChunks message, and fetchRound
-// the number of chunks one round asks for.
+// replicaPull stores what a device's log stream brings into a replica
+// (netsync.LogSink): membership records, then entries, each verified.
+type replicaPull struct {
+	r   *Relay
+	rep *replica
+	c   *wire.Conn
+	dev keys.DeviceID
+}
+
+func (p *replicaPull) Member(payload []byte) error {
+	rec, err := member.Decode(payload)
+	if err == nil {
+		err = p.rep.addMember(rec)
+	}
+	if err != nil {
+		return fmt.Errorf("membership record from %s: %w", p.dev, err)
+	}
+	return nil
+}
+
+func (p *replicaPull) Entry(payload []byte) error {
+	if err := p.rep.ingestEntry(payload); err != nil {
+		if errors.Is(err, ErrQuota) {
+			p.r.log.Warn("vault quota reached; taking no more entries", "vault", p.rep.id)
+		}
+		if dec, derr := entry.Decode(payload); derr == nil && dec.Author() == p.dev && errors.Is(err, entry.ErrPrevMismatch) {
+			// The device's own log forked from the copy here (often the
+			// only other copy): tell it, as devices do
+			// (node/entryrefusals.go); it checks the claim.
+			p.c.SendError(wire.CodeLogForked, fmt.Sprintf("entry %d of your own log does not follow the entry %d of it held here: your log has forked", dec.Seq(), dec.Seq()-1))
+		}
+		return fmt.Errorf("entry from %s: %w", p.dev, err)
+	}
+	p.r.stats.entriesStored.Inc()
+	return nil
+}
+
+// Status passes what the device holds on to the other devices (holds.go).
+func (p *replicaPull) Status(st wire.LogStatus) error {
+	p.rep.noteHolds(p.dev, st.Vector)
+	return nil
+}
+
+// Peers: a device's peers tell a relay nothing it needs.
+func (p *replicaPull) Peers(wire.Peers) error { return nil }
+
+// RelayStatus and Holds come from relays only; a device sends neither.
+func (p *replicaPull) RelayStatus(wire.RelayStatus) error {
+	return fmt.Errorf("%w on log stream: relay status from device %s", wire.ErrUnexpected, p.dev)
+}
+
+func (p *replicaPull) Holds(wire.Holds) error {
+	return fmt.Errorf("%w on log stream: holds from device %s", wire.ErrUnexpected, p.dev)
+}
+
+// fetchRound is the number of chunks one round asks for; chunkIdle how
+// long a chunk stream may go without an answer.
 const (
-	fetchBatch = 64
 	fetchRound = 512
 	chunkIdle  = 30 * time.Second
 )
@@ -236,14 +246,7 @@ func (r *Relay) fetchFrom(ctx context.Context, rep *replica, p peer.ID, want []c
 	if err := c.OpenHello(rep.id); err != nil {
 		return want, err
 	}
-	for i := 0; i < len(want); i += fetchBatch {
-		if err := c.Send(wire.MsgWantChunks, wire.WantChunks{CIDs: want[i:min(i+fetchBatch, len(want))]}); err != nil {
-			return want, err
-		}
-	}
-	if err := c.Flush(); err != nil {
-		return want, err
-	}
+	_ = s.SetDeadline(time.Time{}) // the session sets its own read deadlines
 
 	var (
 		wg       sync.WaitGroup
@@ -257,63 +260,45 @@ func (r *Relay) fetchFrom(ctx context.Context, rep *replica, p peer.ID, want []c
 		lost = append(lost, ids...)
 		mu.Unlock()
 	}
-	// Every return waits for the puts in flight and then reports what
-	// was lost, whatever the return statement said.
-	defer func() {
-		wg.Wait()
-		missing = lost
-		if err == nil && quotaErr != nil {
-			err = quotaErr
-		}
-	}()
-	for i, id := range want {
+	// Each chunk is stored on a goroutine of its own (at most putParallel
+	// at once) while the next is read; every return waits for the puts in
+	// flight and then reports what was lost.
+	notSent, err := netsync.FetchChunks(s, c, want, chunkIdle, func(id cid.Cid, env []byte) error {
 		mu.Lock()
-		full := quotaErr != nil
+		full := quotaErr
 		mu.Unlock()
-		if full {
-			miss(want[i:]...)
-			return nil, nil // the deferred wait reports the quota
+		if full != nil {
+			return full
 		}
-		_ = s.SetReadDeadline(time.Now().Add(chunkIdle))
-		t, payload, err := c.Read()
-		if err != nil {
-			miss(want[i:]...)
-			return nil, err
-		}
-		switch t {
-		case wire.MsgChunk:
-			ch, err := wire.ParseChunk(payload)
-			if err != nil || !ch.CID.Equals(id) {
-				miss(want[i:]...)
-				return nil, fmt.Errorf("%w: chunk answer out of order", wire.ErrUnexpected)
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			err := rep.putChunk(id, env)
+			switch {
+			case err == nil:
+				r.stats.chunksStored.Inc()
+			case errors.Is(err, ErrQuota):
+				mu.Lock()
+				quotaErr = err
+				lost = append(lost, id)
+				mu.Unlock()
+			default:
+				// A chunk that does not hash to its CID is not kept;
+				// another device may have a good copy (pack.Put checks).
+				r.log.Warn("chunk refused", "vault", rep.id, "peer", p, "cid", id, "err", err)
+				miss(id)
 			}
-			slots <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-slots }()
-				err := rep.putChunk(id, ch.Envelope)
-				switch {
-				case err == nil:
-					r.stats.chunksStored.Inc()
-				case errors.Is(err, ErrQuota):
-					mu.Lock()
-					quotaErr = err
-					lost = append(lost, id)
-					mu.Unlock()
-				default:
-					// A chunk that does not hash to its CID is not kept;
-					// another device may have a good copy.
-					r.log.Warn("chunk refused", "vault", rep.id, "peer", p, "cid", id, "err", err)
-					miss(id)
-				}
-			})
-		case wire.MsgChunkMissing:
-			miss(id)
-		default:
-			miss(want[i:]...)
-			return nil, fmt.Errorf("%w on chunk stream: %s", wire.ErrUnexpected, t)
-		}
+		})
+		return nil
+	})
+	wg.Wait()
+	miss(notSent...)
+	if quotaErr != nil {
+		// The quota ended the fetch (the error got returned), or filled
+		// while the last chunks were stored: either way it is the cause.
+		err = quotaErr
 	}
-	return nil, nil
+	return lost, err
 }
 
 // peersFor lists the vault's members connected to the relay other than

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
+	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/weftsync/weft/internal/netsync"
 	"github.com/weftsync/weft/internal/p2p"
 	"github.com/weftsync/weft/internal/refusal"
 	"github.com/weftsync/weft/protocol"
@@ -269,129 +272,85 @@ func (r *Relay) handleLog(s network.Stream) {
 }
 
 // serveLog streams to the opener what it lacks, then pushes growth until
-// the stream or ctx ends. req is the opener's LogRequest: the membership
-// records up to its MemberSeq are not sent (records are numbered from 1,
-// records[i].Seq == i+1), as a device's serveLog skips them
-// (node/logproto.go); an opener that claims more records than the replica
-// holds gets only those past its claim, once the replica has them.
+// the stream or ctx ends: internal/netsync's log session, as a device
+// runs it, with the relay's own frames at each round (the members it can
+// reach, what the other members hold, its quota) and its held vector sent
+// whole, so that a relay going back on what it held shows
+// (node/rollback.go). req is the opener's LogRequest: the membership
+// records up to its MemberSeq are not sent; an opener that claims more
+// records than the replica holds gets only those past its claim, once the
+// replica has them.
 func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev keys.DeviceID, req wire.LogRequest) error {
-	theirs := protocol.Vector(wire.VectorMap(req.Vector))
-	sentMembers := req.MemberSeq
 	var lastStatus wire.RelayStatus
-	var lastHeld protocol.Vector
 	var lastPeers string
 	var holdsSent uint64 // generation of the last Holds sent; 0: none yet
-	tick := time.NewTicker(peersRefresh)
-	defer tick.Stop()
-	for {
-		grown := rep.growthSignal()
-		peers := r.peersFor(rep, dev)
-		if key := fmt.Sprint(peers); key != lastPeers {
-			if err := c.Send(wire.MsgPeers, peers); err != nil {
-				return err
-			}
-			lastPeers = key
-		}
-		if hs, gen := rep.holdsFor(dev, holdsSent); gen != holdsSent {
-			for _, h := range hs {
-				if err := c.Send(wire.MsgHolds, h); err != nil {
+	ls := netsync.LogServer{
+		Source: replicaLog{rep},
+		Round: func(c *wire.Conn, _ protocol.Vector) error {
+			peers := r.peersFor(rep, dev)
+			if key := fmt.Sprint(peers); key != lastPeers {
+				if err := c.Send(wire.MsgPeers, peers); err != nil {
 					return err
 				}
+				lastPeers = key
 			}
-			holdsSent = gen
-		}
-		if st := rep.status(); st != lastStatus {
-			if err := c.Send(wire.MsgRelayStatus, st); err != nil {
-				return err
+			if hs, gen := rep.holdsFor(dev, holdsSent); gen != holdsSent {
+				for _, h := range hs {
+					if err := c.Send(wire.MsgHolds, h); err != nil {
+						return err
+					}
+				}
+				holdsSent = gen
 			}
-			lastStatus = st
-		}
-		records := rep.records()
-		for ; sentMembers < uint64(len(records)); sentMembers++ {
-			if err := c.SendRaw(wire.MsgMember, records[sentMembers].Encode()); err != nil {
-				return err
+			if st := rep.status(); st != lastStatus {
+				if err := c.Send(wire.MsgRelayStatus, st); err != nil {
+					return err
+				}
+				lastStatus = st
 			}
-		}
-		for _, rg := range rep.offered().Missing(theirs) {
-			n := 0
-			err := rep.db.Range(rg.Author, rg.From, rg.To, func(e *entry.Entry) error {
-				n++
-				r.stats.entriesServed.Inc()
-				return c.SendRaw(wire.MsgEntry, e.Bytes())
-			})
-			if err != nil {
-				return fmt.Errorf("sending entries of %s: %w", rg.Author, err)
-			}
-			if err := theirs.Apply(rg); err != nil {
-				return err
-			}
-		}
-		held := protocol.Vector(rep.heldVector())
-		if lastHeld == nil || lastHeld.Compare(held) != protocol.Equal {
-			// Its membership sequence, as a device's LogStatus carries it:
-			// a device whose membership log was damaged counts it as
-			// confirmed whole by a peer holding no record it lacks
-			// (node/memberrecover.go, memberStatus).
-			if err := c.Send(wire.MsgLogStatus, wire.LogStatus{Vector: wire.VectorOf(held), MemberSeq: uint64(len(records))}); err != nil {
-				return err
-			}
-			lastHeld = held
-		}
-		if err := c.Flush(); err != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-grown:
-		case <-tick.C:
-		}
-		// A device revoked while its stream is open gets nothing more.
-		if !rep.isMember(dev) {
-			c.SendError(wire.CodeNotMember, "revoked from this vault")
-			return fmt.Errorf("%s: %w", dev, errNotMember)
-		}
+			return nil
+		},
+		WholeStatus: true,
+		Refresh:     peersRefresh,
+		Allowed:     func() bool { return rep.isMember(dev) },
+		Sent:        func(n int) { r.stats.entriesServed.Add(float64(n)) },
 	}
+	return ls.Serve(ctx, c, req)
 }
 
-// handleChunk serves chunks from the replica's store. A chunk that fails
-// its CID check on read is reported missing, never sent; the store
-// quarantines it and the replica wants it again (scrub.go).
+// replicaLog is a replica's log as the log session serves it: every
+// stored entry (replica.offered says why a revoked author's is cut), and
+// as held those whose chunks the relay holds (replica.heldVector).
+type replicaLog struct{ rep *replica }
+
+func (l replicaLog) Grown() <-chan struct{}   { return l.rep.growthSignal() }
+func (l replicaLog) Records() []member.Record { return l.rep.records() }
+func (l replicaLog) Offered() protocol.Vector { return l.rep.offered() }
+func (l replicaLog) Held() protocol.Vector    { return protocol.Vector(l.rep.heldVector()) }
+func (l replicaLog) Range(author keys.DeviceID, from, to uint64, fn func(*entry.Entry) error) error {
+	return l.rep.db.Range(author, from, to, fn)
+}
+
+// handleChunk serves chunks from the replica's store (internal/netsync's
+// chunk session, as a device runs it), reading them on every core. A
+// chunk that fails its CID check on read is reported missing, never sent;
+// the store quarantines it and the replica wants it again (scrub.go).
 func (r *Relay) handleChunk(s network.Stream) {
 	defer s.Close()
 	dev, c, rep, ok := r.openStream(s)
 	if !ok {
 		return
 	}
-	for {
-		p, err := c.ExpectLimit(wire.MsgWantChunks, wire.MaxWantChunksFrame)
-		if err != nil {
-			return
-		}
-		if !rep.isMember(dev) {
-			c.SendError(wire.CodeNotMember, "revoked from this vault")
-			return
-		}
-		want, err := wire.ParseWantChunks(p)
-		if err != nil {
-			c.SendError(wire.CodeProtocol, err.Error())
-			return
-		}
-		for _, id := range want.CIDs {
+	cs := netsync.ChunkServer{
+		Make: func(dst []byte, id cid.Cid, scratch []byte) ([]byte, []byte, error) {
 			env, err := rep.chunks.Get(id)
 			if err != nil {
-				if err := c.Send(wire.MsgChunkMissing, wire.ChunkMissing{CID: id}); err != nil {
-					return
-				}
-				continue
+				return dst, scratch, err
 			}
-			if err := c.Send(wire.MsgChunk, wire.Chunk{CID: id, Envelope: env}); err != nil {
-				return
-			}
-			r.stats.chunksServed.Inc()
-		}
-		if err := c.Flush(); err != nil {
-			return
-		}
+			return append(dst, env...), scratch, nil
+		},
+		Workers: runtime.GOMAXPROCS(0),
+		Served:  r.stats.chunksServed.Inc,
 	}
+	cs.Serve(c, func() bool { return rep.isMember(dev) })
 }

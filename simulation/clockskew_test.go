@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // skewPair is a two-device cluster whose admin's clock is 48 h fast and
@@ -203,7 +203,7 @@ func TestClockSkewRestoreAt(t *testing.T) {
 			{time.Now().UTC().Format(time.RFC3339Nano), ""},
 			{"-0s", ""},
 		} {
-			res, err := d.Node().Restore(context.Background(), node.RestoreRequest{
+			res, err := d.Node().Restore(context.Background(), api.RestoreRequest{
 				Path: filepath.Join(d.Folder, p), At: tt.at, DryRun: true,
 			})
 			if err != nil {

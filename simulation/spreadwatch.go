@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // arrivals timestamps, from each node's own event stream, when it
@@ -46,13 +46,13 @@ func watchArrivals(c *Cluster, n int, path string) *arrivals {
 	return a
 }
 
-func (a *arrivals) note(i int, ev node.Event) {
+func (a *arrivals) note(i int, ev api.Event) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
-	case ev.Type == node.EventEntryReceived && a.entry[i].IsZero():
+	case ev.Type == api.EventEntryReceived && a.entry[i].IsZero():
 		a.entry[i] = ev.Time
-	case ev.Type == node.EventApplied && ev.Path == a.path && a.applied[i].IsZero():
+	case ev.Type == api.EventApplied && ev.Path == a.path && a.applied[i].IsZero():
 		a.applied[i] = ev.Time
 	}
 }

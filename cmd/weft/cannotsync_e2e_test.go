@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // A file whose name cannot sync (NFD, as copied from macOS) no longer
@@ -23,7 +23,7 @@ func TestUnsyncableNameIsReported(t *testing.T) {
 	nfd := "cafe\u0301.md" // "café.md" decomposed
 	a.writeAtomic(nfd, []byte("a name macOS wrote"))
 	a.must("scan")
-	waitStatus(t, a, time.Minute, func(st node.Status) error {
+	waitStatus(t, a, time.Minute, func(st api.Status) error {
 		if err := folderCode("out-of-sync", "cannot-sync")(st); err != nil {
 			return err
 		}
@@ -58,7 +58,7 @@ func TestOversizedFileIsReported(t *testing.T) {
 	big := randBytes(rand.New(rand.NewPCG(5, 6)), 4<<20) // some 60 chunks
 	a.writeAtomic("disk.img", big)
 	a.must("scan")
-	waitStatus(t, a, time.Minute, func(st node.Status) error {
+	waitStatus(t, a, time.Minute, func(st api.Status) error {
 		for _, e := range st.Folders[0].Errors {
 			if e.Code == "too-large" && e.Path == "disk.img" && st.Folders[0].State == "out-of-sync" {
 				return nil

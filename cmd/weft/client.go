@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // client talks to the running agent's local API.
@@ -32,7 +32,7 @@ func (g *globals) loadInAgent() (bool, error) {
 	if err != nil {
 		return false, nil // no agent has run in this home, or it stopped cleanly
 	}
-	var res node.VaultsLoaded
+	var res api.VaultsLoaded
 	if err := cl.post("/v1/vaults/load", nil, &res); err != nil {
 		var ae *agentError
 		switch {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // TestClockSkewDoctor runs three agents on this machine, one of them
@@ -32,7 +32,7 @@ func TestClockSkewDoctor(t *testing.T) {
 	// alone (the fast device then had one sample and its correction was
 	// the median of 0 and -48 h, -24 h).
 	for _, d := range []*device{a, fast, right} {
-		waitStatus(t, d, time.Minute, func(st node.Status) error {
+		waitStatus(t, d, time.Minute, func(st api.Status) error {
 			connected := 0
 			for _, p := range st.Peers {
 				if p.Role == "device" && p.Connection != "offline" {
@@ -46,25 +46,25 @@ func TestClockSkewDoctor(t *testing.T) {
 		})
 	}
 
-	doctor := func(d *device) (int, node.Diagnosis) {
+	doctor := func(d *device) (int, api.Diagnosis) {
 		t.Helper()
 		code, out, stderr := d.exitCode("doctor", "--json")
-		var diag node.Diagnosis
+		var diag api.Diagnosis
 		if err := json.Unmarshal([]byte(out), &diag); err != nil {
 			t.Fatalf("%s: doctor --json: exit %d, %v: %s", d.name, code, err, stderr)
 		}
 		return code, diag
 	}
-	peer := func(diag node.Diagnosis, id string) node.PeerDiagnosis {
+	peer := func(diag api.Diagnosis, id string) api.PeerDiagnosis {
 		for _, p := range diag.Peers {
 			if p.ID == id {
 				return p
 			}
 		}
 		t.Fatalf("doctor lists no peer %s: %+v", id, diag.Peers)
-		return node.PeerDiagnosis{}
+		return api.PeerDiagnosis{}
 	}
-	skewFinding := func(diag node.Diagnosis, id string) *node.Finding {
+	skewFinding := func(diag api.Diagnosis, id string) *api.Finding {
 		for i, f := range diag.Findings {
 			if f.Kind == "clock-skew" && f.Peer == id {
 				return &diag.Findings[i]
@@ -90,7 +90,7 @@ func TestClockSkewDoctor(t *testing.T) {
 		}
 	}
 	f := skewFinding(diag, fastID)
-	if f == nil || f.Severity != node.SeverityWarning || !strings.Contains(f.Fix, "set the clock on") || !strings.Contains(f.Fix, "NTP") {
+	if f == nil || f.Severity != api.SeverityWarning || !strings.Contains(f.Fix, "set the clock on") || !strings.Contains(f.Fix, "NTP") {
 		t.Errorf("a's doctor: clock-skew finding %+v, want a warning whose fix says to set the fast device's clock and turn on NTP", f)
 	}
 	if f := skewFinding(diag, rightID); f != nil {
@@ -118,7 +118,7 @@ func TestClockSkewDoctor(t *testing.T) {
 		}
 		return nil
 	})
-	var h node.History
+	var h api.History
 	if err := json.Unmarshal([]byte(a.must("history", "--json", filepath.Join(a.folder, "note.md"))), &h); err != nil {
 		t.Fatal(err)
 	}

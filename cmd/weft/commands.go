@@ -18,6 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/doctor"
 )
 
 func initCmd(g *globals) *cobra.Command {
@@ -170,7 +172,7 @@ func inviteCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var resp node.InviteResponse
+			var resp api.InviteResponse
 			if err := cl.post("/v1/invite", map[string]any{"ttl_seconds": int(ttl.Seconds())}, &resp); err != nil {
 				return err
 			}
@@ -229,7 +231,7 @@ func statusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var st node.Status
+			var st api.Status
 			if err := cl.get("/v1/status", &st); err != nil {
 				return err
 			}
@@ -241,7 +243,7 @@ func statusCmd(g *globals) *cobra.Command {
 			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "FOLDER\tSTATE\tFILES\tBYTES\tPENDING\tWRITTEN\tSAFE\tCONFLICTS")
 			for _, f := range st.Folders {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%d\n", f.Path, f.State, f.Files, humanBytes(f.Bytes), f.Pending, f.Written, safeText(f), f.Conflicts)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%d\n", f.Path, f.State, f.Files, doctor.HumanSize(f.Bytes), f.Pending, f.Written, safeText(f), f.Conflicts)
 			}
 			tw.Flush()
 			for _, f := range st.Folders {
@@ -255,7 +257,7 @@ func statusCmd(g *globals) *cobra.Command {
 			tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "PEER\tROLE\tCONNECTION\tIN SYNC\tSENT\tRECEIVED")
 			for _, p := range st.Peers {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", p.ID, p.Role, p.Connection, p.InSync, humanBytes(p.BytesSent), humanBytes(p.BytesReceived))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", p.ID, p.Role, p.Connection, p.InSync, doctor.HumanSize(p.BytesSent), doctor.HumanSize(p.BytesReceived))
 			}
 			return tw.Flush()
 		},
@@ -266,7 +268,7 @@ func statusCmd(g *globals) *cobra.Command {
 
 // safeText says how much of a folder's own work another device or a relay
 // holds: "all" when none is unsafe (this device can be switched off).
-func safeText(f node.FolderStatus) string {
+func safeText(f api.FolderStatus) string {
 	if f.Unsafe == 0 {
 		return "all"
 	}
@@ -283,7 +285,7 @@ func conflictsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var cs []node.Conflict
+			var cs []api.Conflict
 			if err := cl.get("/v1/conflicts", &cs); err != nil {
 				return err
 			}
@@ -305,7 +307,7 @@ func devicesCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var ds []node.Device
+			var ds []api.Device
 			if err := cl.get("/v1/devices", &ds); err != nil {
 				return err
 			}
@@ -334,13 +336,13 @@ func scanCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var req node.ScanRequest
+			var req api.ScanRequest
 			if len(args) == 1 {
 				if req.Path, err = filepath.Abs(args[0]); err != nil {
 					return err
 				}
 			}
-			var res []node.ScanResult
+			var res []api.ScanResult
 			if err := cl.post("/v1/scan", req, &res); err != nil {
 				return err
 			}
@@ -357,13 +359,13 @@ func scanCmd(g *globals) *cobra.Command {
 
 // printScan renders scan results: per folder a summary line, then the
 // changes recorded (at most 20 by name), what is unsettled and skipped.
-func printScan(w io.Writer, res []node.ScanResult) {
+func printScan(w io.Writer, res []api.ScanResult) {
 	for _, r := range res {
 		where := r.Folder
 		if r.Path != "" {
 			where = filepath.Join(r.Folder, filepath.FromSlash(r.Path))
 		}
-		fmt.Fprintf(w, "%s: %d files (%s) in %d ms; %d changes recorded\n", where, r.Files, humanBytes(r.Bytes), r.Millis, r.Changes)
+		fmt.Fprintf(w, "%s: %d files (%s) in %d ms; %d changes recorded\n", where, r.Files, doctor.HumanSize(r.Bytes), r.Millis, r.Changes)
 		if r.Ignored {
 			fmt.Fprintf(w, "  %s is ignored (.weftignore): not synced\n", r.Path)
 		}
@@ -419,19 +421,6 @@ func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // printQR prints code as a QR code made of terminal characters.

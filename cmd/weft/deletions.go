@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol"
 )
 
@@ -32,7 +32,7 @@ here), ` + "`weft deletions reject [FOLDER]`" + ` brings the files back instead.
 			if err != nil {
 				return err
 			}
-			var held []node.HeldDeletions
+			var held []api.HeldDeletions
 			if err := cl.get("/v1/deletions", &held); err != nil {
 				return err
 			}
@@ -76,7 +76,7 @@ func decideCmd(g *globals, action, short string) *cobra.Command {
 		Short: short,
 		Args:  usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := node.DeletionsRequest{Action: action}
+			req := api.DeletionsRequest{Action: action}
 			if len(args) == 1 {
 				abs, err := filepath.Abs(args[0])
 				if err != nil {
@@ -88,7 +88,7 @@ func decideCmd(g *globals, action, short string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var res node.DeletionsResult
+			var res api.DeletionsResult
 			if err := cl.post("/v1/deletions", req, &res); err != nil {
 				return err
 			}
@@ -135,7 +135,7 @@ devices).`,
 			if err != nil {
 				return err
 			}
-			if err := cl.post("/v1/folders/reset", node.FolderRequest{Folder: abs}, nil); err != nil {
+			if err := cl.post("/v1/folders/reset", api.FolderRequest{Folder: abs}, nil); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: reset; syncing it as it is now (see `weft status`)\n", abs)
@@ -166,7 +166,7 @@ defaults are 50 %, 20 files and 1,000 files; a flag left out keeps its default.`
 			var res struct {
 				Policy string `json:"policy"`
 			}
-			if err := cl.post("/v1/folders/guard", node.FolderRequest{Folder: abs, MassDelete: &pol}, &res); err != nil {
+			if err := cl.post("/v1/folders/guard", api.FolderRequest{Folder: abs, MassDelete: &pol}, &res); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: mass-delete guard: %s\n", abs, strings.TrimSpace(res.Policy))

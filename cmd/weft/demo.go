@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/store/home"
 )
@@ -145,7 +146,7 @@ func runDemo(ctx context.Context, out io.Writer, g *globals, keep bool) error {
 		if err := waitFor(ctx, filepath.Join(f.to.folder, filepath.FromSlash(f.path)), f.data, 60*time.Second); err != nil {
 			return fmt.Errorf("%s did not arrive on %s: %w", f.path, f.to.name, err)
 		}
-		fmt.Fprintf(out, "     %-6s -> %-6s %-22s %9s  arrived in %s\n", f.on.name, f.to.name, f.path, humanBytes(int64(len(f.data))), since(start))
+		fmt.Fprintf(out, "     %-6s -> %-6s %-22s %9s  arrived in %s\n", f.on.name, f.to.name, f.path, doctor.HumanSize(int64(len(f.data))), since(start))
 	}
 	start := time.Now()
 	gone := filepath.Join(a.folder, "notes", "hello.md")
@@ -158,7 +159,7 @@ func runDemo(ctx context.Context, out io.Writer, g *globals, keep bool) error {
 	fmt.Fprintf(out, "     phone  -> laptop deleted notes/hello.md           in %s\n", since(start))
 	st := a.node.Status()
 	for _, p := range st.Peers {
-		fmt.Fprintf(out, "6. laptop's view of phone: connection=%s in_sync=%v sent=%s received=%s\n", p.Connection, p.InSync, humanBytes(p.BytesSent), humanBytes(p.BytesReceived))
+		fmt.Fprintf(out, "6. laptop's view of phone: connection=%s in_sync=%v sent=%s received=%s\n", p.Connection, p.InSync, doctor.HumanSize(p.BytesSent), doctor.HumanSize(p.BytesReceived))
 	}
 	cancel()
 	for _, d := range []*demoDevice{a, b} {

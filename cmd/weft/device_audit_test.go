@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/member"
 )
 
@@ -190,7 +190,7 @@ func TestAuditMetadataIgnoreAndLinks(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(filepath.Dir(b.folder), "outside")); !os.IsNotExist(err) {
 		t.Errorf("something was written beside b's folder, through the link: %v", err)
 	}
-	waitStatus(t, b, time.Minute, func(st node.Status) error {
+	waitStatus(t, b, time.Minute, func(st api.Status) error {
 		if f := st.Folders[0]; f.State != "in-sync" || len(f.Errors) != 0 {
 			return fmt.Errorf("state %s, errors %v", f.State, f.Errors)
 		}

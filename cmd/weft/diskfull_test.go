@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/store/home"
 )
@@ -64,7 +64,7 @@ func TestFolderDiskFull(t *testing.T) {
 	}, stop)
 	b.up()
 
-	waitStatus(t, b, time.Minute, func(st node.Status) error {
+	waitStatus(t, b, time.Minute, func(st api.Status) error {
 		for _, e := range st.Folders[0].Errors {
 			if strings.Contains(e.Reason, "no space left") {
 				return nil
@@ -199,7 +199,7 @@ func TestHomeDiskFullWhileReceiving(t *testing.T) {
 	}
 	a.must("scan")
 
-	waitStatus(t, b, time.Minute, func(st node.Status) error {
+	waitStatus(t, b, time.Minute, func(st api.Status) error {
 		f := st.Folders[0]
 		for _, e := range f.Errors {
 			if e.Code == "home-disk-full" && f.State == "error" && e.Since != nil && strings.Contains(e.Reason, "home") {

@@ -11,7 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/doctor"
 )
 
 // exitProblems is doctor's exit code when it found a problem.
@@ -39,7 +40,7 @@ func doctorCmd(g *globals) *cobra.Command {
 				}
 				q = "?path=" + url.QueryEscape(abs)
 			}
-			var d node.Diagnosis
+			var d api.Diagnosis
 			if err := cl.get("/v1/doctor"+q, &d); err != nil {
 				return err
 			}
@@ -63,7 +64,7 @@ func doctorCmd(g *globals) *cobra.Command {
 
 // printDiagnosis renders a diagnosis for people: the folders and peers,
 // then the findings, each with what to do.
-func printDiagnosis(w io.Writer, d node.Diagnosis) {
+func printDiagnosis(w io.Writer, d api.Diagnosis) {
 	for _, f := range d.Folders {
 		fmt.Fprintf(w, "folder %s: %s; pending %d to apply, %d to fetch, %d to upload; unsafe %d\n",
 			f.Path, f.State, f.PendingApply, f.PendingFetch, f.PendingUpload, f.Unsafe)
@@ -79,7 +80,7 @@ func printDiagnosis(w io.Writer, d node.Diagnosis) {
 		}
 		disk := ""
 		if f.DiskTotalBytes > 0 {
-			disk = fmt.Sprintf("; disk %s free of %s", humanBytes(f.DiskFreeBytes), humanBytes(f.DiskTotalBytes))
+			disk = fmt.Sprintf("; disk %s free of %s", doctor.HumanSize(f.DiskFreeBytes), doctor.HumanSize(f.DiskTotalBytes))
 		}
 		fmt.Fprintf(w, "  %s%s\n", wt, disk)
 	}
@@ -101,7 +102,7 @@ func printDiagnosis(w io.Writer, d node.Diagnosis) {
 			sync = "behind"
 		}
 		line := fmt.Sprintf("peer %s: %s, %s, %s, receiving %s/s, sending %s/s", p.ID, p.Connection, rtt, sync,
-			humanBytes(int64(p.RecvBytesPerSec)), humanBytes(int64(p.SentBytesPerSec)))
+			doctor.HumanSize(int64(p.RecvBytesPerSec)), doctor.HumanSize(int64(p.SentBytesPerSec)))
 		if p.ClockSkewMillis != nil {
 			line += fmt.Sprintf(", clock %+.1f s", float64(*p.ClockSkewMillis)/1000)
 		}

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 )
 
@@ -208,9 +208,9 @@ func (d *device) logTail() string {
 	return string(b)
 }
 
-func (d *device) status() node.Status {
+func (d *device) status() api.Status {
 	d.t.Helper()
-	var st node.Status
+	var st api.Status
 	if err := json.Unmarshal([]byte(d.must("status", "--json")), &st); err != nil {
 		d.t.Fatalf("status json: %v", err)
 	}
@@ -550,7 +550,7 @@ func clone(s []string) []string { return append([]string(nil), s...) }
 func waitInSync(t *testing.T, ds ...*device) {
 	t.Helper()
 	for _, d := range ds {
-		waitStatus(t, d, time.Minute, func(st node.Status) error {
+		waitStatus(t, d, time.Minute, func(st api.Status) error {
 			if f := st.Folders[0]; f.Pending != 0 || f.State != "in-sync" {
 				return fmt.Errorf("state %s, %d pending", f.State, f.Pending)
 			}
@@ -804,7 +804,7 @@ func TestFetchFromSeveralPeers(t *testing.T) {
 }
 
 // waitStatus polls d's status until ok accepts it.
-func waitStatus(t *testing.T, d *device, limit time.Duration, ok func(node.Status) error) {
+func waitStatus(t *testing.T, d *device, limit time.Duration, ok func(api.Status) error) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	var why error
@@ -823,16 +823,16 @@ func waitStatus(t *testing.T, d *device, limit time.Duration, ok func(node.Statu
 func TestUnsafeIsTruthful(t *testing.T) {
 	a, b := pair(t)
 	b.up()
-	unsafe := func(want uint64) func(node.Status) error {
-		return func(st node.Status) error {
+	unsafe := func(want uint64) func(api.Status) error {
+		return func(st api.Status) error {
 			if got := st.Folders[0].Unsafe; got != want {
 				return fmt.Errorf("unsafe %d, want %d", got, want)
 			}
 			return nil
 		}
 	}
-	files := func(n int, then func(node.Status) error) func(node.Status) error {
-		return func(st node.Status) error {
+	files := func(n int, then func(api.Status) error) func(api.Status) error {
+		return func(st api.Status) error {
 			if st.Folders[0].Files != n {
 				return fmt.Errorf("%d files recorded, want %d", st.Folders[0].Files, n)
 			}
@@ -846,7 +846,7 @@ func TestUnsafeIsTruthful(t *testing.T) {
 	waitStatus(t, a, time.Minute, files(2, unsafe(1)))
 	a.stop()
 	a.up()
-	waitStatus(t, a, time.Minute, func(st node.Status) error {
+	waitStatus(t, a, time.Minute, func(st api.Status) error {
 		if !st.Folders[0].InitialScanDone {
 			return fmt.Errorf("first scan not done")
 		}

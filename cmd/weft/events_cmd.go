@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 func eventsCmd(g *globals) *cobra.Command {
@@ -27,7 +27,7 @@ func eventsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			err = cl.follow(cmd.Context(), "/v1/events", func(ev node.Event, raw []byte) error {
+			err = cl.follow(cmd.Context(), "/v1/events", func(ev api.Event, raw []byte) error {
 				if asJSON {
 					_, err := fmt.Fprintf(out, "%s\n", raw)
 					return err
@@ -48,7 +48,7 @@ func eventsCmd(g *globals) *cobra.Command {
 // follow reads the Server-Sent Events stream at path and calls fn for
 // each event until ctx ends or the stream does. The stream ending while
 // ctx is live is an error: the agent stopped.
-func (c *client) follow(ctx context.Context, path string, fn func(node.Event, []byte) error) error {
+func (c *client) follow(ctx context.Context, path string, fn func(api.Event, []byte) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
 		return err
@@ -72,7 +72,7 @@ func (c *client) follow(ctx context.Context, path string, fn func(node.Event, []
 
 // readSSE parses a Server-Sent Events stream of JSON events: each message
 // is "event:" and "data:" lines ended by a blank line.
-func readSSE(r io.Reader, fn func(node.Event, []byte) error) error {
+func readSSE(r io.Reader, fn func(api.Event, []byte) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	var data []string
@@ -85,7 +85,7 @@ func readSSE(r io.Reader, fn func(node.Event, []byte) error) error {
 			}
 			raw := []byte(strings.Join(data, "\n"))
 			data = data[:0]
-			var ev node.Event
+			var ev api.Event
 			if err := json.Unmarshal(raw, &ev); err != nil {
 				return fmt.Errorf("event stream: %w", err)
 			}
@@ -104,7 +104,7 @@ func readSSE(r io.Reader, fn func(node.Event, []byte) error) error {
 
 // formatEvent renders an event as one line: local time, type, what it is
 // about (path, else peer, else folder), then its details.
-func formatEvent(ev node.Event) string {
+func formatEvent(ev api.Event) string {
 	var b strings.Builder
 	b.WriteString(ev.Time.Local().Format("15:04:05.000"))
 	fmt.Fprintf(&b, " %-17s", ev.Type)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // TestForkedOwnLogSaysSo forks a device's own log the way the authoring
@@ -73,7 +73,7 @@ func TestForkedOwnLogSaysSo(t *testing.T) {
 	b.up()
 	a.write("four.txt", []byte("four, refused by B"))
 	a.must("scan")
-	waitStatus(t, a, time.Minute, func(st node.Status) error {
+	waitStatus(t, a, time.Minute, func(st api.Status) error {
 		f := st.Folders[0]
 		for _, e := range f.Errors {
 			if e.Code == "own-log-forked" && f.State == "error" && e.Since != nil {

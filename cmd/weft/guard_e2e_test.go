@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // folderCode waits until d's one folder is in state with an errors[] item
 // of code (any code when code is "").
-func folderCode(state, code string) func(node.Status) error {
-	return func(st node.Status) error {
+func folderCode(state, code string) func(api.Status) error {
+	return func(st api.Status) error {
 		if len(st.Folders) != 1 {
 			return fmt.Errorf("%d folders", len(st.Folders))
 		}
@@ -37,7 +37,7 @@ func folderCode(state, code string) func(node.Status) error {
 }
 
 // inSync waits for a folder in-sync with no errors.
-func inSync(st node.Status) error {
+func inSync(st api.Status) error {
 	if f := st.Folders[0]; f.State != "in-sync" || len(f.Errors) != 0 {
 		return fmt.Errorf("state %q, errors %+v", f.State, f.Errors)
 	}
@@ -154,7 +154,7 @@ func TestMassDeleteIsHeld(t *testing.T) {
 		waitStatus(t, a, time.Minute, folderCode("held", "mass-delete"))
 	}
 	deleteMost()
-	var held []node.HeldDeletions
+	var held []api.HeldDeletions
 	if err := json.Unmarshal([]byte(a.must("deletions", "--json")), &held); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestRotOnADeviceIsRepaired(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var res []node.ScrubResult
+	var res []api.ScrubResult
 	if err := json.Unmarshal([]byte(b.must("scrub", "--json")), &res); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/doctor"
 )
 
 // historyCmd lists every version of one path (docs/history.md).
@@ -33,7 +34,7 @@ func historyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var h node.History
+			var h api.History
 			if err := cl.get("/v1/history?path="+url.QueryEscape(abs), &h); err != nil {
 				return err
 			}
@@ -49,7 +50,7 @@ func historyCmd(g *globals) *cobra.Command {
 }
 
 // printHistory renders a history as a table, times in local time.
-func printHistory(w io.Writer, h node.History) {
+func printHistory(w io.Writer, h api.History) {
 	fmt.Fprintf(w, "%s: %d versions, newest first\n", filepath.Join(h.Folder, filepath.FromSlash(h.Path)), len(h.Versions))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTIME\tDEVICE\tKIND\tSIZE\tCONTENT\tSTATE")
@@ -60,7 +61,7 @@ func printHistory(w io.Writer, h node.History) {
 		}
 		size := ""
 		if v.Kind == "file" {
-			size = humanBytes(int64(v.Size))
+			size = doctor.HumanSize(int64(v.Size))
 		}
 		state := []string{v.State}
 		if v.OnDisk {

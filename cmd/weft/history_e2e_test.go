@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // TestRestoreFirstVersion edits a file three times on a, restores the
@@ -87,9 +87,9 @@ func TestRestoreUnavailableFails(t *testing.T) {
 	}
 }
 
-func history(t *testing.T, d *device, path string) node.History {
+func history(t *testing.T, d *device, path string) api.History {
 	t.Helper()
-	var h node.History
+	var h api.History
 	if err := json.Unmarshal([]byte(d.must("history", path, "--json")), &h); err != nil {
 		t.Fatalf("history json: %v", err)
 	}
@@ -102,7 +102,7 @@ func waitHistory(t *testing.T, d *device, path string, n int) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		out, err := d.run("history", path, "--json")
-		var h node.History
+		var h api.History
 		if err == nil && json.Unmarshal([]byte(out), &h) == nil && len(h.Versions) == n {
 			return
 		}

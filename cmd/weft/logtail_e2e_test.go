@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // These tests damage a stopped device's own state the ways issue 14 found
@@ -249,7 +249,7 @@ func TestDamagedMembershipRefetched(t *testing.T) {
 	// membership-lost, and doctor a problem (before: in-sync, nothing).
 	a.stop()
 	b.up()
-	waitStatus(t, b, time.Minute, func(st node.Status) error {
+	waitStatus(t, b, time.Minute, func(st api.Status) error {
 		f := st.Folders[0]
 		for _, e := range f.Errors {
 			if e.Code == "membership-lost" && f.State == "error" {
@@ -279,7 +279,7 @@ func TestDamagedMembershipRefetched(t *testing.T) {
 	// syncs at once.
 	b.stop()
 	b.up()
-	waitStatus(t, b, time.Minute, func(st node.Status) error {
+	waitStatus(t, b, time.Minute, func(st api.Status) error {
 		for _, e := range st.Folders[0].Errors {
 			if e.Code == "membership-lost" {
 				return fmt.Errorf("membership still lost after a restart")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // The NAT test network (docs/relay.md, "Tested behind NATs"). Only
@@ -345,7 +346,7 @@ func TestSyncThroughRelayBehindNATs(t *testing.T) {
 	// everything it holds, from what the relay passes on (wire.Holds).
 	// Before, both said in_sync false.
 	for _, d := range []*device{a, b} {
-		waitStatus(t, d, time.Minute, func(st node.Status) error {
+		waitStatus(t, d, time.Minute, func(st api.Status) error {
 			devices := 0
 			for _, p := range st.Peers {
 				if p.Role != "device" {

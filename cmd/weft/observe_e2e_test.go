@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // statusDoc mirrors the status document of docs/api.md field for field;
@@ -156,14 +156,14 @@ func TestCLIExitCodesAndScan(t *testing.T) {
 	// The watcher waits 10 minutes: only `weft scan` can record changes.
 	a.upArgs = []string{"--mdns=false", "--settle", "10m"}
 	a.up()
-	waitStatus(t, a, 30*time.Second, func(st node.Status) error {
+	waitStatus(t, a, 30*time.Second, func(st api.Status) error {
 		if !st.Folders[0].InitialScanDone || st.Folders[0].State == "scanning" {
 			return fmt.Errorf("first scan not done")
 		}
 		return nil
 	})
 	a.write("notes/one.md", []byte("one"))
-	var res []node.ScanResult
+	var res []api.ScanResult
 	if err := json.Unmarshal([]byte(a.must("scan", "--json")), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestCLIExitCodesAndScan(t *testing.T) {
 type follower struct {
 	cmd *exec.Cmd
 	mu  sync.Mutex
-	evs []node.Event
+	evs []api.Event
 }
 
 func (d *device) follow(t *testing.T) *follower {
@@ -215,7 +215,7 @@ func (d *device) follow(t *testing.T) *follower {
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			var ev node.Event
+			var ev api.Event
 			if json.Unmarshal(sc.Bytes(), &ev) == nil {
 				f.mu.Lock()
 				f.evs = append(f.evs, ev)
@@ -309,23 +309,23 @@ func TestEventsAndDoctor(t *testing.T) {
 	a.must("scan", filepath.Join(a.folder, "note.bin"))
 	b.write("note.bin", []byte("b\x00b"))
 	b.up()
-	waitStatus(t, b, time.Minute, func(st node.Status) error {
+	waitStatus(t, b, time.Minute, func(st api.Status) error {
 		f := st.Folders[0]
 		if f.Conflicts != 1 || len(f.Errors) == 0 {
 			return fmt.Errorf("conflicts %d, errors %v; want the conflict copy and big.bin failing", f.Conflicts, f.Errors)
 		}
 		return nil
 	})
-	doctor := func(d *device, args ...string) (int, node.Diagnosis) {
+	doctor := func(d *device, args ...string) (int, api.Diagnosis) {
 		t.Helper()
 		code, out, stderr := d.exitCode(append([]string{"doctor", "--json"}, args...)...)
-		var diag node.Diagnosis
+		var diag api.Diagnosis
 		if err := json.Unmarshal([]byte(out), &diag); err != nil {
 			t.Fatalf("doctor %v: exit %d, %v: %s", args, code, err, stderr)
 		}
 		return code, diag
 	}
-	has := func(diag node.Diagnosis, sev, kind, path string) bool {
+	has := func(diag api.Diagnosis, sev, kind, path string) bool {
 		for _, f := range diag.Findings {
 			if f.Severity == sev && f.Kind == kind && (path == "" || f.Path == path) && f.Fix != "" {
 				return true
@@ -340,7 +340,7 @@ func TestEventsAndDoctor(t *testing.T) {
 		t.Fatalf("doctor big.bin with a connected: exit %d, findings %+v; want a warning that a lacks the chunks", code, diag.Findings)
 	}
 	a.stop()
-	waitStatus(t, b, 30*time.Second, func(st node.Status) error {
+	waitStatus(t, b, 30*time.Second, func(st api.Status) error {
 		if st.Peers[0].Connection != "offline" {
 			return fmt.Errorf("a is %s", st.Peers[0].Connection)
 		}

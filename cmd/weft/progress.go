@@ -12,6 +12,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/doctor"
 )
 
 // progressThreshold is how many pending items make a sync "long" enough to
@@ -52,7 +54,7 @@ func showProgress(ctx context.Context, n *node.Node, out *os.File) {
 			files += f.Files
 			bytes += f.Bytes
 		}
-		inFolder.Store(fmt.Sprintf("%d files (%s) in the folder", files, humanBytes(bytes)))
+		inFolder.Store(fmt.Sprintf("%d files (%s) in the folder", files, doctor.HumanSize(bytes)))
 		done := int(applied.Load())
 		switch {
 		case !active && pending >= progressThreshold:
@@ -73,7 +75,7 @@ func showProgress(ctx context.Context, n *node.Node, out *os.File) {
 			bar.SetTotal(int64(total), pending == 0)
 			bar.SetCurrent(int64(done - start))
 		} else if time.Since(lastLine) >= 2*time.Second || pending == 0 {
-			fmt.Fprintf(out, "syncing: %d of %d items applied, %d files (%s) in the folder\n", done-start, total, files, humanBytes(bytes))
+			fmt.Fprintf(out, "syncing: %d of %d items applied, %d files (%s) in the folder\n", done-start, total, files, doctor.HumanSize(bytes))
 			lastLine = time.Now()
 		}
 		if pending == 0 {
@@ -97,7 +99,7 @@ func appliedCounter(ctx context.Context, n *node.Node) *counter {
 			case <-ctx.Done():
 				return
 			case ev := <-events:
-				if ev.Type == node.EventApplied {
+				if ev.Type == api.EventApplied {
 					c.Add(1)
 				}
 			}

@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/relay"
 	"github.com/weftsync/weft/store/home"
@@ -181,7 +183,7 @@ func relayAddCmd(g *globals, remove bool) *cobra.Command {
 			}
 			var list []string
 			if cl, err := g.client(); err == nil {
-				var infos []node.RelayInfo
+				var infos []api.RelayInfo
 				if err := cl.post("/v1/relays", map[string]any{"vault": vault, "addr": addr, "remove": remove}, &infos); err != nil {
 					return err
 				}
@@ -218,7 +220,7 @@ func relayListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var infos []node.RelayInfo
+			var infos []api.RelayInfo
 			if err := cl.get("/v1/relays", &infos); err != nil {
 				return err
 			}
@@ -240,7 +242,7 @@ func relayListCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(out, "  refused: %s\n", ri.Error)
 				case ri.Quota != nil:
 					q := ri.Quota
-					fmt.Fprintf(out, "  stores %s (limit %s), %d entries (limit %d)", humanBytes(int64(q.Bytes)), limitText(q.BytesLimit, true), q.Entries, q.EntriesLimit)
+					fmt.Fprintf(out, "  stores %s (limit %s), %d entries (limit %d)", doctor.HumanSize(int64(q.Bytes)), limitText(q.BytesLimit, true), q.Entries, q.EntriesLimit)
 					if q.Full {
 						fmt.Fprint(out, "  QUOTA REACHED: it takes nothing new for this vault")
 					}
@@ -259,7 +261,7 @@ func limitText(n uint64, bytes bool) string {
 		return "none"
 	}
 	if bytes {
-		return humanBytes(int64(n))
+		return doctor.HumanSize(int64(n))
 	}
 	return strconv.FormatUint(n, 10)
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // relayProc is a `weft relay` process with its own home.
@@ -141,7 +141,7 @@ func TestStoreAndForward(t *testing.T) {
 	a.write("photos/holiday-picture.jpg", photo)
 	secrets["photos/holiday-picture.jpg"] = photo
 
-	waitStatus(t, a, 2*time.Minute, func(st node.Status) error {
+	waitStatus(t, a, 2*time.Minute, func(st api.Status) error {
 		f := st.Folders[0]
 		if f.Files != len(secrets) {
 			return fmt.Errorf("%d files recorded, want %d", f.Files, len(secrets))

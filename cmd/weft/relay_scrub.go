@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/relay"
 )
 
@@ -109,7 +110,7 @@ func printScrub(w io.Writer, rep relay.ScrubReport, running bool) {
 	}
 	corrupt := 0
 	for _, v := range rep.Vaults {
-		fmt.Fprintf(w, "vault %s: verified %d chunks (%s), %d corrupt\n", v.Vault, v.Chunks, humanBytes(v.Bytes), len(v.Corrupt))
+		fmt.Fprintf(w, "vault %s: verified %d chunks (%s), %d corrupt\n", v.Vault, v.Chunks, doctor.HumanSize(v.Bytes), len(v.Corrupt))
 		for _, c := range v.Corrupt {
 			fmt.Fprintf(w, "  quarantined %s\n", c)
 		}

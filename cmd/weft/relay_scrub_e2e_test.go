@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/relay"
 )
 
@@ -44,7 +44,7 @@ func TestRelayScrubRepairs(t *testing.T) {
 		a.write(fmt.Sprintf("docs/file-%02d.bin", i), randBytes(rng, 16<<10+rng.IntN(48<<10)))
 	}
 	a.write("big/archive.bin", randBytes(rng, 2<<20))
-	waitStatus(t, a, 2*time.Minute, func(st node.Status) error {
+	waitStatus(t, a, 2*time.Minute, func(st api.Status) error {
 		if f := st.Folders[0]; f.Files != 21 || f.Unsafe != 0 {
 			return fmt.Errorf("%d files, unsafe %d; want 21 and 0", f.Files, f.Unsafe)
 		}
@@ -91,10 +91,10 @@ func TestRelayScrubRepairs(t *testing.T) {
 	// unsafe count is above 0 (the relay is its only peer). The relay
 	// fetches the lost chunks from A, which takes a round trip of every
 	// chunk, while the lower vector is sent at once.
-	waitEvent(t, events, time.Minute, func(ev node.Event) bool {
-		return ev.Type == node.EventError && ev.Kind == "relay-rollback"
+	waitEvent(t, events, time.Minute, func(ev api.Event) bool {
+		return ev.Type == api.EventError && ev.Kind == "relay-rollback"
 	})
-	waitStatus(t, a, 2*time.Minute, func(st node.Status) error {
+	waitStatus(t, a, 2*time.Minute, func(st api.Status) error {
 		if f := st.Folders[0]; f.Unsafe != 0 {
 			return fmt.Errorf("unsafe %d, want 0 once A uploaded the chunks again", f.Unsafe)
 		}
@@ -220,7 +220,7 @@ func sumSeries(m map[string]float64, name string) float64 {
 }
 
 // waitEvent waits until the follower has seen an event ok accepts.
-func waitEvent(t *testing.T, f *follower, limit time.Duration, ok func(node.Event) bool) {
+func waitEvent(t *testing.T, f *follower, limit time.Duration, ok func(api.Event) bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {

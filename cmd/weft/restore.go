@@ -8,13 +8,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/doctor"
 )
 
 // restoreCmd brings back an old version of a path, or of the whole folder
 // (docs/history.md).
 func restoreCmd(g *globals) *cobra.Command {
-	var req node.RestoreRequest
+	var req api.RestoreRequest
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "restore [PATH] (--version ID | --at TIME | --all --at TIME) [--dry-run]",
@@ -50,7 +51,7 @@ func restoreCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var res node.RestoreResult
+			var res api.RestoreResult
 			if err := cl.post("/v1/restore", req, &res); err != nil {
 				return err
 			}
@@ -77,7 +78,7 @@ func restoreCmd(g *globals) *cobra.Command {
 }
 
 // printRestore renders what a restore changed (or would change).
-func printRestore(w io.Writer, res node.RestoreResult) {
+func printRestore(w io.Writer, res api.RestoreResult) {
 	for _, f := range res.Failed {
 		p := filepath.Join(f.Folder, filepath.FromSlash(f.Path))
 		fmt.Fprintf(w, "%-14s %s: %s\n", "cannot restore", p, f.Reason)
@@ -99,7 +100,7 @@ func printRestore(w io.Writer, res node.RestoreResult) {
 		if c.Action == "restore" {
 			line += fmt.Sprintf(" from %s (%s", c.From, c.Kind)
 			if c.Kind == "file" {
-				line += ", " + humanBytes(int64(c.Size))
+				line += ", " + doctor.HumanSize(int64(c.Size))
 				if c.Content != "" {
 					line += ", content " + c.Content
 				}

@@ -5,12 +5,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // revokeCmd revokes a device of a vault (docs/security.md, "Revocation").
 func revokeCmd(g *globals) *cobra.Command {
-	var req node.RevokeRequest
+	var req api.RevokeRequest
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "revoke DEVICE [--vault ID]",
@@ -27,7 +27,7 @@ func revokeCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var res node.RevokeResult
+			var res api.RevokeResult
 			if err := cl.post("/v1/revoke", req, &res); err != nil {
 				return err
 			}

@@ -6,7 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/doctor"
 )
 
 // scrubCmd is `weft scrub`: re-verify the folder's files now.
@@ -23,7 +24,7 @@ sent to other devices. The agent does this in the background too, each file
 about once a week (docs/folder.md, "Rot").`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var req node.ScrubRequest
+			var req api.ScrubRequest
 			if len(args) == 1 {
 				abs, err := filepath.Abs(args[0])
 				if err != nil {
@@ -35,7 +36,7 @@ about once a week (docs/folder.md, "Rot").`,
 			if err != nil {
 				return err
 			}
-			var res []node.ScrubResult
+			var res []api.ScrubResult
 			if err := cl.post("/v1/scrub", req, &res); err != nil {
 				return err
 			}
@@ -45,13 +46,13 @@ about once a week (docs/folder.md, "Rot").`,
 			}
 			for _, r := range res {
 				fmt.Fprintf(out, "%s: %d files verified (%s) in %.1fs, %d changed since the last scan (left to it), %d damaged\n",
-					r.Folder, r.Files, humanBytes(r.Bytes), r.Seconds, r.Skipped, len(r.Corrupt))
+					r.Folder, r.Files, doctor.HumanSize(r.Bytes), r.Seconds, r.Skipped, len(r.Corrupt))
 				for _, p := range r.Corrupt {
 					fmt.Fprintf(out, "  damaged: %s (moved to .weft/corrupt/, being written again)\n", p)
 				}
 				if r.VersionBytes > 0 || r.VersionCorrupt > 0 {
 					fmt.Fprintf(out, "  local versions: %s verified, %d damaged chunks (dropped, fetched again from the vault's devices)\n",
-						humanBytes(r.VersionBytes), r.VersionCorrupt)
+						doctor.HumanSize(r.VersionBytes), r.VersionCorrupt)
 				}
 			}
 			return nil

@@ -7,7 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/doctor"
 )
 
 // folderVersionsCmd is `weft folder versions`: what a folder's local
@@ -37,7 +38,7 @@ what the store holds; a flag left out keeps its default.`,
 			}
 			changing := off || on || budget != "" || maxSize != "" || percent != 0 || keepAllDays != 0
 			if !changing {
-				var infos []node.VersionsInfo
+				var infos []api.VersionsInfo
 				if err := cl.get("/v1/versions", &infos); err != nil {
 					return err
 				}
@@ -46,7 +47,7 @@ what the store holds; a flag left out keeps its default.`,
 					if err != nil {
 						return err
 					}
-					var only []node.VersionsInfo
+					var only []api.VersionsInfo
 					for _, in := range infos {
 						if filepath.Clean(in.Folder) == abs {
 							only = append(only, in)
@@ -75,7 +76,7 @@ what the store holds; a flag left out keeps its default.`,
 			if err != nil {
 				return err
 			}
-			p := node.VersionPolicy{Off: off, Percent: percent, KeepAllDays: keepAllDays}
+			p := api.VersionPolicy{Off: off, Percent: percent, KeepAllDays: keepAllDays}
 			if budget != "" {
 				n, err := parseSize(budget)
 				if err != nil || n == 0 {
@@ -93,8 +94,8 @@ what the store holds; a flag left out keeps its default.`,
 			if err := p.Validate(); err != nil {
 				return exitUsage{err}
 			}
-			var info node.VersionsInfo
-			if err := cl.post("/v1/folders/versions", node.VersionsRequest{Folder: abs, Policy: p}, &info); err != nil {
+			var info api.VersionsInfo
+			if err := cl.post("/v1/folders/versions", api.VersionsRequest{Folder: abs, Policy: p}, &info); err != nil {
 				return err
 			}
 			if asJSON {
@@ -115,13 +116,13 @@ what the store holds; a flag left out keeps its default.`,
 }
 
 // printVersions renders one folder's local versions.
-func printVersions(w io.Writer, in node.VersionsInfo) {
+func printVersions(w io.Writer, in api.VersionsInfo) {
 	switch {
 	case !in.Available:
 		fmt.Fprintf(w, "%s: local versions unavailable (the version store could not be opened; see the agent's log)\n", in.Folder)
 		return
 	case in.Policy.Off:
-		fmt.Fprintf(w, "%s: local versions off; %d versions (%s) still held until the next prune\n", in.Folder, in.Versions, humanBytes(in.Bytes))
+		fmt.Fprintf(w, "%s: local versions off; %d versions (%s) still held until the next prune\n", in.Folder, in.Versions, doctor.HumanSize(in.Bytes))
 		return
 	}
 	days := in.Policy.KeepAllDays
@@ -129,7 +130,7 @@ func printVersions(w io.Writer, in node.VersionsInfo) {
 		days = 30
 	}
 	fmt.Fprintf(w, "%s: %d versions kept, %s of a %s budget (%s on disk); every version for %d days, then one a day\n",
-		in.Folder, in.Versions, humanBytes(in.Bytes), humanBytes(in.BudgetBytes), humanBytes(in.BytesOnDisk), days)
+		in.Folder, in.Versions, doctor.HumanSize(in.Bytes), doctor.HumanSize(in.BudgetBytes), doctor.HumanSize(in.BytesOnDisk), days)
 	if in.Skipped+in.Failed+in.Dropped > 0 {
 		fmt.Fprintf(w, "  since start: %d kept, %d not kept by the policy (too large, over budget, low disk or edited again at once), %d failed, %d dropped\n",
 			in.Kept, in.Skipped, in.Failed, in.Dropped)

@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // versionsOf reads d's local versions of its one folder.
-func versionsOf(t *testing.T, d *device) node.VersionsInfo {
+func versionsOf(t *testing.T, d *device) api.VersionsInfo {
 	t.Helper()
-	var infos []node.VersionsInfo
+	var infos []api.VersionsInfo
 	if err := json.Unmarshal([]byte(d.must("folder", "versions", "--json")), &infos); err != nil || len(infos) != 1 {
 		t.Fatalf("%s: folder versions --json: %v (%d folders)", d.name, err, len(infos))
 	}
@@ -58,7 +58,7 @@ func waitCurrent(t *testing.T, d *device, path, want string) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		out, err := d.run("history", path, "--json")
-		var h node.History
+		var h api.History
 		if err == nil && json.Unmarshal([]byte(out), &h) == nil && len(h.Versions) > 0 && h.Versions[0].Hash == want && h.Versions[0].State == "current" {
 			return
 		}
@@ -71,7 +71,7 @@ func waitCurrent(t *testing.T, d *device, path, want string) {
 
 // versionWith returns the ID and content source of the version of path
 // whose hash is that of want.
-func versionWith(t *testing.T, d *device, path string, hashOf string) node.HistoryVersion {
+func versionWith(t *testing.T, d *device, path string, hashOf string) api.HistoryVersion {
 	t.Helper()
 	for _, v := range history(t, d, path).Versions {
 		if v.Hash == hashOf {
@@ -79,7 +79,7 @@ func versionWith(t *testing.T, d *device, path string, hashOf string) node.Histo
 		}
 	}
 	t.Fatalf("%s: no version of %s with hash %s", d.name, path, hashOf)
-	return node.HistoryVersion{}
+	return api.HistoryVersion{}
 }
 
 // No relay, two devices: a 1 MiB file overwritten on A and another
@@ -209,7 +209,7 @@ func TestVersionStoreScrubRepairs(t *testing.T) {
 		t.Fatal("no record flipped in b's version store")
 	}
 	b.up()
-	var res []node.ScrubResult
+	var res []api.ScrubResult
 	if err := json.Unmarshal([]byte(b.must("scrub", "--json")), &res); err != nil || len(res) != 1 {
 		t.Fatalf("scrub --json: %v %+v", err, res)
 	}

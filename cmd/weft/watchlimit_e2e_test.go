@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/api"
 )
 
 // TestWatchLimitFallsBackToRescans runs B's agent in a user namespace
@@ -40,7 +40,7 @@ func TestWatchLimitFallsBackToRescans(t *testing.T) {
 	b.up()
 	waitHolding(t, a, b, want)
 
-	waitStatus(t, b, time.Minute, func(st node.Status) error {
+	waitStatus(t, b, time.Minute, func(st api.Status) error {
 		f := st.Folders[0]
 		for _, e := range f.Errors {
 			if e.Code == "watcher-limit" && f.State == "out-of-sync" && strings.Contains(e.Reason, "/proc/sys/user/max_inotify_watches") {

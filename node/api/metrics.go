@@ -1,19 +1,46 @@
-package node
+package api
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
-// metrics is the node's Prometheus registry (private: nothing registers
+// MetricsSource is what the metrics read from the agent at scrape time.
+// Its methods are called from the scraping goroutine.
+type MetricsSource interface {
+	Status() Status
+	// FolderGauges are the gauges of each folder that its status does not
+	// carry, by folder path.
+	FolderGauges() map[string]FolderGauges
+	Counters() Counters
+	Versions() []VersionsInfo
+}
+
+// FolderGauges are a folder's gauges beyond its status.
+type FolderGauges struct {
+	Dirs int // directories, as indexed
+	// Unwatched is how many subtrees the watcher cannot watch; -1 when
+	// the whole folder is not watched.
+	Unwatched int
+}
+
+// Counters are the agent's counters since it started.
+type Counters struct {
+	ChunksServed, ChunksFetched, ChunkBytesFetched uint64
+	VersionScrubBytes, VersionCorrupt              uint64
+}
+
+// Metrics is the agent's Prometheus registry (private: nothing registers
 // into the process-wide default) and the counters fed by events. Gauges
-// and per-peer counters are read from the node's state at scrape time by
-// stateCollector, so they are exact rather than sampled. docs/api.md lists
-// every metric.
-type metrics struct {
+// and per-peer counters are read from the MetricsSource at scrape time,
+// so they are exact rather than sampled. docs/api.md lists every metric.
+// Its methods are safe for concurrent use.
+type Metrics struct {
 	reg *prometheus.Registry
 
 	entriesWritten  *prometheus.CounterVec
@@ -35,7 +62,10 @@ type metrics struct {
 	transferSeconds *prometheus.HistogramVec
 }
 
-func newMetrics(n *Node, m *monitor) *metrics {
+// NewMetrics registers every metric of the agent, the Go runtime's and
+// the process's, and extra (collectors of the agent's own, such as its
+// refused streams), reading gauges from src.
+func NewMetrics(src MetricsSource, extra ...prometheus.Collector) *Metrics {
 	reg := prometheus.NewRegistry()
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "weft", Name: name, Help: help}, labels)
@@ -50,7 +80,7 @@ func newMetrics(n *Node, m *monitor) *metrics {
 		reg.MustRegister(h)
 		return h
 	}
-	mt := &metrics{
+	mt := &Metrics{
 		reg:             reg,
 		entriesWritten:  counter("entries_written_total", "Log entries this device wrote.", "folder"),
 		versionsWritten: counter("versions_written_total", "Versions in the log entries this device wrote.", "folder"),
@@ -71,15 +101,13 @@ func newMetrics(n *Node, m *monitor) *metrics {
 		transferSeconds: hist("transfer_duration_seconds", "Duration of one chunk transfer from a peer.", "folder"),
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(&stateCollector{n: n})
-	if n != nil && n.strangers != nil {
-		reg.MustRegister(n.strangers.refused.Collector("weft_refused_streams_total"))
-	}
+	reg.MustRegister(&stateCollector{src: src})
+	reg.MustRegister(extra...)
 	return mt
 }
 
-// count updates the event counters.
-func (mt *metrics) count(ev Event) {
+// Count updates the event counters with ev.
+func (mt *Metrics) Count(ev Event) {
 	switch ev.Type {
 	case EventEntryWritten:
 		mt.entriesWritten.WithLabelValues(ev.Folder).Inc()
@@ -116,9 +144,35 @@ func (mt *metrics) count(ev Event) {
 	}
 }
 
-func (mt *metrics) handler() http.Handler {
+// CountSafe adds n entries of this device's own that another device
+// confirmed it holds (they are not events of their own).
+func (mt *Metrics) CountSafe(folder string, n uint64) {
+	mt.entriesSafe.WithLabelValues(folder).Add(float64(n))
+}
+
+// ObserveScan records how long a scan of folder took; scope is "full" or
+// "paths".
+func (mt *Metrics) ObserveScan(folder, scope string, d time.Duration) {
+	mt.scanSeconds.WithLabelValues(folder, scope).Observe(d.Seconds())
+}
+
+// ObserveApply records how long reconciling one path of folder took.
+func (mt *Metrics) ObserveApply(folder string, d time.Duration) {
+	mt.applySeconds.WithLabelValues(folder).Observe(d.Seconds())
+}
+
+// ObserveTransfer records how long one chunk transfer of folder took.
+func (mt *Metrics) ObserveTransfer(folder string, d time.Duration) {
+	mt.transferSeconds.WithLabelValues(folder).Observe(d.Seconds())
+}
+
+// Handler answers a scrape.
+func (mt *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(mt.reg, promhttp.HandlerOpts{Registry: mt.reg})
 }
+
+// Gather collects every metric now, as a scrape would.
+func (mt *Metrics) Gather() ([]*dto.MetricFamily, error) { return mt.reg.Gather() }
 
 var (
 	descFiles        = prometheus.NewDesc("weft_folder_files", "Files in the folder, as indexed.", []string{"folder"}, nil)
@@ -151,9 +205,9 @@ var (
 // folderStates are the values of FolderStatus.State.
 var folderStates = []string{"scanning", "syncing", "in-sync", "out-of-sync", "offline", "held", "error"}
 
-// stateCollector reads gauges and per-peer counters from the node at
+// stateCollector reads gauges and per-peer counters from the source at
 // scrape time.
-type stateCollector struct{ n *Node }
+type stateCollector struct{ src MetricsSource }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFiles, descBytes, descDirs, descPending, descUnsafe, descConflictsNow, descErrorsNow, descErrorCodes, descUnwatched, descState,
@@ -164,7 +218,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.n.Status()
+	st := c.src.Status()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -173,29 +227,22 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	// By folder, not by position: a vault added or removed since Status
 	// would shift the list.
-	byFolder := map[string]*vault{}
-	for _, v := range c.n.vaultsNow() {
-		byFolder[v.cfg.Folder] = v
-	}
+	byFolder := c.src.FolderGauges()
 	for _, f := range st.Folders {
-		v := byFolder[f.Path]
-		if v == nil {
+		fg, ok := byFolder[f.Path]
+		if !ok {
 			continue
 		}
 		gauge(descFiles, float64(f.Files), f.Path)
 		gauge(descBytes, float64(f.Bytes), f.Path)
-		gauge(descDirs, float64(v.view().dirs), f.Path)
+		gauge(descDirs, float64(fg.Dirs), f.Path)
 		gauge(descPending, float64(f.PendingApply), f.Path, "apply")
 		gauge(descPending, float64(f.PendingFetch), f.Path, "fetch")
 		gauge(descPending, float64(f.PendingUpload), f.Path, "upload")
 		gauge(descUnsafe, float64(f.Unsafe), f.Path)
 		gauge(descConflictsNow, float64(f.Conflicts), f.Path)
 		gauge(descErrorsNow, float64(len(f.Errors)), f.Path)
-		if un, whole, _ := v.fallbackState(); whole {
-			gauge(descUnwatched, -1, f.Path)
-		} else {
-			gauge(descUnwatched, float64(un), f.Path)
-		}
+		gauge(descUnwatched, float64(fg.Unwatched), f.Path)
 		byCode := map[string]int{}
 		for _, e := range f.Errors {
 			byCode[e.Code]++
@@ -227,14 +274,15 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		count(descMsgsSent, float64(p.MsgsSent), p.ID)
 		count(descMsgsRecv, float64(p.MsgsReceived), p.ID)
 	}
-	count(descChunksServed, float64(c.n.stats.chunksServed.Load()))
-	count(descChunksFetch, float64(c.n.stats.chunksFetched.Load()))
-	count(descChunkBytes, float64(c.n.stats.chunkBytesFetched.Load()))
-	for _, in := range c.n.Versions() {
+	cs := c.src.Counters()
+	count(descChunksServed, float64(cs.ChunksServed))
+	count(descChunksFetch, float64(cs.ChunksFetched))
+	count(descChunkBytes, float64(cs.ChunkBytesFetched))
+	for _, in := range c.src.Versions() {
 		gauge(descVersions, float64(in.Versions), in.Folder)
 		gauge(descVersionBytes, float64(in.Bytes), in.Folder)
 		gauge(descVersionBudget, float64(in.BudgetBytes), in.Folder)
 	}
-	count(descVersionScrubbed, float64(c.n.stats.versionScrubBytes.Load()))
-	count(descVersionCorrupt, float64(c.n.stats.versionCorrupt.Load()))
+	count(descVersionScrubbed, float64(cs.VersionScrubBytes))
+	count(descVersionCorrupt, float64(cs.VersionCorrupt))
 }

@@ -1,4 +1,4 @@
-package node
+package api
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 // appears and once when it clears; an item without a since gets the time
 // it was first seen, and keeps it.
 func TestProblemTracker(t *testing.T) {
-	var p problemTracker
+	var p ProblemTracker
 	var got []Event
 	pub := func(e Event) { got = append(got, e) }
 	t0 := time.Unix(1_800_000_000, 0).UTC()
@@ -18,10 +18,10 @@ func TestProblemTracker(t *testing.T) {
 		return []FolderStatus{{Path: "/f", State: state, Errors: errs}}
 	}
 
-	fs := folders("out-of-sync", PathMessage{Code: codeCannotSync, Path: "a\u0301.md", Reason: "not NFC"}, PathMessage{Code: codeHomeDiskFull, Reason: "full", Since: &since})
-	p.track(fs, t0, pub)
+	fs := folders("out-of-sync", PathMessage{Code: CodeCannotSync, Path: "a\u0301.md", Reason: "not NFC"}, PathMessage{Code: CodeHomeDiskFull, Reason: "full", Since: &since})
+	p.Track(fs, t0, pub)
 	if len(got) != 3 || got[0].Type != EventFolderState || got[0].Kind != "out-of-sync" ||
-		got[1].Type != EventProblem || got[1].Kind != codeCannotSync || got[1].Path != "a\u0301.md" || got[2].Kind != codeHomeDiskFull {
+		got[1].Type != EventProblem || got[1].Kind != CodeCannotSync || got[1].Path != "a\u0301.md" || got[2].Kind != CodeHomeDiskFull {
 		t.Fatalf("first: %+v", got)
 	}
 	if fs[0].Errors[0].Since == nil || !fs[0].Errors[0].Since.Equal(t0) || !fs[0].Errors[1].Since.Equal(since) {
@@ -29,13 +29,13 @@ func TestProblemTracker(t *testing.T) {
 	}
 
 	got = nil
-	fs = folders("out-of-sync", PathMessage{Code: codeCannotSync, Path: "a\u0301.md", Reason: "not NFC"}, PathMessage{Code: codeHomeDiskFull, Reason: "full", Since: &since})
-	p.track(fs, t0.Add(time.Minute), pub)
+	fs = folders("out-of-sync", PathMessage{Code: CodeCannotSync, Path: "a\u0301.md", Reason: "not NFC"}, PathMessage{Code: CodeHomeDiskFull, Reason: "full", Since: &since})
+	p.Track(fs, t0.Add(time.Minute), pub)
 	if len(got) != 0 || !fs[0].Errors[0].Since.Equal(t0) {
 		t.Fatalf("unchanged: events %+v, since %v (want none, %v)", got, fs[0].Errors[0].Since, t0)
 	}
 
-	p.track(folders("in-sync"), t0.Add(2*time.Minute), pub)
+	p.Track(folders("in-sync"), t0.Add(2*time.Minute), pub)
 	var cleared int
 	for _, e := range got {
 		if e.Type == EventProblemCleared {

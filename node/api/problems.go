@@ -1,4 +1,4 @@
-package node
+package api
 
 import (
 	"sync"
@@ -9,35 +9,28 @@ import (
 // change of its state is also published on the event stream, once, when
 // it appears and when it clears: "problem" (Kind the code, Path, Peer,
 // Error the reason) and "problem-cleared", and "folder-state" (Kind the
-// new state). The monitor checks every sampleEvery, and every status call
-// checks too, so a problem shows on the stream within seconds whether or
-// not anyone asks for status; /metrics counts them (weft_problems_total).
+// new state). The agent's monitor (node/monitor.go) checks every few
+// seconds, and every status call checks too, so a problem shows on the
+// stream within seconds whether or not anyone asks for status; /metrics counts them (weft_problems_total).
 // An item without a since of its own (a path's problem) gets the time it
 // was first seen here.
-
-// Event types of the problem stream.
-const (
-	EventProblem        EventType = "problem"
-	EventProblemCleared EventType = "problem-cleared"
-	EventFolderState    EventType = "folder-state"
-)
 
 // problemKey names one errors[] item.
 type problemKey struct{ folder, code, path, peer string }
 
-// problemTracker remembers the errors[] items and states last seen. Its
+// ProblemTracker remembers the errors[] items and states last seen. Its
 // methods are safe for concurrent use.
-type problemTracker struct {
+type ProblemTracker struct {
 	mu     sync.Mutex
 	seen   map[problemKey]time.Time // first seen
 	reason map[problemKey]string
 	states map[string]string // folder -> state
 }
 
-// track stamps the folders' items that have no since with when they were
+// Track stamps the folders' items that have no since with when they were
 // first seen, and publishes what appeared, cleared or changed since the
 // last call.
-func (p *problemTracker) track(folders []FolderStatus, now time.Time, publish func(Event)) {
+func (p *ProblemTracker) Track(folders []FolderStatus, now time.Time, publish func(Event)) {
 	var out []Event
 	p.mu.Lock()
 	if p.seen == nil {

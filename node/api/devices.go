@@ -1,0 +1,91 @@
+package api
+
+import "time"
+
+// InviteResponse is the answer of POST /v1/invite.
+type InviteResponse struct {
+	Code    string    `json:"code"`
+	Expires time.Time `json:"expires"`
+}
+
+// Device is one member of a vault.
+type Device struct {
+	Folder string `json:"folder"`
+	ID     string `json:"id"`
+	Role   string `json:"role"`
+	Self   bool   `json:"self"`
+}
+
+// Conflict is one conflict copy in a folder.
+type Conflict struct {
+	Folder string `json:"folder"`
+	Path   string `json:"path"`
+}
+
+// VaultsLoaded is the answer of POST /v1/vaults/load: the folders of
+// vaults the agent started syncing (added to the home since it started).
+type VaultsLoaded struct {
+	Added []string `json:"added"`
+}
+
+// RevokeRequest is the body of POST /v1/revoke.
+type RevokeRequest struct {
+	// Vault is the vault's hex ID (or a prefix); empty means the only one.
+	Vault string `json:"vault,omitempty"`
+	// Device is the device's peer ID, or a prefix of it unique among the
+	// vault's members (with or without the common "12D3KooW").
+	Device string `json:"device"`
+}
+
+// RevokeResult is the answer of POST /v1/revoke.
+type RevokeResult struct {
+	Folder string `json:"folder"`
+	Vault  string `json:"vault"`
+	Device string `json:"device"`
+	// Epoch is the key epoch the revocation starts.
+	Epoch uint32 `json:"epoch"`
+	// Upto is the revoked device's last entry that stays valid.
+	Upto uint64 `json:"upto"`
+}
+
+// RelayInfo is one relay of a folder's vault, as GET /v1/relays reports it.
+type RelayInfo struct {
+	Folder    string `json:"folder"`
+	Vault     string `json:"vault"`
+	Addr      string `json:"addr"`
+	ID        string `json:"id"`
+	Connected bool   `json:"connected"`
+	// Holds is how many of this device's own entries the relay holds in
+	// full (entries and chunks).
+	Holds uint64 `json:"holds"`
+	// Quota is what the relay last reported; nil before it answered.
+	Quota *RelayQuota `json:"quota"`
+	// Error is why the relay refused to serve the vault, if it did.
+	Error string `json:"error,omitempty"`
+}
+
+// RelayQuota is a relay's account of a vault against its quota; a limit of
+// 0 means none.
+type RelayQuota struct {
+	Bytes        uint64    `json:"bytes"`
+	BytesLimit   uint64    `json:"bytes_limit"`
+	Entries      uint64    `json:"entries"`
+	EntriesLimit uint64    `json:"entries_limit"`
+	Full         bool      `json:"full"`
+	At           time.Time `json:"at"`
+}
+
+// RelayRollback records a relay reporting an older state of a vault than
+// it had reported before.
+type RelayRollback struct {
+	Folder string `json:"folder"`
+	Relay  string `json:"relay"` // the relay's peer ID
+	// Author is the first device (by ID) whose log the relay went back on,
+	// from Had to Now entries; Authors counts every such device.
+	Author  string    `json:"author"`
+	Had     uint64    `json:"had"`
+	Now     uint64    `json:"now"`
+	Authors int       `json:"authors"`
+	At      time.Time `json:"at"`
+	Message string    `json:"message"`
+}

@@ -1,0 +1,121 @@
+package node
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/store/home"
+)
+
+// The local API (node/api serves it) runs while Run does: its address
+// and token are written to the home (api.json, 0600) for the CLI, and the
+// monitor behind status, doctor and metrics (monitor.go) lives as long as
+// it does.
+
+// apiRun is the running API and its monitor.
+type apiRun struct {
+	srv *api.Server
+	mon *monitor
+}
+
+// startAPI listens on addr (a loopback host:port; "" for a random port)
+// and records where in the home. Calls run under ctx.
+func (n *Node) startAPI(ctx context.Context, addr string) (*apiRun, error) {
+	mon := newMonitor(n)
+	srv, err := api.Listen(ctx, api.Config{
+		Addr: addr, Backend: apiBackend{n}, Metrics: mon.metrics.Handler(), Opened: n.opened, Log: n.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := n.cfg.Home.WriteAPIInfo(home.APIInfo{Addr: srv.Addr(), Token: srv.Token(), PID: os.Getpid()}); err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return &apiRun{srv: srv, mon: mon}, nil
+}
+
+// serve answers the API until ctx ends; it returns once the monitor and
+// the server have ended, and the home no longer names the API.
+func (a *apiRun) serve(ctx context.Context, n *Node) {
+	var wg sync.WaitGroup
+	wg.Go(func() { a.mon.run(ctx) })
+	a.srv.Serve(ctx)
+	wg.Wait()
+	if err := n.cfg.Home.RemoveAPIInfo(); err != nil {
+		n.log.Warn("removing API info", "err", err)
+	}
+}
+
+// apiBackend is the node as the local API sees it (api.Backend): the
+// node's own methods, and the calls that only the API makes.
+type apiBackend struct{ *Node }
+
+var _ api.Backend = apiBackend{}
+
+// Invite makes an invite code for the API.
+func (b apiBackend) Invite(vault keys.VaultID, ttl time.Duration) (api.InviteResponse, error) {
+	inv, err := b.Node.Invite(vault, ttl)
+	if err != nil {
+		return api.InviteResponse{}, err
+	}
+	return api.InviteResponse{Code: inv.String(), Expires: time.Unix(inv.Expires, 0).UTC()}, nil
+}
+
+// Conflicts lists the conflict copies in every folder, by folder and path.
+func (b apiBackend) Conflicts() []api.Conflict {
+	out := []api.Conflict{}
+	for _, v := range b.vaultsNow() {
+		v.mu.Lock()
+		for p, r := range v.index {
+			if r.Kind == entry.KindFile && isConflictCopy(p) {
+				out = append(out, api.Conflict{Folder: v.cfg.Folder, Path: p})
+			}
+		}
+		v.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b api.Conflict) int { return strings.Compare(a.Folder+"\x00"+a.Path, b.Folder+"\x00"+b.Path) })
+	return out
+}
+
+// Devices lists every vault's members.
+func (b apiBackend) Devices() []api.Device {
+	out := []api.Device{}
+	for _, v := range b.vaultsNow() {
+		for _, d := range v.memberList() {
+			role, _ := v.role(d)
+			out = append(out, api.Device{Folder: v.cfg.Folder, ID: d.String(), Role: role.String(), Self: d == b.id.ID()})
+		}
+	}
+	return out
+}
+
+// Scan scans every folder, or the one path req names, and says so on the
+// event stream.
+func (b apiBackend) Scan(ctx context.Context, req api.ScanRequest) ([]api.ScanResult, error) {
+	vaults, rel := b.vaultsNow(), ""
+	if req.Path != "" {
+		v, p, err := b.resolvePath(req.Path)
+		if err != nil {
+			return nil, err
+		}
+		vaults, rel = []*vault{v}, p
+	}
+	out := []api.ScanResult{}
+	for _, v := range vaults {
+		res, err := b.scanNoted(ctx, v, rel, req.Path != "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+		b.events.Publish(api.Event{Type: api.EventScanned, Folder: v.cfg.Folder, Path: res.Path, Count: res.Changes, Kind: "api"})
+	}
+	return out, nil
+}
