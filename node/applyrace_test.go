@@ -40,7 +40,7 @@ func TestSaveRightAfterApplyKeepsBoth(t *testing.T) {
 				t.Fatal(err)
 			}
 			serveLog(h, v.id, []*entry.Entry{e}, nil)
-			connect(t, h, n)
+			connectHost(t, h, n)
 			waitFor(t, "the peer's version to be applied", func() bool {
 				b, err := os.ReadFile(p)
 				return err == nil && string(b) == string(theirs)
@@ -227,7 +227,7 @@ func TestPutBackRightAfterApplyWins(t *testing.T) {
 	}
 	peerID := e.VersionID(0)
 	serveLog(h, v.id, []*entry.Entry{e}, nil)
-	connect(t, h, n)
+	connectHost(t, h, n)
 	waitFor(t, "the peer's version to be applied", func() bool {
 		b, err := os.ReadFile(p)
 		return err == nil && string(b) == string(theirs)

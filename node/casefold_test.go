@@ -38,7 +38,7 @@ func TestCaseCollisionOnFoldingFS(t *testing.T) {
 		es, prev = append(es, e), e.Head()
 	}
 	serveLog(h, v.id, es, nil)
-	connect(t, h, n)
+	connectHost(t, h, n)
 	read := func(p string) string {
 		f, err := mem.Open(p)
 		if err != nil {

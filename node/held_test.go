@@ -38,7 +38,7 @@ func TestStatusReportsOnlyContentHeld(t *testing.T) {
 	}
 	// The member serves its log but never its chunks (no chunk handler).
 	serveLog(h, v.id, []*entry.Entry{e}, nil)
-	connect(t, h, n)
+	connectHost(t, h, n)
 	deadline := time.Now().Add(20 * time.Second)
 	for v.db.Head(id.ID()).Seq != 1 {
 		if time.Now().After(deadline) {

@@ -337,7 +337,7 @@ func hostileAltersChunk(t *testing.T) {
 			return env, ok && honest.Load()
 		})
 	})
-	connect(t, mh, n)
+	connectHost(t, mh, n)
 	f := newFakeRelay(t, n, func(_ int, s network.Stream, _ wire.LogRequest) {
 		sendEntries(s, e.Bytes())
 		sendStatus(s, protocol.Vector{mid.ID(): 1})
@@ -480,7 +480,7 @@ func hostileDropsEntry(t *testing.T) {
 
 	// An honest member sends the missing entry: the gap fills.
 	serveLog(mh, v.id, []*entry.Entry{es[2]}, nil)
-	connect(t, mh, n)
+	connectHost(t, mh, n)
 	waitFor(t, "every file once the gap filled", func() bool {
 		for i := range 4 {
 			if !fileIs(filepath.Join(folderPath, fmt.Sprintf("f%d.txt", i+1)), []byte(fmt.Sprintf("file %d\n", i+1))) {

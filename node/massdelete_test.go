@@ -233,7 +233,7 @@ func TestIncomingMassDeleteIsHeld(t *testing.T) {
 				t.Fatal(err)
 			}
 			serveLog(h, v.id, []*entry.Entry{e}, nil)
-			connect(t, h, n)
+			connectHost(t, h, n)
 			waitFor(t, "the member's entry to be stored", func() bool { return v.db.Head(id.ID()).Seq == 1 })
 			waitFor(t, "the deletions to be held", func() bool {
 				state, codes := folderState(n)

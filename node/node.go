@@ -19,6 +19,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/connect"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
@@ -34,9 +35,9 @@ type Config struct {
 	// Home is the weft home directory (required): the device key and the
 	// vaults to serve.
 	Home *home.Home
-	// ListenAddrs override DefaultListenAddrs. An address with port 0
+	// ListenAddrs override connect.DefaultListenAddrs. An address with port 0
 	// gets the port it had at the last start when that port is free
-	// (recorded in Home; HostConfig.Ports), unless FreshPorts is set.
+	// (recorded in Home; connect.HostConfig.Ports), unless FreshPorts is set.
 	ListenAddrs []string
 	FreshPorts  bool
 	// MDNS turns on LAN discovery. It multicasts on every interface, so
@@ -89,9 +90,9 @@ type Config struct {
 	// device keeps a reservation on, besides its vaults' relays
 	// (docs/connectivity.md).
 	Relays []string
-	// Punches, if set, is the hole-punch tracer of Host (HostConfig.
+	// Punches, if set, is the hole-punch tracer of Host (connect.HostConfig.
 	// Punches); New makes one for the host it builds.
-	Punches *PunchTracer
+	Punches *connect.PunchTracer
 
 	// Bootstrap are servers of weft's DHT (multiaddrs ending in
 	// /p2p/<ID>) to meet through, besides the vaults' relays; weft ships
@@ -143,7 +144,7 @@ type Node struct {
 	knownMu sync.Mutex                            // guards known
 	known   map[*vault]map[keys.DeviceID][]string // decoded known-peers lists (peers.go)
 
-	rdv rendezvous // DHT rendezvous state and test knobs (rendezvous.go)
+	rdv connect.Rendezvous // DHT rendezvous state and test knobs (rendezvous.go)
 
 	clocks clockState // members' clocks as measured (clock.go)
 }
@@ -218,9 +219,9 @@ func New(cfg Config) (*Node, error) {
 		cfg.RescanEvery = 10 * time.Minute
 	}
 	if cfg.Host == nil {
-		cfg.Punches = NewPunchTracer()
+		cfg.Punches = connect.NewPunchTracer()
 	}
-	if _, err := parseBootstrap(cfg.Bootstrap); err != nil {
+	if _, err := connect.ParseBootstrap(cfg.Bootstrap); err != nil {
 		return nil, err
 	}
 	id, err := cfg.Home.Identity()
@@ -249,7 +250,7 @@ func New(cfg Config) (*Node, error) {
 		n.host = cfg.Host
 		return n, nil
 	}
-	n.host, err = newHost(HostConfig{Identity: id, ListenAddrs: cfg.ListenAddrs, Punches: cfg.Punches, Gater: n.strangers.bans,
+	n.host, err = connect.NewHost(connect.HostConfig{Identity: id, ListenAddrs: cfg.ListenAddrs, Punches: cfg.Punches, Gater: n.strangers.bans,
 		Ports: cfg.Home, FreshPorts: cfg.FreshPorts, Log: cfg.Logger})
 	if err != nil {
 		n.closeVaults()
@@ -779,7 +780,7 @@ func (n *Node) onConnected(c network.Conn) {
 	}
 	n.admitLimits(c.RemotePeer())
 	ps := n.peerState(dev)
-	kind := n.connectionKind(c)
+	kind := connect.BestKind(n.host, c, n.cfg.Punches)
 	n.mu.Lock()
 	ps.connected, ps.conn, ps.lastSeen = true, kind, n.now()
 	n.mu.Unlock()
@@ -955,7 +956,7 @@ func (n *Node) connectedMembers(v *vault) []connected {
 // dialLoop keeps trying to connect to every member at the addresses this
 // device remembers for it, with a growing backoff per peer.
 func (n *Node) dialLoop(ctx context.Context) {
-	sched := newRedial()
+	sched := connect.NewRedial()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -968,7 +969,7 @@ func (n *Node) dialLoop(ctx context.Context) {
 				known[r.dev] = append(known[r.dev], multiaddrStrings(r.info)...)
 			}
 			for d, addrs := range known {
-				if d == n.id.ID() || !v.isPeer(d) && !v.fetchesMembershipFrom(d) || !sched.due(d, n.now()) {
+				if d == n.id.ID() || !v.isPeer(d) && !v.fetchesMembershipFrom(d) || !sched.Due(d, n.now()) {
 					continue
 				}
 				pid, err := PeerIDOf(d)
@@ -985,10 +986,10 @@ func (n *Node) dialLoop(ctx context.Context) {
 				err = n.host.Connect(dctx, info)
 				cancel()
 				if err != nil {
-					sched.failed(d, n.now())
+					sched.Failed(d, n.now())
 					continue
 				}
-				sched.succeeded(d)
+				sched.Succeeded(d)
 			}
 		}
 		select {

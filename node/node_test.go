@@ -20,6 +20,7 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/connect"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
@@ -84,7 +85,7 @@ func outsiderHost(t *testing.T) (host.Host, *keys.Identity) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := newHost(HostConfig{Identity: id, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}})
+	h, err := connect.NewHost(connect.HostConfig{Identity: id, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func outsiderHost(t *testing.T) (host.Host, *keys.Identity) {
 	return h, id
 }
 
-func connect(t *testing.T, h host.Host, n *Node) {
+func connectHost(t *testing.T, h host.Host, n *Node) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -122,7 +123,7 @@ func readFrames(t *testing.T, s network.Stream) []wire.MsgType {
 func TestNonMemberGetsNothing(t *testing.T) {
 	n, _ := testNode(t)
 	h, _ := outsiderHost(t)
-	connect(t, h, n)
+	connectHost(t, h, n)
 	vault := n.vaultsNow()[0].id
 	for _, proto := range []struct {
 		id    string
@@ -256,7 +257,7 @@ func TestHostileEntryPathsWriteNothing(t *testing.T) {
 	evs, stop := n.Subscribe()
 	defer stop()
 	serveLog(h, v.id, bad, nil)
-	connect(t, h, n)
+	connectHost(t, h, n)
 	// The node refuses the first entry and ends the stream; wait for it
 	// to say so rather than for a while.
 	waitInvalidEntry(t, evs, "the hostile member's entries")
@@ -295,7 +296,7 @@ func TestEntriesOutOfOrder(t *testing.T) {
 		prev = e.Head()
 	}
 	serveLog(h, v.id, []*entry.Entry{es[2], es[1], es[0]}, nil)
-	connect(t, h, n)
+	connectHost(t, h, n)
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		ok := v.db.Head(id.ID()).Seq == 3

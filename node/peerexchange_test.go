@@ -61,7 +61,7 @@ func TestPeerExchangeIsOneCommit(t *testing.T) {
 		_, _, _ = wire.ReadFrame(s, wire.MaxFrameSize) // until the node hangs up
 	})
 	before := v.db.Stats().Commits
-	connect(t, h, n)
+	connectHost(t, h, n)
 	waitFor(t, "after.txt", func() bool {
 		b, err := os.ReadFile(filepath.Join(folderPath, "after.txt"))
 		return err == nil && string(b) == string(data)

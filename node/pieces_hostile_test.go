@@ -77,7 +77,7 @@ func TestHostilePieceSizesRefused(t *testing.T) {
 	defer stop()
 	servePieces(h, v.id, pieces)
 	serveLog(h, v.id, []*entry.Entry{e}, nil)
-	connect(t, h, n)
+	connectHost(t, h, n)
 	waitInvalidEntry(t, evs, "the entry with lying piece sizes")
 	if got := v.db.Head(id.ID()).Seq; got != 0 {
 		t.Fatalf("stored %d of the hostile member's entries, want 0", got)

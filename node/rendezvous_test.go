@@ -11,86 +11,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/weftsync/weft/internal/hometest"
+	"github.com/weftsync/weft/node/connect"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/relay"
 	"github.com/weftsync/weft/store/home"
 )
-
-func TestRendezvousName(t *testing.T) {
-	var key [32]byte
-	for i := range key {
-		key[i] = byte(i)
-	}
-	tests := []struct {
-		name   string
-		key    [32]byte
-		window int64
-		want   string
-	}{
-		// Golden: HKDF-SHA256(key 00..1f, no salt, info "weft/v1
-		// rendezvous-window window=20000"), SHA-256, CIDv1 raw, base32;
-		// computed independently with Python's hmac and hashlib.
-		{"day 20000", key, 20000, "bafkreifrvijx5ftkjmpozlrtxlmwxwpxlisf5yv4uw5d3jbvzexfbnmohm"},
-		{"day 20001", key, 20001, "bafkreig6ekqxvlscbajojj2u3mqxesev54deatsiavmh7afcj352tl2bre"},
-		{"zero key", [32]byte{}, 20000, "bafkreibeph3akei7ebhl6ykleufajqjxksuqezozkdm3ygnpdtg32vzdfm"},
-	}
-	seen := map[string]string{}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := rendezvousName(tt.key, tt.window)
-			if got := c.String(); got != tt.want {
-				t.Errorf("got %s, want %s", got, tt.want)
-			}
-			if c.Prefix().Codec != cid.Raw || c.Prefix().Version != 1 {
-				t.Errorf("got prefix %+v, want CIDv1 raw", c.Prefix())
-			}
-			if other, dup := seen[c.String()]; dup {
-				t.Errorf("same name as %q", other)
-			}
-			seen[c.String()] = tt.name
-		})
-	}
-}
-
-func TestRendezvousWindows(t *testing.T) {
-	day := func(d int64, hms string) time.Time {
-		base := time.Unix(d*86400, 0).UTC()
-		off, err := time.ParseDuration(hms)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return base.Add(off)
-	}
-	tests := []struct {
-		name string
-		now  time.Time
-		want []int64
-	}{
-		{"midday", day(20000, "12h"), []int64{20000}},
-		{"just after midnight", day(20000, "10m"), []int64{20000, 19999}},
-		{"at midnight", day(20000, "0s"), []int64{20000, 19999}},
-		{"an hour after midnight", day(20000, "1h"), []int64{20000}},
-		{"an hour before midnight", day(20000, "23h"), []int64{20000, 20001}},
-		{"just before midnight", day(20000, "23h59m59s"), []int64{20000, 20001}},
-		{"other time zone, same instant", day(20000, "12h").In(time.FixedZone("X", 11*3600)), []int64{20000}},
-		{"before 1970", day(-1, "12h"), []int64{-1}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := rendezvousWindows(tt.now)
-			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
-				t.Errorf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
 
 // dhtServers runs n DHT servers of weft's DHT on loopback, connected to
 // each other, and returns their multiaddrs (with /p2p/<ID>).
@@ -127,7 +59,7 @@ func dhtServers(t *testing.T, n int) []string {
 
 // startRendezvousNode runs a node of home h on loopback with the given
 // bootstrap peers, a fast rendezvous loop, no mDNS and no relays.
-func startRendezvousNode(t *testing.T, h *home.Home, bootstrap []string, logw *syncLog) *Node {
+func startRendezvousNode(t *testing.T, h *home.Home, bootstrap []string, logw *hometest.SyncLog) *Node {
 	t.Helper()
 	n, err := New(Config{
 		Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: "-", Bootstrap: bootstrap,
@@ -136,7 +68,7 @@ func startRendezvousNode(t *testing.T, h *home.Home, bootstrap []string, logw *s
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.rdv.checkEvery, n.rdv.findEvery, n.rdv.provideEvery = 50*time.Millisecond, 50*time.Millisecond, time.Second
+	n.rdv.CheckEvery, n.rdv.FindEvery, n.rdv.ProvideEvery = 50*time.Millisecond, 50*time.Millisecond, time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- n.Run(ctx) }()
@@ -159,8 +91,8 @@ func startRendezvousNode(t *testing.T, h *home.Home, bootstrap []string, logw *s
 func TestDHTRendezvousSync(t *testing.T) {
 	servers := dhtServers(t, 3)
 	dir := t.TempDir()
-	ha, hb := pairHomes(t, dir)
-	logA, logB, logC := &syncLog{}, &syncLog{}, &syncLog{}
+	ha, hb := hometest.PairHomes(t, InitVault, dir)
+	logA, logB, logC := &hometest.SyncLog{}, &hometest.SyncLog{}, &hometest.SyncLog{}
 	defer func() {
 		if t.Failed() {
 			t.Logf("A:\n%s\nB:\n%s\nC:\n%s", logA, logB, logC)
@@ -185,15 +117,13 @@ func TestDHTRendezvousSync(t *testing.T) {
 	// C also provides A's names. Until C has done so, B stays off, so
 	// whoever searches for B finds C's record first or in the same query.
 	waitUntil(t, 30*time.Second, func() error {
-		c.rdv.mu.Lock()
-		d := c.rdv.dht
-		c.rdv.mu.Unlock()
+		d := c.rdv.DHT()
 		if d == nil {
 			return fmt.Errorf("C's DHT has not started")
 		}
-		for _, w := range rendezvousWindows(time.Now()) {
+		for _, w := range connect.RendezvousWindows(time.Now()) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := d.Provide(ctx, rendezvousName(va.rendezvousKey(), w), true)
+			err := d.Provide(ctx, connect.RendezvousName(va.rendezvousKey(), w), true)
 			cancel()
 			if err != nil {
 				return fmt.Errorf("C providing A's name: %w", err)
@@ -227,9 +157,9 @@ func TestDHTRendezvousSync(t *testing.T) {
 	})
 
 	// The meeting came from the DHT, and each side remembers the other.
-	sa, sb := a.rdv.stats(), b.rdv.stats()
-	if !sa.met[b.host.ID()] && !sb.met[a.host.ID()] {
-		t.Errorf("got met A=%v B=%v, want A or B to have met the other through the DHT", sa.met, sb.met)
+	sa, sb := a.rdv.Stats(), b.rdv.Stats()
+	if !sa.Met[b.host.ID()] && !sb.Met[a.host.ID()] {
+		t.Errorf("got met A=%v B=%v, want A or B to have met the other through the DHT", sa.Met, sb.Met)
 	}
 	waitUntil(t, 10*time.Second, func() error {
 		if len(va.knownPeers()[b.ID()]) == 0 {
@@ -243,7 +173,7 @@ func TestDHTRendezvousSync(t *testing.T) {
 
 	// C was found (whoever searched got its record) and ignored.
 	waitUntil(t, 10*time.Second, func() error {
-		if !a.rdv.stats().ignored[c.host.ID()] && !b.rdv.stats().ignored[c.host.ID()] {
+		if !a.rdv.Stats().Ignored[c.host.ID()] && !b.rdv.Stats().Ignored[c.host.ID()] {
 			return fmt.Errorf("neither A nor B has seen C's provider record yet")
 		}
 		return nil
@@ -255,7 +185,7 @@ func TestDHTRendezvousSync(t *testing.T) {
 		if _, ok := n.vaultsNow()[0].knownPeers()[c.ID()]; ok {
 			t.Errorf("%s remembers C, a device of another vault", n.ID().Short())
 		}
-		if n.rdv.stats().met[c.host.ID()] {
+		if n.rdv.Stats().Met[c.host.ID()] {
 			t.Errorf("%s met C through the DHT", n.ID().Short())
 		}
 	}
@@ -268,15 +198,15 @@ func TestDHTRendezvousSync(t *testing.T) {
 // does not start, the node dials nobody, and the log says so once.
 func TestDHTIdleWithoutBootstrap(t *testing.T) {
 	h, _ := testHome(t)
-	logw := &syncLog{}
+	logw := &hometest.SyncLog{}
 	n := startRendezvousNode(t, h, nil, logw)
 	waitUntil(t, 10*time.Second, func() error {
-		if st := n.rdv.stats(); st.steps < 5 {
-			return fmt.Errorf("%d rendezvous steps, want 5", st.steps)
+		if st := n.rdv.Stats(); st.Steps < 5 {
+			return fmt.Errorf("%d rendezvous steps, want 5", st.Steps)
 		}
 		return nil
 	})
-	if n.rdv.stats().started {
+	if n.rdv.Stats().Started {
 		t.Errorf("the DHT started with no bootstrap peer")
 	}
 	if peers := n.host.Network().Peers(); len(peers) != 0 {
@@ -294,7 +224,7 @@ func TestNoDHT(t *testing.T) {
 	if err := n.Scan(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if st := n.rdv.stats(); st.started || st.steps != 0 {
+	if st := n.rdv.Stats(); st.Started || st.Steps != 0 {
 		t.Errorf("got %+v, want the rendezvous loop never run", st)
 	}
 	if peers := n.host.Network().Peers(); len(peers) != 0 {
@@ -324,22 +254,22 @@ func TestDHTBootstrapsFromVaultRelay(t *testing.T) {
 	})
 
 	h, _ := testHome(t)
-	logw := &syncLog{}
+	logw := &hometest.SyncLog{}
 	n := startRendezvousNode(t, h, nil, logw)
 	waitUntil(t, 10*time.Second, func() error {
-		if st := n.rdv.stats(); st.steps < 2 {
-			return fmt.Errorf("%d rendezvous steps, want 2", st.steps)
+		if st := n.rdv.Stats(); st.Steps < 2 {
+			return fmt.Errorf("%d rendezvous steps, want 2", st.Steps)
 		}
 		return nil
 	})
-	if n.rdv.stats().started {
+	if n.rdv.Stats().Started {
 		t.Fatal("the DHT started before the vault had a relay")
 	}
 	if err := n.ChangeRelay(keys.VaultID{}, r.Addrs()[0], false); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, 30*time.Second, func() error {
-		if st := n.rdv.stats(); !st.started || st.provides == 0 {
+		if st := n.rdv.Stats(); !st.Started || st.Provides == 0 {
 			return fmt.Errorf("rendezvous %+v, want the DHT started and a name provided", st)
 		}
 		return nil

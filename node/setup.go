@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weftsync/weft/node/connect"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/relay"
@@ -141,7 +142,7 @@ func JoinVault(ctx context.Context, h *home.Home, code, folder string) (home.Vau
 	if inv.Inviter == id.ID() {
 		return home.Vault{}, errors.New("this invite was made by this device; run `weft join` on the device that should join")
 	}
-	hst, err := newHost(HostConfig{Identity: id, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}})
+	hst, err := connect.NewHost(connect.HostConfig{Identity: id, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}})
 	if err != nil {
 		return home.Vault{}, err
 	}

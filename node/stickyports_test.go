@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/weftsync/weft/node/connect"
 	"github.com/weftsync/weft/protocol/keys"
 )
 
@@ -104,7 +105,7 @@ func TestStickyPortTakenMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	book := &portBook{t: t, ports: map[string]int{addr: held}}
-	h, err := newHost(HostConfig{Identity: id, ListenAddrs: []string{addr}, Ports: book})
+	h, err := connect.NewHost(connect.HostConfig{Identity: id, ListenAddrs: []string{addr}, Ports: book})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestStickyPortKeptAndFreshPorts(t *testing.T) {
 		t.Fatal(err)
 	}
 	book := &portBook{t: t, ports: map[string]int{addr: free}}
-	h, err := newHost(HostConfig{Identity: id, ListenAddrs: []string{addr}, Ports: book})
+	h, err := connect.NewHost(connect.HostConfig{Identity: id, ListenAddrs: []string{addr}, Ports: book})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestStickyPortKeptAndFreshPorts(t *testing.T) {
 		t.Fatalf("record rewritten (%v) though nothing changed", book.saved)
 	}
 	fresh := &portBook{t: t, ports: map[string]int{addr: free}, noRead: true}
-	h, err = newHost(HostConfig{Identity: id, ListenAddrs: []string{addr}, Ports: fresh, FreshPorts: true})
+	h, err = connect.NewHost(connect.HostConfig{Identity: id, ListenAddrs: []string{addr}, Ports: fresh, FreshPorts: true})
 	if err != nil {
 		t.Fatal(err)
 	}

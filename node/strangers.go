@@ -14,6 +14,7 @@ import (
 
 	"github.com/weftsync/weft/internal/p2p"
 	"github.com/weftsync/weft/internal/refusal"
+	"github.com/weftsync/weft/node/connect"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
 )
@@ -98,10 +99,10 @@ func (s *strangers) allowPair(dev keys.DeviceID, now time.Time) error {
 	return nil
 }
 
-// admitLimits raises p's resource limits from strangerLimits to
-// peerLimits (host.go): p is a member or relay of a vault served here, or
+// admitLimits raises p's resource limits from connect's stranger limits to
+// connect.PeerLimits: p is a member or relay of a vault served here, or
 // a device this one fetches membership from.
-func (n *Node) admitLimits(p peer.ID) { p2p.Admit(n.host, p, peerLimits) }
+func (n *Node) admitLimits(p peer.ID) { p2p.Admit(n.host, p, connect.PeerLimits) }
 
 // refuse counts and logs a refused stream, answered already (or not at
 // all), and closes it: the answer still reaches the peer, and whatever it

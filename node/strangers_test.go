@@ -45,7 +45,7 @@ func TestStrangerLargeFirstFrame(t *testing.T) {
 		{ProtoPair, wire.MsgPairRequest},
 	} {
 		h, id := outsiderHost(t)
-		connect(t, h, n)
+		connectHost(t, h, n)
 		s, err := h.NewStream(context.Background(), n.host.ID(), tt.proto)
 		if err != nil {
 			t.Fatal(err)
@@ -155,8 +155,8 @@ func TestOutsiderLearnsTheSame(t *testing.T) {
 	n, _ := testNode(t)
 	other, _ := testNode(t)
 	h, _ := outsiderHost(t)
-	connect(t, h, n)
-	connect(t, h, other)
+	connectHost(t, h, n)
+	connectHost(t, h, other)
 	served := n.vaultsNow()[0].id
 	want := wire.Error{Code: wire.CodeNotMember, Reason: wire.ReasonNotMember}
 	for _, proto := range []p2pprotocol.ID{ProtoLog, ProtoChunk} {
@@ -199,7 +199,7 @@ func TestPairingRateLimited(t *testing.T) {
 		return e
 	}
 	h1, _ := outsiderHost(t)
-	connect(t, h1, n)
+	connectHost(t, h1, n)
 	for i := 0; i < pairPerPeerBurst; i++ {
 		if got := attempt(h1); got.Code != wire.CodeInviteInvalid {
 			t.Fatalf("attempt %d: got %v, want code %d (a wrong code)", i+1, got, wire.CodeInviteInvalid)
@@ -209,7 +209,7 @@ func TestPairingRateLimited(t *testing.T) {
 		t.Fatalf("attempt %d: got %v, want code %d", pairPerPeerBurst+1, got, wire.CodeRateLimited)
 	}
 	h2, _ := outsiderHost(t)
-	connect(t, h2, n)
+	connectHost(t, h2, n)
 	if got := attempt(h2); got.Code != wire.CodeInviteInvalid {
 		t.Fatalf("another identity: got %v, want code %d", got, wire.CodeInviteInvalid)
 	}

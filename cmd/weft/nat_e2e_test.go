@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/node"
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/connect"
 )
 
 // The NAT test network (docs/relay.md, "Tested behind NATs"). Only
@@ -399,7 +399,7 @@ func TestSyncThroughRelayBehindNATs(t *testing.T) {
 					t.Errorf("%s: relay peer %+v, want connected with at least 2 MiB received from it", d.name, p)
 				}
 			default:
-				if p.Connection != "offline" && p.Connection != node.ConnRelayed {
+				if p.Connection != "offline" && p.Connection != connect.ConnRelayed {
 					t.Errorf("%s: peer %s connected %q, want no direct connection (offline or relayed)", d.name, p.ID, p.Connection)
 				}
 				if got := p.BytesReceived - before[p.ID]; got != 0 {

@@ -1,26 +1,28 @@
-package node
+package connect
 
 import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
+	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/weftsync/weft/internal/p2p"
 	"github.com/weftsync/weft/protocol/keys"
 )
 
 // Timing of relay reservations and of dialling members through relays.
 const (
-	// reservationCheck is how often the loop looks at its relays: whether
+	// ReservationCheck is how often the loop looks at its relays: whether
 	// the set changed, a connection dropped, a renewal or retry is due.
-	reservationCheck = 5 * time.Second
+	ReservationCheck = 5 * time.Second
 	// reserveTimeout bounds one reservation request or relayed dial.
 	reserveTimeout = 30 * time.Second
 	// retryMin and retryMax bound the backoff after a failed reservation
@@ -44,12 +46,12 @@ const (
 	// devices met 60 s later). Two reservation checks are enough for the
 	// lower one's dial to show; the higher one still dials after it, so a
 	// member that cannot dial is reached all the same.
-	relayDialDefer = 2 * reservationCheck
+	relayDialDefer = 2 * ReservationCheck
 )
 
-// parseRelays turns relay multiaddrs (each ending in /p2p/<relay ID>) into
+// ParseRelays turns relay multiaddrs (each ending in /p2p/<relay ID>) into
 // address infos, merging addresses of the same relay.
-func parseRelays(addrs []string) ([]peer.AddrInfo, error) {
+func ParseRelays(addrs []string) ([]peer.AddrInfo, error) {
 	var ms []ma.Multiaddr
 	for _, a := range addrs {
 		m, err := ma.NewMultiaddr(a)
@@ -65,33 +67,6 @@ func parseRelays(addrs []string) ([]peer.AddrInfo, error) {
 	return infos, nil
 }
 
-// keepConnectivity runs until ctx ends: it keeps connection kinds and
-// connection-manager protection current (watchConns) and holds
-// reservations on Config.Relays and on every vault's relays (from its
-// signed membership, so a relay added on any device is picked up).
-func (n *Node) keepConnectivity(ctx context.Context) {
-	static, err := parseRelays(n.cfg.Relays)
-	if err != nil {
-		n.log.Warn("ignoring configured relays", "err", err)
-	}
-	n.keepReservations(ctx, func() []peer.AddrInfo {
-		out := slices.Clone(static)
-		seen := map[peer.ID]bool{}
-		for _, i := range out {
-			seen[i.ID] = true
-		}
-		for _, v := range n.vaultsNow() {
-			for _, r := range v.relays() {
-				if !seen[r.info.ID] {
-					seen[r.info.ID] = true
-					out = append(out, r.info)
-				}
-			}
-		}
-		return out
-	})
-}
-
 // relayState is what keepReservations knows about one relay.
 type relayState struct {
 	info    peer.AddrInfo
@@ -101,60 +76,79 @@ type relayState struct {
 	backoff time.Duration // after the last failure; 0 after a success
 }
 
-// keepReservations holds a circuit v2 reservation on every relay relays()
-// returns, until ctx ends, and dials members that are not connected
-// through the relays it holds one on. relays is called again on every
-// check, so the set may change while it runs.
+// Reservations holds a circuit v2 reservation on every relay Relays
+// returns and dials members that are not connected through the relays it
+// holds one on (docs/connectivity.md, "Relays"). Fill the exported fields
+// and call Run; IsRelay may be called from any goroutine meanwhile.
 //
 // A reservation is renewed halfway to its expiry, and again at once when
 // the connection to the relay drops (the relay forgets the reservation
 // with the connection). A failed reservation is retried with a backoff
 // doubling from retryMin to retryMax.
-func (n *Node) keepReservations(ctx context.Context, relays func() []peer.AddrInfo) {
-	var mu sync.Mutex // guards state for the notifee's isRelay
-	state := map[peer.ID]*relayState{}
-	isRelay := func(p peer.ID) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return state[p] != nil
-	}
-	stop := n.watchConns(isRelay)
-	defer stop()
+type Reservations struct {
+	Host host.Host
+	Self keys.DeviceID // this device, Host's identity
+	Log  *slog.Logger
+	Now  func() time.Time
+	// Relays is the relay set, asked again on every check, so the set may
+	// change while Run runs.
+	Relays func() []peer.AddrInfo
+	// Members lists the members of every vault this device serves (a
+	// device may appear more than once), asked again on every check.
+	Members func() []keys.DeviceID
 
+	mu    sync.Mutex // guards state, which Run alone changes
+	state map[peer.ID]*relayState
+}
+
+// IsRelay reports whether p is one of the relays Run holds (or tries to
+// hold) a reservation on.
+func (r *Reservations) IsRelay(p peer.ID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state[p] != nil
+}
+
+// Run keeps the reservations and dials members through them until ctx
+// ends, checking every ReservationCheck.
+func (r *Reservations) Run(ctx context.Context) {
+	r.mu.Lock()
+	r.state = map[peer.ID]*relayState{}
+	r.mu.Unlock()
 	dialer := newRelayDialer()
-	tick := time.NewTicker(reservationCheck)
+	tick := time.NewTicker(ReservationCheck)
 	defer tick.Stop()
 	for {
-		current := relays()
+		current := r.Relays()
 		seen := map[peer.ID]bool{}
 		var held []peer.AddrInfo
 		for _, info := range current {
-			if info.ID == n.host.ID() {
+			if info.ID == r.Host.ID() {
 				continue
 			}
 			seen[info.ID] = true
-			mu.Lock()
-			st := state[info.ID]
+			r.mu.Lock()
+			st := r.state[info.ID]
 			if st == nil {
 				st = &relayState{}
-				state[info.ID] = st
+				r.state[info.ID] = st
 			}
-			mu.Unlock()
+			r.mu.Unlock()
 			st.info = info
-			n.reserve(ctx, st)
+			r.reserve(ctx, st)
 			if st.held {
 				held = append(held, info)
 			}
 		}
-		mu.Lock()
-		for id := range state {
+		r.mu.Lock()
+		for id := range r.state {
 			if !seen[id] {
-				delete(state, id)
-				n.host.ConnManager().Unprotect(id, protectRelay)
+				delete(r.state, id)
+				r.Host.ConnManager().Unprotect(id, ProtectRelay)
 			}
 		}
-		mu.Unlock()
-		n.dialViaRelays(ctx, held, dialer)
+		r.mu.Unlock()
+		r.dialViaRelays(ctx, held, dialer)
 
 		select {
 		case <-ctx.Done():
@@ -165,16 +159,16 @@ func (n *Node) keepReservations(ctx context.Context, relays func() []peer.AddrIn
 }
 
 // reserve makes or renews the reservation on st's relay if one is due.
-func (n *Node) reserve(ctx context.Context, st *relayState) {
-	now := n.now()
-	if st.held && n.host.Network().Connectedness(st.info.ID) != network.Connected {
+func (r *Reservations) reserve(ctx context.Context, st *relayState) {
+	now := r.Now()
+	if st.held && r.Host.Network().Connectedness(st.info.ID) != network.Connected {
 		st.held, st.next = false, now // the relay dropped it with the connection
 	}
 	if now.Before(st.next) {
 		return
 	}
 	rctx, cancel := context.WithTimeout(ctx, reserveTimeout)
-	rsv, err := client.Reserve(rctx, n.host, st.info)
+	rsv, err := client.Reserve(rctx, r.Host, st.info)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -182,17 +176,17 @@ func (n *Node) reserve(ctx context.Context, st *relayState) {
 		}
 		st.held = false
 		st.backoff = min(max(2*st.backoff, retryMin), retryMax)
-		st.next = n.now().Add(st.backoff)
-		n.log.Debug("relay reservation failed", "relay", st.info.ID, "retry_in", st.backoff, "err", err)
+		st.next = r.Now().Add(st.backoff)
+		r.Log.Debug("relay reservation failed", "relay", st.info.ID, "retry_in", st.backoff, "err", err)
 		return
 	}
-	now = n.now()
+	now = r.Now()
 	if !st.held {
-		n.log.Info("relay reservation held", "relay", st.info.ID, "expires", rsv.Expiration)
+		r.Log.Info("relay reservation held", "relay", st.info.ID, "expires", rsv.Expiration)
 	} else {
-		n.log.Debug("relay reservation renewed", "relay", st.info.ID, "expires", rsv.Expiration)
+		r.Log.Debug("relay reservation renewed", "relay", st.info.ID, "expires", rsv.Expiration)
 	}
-	n.host.ConnManager().Protect(st.info.ID, protectRelay)
+	r.Host.ConnManager().Protect(st.info.ID, ProtectRelay)
 	st.held, st.expires, st.backoff = true, rsv.Expiration, 0
 	st.next = now.Add(max(rsv.Expiration.Sub(now)/2, retryMin))
 }
@@ -301,59 +295,57 @@ func circuitAddrs(relays []peer.AddrInfo) []ma.Multiaddr {
 // one whose ID sorts higher dials only after relayDialDefer without any
 // connection (relayDefer). The circuit addresses go into the peerstore
 // (host.Connect adds them), so later dials of the member try them too.
-func (n *Node) dialViaRelays(ctx context.Context, relays []peer.AddrInfo, d *relayDialer) {
+func (r *Reservations) dialViaRelays(ctx context.Context, relays []peer.AddrInfo, d *relayDialer) {
 	addrs := circuitAddrs(relays)
 	if len(addrs) == 0 {
 		return
 	}
-	self := n.id.ID()
+	self := r.Self
 	done := map[keys.DeviceID]bool{}
-	for _, v := range n.vaultsNow() {
-		for _, dev := range v.memberList() {
-			if dev == self || done[dev] || n.now().Before(d.next[dev]) {
-				continue
-			}
-			done[dev] = true
-			pid, err := PeerIDOf(dev)
-			if err != nil {
-				continue
-			}
-			wait := relayDefer(self, dev)
-			switch n.host.Network().Connectedness(pid) {
-			case network.Connected:
-				d.punchWait[dev] = 0
-				d.reached(dev)
-				continue
-			case network.Limited: // relayed only
-				d.reached(dev)
-				if !d.stale(dev, n.host.Network().ConnsToPeer(pid), n.now()) {
-					continue
-				}
-				if wait > 0 {
-					// Both may have closed at once (both dialled): the
-					// lower one dials again first.
-					d.unreached[dev] = n.now()
-					continue
-				}
-			default:
-				if !d.waited(dev, n.now(), wait) {
-					continue
-				}
-			}
-			// A limited (relayed) connection is what this dial is for.
-			dctx, cancel := context.WithTimeout(network.WithAllowLimitedConn(ctx, "weft-relayed-dial"), reserveTimeout)
-			err = n.host.Connect(dctx, peer.AddrInfo{ID: pid, Addrs: addrs})
-			cancel()
-			if err != nil {
-				d.backoff[dev] = min(max(2*d.backoff[dev], retryMin), retryMax)
-				d.next[dev] = n.now().Add(d.backoff[dev])
-				if wait > 0 {
-					d.unreached[dev] = n.now() // defer the next try too, not only the first
-				}
-				n.log.Debug("dialling member through relay", "peer", dev, "retry_in", d.backoff[dev], "err", err)
-				continue
-			}
-			d.backoff[dev] = 0
+	for _, dev := range r.Members() {
+		if dev == self || done[dev] || r.Now().Before(d.next[dev]) {
+			continue
 		}
+		done[dev] = true
+		pid, err := p2p.PeerIDOf(dev)
+		if err != nil {
+			continue
+		}
+		wait := relayDefer(self, dev)
+		switch r.Host.Network().Connectedness(pid) {
+		case network.Connected:
+			d.punchWait[dev] = 0
+			d.reached(dev)
+			continue
+		case network.Limited: // relayed only
+			d.reached(dev)
+			if !d.stale(dev, r.Host.Network().ConnsToPeer(pid), r.Now()) {
+				continue
+			}
+			if wait > 0 {
+				// Both may have closed at once (both dialled): the
+				// lower one dials again first.
+				d.unreached[dev] = r.Now()
+				continue
+			}
+		default:
+			if !d.waited(dev, r.Now(), wait) {
+				continue
+			}
+		}
+		// A limited (relayed) connection is what this dial is for.
+		dctx, cancel := context.WithTimeout(network.WithAllowLimitedConn(ctx, "weft-relayed-dial"), reserveTimeout)
+		err = r.Host.Connect(dctx, peer.AddrInfo{ID: pid, Addrs: addrs})
+		cancel()
+		if err != nil {
+			d.backoff[dev] = min(max(2*d.backoff[dev], retryMin), retryMax)
+			d.next[dev] = r.Now().Add(d.backoff[dev])
+			if wait > 0 {
+				d.unreached[dev] = r.Now() // defer the next try too, not only the first
+			}
+			r.Log.Debug("dialling member through relay", "peer", dev, "retry_in", d.backoff[dev], "err", err)
+			continue
+		}
+		d.backoff[dev] = 0
 	}
 }

@@ -1,4 +1,4 @@
-package node
+package punchtest
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -29,10 +28,11 @@ import (
 	"github.com/quic-go/quic-go"
 	"go.uber.org/fx"
 
+	"github.com/weftsync/weft/internal/hometest"
+	"github.com/weftsync/weft/node"
+	"github.com/weftsync/weft/node/connect"
 	"github.com/weftsync/weft/node/folder"
-	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/store/home"
-	"github.com/weftsync/weft/store/vaultdb"
 )
 
 // The hole-punching proof runs in go-libp2p's simulated network: QUIC
@@ -81,92 +81,13 @@ func simQUIC(router *simnet.SimpleFirewallRouter, public bool) libp2p.Option {
 		}))
 }
 
-// syncLog is a slog handler target that keeps lines for a failure report.
-type syncLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // simDevice is a weft node on a simulated host behind a firewall.
 type simDevice struct {
-	n      *Node
+	n      *node.Node
 	fs     *folder.MemFS
 	host   host.Host
 	cancel context.CancelFunc
 	done   chan error
-}
-
-// pairHomes makes two homes that are members of one vault: a creates it,
-// b is added by a's signed record (what pairing would record, without a
-// network round trip the firewalls would not allow).
-func pairHomes(t *testing.T, dir string) (a, b *home.Home) {
-	t.Helper()
-	var err error
-	if a, err = home.Open(filepath.Join(dir, "a", "home")); err != nil {
-		t.Fatal(err)
-	}
-	if b, err = home.Open(filepath.Join(dir, "b", "home")); err != nil {
-		t.Fatal(err)
-	}
-	root, hva, err := InitVault(a, filepath.Join(dir, "a", "folder"), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ida, err := a.Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	idb, err := b.Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dba, _, err := vaultdb.Open(hva.DBDir(), hva.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	records := dba.MemberRecords()
-	st := member.NewState(hva.ID)
-	for _, r := range records {
-		if err := st.Apply(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	add := st.Next(ida, member.Record{Op: member.OpAdd, Device: idb.ID(), Role: member.RoleMember}, time.Now().UnixMilli())
-	if err := dba.AppendMember(add); err != nil {
-		t.Fatal(err)
-	}
-	if err := dba.Close(); err != nil {
-		t.Fatal(err)
-	}
-	hvb, err := b.AddVault(root, filepath.Join(dir, "b", "folder"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dbb, _, err := vaultdb.Open(hvb.DBDir(), hvb.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range append(records, add) {
-		if err := dbb.AppendMember(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := dbb.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return a, b
 }
 
 // startSimDevice runs a node of home h on a host built from hostOptions
@@ -177,8 +98,8 @@ func startSimDevice(t *testing.T, h *home.Home, router *simnet.SimpleFirewallRou
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := NewPunchTracer()
-	opts, err := hostOptions(HostConfig{Identity: id, ListenAddrs: []string{listen}, Punches: tr})
+	tr := connect.NewPunchTracer()
+	opts, err := connect.HostOptions(connect.HostConfig{Identity: id, ListenAddrs: []string{listen}, Punches: tr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +115,7 @@ func startSimDevice(t *testing.T, h *home.Home, router *simnet.SimpleFirewallRou
 		t.Fatal(err)
 	}
 	d := &simDevice{fs: folder.NewMemFS(folder.MemFSConfig{}), host: hst, done: make(chan error, 1)}
-	d.n, err = New(Config{
+	d.n, err = node.New(node.Config{
 		Home: h, Host: hst, Punches: tr, Relays: relays, APIAddr: "-", NoWatcher: true,
 		FolderFS: func(string) (folder.FS, error) { return d.fs, nil },
 		Logger:   slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelDebug})).With("dev", name),
@@ -263,7 +184,7 @@ func readMem(fsys *folder.MemFS, p string) ([]byte, bool) {
 //     a direct connection, and a file written on A arrives on B
 //     byte-identical; both report the other as holepunched.
 func TestHolePunchedSync(t *testing.T) {
-	logs := &syncLog{}
+	logs := &hometest.SyncLog{}
 	synctest.Test(t, func(t *testing.T) {
 		// Runs last: goleveldb's Close leaves a goroutine that drains its
 		// memory pool for up to a second of (virtual) time.
@@ -291,7 +212,7 @@ func TestHolePunchedSync(t *testing.T) {
 		defer svc.Close()
 		relayAddr := "/ip4/1.2.0.1/udp/8000/quic-v1/p2p/" + relay.ID().String()
 
-		ha, hb := pairHomes(t, t.TempDir())
+		ha, hb := hometest.PairHomes(t, node.InitVault, t.TempDir())
 		a := startSimDevice(t, ha, router, "/ip4/2.2.0.1/udp/8000/quic-v1", []string{relayAddr}, logs, "A")
 		defer a.stop(t)
 		b := startSimDevice(t, hb, router, "/ip4/2.2.0.2/udp/8001/quic-v1", []string{relayAddr}, logs, "B")
@@ -324,7 +245,7 @@ func TestHolePunchedSync(t *testing.T) {
 		// The devices ended connected directly, by a hole punch.
 		direct := 0
 		for _, c := range a.host.Network().ConnsToPeer(b.host.ID()) {
-			if isRelayed(c) {
+			if connect.IsRelayed(c) {
 				for _, s := range c.GetStreams() {
 					if strings.HasPrefix(string(s.Protocol()), "/weft/") {
 						t.Errorf("weft stream %s on relayed connection %s", s.Protocol(), c.RemoteMultiaddr())
@@ -351,15 +272,15 @@ func TestHolePunchedSync(t *testing.T) {
 					kind = p.Connection
 				}
 			}
-			if kind != ConnHolepunched {
-				t.Errorf("%s reports its peer as %q, want %q", pair.name, kind, ConnHolepunched)
+			if kind != connect.ConnHolepunched {
+				t.Errorf("%s reports its peer as %q, want %q", pair.name, kind, connect.ConnHolepunched)
 			}
 		}
 	})
 }
 
 func mustDevice(t *testing.T, p peer.ID) string {
-	d, err := DeviceIDOf(p)
+	d, err := node.DeviceIDOf(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +316,7 @@ func simRelay(t *testing.T, router *simnet.SimpleFirewallRouter, opts ...relayv2
 // through the relay after ten (so it renewed), and again shortly after
 // the relay drops its connection (so it reserved again).
 func TestReservationKeptAndRestored(t *testing.T) {
-	logs := &syncLog{}
+	logs := &hometest.SyncLog{}
 	synctest.Test(t, func(t *testing.T) {
 		defer time.Sleep(2 * time.Second) // see TestHolePunchedSync
 		defer func() {
@@ -412,7 +333,7 @@ func TestReservationKeptAndRestored(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := InitVault(h, filepath.Join(t.TempDir(), "folder"), time.Now()); err != nil {
+		if _, _, err := node.InitVault(h, filepath.Join(t.TempDir(), "folder"), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		d := startSimDevice(t, h, router, "/ip4/2.2.0.1/udp/8000/quic-v1", []string{relayAddr}, logs, "A")
@@ -446,7 +367,7 @@ func TestReservationKeptAndRestored(t *testing.T) {
 		if err := relay.Network().ClosePeer(d.host.ID()); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * reservationCheck)
+		time.Sleep(2 * connect.ReservationCheck)
 		dial("after the relay dropped the device's connection")
 	})
 }

@@ -1,4 +1,4 @@
-package node
+package connect
 
 import (
 	"time"
@@ -16,32 +16,33 @@ const (
 	redialMax = time.Minute
 )
 
-// redial is dialLoop's per-device schedule of dials to remembered
+// Redial is node's dial loop's per-device schedule of dials to remembered
 // addresses. It is pure: the loop passes the time in.
-type redial struct {
+type Redial struct {
 	next map[keys.DeviceID]time.Time
 	wait map[keys.DeviceID]time.Duration
 }
 
-func newRedial() *redial {
-	return &redial{next: map[keys.DeviceID]time.Time{}, wait: map[keys.DeviceID]time.Duration{}}
+// NewRedial returns an empty schedule: every device is due.
+func NewRedial() *Redial {
+	return &Redial{next: map[keys.DeviceID]time.Time{}, wait: map[keys.DeviceID]time.Duration{}}
 }
 
-// due reports whether d may be dialled at now.
-func (r *redial) due(d keys.DeviceID, now time.Time) bool { return !now.Before(r.next[d]) }
+// Due reports whether d may be dialled at now.
+func (r *Redial) Due(d keys.DeviceID, now time.Time) bool { return !now.Before(r.next[d]) }
 
-// failed records a failed dial of d at now and returns how long d now
+// Failed records a failed dial of d at now and returns how long d now
 // waits before the next one.
-func (r *redial) failed(d keys.DeviceID, now time.Time) time.Duration {
+func (r *Redial) Failed(d keys.DeviceID, now time.Time) time.Duration {
 	w := min(max(r.wait[d]*2, redialMin), redialMax)
 	r.wait[d] = w
 	r.next[d] = now.Add(w)
 	return w
 }
 
-// succeeded records a successful dial of d: a later failure starts again
+// Succeeded records a successful dial of d: a later failure starts again
 // from redialMin.
-func (r *redial) succeeded(d keys.DeviceID) {
+func (r *Redial) Succeeded(d keys.DeviceID) {
 	delete(r.wait, d)
 	delete(r.next, d)
 }
