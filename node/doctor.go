@@ -221,7 +221,7 @@ func (n *Node) diagnosePeers(ctx context.Context, vaults []*vault) []api.PeerDia
 	known := map[keys.DeviceID][]string{}
 	var devs []keys.DeviceID
 	for _, v := range vaults {
-		kp := v.knownPeers()
+		kp := v.book.all()
 		for _, d := range v.memberList() {
 			if d == n.id.ID() || slices.Contains(devs, d) {
 				continue

@@ -159,7 +159,7 @@ func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, r
 	// a device restarted from an older copy of its home asks here for its
 	// own entries back, and what it had sent before must not hide them.
 	fromBase := v.fromAuthorSeq(dev)
-	if err := f.Send(wire.MsgPeers, v.peerAddrs(dev)); err != nil {
+	if err := f.Send(wire.MsgPeers, v.book.exchange(v.memberList(), v.n.id.ID(), dev)); err != nil {
 		return err
 	}
 	ls := netsync.LogServer{
@@ -289,7 +289,7 @@ func (l *logPull) Status(st wire.LogStatus) error {
 }
 
 func (l *logPull) Peers(ps wire.Peers) error {
-	if err := l.v.learnPeers(ps); err != nil {
+	if err := l.v.book.learn(ps, l.v.n.id.ID(), l.v.isMember); err != nil {
 		l.v.log.Warn("remembering members' addresses", "peer", l.dev, "err", err)
 	}
 	return nil

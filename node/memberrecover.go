@@ -75,7 +75,7 @@ func (v *vault) fetchesMembershipFrom(d keys.DeviceID) bool {
 	if d == v.n.id.ID() || !v.membershipLost() {
 		return false
 	}
-	_, ok := v.knownPeers()[d]
+	_, ok := v.book.all()[d]
 	return ok
 }
 

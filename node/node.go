@@ -141,9 +141,6 @@ type Node struct {
 	mu    sync.Mutex // guards peers
 	peers map[keys.DeviceID]*peerState
 
-	knownMu sync.Mutex                            // guards known
-	known   map[*vault]map[keys.DeviceID][]string // decoded known-peers lists (peers.go)
-
 	rdv connect.Rendezvous // DHT rendezvous state and test knobs (rendezvous.go)
 
 	clocks clockState // members' clocks as measured (clock.go)
@@ -316,6 +313,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		children:      map[string]map[string]struct{}{},
 		chunkLoc:      map[cid.Cid][]chunkLocation{},
 		ids:           newChunkIDs(),
+		book:          newPeerBook(db),
 		dirty:         map[string]struct{}{},
 		grow:          make(chan struct{}),
 		cleaned:       make(chan struct{}),
@@ -961,7 +959,7 @@ func (n *Node) dialLoop(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		for _, v := range n.vaultsNow() {
-			known := v.knownPeers()
+			known := v.book.all()
 			if known == nil {
 				known = map[keys.DeviceID][]string{}
 			}
@@ -1007,7 +1005,7 @@ func (n *Node) rememberPeer(v *vault, d keys.DeviceID, addrs []ma.Multiaddr) {
 		s = append(s, a.String())
 	}
 	slices.Sort(s)
-	if err := v.setKnownPeer(d, s); err != nil {
+	if err := v.book.set(d, s); err != nil {
 		v.log.Warn("remembering peer addresses", "peer", d, "err", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
@@ -15,54 +16,64 @@ import (
 // its members were last reachable.
 const knownPeersMeta = "known-peers"
 
-// knownPeers returns the remembered addresses of the vault's members. The
-// map is the caller's; the address slices are shared and must not be
-// written in place (append is safe: they are clipped).
+// peerBook remembers where a vault's members were last reachable, durably
+// (metadata knownPeersMeta): the dial loop dials them there, doctor shows
+// them, and peer exchange tells other members. It has its own lock and
+// calls nothing of the vault's while holding it.
 //
 // The list is decoded from the database once and then kept in memory:
 // dialLoop reads it every second, and decoding it each time (JSON and a
 // base58 device ID per member) was, with a few hundred members, most of
 // an idle node's CPU (a quarter of all CPU in a 300-device simulation).
-func (v *vault) knownPeers() map[keys.DeviceID][]string {
-	n := v.n
-	n.knownMu.Lock()
-	defer n.knownMu.Unlock()
-	m, ok := n.known[v]
-	if !ok {
-		m = v.loadKnownPeers()
-		v.cacheKnownPeersLocked(m)
-		m = n.known[v]
-	}
-	if m == nil {
-		return nil
-	}
-	return maps.Clone(m)
+type peerBook struct {
+	db *vaultdb.DB
+
+	mu     sync.Mutex // guards the fields below; serialises read-modify-write of the list
+	loaded bool
+	known  map[keys.DeviceID][]string // address slices clipped: append is safe
 }
 
-// cacheKnownPeersLocked keeps known (clipped) as the decoded list.
-// n.knownMu must be held.
-func (v *vault) cacheKnownPeersLocked(known map[keys.DeviceID][]string) {
-	var m map[keys.DeviceID][]string
+func newPeerBook(db *vaultdb.DB) *peerBook { return &peerBook{db: db} }
+
+// all returns the remembered addresses of the vault's members, or nil. The
+// map is the caller's; the address slices are shared and must not be
+// written in place (append is safe: they are clipped).
+func (b *peerBook) all() map[keys.DeviceID][]string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return maps.Clone(b.loadLocked())
+}
+
+// loadLocked returns the decoded list, reading it from the database the
+// first time. b.mu must be held.
+func (b *peerBook) loadLocked() map[keys.DeviceID][]string {
+	if !b.loaded {
+		b.cacheLocked(b.read())
+		b.loaded = true
+	}
+	return b.known
+}
+
+// cacheLocked keeps known (clipped) as the decoded list. b.mu must be held.
+func (b *peerBook) cacheLocked(known map[keys.DeviceID][]string) {
+	b.known = nil
 	if known != nil {
-		m = make(map[keys.DeviceID][]string, len(known))
+		b.known = make(map[keys.DeviceID][]string, len(known))
 		for d, a := range known {
-			m[d] = slices.Clip(slices.Clone(a))
+			b.known[d] = slices.Clip(slices.Clone(a))
 		}
 	}
-	if v.n.known == nil {
-		v.n.known = map[*vault]map[keys.DeviceID][]string{}
-	}
-	v.n.known[v] = m
 }
 
-// loadKnownPeers decodes the remembered addresses from the database.
-func (v *vault) loadKnownPeers() map[keys.DeviceID][]string {
-	b, ok, err := v.db.Meta(knownPeersMeta)
+// read decodes the remembered addresses from the database; a missing or
+// undecodable record is an empty list (it is only a hint for dialling).
+func (b *peerBook) read() map[keys.DeviceID][]string {
+	raw, ok, err := b.db.Meta(knownPeersMeta)
 	if err != nil || !ok {
 		return nil
 	}
 	var m map[string][]string
-	if json.Unmarshal(b, &m) != nil {
+	if json.Unmarshal(raw, &m) != nil {
 		return nil
 	}
 	out := make(map[keys.DeviceID][]string, len(m))
@@ -75,11 +86,11 @@ func (v *vault) loadKnownPeers() map[keys.DeviceID][]string {
 	return out
 }
 
-// setKnownPeer remembers addrs for d (replacing what was there), durably.
-func (v *vault) setKnownPeer(d keys.DeviceID, addrs []string) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	cur := v.knownPeers()
+// set remembers addrs for d (replacing what was there), durably.
+func (b *peerBook) set(d keys.DeviceID, addrs []string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur := maps.Clone(b.loadLocked())
 	if slices.Equal(cur[d], addrs) {
 		return nil
 	}
@@ -87,30 +98,36 @@ func (v *vault) setKnownPeer(d keys.DeviceID, addrs []string) error {
 		cur = map[keys.DeviceID][]string{}
 	}
 	cur[d] = addrs
-	return v.storeKnownPeersLocked(cur)
+	return b.storeLocked(cur)
 }
 
-// learnPeers remembers, from a peer exchange, the addresses of members
-// this device knows no address for yet, in one durable commit. A member
-// of a vault with hundreds of devices is sent hundreds of addresses at the
-// start of every log stream, before any entry; one commit (one fsync) and
-// one re-encoding of the whole list per address held those entries back:
-// in the simulation, S2 with 200 devices built by pairing delivered the
-// edit to its first device only after about 10 s, against 1 s when the
-// devices had no addresses to exchange.
-func (v *vault) learnPeers(ps wire.Peers) error {
-	self := v.n.id.ID()
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	cur := v.knownPeers()
+// learn remembers, from a peer exchange, the addresses of members this
+// device knows no address for yet, in one durable commit. self and
+// devices that are not members (isMember, asked before the book's lock is
+// taken) are skipped. A member of a vault with hundreds of devices is sent
+// hundreds of addresses at the start of every log stream, before any
+// entry; one commit (one fsync) and one re-encoding of the whole list per
+// address held those entries back: in the simulation, S2 with 200 devices
+// built by pairing delivered the edit to its first device only after about
+// 10 s, against 1 s when the devices had no addresses to exchange.
+func (b *peerBook) learn(ps wire.Peers, self keys.DeviceID, isMember func(keys.DeviceID) bool) error {
+	var offered []wire.PeerAddrs
+	for _, p := range ps.Peers {
+		if p.Device != self && len(p.Addrs) > 0 && isMember(p.Device) {
+			offered = append(offered, p)
+		}
+	}
+	if len(offered) == 0 {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur := maps.Clone(b.loadLocked())
 	if cur == nil {
 		cur = map[keys.DeviceID][]string{}
 	}
 	added := 0
-	for _, p := range ps.Peers {
-		if p.Device == self || len(p.Addrs) == 0 || !v.members.IsMember(p.Device) {
-			continue
-		}
+	for _, p := range offered {
 		if _, known := cur[p.Device]; known {
 			continue
 		}
@@ -120,39 +137,38 @@ func (v *vault) learnPeers(ps wire.Peers) error {
 	if added == 0 {
 		return nil
 	}
-	return v.storeKnownPeersLocked(cur)
+	return b.storeLocked(cur)
 }
 
-// storeKnownPeersLocked replaces the remembered addresses with known,
-// durably. v.mu must be held, so that read-modify-write cycles of the
-// list do not lose each other's additions.
-func (v *vault) storeKnownPeersLocked(known map[keys.DeviceID][]string) error {
+// storeLocked replaces the remembered addresses with known, durably, and
+// then in memory. b.mu must be held, so that read-modify-write cycles of
+// the list do not lose each other's additions.
+func (b *peerBook) storeLocked(known map[keys.DeviceID][]string) error {
 	m := make(map[string][]string, len(known))
 	for k, a := range known {
 		m[k.String()] = a
 	}
-	b, err := json.Marshal(m)
+	raw, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encoding known peers: %w", err)
 	}
 	u := &vaultdb.Update{}
-	u.SetMeta(knownPeersMeta, b)
-	if err := v.db.Commit(u); err != nil {
+	u.SetMeta(knownPeersMeta, raw)
+	if err := b.db.Commit(u); err != nil {
 		return err
 	}
-	v.n.knownMu.Lock()
-	v.cacheKnownPeersLocked(known)
-	v.n.knownMu.Unlock()
+	b.cacheLocked(known)
+	b.loaded = true
 	return nil
 }
 
-// peerAddrs lists where the vault's members other than to listen, from
-// what this device remembers, for peer exchange.
-func (v *vault) peerAddrs(to keys.DeviceID) wire.Peers {
+// exchange lists where members (sorted by device) other than self and to
+// are, from what this device remembers, for peer exchange with to.
+func (b *peerBook) exchange(members []keys.DeviceID, self, to keys.DeviceID) wire.Peers {
 	var out wire.Peers
-	known := v.knownPeers()
-	for _, d := range v.memberList() { // sorted by device
-		if d == to || d == v.n.id.ID() || len(known[d]) == 0 {
+	known := b.all()
+	for _, d := range members {
+		if d == to || d == self || len(known[d]) == 0 {
 			continue
 		}
 		out.Peers = append(out.Peers, wire.PeerAddrs{Device: d, Addrs: known[d]})

@@ -77,6 +77,9 @@ type vault struct {
 	// ids knows the plaintext identity of chunks seen here, so they need
 	// not be sealed to be recognised (sealfile.go); it has its own lock.
 	ids *chunkIDs
+	// book remembers where members were last reachable (peers.go); it
+	// has its own lock.
+	book *peerBook
 
 	mu            sync.Mutex // guards the fields below
 	members       *member.State
