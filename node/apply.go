@@ -641,6 +641,32 @@ func plainClass(n int) (int, int) {
 	return 2, chunk.MaxSize
 }
 
+// envPools recycle fetched envelopes on their way to the openers
+// (gatherWindow), in plainPools' classes plus an envelope's overhead.
+var envPools [3]sync.Pool
+
+// envBuf returns a copy of env in a buffer from the pool of its class (a
+// buffer of its own if larger than any class: not a valid envelope).
+func envBuf(env []byte) *[]byte {
+	i, size := plainClass(max(0, len(env)-chunk.Overhead))
+	size += chunk.Overhead
+	b, ok := envPools[i].Get().(*[]byte)
+	if !ok || len(env) > size {
+		nb := make([]byte, 0, max(size, len(env)))
+		b = &nb
+	}
+	*b = append((*b)[:0], env...)
+	return b
+}
+
+// releaseEnv gives an envelope buffer of envBuf back to its pool.
+func releaseEnv(b *[]byte) {
+	i, size := plainClass(max(0, cap(*b)-chunk.Overhead))
+	if cap(*b) == size+chunk.Overhead {
+		envPools[i].Put(b)
+	}
+}
+
 // plainBuf returns a buffer from the pool of n bytes' class, empty.
 func plainBuf(n int) []byte {
 	i, size := plainClass(n)
@@ -685,7 +711,7 @@ func (v *vault) gatherWindow(ctx context.Context, win []entry.ChunkRef) (map[cid
 	v.addPendingFetch(len(need))
 	type fetched struct {
 		c   cid.Cid
-		env []byte
+		env *[]byte // from envBuf, given back once opened
 	}
 	var (
 		mu      sync.Mutex // guards plain and openErr while the workers run
@@ -697,7 +723,9 @@ func (v *vault) gatherWindow(ctx context.Context, win []entry.ChunkRef) (map[cid
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for j := range jobs {
-				b, err := v.openVerifiedChunk(plainBuf(len(j.env)-chunk.Overhead), j.c, j.env)
+				env := *j.env
+				b, err := v.openVerifiedChunk(plainBuf(len(env)-chunk.Overhead), j.c, env)
+				releaseEnv(j.env) // the plaintext is in b, never in env
 				mu.Lock()
 				if err != nil {
 					if openErr == nil {
@@ -714,14 +742,18 @@ func (v *vault) gatherWindow(ctx context.Context, win []entry.ChunkRef) (map[cid
 			}
 		})
 	}
-	err := v.fetchFromPeers(ctx, need, func(c cid.Cid, env []byte) error {
+	// The envelope is lent (valid only during the call): it goes to the
+	// openers in a buffer of envPools, which they give back once opened.
+	err := v.fetchFromPeersLent(ctx, need, func(c cid.Cid, env []byte) error {
 		if failed.Load() {
 			return errChunkUnopened
 		}
+		buf := envBuf(env)
 		select {
-		case jobs <- fetched{c, env}:
+		case jobs <- fetched{c, buf}:
 			return nil
 		case <-ctx.Done():
+			releaseEnv(buf)
 			return ctx.Err()
 		}
 	})
@@ -763,6 +795,18 @@ func (v *vault) addPendingFetch(d int) {
 // the others in turn. got is called for every verified envelope, from
 // several goroutines at once, and must be safe for that.
 func (v *vault) fetchFromPeers(ctx context.Context, cids []cid.Cid, got func(cid.Cid, []byte) error) error {
+	return v.fetchFrom(ctx, cids, false, got)
+}
+
+// fetchFromPeersLent is fetchFromPeers with each envelope lent to got:
+// valid only until got returns (netsync.FetchChunksLent), so got copies
+// what it keeps.
+func (v *vault) fetchFromPeersLent(ctx context.Context, cids []cid.Cid, got func(cid.Cid, []byte) error) error {
+	return v.fetchFrom(ctx, cids, true, got)
+}
+
+// fetchFrom is fetchFromPeers, with envelopes lent to got if lent.
+func (v *vault) fetchFrom(ctx context.Context, cids []cid.Cid, lent bool, got func(cid.Cid, []byte) error) error {
 	peers := v.n.connectedMembers(v)
 	if len(peers) == 0 {
 		return fmt.Errorf("%w (%d chunks): no member of the vault is connected", errChunkMissing, len(cids))
@@ -783,7 +827,7 @@ func (v *vault) fetchFromPeers(ctx context.Context, cids []cid.Cid, got func(cid
 			continue
 		}
 		wg.Go(func() {
-			miss, err := v.fetchChunks(ctx, p.id, p.dev, shares[i], got)
+			miss, err := v.fetchChunks(ctx, p.id, p.dev, shares[i], lent, got)
 			mu.Lock()
 			defer mu.Unlock()
 			for _, c := range miss {
@@ -809,7 +853,7 @@ func (v *vault) fetchFromPeers(ctx context.Context, cids []cid.Cid, got func(cid
 		if len(need) == 0 || len(peers) == 1 {
 			break
 		}
-		miss, err := v.fetchChunks(ctx, p.id, p.dev, need, got)
+		miss, err := v.fetchChunks(ctx, p.id, p.dev, need, lent, got)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", p.dev.Short(), err))
 		}

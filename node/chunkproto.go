@@ -55,8 +55,9 @@ const helloTimeout = 10 * time.Second
 
 // fetchChunks asks p for cids and calls got for each envelope that arrives
 // and verifies against its CID. It returns the CIDs p did not have. got is
-// called from this goroutine, in arrival order.
-func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, cids []cid.Cid, got func(cid.Cid, []byte) error) (missing []cid.Cid, err error) {
+// called from this goroutine, in arrival order; if lent, the envelope is
+// valid only until got returns (netsync.FetchChunksLent).
+func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, cids []cid.Cid, lent bool, got func(cid.Cid, []byte) error) (missing []cid.Cid, err error) {
 	var gotBytes int64
 	done := v.noteTransfer(dev, len(cids))
 	defer func() { done(len(cids)-len(missing), gotBytes, err) }()
@@ -71,7 +72,11 @@ func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, c
 	if err := f.OpenHello(v.id); err != nil {
 		return cids, err
 	}
-	return netsync.FetchChunks(s, f, cids, chunkIdle, func(c cid.Cid, env []byte) error {
+	fetch := netsync.FetchChunks
+	if lent {
+		fetch = netsync.FetchChunksLent
+	}
+	return fetch(s, f, cids, chunkIdle, func(c cid.Cid, env []byte) error {
 		if err := verifyBlob(c, env); err != nil {
 			return fmt.Errorf("chunk from %s: %w", dev, err)
 		}

@@ -172,7 +172,7 @@ func dedupCIDs(cs []cid.Cid) []cid.Cid {
 func (v *vault) piecesFrom(ctx context.Context, p peer.ID, dev keys.DeviceID) pieceFetcher {
 	return func(cids []cid.Cid) (map[cid.Cid][]byte, error) {
 		got := make(map[cid.Cid][]byte, len(cids))
-		missing, err := v.fetchChunks(ctx, p, dev, cids, func(c cid.Cid, data []byte) error {
+		missing, err := v.fetchChunks(ctx, p, dev, cids, false, func(c cid.Cid, data []byte) error {
 			got[c] = data
 			return nil
 		})

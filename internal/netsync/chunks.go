@@ -42,6 +42,33 @@ const FetchBatch = 64
 // return the stream is reset, which ends that writer, and the call waits
 // for it.
 func FetchChunks(s Stream, c *wire.Conn, cids []cid.Cid, idle time.Duration, got func(cid.Cid, []byte) error) (missing []cid.Cid, err error) {
+	return fetchChunks(s, c, cids, idle, nil, got)
+}
+
+// FetchChunksLent is FetchChunks with each envelope lent to got: it lies in
+// a buffer the call reads the next chunk into, so it is valid only until
+// got returns, and got copies what it keeps. A fetch then allocates no
+// buffer per chunk: FetchChunks' fresh envelope, grown from 64 KiB as the
+// frame arrives, cost about twice the bytes fetched in allocations and
+// their collection (a tenth of a receiver's CPU in B3).
+func FetchChunksLent(s Stream, c *wire.Conn, cids []cid.Cid, idle time.Duration, got func(cid.Cid, []byte) error) (missing []cid.Cid, err error) {
+	buf := frameBufs.Get().(*[]byte)
+	defer frameBufs.Put(buf)
+	return fetchChunks(s, c, cids, idle, *buf, got)
+}
+
+// frameBufCap holds any chunk frame of the chunk format: a CID (under 128
+// bytes with its length) and an envelope of at most chunk.MaxEnvelopeSize
+// bytes. A larger frame (which cannot hold a valid chunk) is read into a
+// buffer of its own.
+const frameBufCap = chunk.MaxEnvelopeSize + 256
+
+// frameBufs recycles FetchChunksLent's read buffers across fetches.
+var frameBufs = sync.Pool{New: func() any { b := make([]byte, 0, frameBufCap); return &b }}
+
+// fetchChunks is FetchChunks reading every frame into buf when it fits
+// (nil: a buffer of its own per frame).
+func fetchChunks(s Stream, c *wire.Conn, cids []cid.Cid, idle time.Duration, buf []byte, got func(cid.Cid, []byte) error) (missing []cid.Cid, err error) {
 	werr := make(chan error, 1)
 	wdone := make(chan struct{})
 	defer func() {
@@ -71,7 +98,7 @@ func FetchChunks(s Stream, c *wire.Conn, cids []cid.Cid, idle time.Duration, got
 		// A peer that stops answering must not stall the caller: each
 		// answer has to come within idle.
 		_ = s.SetReadDeadline(time.Now().Add(idle))
-		t, payload, err := c.Read()
+		t, payload, err := c.ReadInto(buf)
 		if err != nil {
 			return append(missing, remaining(cids, pending)...), err
 		}

@@ -57,8 +57,14 @@ func (s *store) make(dst []byte, id cid.Cid, scratch []byte) ([]byte, []byte, er
 
 // TestFetchFromServer: a fetch of more CIDs than one batch, some not
 // held, from a server on several workers: every held chunk arrives once
-// with its envelope, the rest come back missing, in request order.
+// with its envelope, the rest come back missing, in request order. Lent,
+// every envelope lies in the one buffer the fetch reads into.
 func TestFetchFromServer(t *testing.T) {
+	t.Run("own", func(t *testing.T) { testFetchFromServer(t, false) })
+	t.Run("lent", func(t *testing.T) { testFetchFromServer(t, true) })
+}
+
+func testFetchFromServer(t *testing.T, lent bool) {
 	want := ids(3*FetchBatch + 7)
 	st := &store{held: map[cid.Cid]bool{}}
 	for i, id := range want {
@@ -74,11 +80,17 @@ func TestFetchFromServer(t *testing.T) {
 		ChunkServer{Make: st.make, Workers: 4, Served: func() { served++ }}.Serve(cb, nil)
 	}()
 	got := map[cid.Cid][]byte{}
-	missing, err := FetchChunks(a, ca, want, 5*time.Second, func(id cid.Cid, env []byte) error {
+	fetch := FetchChunks
+	if lent {
+		fetch = FetchChunksLent
+	}
+	arrays := map[*byte]bool{} // the last byte of each envelope's array
+	missing, err := fetch(a, ca, want, 5*time.Second, func(id cid.Cid, env []byte) error {
 		if _, dup := got[id]; dup {
 			t.Errorf("%s delivered twice", id)
 		}
-		got[id] = env
+		got[id] = slices.Clone(env)
+		arrays[&env[:cap(env)][cap(env)-1]] = true
 		return nil
 	})
 	if err != nil {
@@ -101,6 +113,9 @@ func TestFetchFromServer(t *testing.T) {
 	}
 	if served != len(got) || st.made != len(want) {
 		t.Errorf("served %d and made %d, want %d and %d", served, st.made, len(got), len(want))
+	}
+	if lent && len(arrays) != 1 || !lent && len(arrays) != len(got) {
+		t.Errorf("%d envelopes in %d arrays, want lent ones in one, own ones in one each", len(got), len(arrays))
 	}
 }
 

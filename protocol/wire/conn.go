@@ -175,7 +175,22 @@ func (c *Conn) Read() (MsgType, []byte, error) {
 // frame announcing more fails with ErrFrameTooLarge, nothing of it read
 // past its length. max <= 0 means MaxFrameSize.
 func (c *Conn) ReadLimit(max int) (MsgType, []byte, error) {
-	t, p, err := readFrame(c.r, max, c.admit)
+	return c.read(max, nil)
+}
+
+// ReadInto is Read into buf: a payload that fits in cap(buf) is read into
+// buf's array (the returned payload aliases it, valid until the caller
+// reuses buf), a larger one as Read does. A reader of many large frames
+// (chunks) reuses one buffer instead of allocating, growing and then
+// collecting one per frame; buf is memory the caller holds already, so a
+// peer that announces a large frame and sends nothing costs no more than
+// with Read.
+func (c *Conn) ReadInto(buf []byte) (MsgType, []byte, error) {
+	return c.read(c.limit, buf)
+}
+
+func (c *Conn) read(max int, into []byte) (MsgType, []byte, error) {
+	t, p, err := readFrame(c.r, max, c.admit, into)
 	if err != nil {
 		return 0, nil, err
 	}

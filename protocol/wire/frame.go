@@ -92,14 +92,17 @@ func WriteFrame(w io.Writer, t MsgType, payload []byte) error {
 // closed. ReadFrame does not interpret the type: unknown codes are returned
 // for the caller to reject.
 func ReadFrame(r io.Reader, max int) (MsgType, []byte, error) {
-	return readFrame(r, max, nil)
+	return readFrame(r, max, nil, nil)
 }
 
 // readFrame is ReadFrame with a hook: admit, if not nil, is called with
 // the frame length once it is known to be within max and before any byte
 // past the length prefix is read; an error from it ends the read with
 // that error (the stream is then out of step).
-func readFrame(r io.Reader, max int, admit func(n int) error) (MsgType, []byte, error) {
+//
+// A payload that fits in cap(into) is read into into's array; a larger
+// one into a buffer of its own, grown as bytes arrive (readPayload).
+func readFrame(r io.Reader, max int, admit func(n int) error, into []byte) (MsgType, []byte, error) {
 	if max <= 0 {
 		max = MaxFrameSize
 	}
@@ -124,7 +127,14 @@ func readFrame(r io.Reader, max int, admit func(n int) error) (MsgType, []byte, 
 		return 0, nil, fmt.Errorf("reading frame type: %w", noEOF(err))
 	}
 	t := MsgType(tb)
-	payload, err := readPayload(r, int(n-1))
+	var payload []byte
+	if m := int(n - 1); m <= cap(into) {
+		payload = into[:m]
+		_, err = io.ReadFull(r, payload)
+		err = noEOF(err)
+	} else {
+		payload, err = readPayload(r, m)
+	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("reading %v frame payload (%d bytes): %w", t, n-1, err)
 	}

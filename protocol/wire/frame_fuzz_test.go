@@ -10,7 +10,9 @@ import (
 // FuzzReadFrame reads frames from arbitrary bytes until an error. It must
 // never panic, every error must be one of the documented classes, and every
 // frame that parses must re-encode to exactly the bytes it was read from
-// (lengths are minimal uvarints, so a frame has one encoding).
+// (lengths are minimal uvarints, so a frame has one encoding). Reading the
+// same bytes into a caller's buffer (Conn.ReadInto's path), one too small
+// for some frames, gives the same frames and errors at the same places.
 func FuzzReadFrame(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0x01, 0x01})
@@ -24,9 +26,17 @@ func FuzzReadFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const max = 1 << 12
 		r := bytes.NewReader(data)
+		ri, into := bytes.NewReader(data), make([]byte, 0, 16)
 		for {
 			start := len(data) - r.Len()
 			typ, payload, err := ReadFrame(r, max)
+			ityp, ipayload, ierr := readFrame(ri, max, nil, into)
+			if (err == nil) != (ierr == nil) || typ != ityp || !bytes.Equal(payload, ipayload) || r.Len() != ri.Len() {
+				t.Fatalf("reading into a buffer: %v %x %v at %d, want %v %x %v at %d", ityp, ipayload, ierr, ri.Len(), typ, payload, err, r.Len())
+			}
+			if ierr == nil && len(ipayload) <= cap(into) && len(ipayload) > 0 && &ipayload[0] != &into[:1][0] {
+				t.Fatalf("a payload of %d bytes was not read into the buffer of %d", len(ipayload), cap(into))
+			}
 			if err != nil {
 				if !(err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrEmptyFrame) ||
 					errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrMalformedLength)) {
