@@ -1001,7 +1001,17 @@ func (v *vault) chunkAtInto(c cid.Cid, loc chunkLocation, scratch, dst []byte, e
 				return dst, buf, nil
 			}
 			grown := slices.Grow(dst, chunk.Overhead+len(buf))
+			if sh := known.shape; sh.known {
+				// The envelope sealed before, re-created with its
+				// compression choice and checked by its tag.
+				if out, err := chunk.AppendEnvelopeAs(grown, k, known.id, buf, sh.compressed); err == nil {
+					if tag, ok := chunk.Tag(out[len(grown):]); ok && tag == sh.tag {
+						return out, buf, nil
+					}
+				}
+			}
 			if s, err := chunk.AppendSealAs(grown, k, known.id, buf); err == nil && s.CID.Equals(c) {
+				v.ids.add(c, known.epoch, known.id, known.sealed, shapeOf(s.Envelope))
 				return grown[:len(grown)+len(s.Envelope)], buf, nil
 			}
 		}

@@ -197,7 +197,7 @@ func (v *vault) openVerifiedChunk(buf []byte, c cid.Cid, env []byte) ([]byte, er
 	if err == nil {
 		// Open checked the plaintext against the header's identity, and
 		// the fetch checked the envelope against c.
-		v.ids.add(c, h.Epoch, h.ID, false)
+		v.ids.add(c, h.Epoch, h.ID, false, shapeOf(env))
 	}
 	return plain, err
 }
@@ -219,14 +219,14 @@ func (v *vault) sealLocalAppend(dst []byte, c cid.Cid, plain []byte) ([]byte, bo
 		return dst, false, err
 	}
 	if s.CID.Equals(c) {
-		v.ids.add(c, cur.Epoch, s.ID, true)
+		v.ids.add(c, cur.Epoch, s.ID, true, shapeOf(s.Envelope))
 		return dst[:len(dst)+len(s.Envelope)], true, nil
 	}
 	for _, ek := range v.eps.others() {
 		k := chunk.KeysFrom(ek)
 		s, err := chunk.AppendSeal(dst, k, plain)
 		if err == nil && s.CID.Equals(c) {
-			v.ids.add(c, k.Epoch, s.ID, true)
+			v.ids.add(c, k.Epoch, s.ID, true, shapeOf(s.Envelope))
 			return dst[:len(dst)+len(s.Envelope)], true, nil
 		}
 	}

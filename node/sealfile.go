@@ -40,11 +40,35 @@ var (
 )
 
 // sealedRef is one chunk as a scan sealed it: its plaintext identity beside
-// its CID and size.
+// its CID and size, and the shape of its envelope when the scan sealed it
+// (not when it took the CID of an earlier sealing).
 type sealedRef struct {
-	ID   chunk.ID
-	CID  cid.Cid
-	Size uint32
+	ID    chunk.ID
+	CID   cid.Cid
+	Size  uint32
+	Shape sealShape
+}
+
+// sealShape is what an envelope looked like beyond its identity: whether
+// its payload is compressed, and its tag. Sealing the same plaintext under
+// the same identity and epoch with the same choice gives the same
+// envelope, so a chunk server that re-creates the chunk from the folder
+// seals it with that choice (no compression probe) and compares the tag
+// instead of hashing the envelope for its CID (chunkAtInto).
+type sealShape struct {
+	known      bool
+	compressed bool
+	tag        [chunk.TagSize]byte
+}
+
+// shapeOf is env's shape; unknown when env is not a well-formed envelope.
+func shapeOf(env []byte) sealShape {
+	h, err := chunk.ParseHeader(env)
+	if err != nil {
+		return sealShape{}
+	}
+	tag, ok := chunk.Tag(env)
+	return sealShape{known: ok, compressed: h.Compressed, tag: tag}
 }
 
 // reuseKey finds an earlier sealing of a chunk by plaintext identity and
@@ -159,7 +183,7 @@ func sealSpans(k chunk.Keys, b cutBlock, out []sealedRef, prev map[reuseKey]cid.
 			return fmt.Errorf("sealing chunk of %d bytes: %w", len(data), err)
 		}
 		*env = sealed.Envelope[:0]
-		out[i] = sealedRef{ID: id, CID: sealed.CID, Size: size}
+		out[i] = sealedRef{ID: id, CID: sealed.CID, Size: size, Shape: shapeOf(sealed.Envelope)}
 	}
 }
 
@@ -250,6 +274,7 @@ type knownID struct {
 	id     chunk.ID
 	epoch  uint32
 	sealed bool
+	shape  sealShape // of the envelope the CID names, when known
 }
 
 // maxChunkIDs bounds a chunkIDs: about 6 GiB of chunks in about 8 MiB.
@@ -270,20 +295,24 @@ func (ids *chunkIDs) get(c cid.Cid) (knownID, bool) {
 
 // add records that chunk c holds the plaintext of identity id under
 // epoch's keys: c is an envelope of that plaintext, sealed here when
-// sealed. When full it forgets about a quarter of what it holds, chosen
-// by map order.
-func (ids *chunkIDs) add(c cid.Cid, epoch uint32, id chunk.ID, sealed bool) {
+// sealed, whose shape is shape. When full it forgets about a quarter of
+// what it holds, chosen by map order.
+func (ids *chunkIDs) add(c cid.Cid, epoch uint32, id chunk.ID, sealed bool, shape sealShape) {
 	if ids == nil {
 		return
 	}
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
-	ids.addLocked(c, knownID{id: id, epoch: epoch, sealed: sealed})
+	ids.addLocked(c, knownID{id: id, epoch: epoch, sealed: sealed, shape: shape})
 }
 
 func (ids *chunkIDs) addLocked(c cid.Cid, k knownID) {
 	if old, ok := ids.m[c]; ok {
-		k.sealed = k.sealed || old.sealed && old.epoch == k.epoch && old.id == k.id
+		same := old.epoch == k.epoch && old.id == k.id
+		k.sealed = k.sealed || old.sealed && same
+		if !k.shape.known && same {
+			k.shape = old.shape
+		}
 	} else if len(ids.m) >= maxChunkIDs {
 		drop := maxChunkIDs / 4
 		for k := range ids.m {
@@ -305,7 +334,7 @@ func (ids *chunkIDs) addSealed(epoch uint32, refs []sealedRef) {
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
 	for _, r := range refs {
-		ids.addLocked(r.CID, knownID{id: r.ID, epoch: epoch, sealed: true})
+		ids.addLocked(r.CID, knownID{id: r.ID, epoch: epoch, sealed: true, shape: r.Shape})
 	}
 }
 

@@ -99,6 +99,15 @@ func compressOrSkip(plaintext, scratch []byte) (payload []byte, compressed bool)
 	return z, true
 }
 
+// compress is compressOrSkip's compressed form, made without asking
+// whether it is worth it: for a plaintext compressOrSkip compressed
+// before (AppendEnvelopeAs).
+func compress(plaintext, scratch []byte) []byte {
+	c := compressors.Get().(*compressor)
+	defer compressors.Put(c)
+	return c.enc.EncodeAll(plaintext, scratch[:0])
+}
+
 // decompress inverts compressOrSkip's compressed form. It accepts exactly
 // what Seal writes: one zstd frame that declares its content size, which
 // must be at most MaxSize (else ErrTooLarge) and must match the decoded

@@ -26,12 +26,14 @@ const (
 	// HeaderSize is the size of the authenticated clear header.
 	HeaderSize = 1 + 1 + 4 + 32
 	// Overhead is how much larger an envelope is than its payload.
-	Overhead = HeaderSize + tagSize
+	Overhead = HeaderSize + TagSize
 	// MaxEnvelopeSize bounds an envelope: a payload is never larger than
 	// its plaintext, which is at most MaxSize.
 	MaxEnvelopeSize = MaxSize + Overhead
 
-	tagSize = 16
+	// TagSize is the size of the Poly1305 tag that ends an envelope.
+	TagSize = 16
+	tagSize = TagSize
 )
 
 // Header is the clear, authenticated part of an envelope.
@@ -66,6 +68,20 @@ func ParseHeader(envelope []byte) (Header, error) {
 	}
 	copy(h.ID[:], envelope[6:HeaderSize])
 	return h, nil
+}
+
+// Tag returns the authentication tag that ends envelope, or false when it
+// is too short to hold a header and a tag. Two envelopes of one identity
+// under one epoch's keys with equal headers and equal tags hold the same
+// ciphertext, unless someone holding the keys forged it (Poly1305 under a
+// key only the epoch's holders can derive).
+func Tag(envelope []byte) ([TagSize]byte, bool) {
+	var t [TagSize]byte
+	if len(envelope) < Overhead {
+		return t, false
+	}
+	copy(t[:], envelope[len(envelope)-TagSize:])
+	return t, true
 }
 
 // appendTo appends the encoding of h to b.

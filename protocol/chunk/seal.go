@@ -50,6 +50,30 @@ func AppendSealAs(dst []byte, k Keys, id ID, plaintext []byte) (Sealed, error) {
 	return appendSealAs(dst, k, id, plaintext), nil
 }
 
+// AppendEnvelopeAs re-creates an envelope this device sealed before from
+// the same plaintext: it seals plaintext under the identity id with the
+// compression choice of that sealing (compressed: the whole plaintext
+// zstd-compressed; otherwise stored as it is), without the sampling probe
+// and without hashing the result for its CID. The envelope is the earlier
+// one exactly when plaintext and id are those it was sealed from; a caller
+// checks that by comparing the result's Tag with the earlier envelope's,
+// which costs nothing, where checking the CID hashes the envelope again.
+// A chunk server re-creates every chunk it sends from the folder this way.
+// It returns dst with the envelope appended, and fails only with
+// ErrTooLarge, as AppendSeal.
+func AppendEnvelopeAs(dst []byte, k Keys, id ID, plaintext []byte, compressed bool) ([]byte, error) {
+	if len(plaintext) > MaxSize {
+		return dst, fmt.Errorf("sealing chunk of %d bytes: %w", len(plaintext), ErrTooLarge)
+	}
+	start, end := len(dst), len(dst)+Overhead+len(plaintext)
+	dst = slices.Grow(dst, Overhead+len(plaintext))
+	payload := plaintext
+	if compressed {
+		payload = compress(plaintext, dst[start+HeaderSize:start+HeaderSize:end-tagSize])
+	}
+	return appendSealed(dst, k, id, payload, compressed), nil
+}
+
 // appendSealAs seals plaintext, at most MaxSize, under the identity id.
 func appendSealAs(dst []byte, k Keys, id ID, plaintext []byte) Sealed {
 	start, end := len(dst), len(dst)+Overhead+len(plaintext)
@@ -57,13 +81,20 @@ func appendSealAs(dst []byte, k Keys, id ID, plaintext []byte) Sealed {
 	// The compressed form, if any, is built where the ciphertext will go
 	// and then encrypted in place, so it costs no extra buffer.
 	payload, compressed := compressOrSkip(plaintext, dst[start+HeaderSize:start+HeaderSize:end-tagSize])
+	dst = appendSealed(dst, k, id, payload, compressed)
+	env := dst[start:len(dst):len(dst)]
+	return Sealed{CID: SumCID(env), ID: id, Envelope: env}
+}
+
+// appendSealed appends the envelope of payload (compressed or not, as
+// said) under the identity id. payload may lie in dst's spare capacity
+// just past the header: it is encrypted in place.
+func appendSealed(dst []byte, k Keys, id ID, payload []byte, compressed bool) []byte {
+	start := len(dst)
 	h := Header{Version: FormatV1, Compressed: compressed, Epoch: k.Epoch, ID: id}
 	dst = h.appendTo(dst)
 	var ad [HeaderSize]byte
 	copy(ad[:], dst[start:])
-
 	key, nonce := sealKey(k, id)
-	dst = mustAEAD(key).Seal(dst, nonce[:], payload, ad[:])
-	env := dst[start:len(dst):len(dst)]
-	return Sealed{CID: SumCID(env), ID: id, Envelope: env}
+	return mustAEAD(key).Seal(dst, nonce[:], payload, ad[:])
 }

@@ -3,6 +3,7 @@ package chunk
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -328,5 +329,53 @@ func TestOpenVerifiedInto(t *testing.T) {
 		if _, err := OpenVerifiedInto(nil, other, s.CID, s.Envelope); !errors.Is(err, ErrWrongEpoch) {
 			t.Errorf("other epoch: got %v, want ErrWrongEpoch", err)
 		}
+	}
+}
+
+// TestAppendEnvelopeAs: re-creating an envelope with the compression
+// choice and identity of an earlier sealing gives that envelope exactly,
+// and so its tag; a plaintext changed in one byte gives another tag.
+func TestAppendEnvelopeAs(t *testing.T) {
+	k := testKeys()
+	half := append(compressible(MaxSize/2), seeded(1, MaxSize/2)...)
+	for _, pt := range [][]byte{nil, []byte("hello, weft\n"), compressible(1000), compressible(MaxSize), seeded(2, MaxSize), half} {
+		s, err := Seal(k, pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := ParseHeader(s.Envelope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := []byte("kept")
+		out, err := AppendEnvelopeAs(prefix, k, s.ID, pt, h.Compressed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out[:4]) != "kept" || !bytes.Equal(out[4:], s.Envelope) {
+			t.Fatalf("%d bytes, compressed %v: re-created envelope differs from the sealed one", len(pt), h.Compressed)
+		}
+		want, _ := Tag(s.Envelope)
+		if got, ok := Tag(out[4:]); !ok || got != want {
+			t.Fatalf("%d bytes: tag %x, want %x", len(pt), got, want)
+		}
+		if len(pt) == 0 {
+			continue
+		}
+		changed := slices.Clone(pt)
+		changed[len(changed)/2] ^= 1
+		other, err := AppendEnvelopeAs(nil, k, s.ID, changed, h.Compressed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := Tag(other); got == want {
+			t.Fatalf("%d bytes: a changed plaintext kept the tag", len(pt))
+		}
+	}
+	if _, ok := Tag(make([]byte, Overhead-1)); ok {
+		t.Error("a tag from an envelope too short to hold one")
+	}
+	if _, err := AppendEnvelopeAs(nil, k, ID{}, make([]byte, MaxSize+1), false); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("got %v for a plaintext over MaxSize, want ErrTooLarge", err)
 	}
 }
