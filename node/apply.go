@@ -16,6 +16,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 
+	"github.com/weftsync/weft/internal/netsync"
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
@@ -641,32 +642,6 @@ func plainClass(n int) (int, int) {
 	return 2, chunk.MaxSize
 }
 
-// envPools recycle fetched envelopes on their way to the openers
-// (gatherWindow), in plainPools' classes plus an envelope's overhead.
-var envPools [3]sync.Pool
-
-// envBuf returns a copy of env in a buffer from the pool of its class (a
-// buffer of its own if larger than any class: not a valid envelope).
-func envBuf(env []byte) *[]byte {
-	i, size := plainClass(max(0, len(env)-chunk.Overhead))
-	size += chunk.Overhead
-	b, ok := envPools[i].Get().(*[]byte)
-	if !ok || len(env) > size {
-		nb := make([]byte, 0, max(size, len(env)))
-		b = &nb
-	}
-	*b = append((*b)[:0], env...)
-	return b
-}
-
-// releaseEnv gives an envelope buffer of envBuf back to its pool.
-func releaseEnv(b *[]byte) {
-	i, size := plainClass(max(0, cap(*b)-chunk.Overhead))
-	if cap(*b) == size+chunk.Overhead {
-		envPools[i].Put(b)
-	}
-}
-
 // plainBuf returns a buffer from the pool of n bytes' class, empty.
 func plainBuf(n int) []byte {
 	i, size := plainClass(n)
@@ -711,7 +686,7 @@ func (v *vault) gatherWindow(ctx context.Context, win []entry.ChunkRef) (map[cid
 	v.addPendingFetch(len(need))
 	type fetched struct {
 		c   cid.Cid
-		env *[]byte // from envBuf, given back once opened
+		env *[]byte // from netsync.CopyEnvelope, given back once opened
 	}
 	var (
 		mu      sync.Mutex // guards plain and openErr while the workers run
@@ -725,7 +700,7 @@ func (v *vault) gatherWindow(ctx context.Context, win []entry.ChunkRef) (map[cid
 			for j := range jobs {
 				env := *j.env
 				b, err := v.openVerifiedChunk(plainBuf(len(env)-chunk.Overhead), j.c, env)
-				releaseEnv(j.env) // the plaintext is in b, never in env
+				netsync.ReleaseEnvelope(j.env) // the plaintext is in b, never in env
 				mu.Lock()
 				if err != nil {
 					if openErr == nil {
@@ -743,17 +718,17 @@ func (v *vault) gatherWindow(ctx context.Context, win []entry.ChunkRef) (map[cid
 		})
 	}
 	// The envelope is lent (valid only during the call): it goes to the
-	// openers in a buffer of envPools, which they give back once opened.
+	// openers in a pooled copy, which they give back once opened.
 	err := v.fetchFromPeersLent(ctx, need, func(c cid.Cid, env []byte) error {
 		if failed.Load() {
 			return errChunkUnopened
 		}
-		buf := envBuf(env)
+		buf := netsync.CopyEnvelope(env)
 		select {
 		case jobs <- fetched{c, buf}:
 			return nil
 		case <-ctx.Done():
-			releaseEnv(buf)
+			netsync.ReleaseEnvelope(buf)
 			return ctx.Err()
 		}
 	})
