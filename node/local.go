@@ -669,18 +669,18 @@ func (v *vault) startWatcher(ctx context.Context, settle time.Duration, done cha
 	if err != nil {
 		v.log.Warn("no file watcher; rescanning the folder instead", "every", fallbackEvery, "err", err)
 		v.noteWatcherFailed(err)
-		v.noteWatcherDead(err)
+		v.fallback.setDead(err)
 		close(done)
 		return nil, nil
 	}
 	v.noteWatcherRunning()
-	v.noteWatcherDead(nil)
+	v.fallback.setDead(nil)
 	go func() {
 		defer close(done)
 		if err := w.Run(ctx); err != nil {
 			v.log.Warn("file watcher stopped; rescanning the folder instead", "every", fallbackEvery, "err", err)
 			v.noteWatcherFailed(err)
-			v.noteWatcherDead(err)
+			v.fallback.setDead(err)
 		}
 	}()
 	return w.Batches(), w

@@ -138,7 +138,7 @@ func (v *vault) status() api.FolderStatus {
 	skipped := v.skippedErrors()
 	fs.Errors = append(fs.Errors, skipped...)
 	fs.Errors = append(fs.Errors, relayFull...)
-	unwatched := v.fallbackErrors() // watchfallback.go
+	unwatched := v.fallback.errors() // watchfallback.go
 	fs.Errors = append(fs.Errors, unwatched...)
 	switch {
 	case stopped:

@@ -80,6 +80,9 @@ type vault struct {
 	// book remembers where members were last reachable (peers.go); it
 	// has its own lock.
 	book *peerBook
+	// fallback is what rescans stand in for an incomplete or stopped
+	// watcher (watchfallback.go); it has its own lock.
+	fallback watchFallback
 
 	mu            sync.Mutex // guards the fields below
 	members       *member.State
@@ -115,7 +118,6 @@ type vault struct {
 	errs          map[string]string                    // path -> last apply error
 	stop          folderStop                           // why the folder guard stopped the folder (folderguard.go)
 	homeFault     homeFault                            // why writes to the home fail (homefull.go)
-	fallback      watchFallback                        // rescans of what the watcher does not cover (watchfallback.go)
 	forkProbes    map[keys.DeviceID]uint64             // peer -> entry of the own log to compare with its copy (entryrefusals.go)
 	pullRestart   map[keys.DeviceID]context.CancelFunc // ends the running log pull from a peer (entryrefusals.go)
 	deletes       deleteGuard                          // deletions held for the user (massdelete.go)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/weftsync/weft/node/api"
@@ -30,48 +31,55 @@ const fallbackEvery = 10 * time.Second
 // many times the last one's duration.
 const fallbackCostFactor = 20
 
-// watchFallback is what the fallback rescans cover and when they run;
-// guarded by vault.mu.
+// watchFallback is what the fallback rescans cover and when they run. It
+// has its own lock and no IO: the time comes in as an argument, and the
+// vault runs the rescans it asks for (vault.fallbackScan).
 type watchFallback struct {
-	roots   []string  // unwatched subtree roots ("" is the whole folder)
-	dead    bool      // the watcher is not running: the whole folder
-	why     string    // why it is not running
-	last    time.Time // when the last fallback rescan started
+	mu      sync.Mutex // guards the fields below
+	roots   []string   // unwatched subtree roots ("" is the whole folder)
+	dead    bool       // the watcher is not running: the whole folder
+	why     string     // why it is not running
+	last    time.Time  // when the last fallback rescan started
 	took    time.Duration
 	scanned uint64 // fallback rescans done
 }
 
 // noteUnwatched records the watcher's unwatched roots (from its goroutine).
 func (v *vault) noteUnwatched(roots []string) {
-	v.mu.Lock()
-	was := len(v.fallback.roots)
-	v.fallback.roots = slices.Clone(roots)
-	v.mu.Unlock()
-	if was == 0 && len(roots) > 0 {
+	if v.fallback.setUnwatched(roots) {
 		v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Kind: "watcher-limit",
 			Error: "the system's file watch limit is reached: some directories are not watched; weft rescans them instead"})
 	}
 }
 
-// noteWatcherDead records that the watcher is not running (err) or runs
-// (nil).
-func (v *vault) noteWatcherDead(err error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.fallback.dead, v.fallback.why = err != nil, ""
+// setUnwatched records the watcher's unwatched roots and reports whether
+// it is the first time since everything was watched.
+func (f *watchFallback) setUnwatched(roots []string) (first bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	was := len(f.roots)
+	f.roots = slices.Clone(roots)
+	return was == 0 && len(roots) > 0
+}
+
+// setDead records that the watcher is not running (err) or runs (nil).
+func (f *watchFallback) setDead(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dead, f.why = err != nil, ""
 	if err != nil {
-		v.fallback.why = err.Error()
+		f.why = err.Error()
 	} else {
-		v.fallback.roots = nil
+		f.roots = nil
 	}
 }
 
-// fallbackPaths returns what a fallback rescan must cover now, or ok ==
-// false when none is due: nil paths mean the whole folder.
-func (v *vault) fallbackPaths(now time.Time) (paths []string, ok bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	f := &v.fallback
+// due returns what a fallback rescan must cover at now, or ok == false
+// when none is due: nil paths mean the whole folder. A rescan it returns
+// counts as started at now.
+func (f *watchFallback) due(now time.Time) (paths []string, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if !f.dead && len(f.roots) == 0 {
 		return nil, false
 	}
@@ -85,29 +93,34 @@ func (v *vault) fallbackPaths(now time.Time) (paths []string, ok bool) {
 	return slices.Clone(f.roots), true
 }
 
+// ran records that a fallback rescan took took.
+func (f *watchFallback) ran(took time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.took = took
+	f.scanned++
+}
+
 // fallbackScan runs a fallback rescan if one is due.
 func (v *vault) fallbackScan(ctx context.Context) error {
-	paths, ok := v.fallbackPaths(time.Now())
+	paths, ok := v.fallback.due(time.Now())
 	if !ok {
 		return nil
 	}
 	start := time.Now()
 	_, err := v.scan(ctx, paths)
-	v.mu.Lock()
-	v.fallback.took = time.Since(start)
-	v.fallback.scanned++
-	v.mu.Unlock()
+	v.fallback.ran(time.Since(start))
 	return err
 }
 
-// fallbackErrors is the folder's errors[] item while fallback rescans
-// stand in for the watcher: the folder syncs, but a change in what is not
-// watched is seen only by the next rescan, so it is not in-sync.
-func (v *vault) fallbackErrors() []api.PathMessage {
-	v.mu.Lock()
-	dead, why := v.fallback.dead, v.fallback.why
-	v.mu.Unlock()
-	unwatched, whole, every := v.fallbackState()
+// errors is the folder's errors[] item while fallback rescans stand in
+// for the watcher: the folder syncs, but a change in what is not watched
+// is seen only by the next rescan, so it is not in-sync.
+func (f *watchFallback) errors() []api.PathMessage {
+	f.mu.Lock()
+	dead, why := f.dead, f.why
+	f.mu.Unlock()
+	unwatched, whole, every := f.state()
 	switch {
 	case dead:
 		return []api.PathMessage{{Code: api.CodeWatcherFailed,
@@ -135,10 +148,9 @@ func raiseWatchLimit() string {
 	return "Raise the limit: sudo sysctl fs.inotify.max_user_watches=524288 (and put it in /etc/sysctl.d/ to keep it)."
 }
 
-// fallbackState is what doctor and /metrics show of the fallback.
-func (v *vault) fallbackState() (unwatched int, whole bool, every time.Duration) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	f := v.fallback
+// state is what doctor and /metrics show of the fallback.
+func (f *watchFallback) state() (unwatched int, whole bool, every time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return len(f.roots), f.dead || slices.Contains(f.roots, ""), max(fallbackEvery, fallbackCostFactor*f.took)
 }

@@ -10,37 +10,37 @@ import (
 // root is unwatched), and never more often than fallbackEvery or
 // fallbackCostFactor times the last one's duration.
 func TestFallbackPaths(t *testing.T) {
-	v := &vault{}
+	f := &watchFallback{}
 	t0 := time.Unix(1_800_000_000, 0)
-	if _, ok := v.fallbackPaths(t0); ok {
+	if _, ok := f.due(t0); ok {
 		t.Fatal("a fallback rescan with everything watched")
 	}
-	v.fallback.roots = []string{"a", "b/c"}
-	if p, ok := v.fallbackPaths(t0); !ok || len(p) != 2 || p[0] != "a" || p[1] != "b/c" {
+	f.roots = []string{"a", "b/c"}
+	if p, ok := f.due(t0); !ok || len(p) != 2 || p[0] != "a" || p[1] != "b/c" {
 		t.Fatalf("got %v %v, want the two unwatched roots", p, ok)
 	}
-	if _, ok := v.fallbackPaths(t0.Add(fallbackEvery - time.Millisecond)); ok {
+	if _, ok := f.due(t0.Add(fallbackEvery - time.Millisecond)); ok {
 		t.Fatal("a fallback rescan before fallbackEvery")
 	}
-	if _, ok := v.fallbackPaths(t0.Add(fallbackEvery)); !ok {
+	if _, ok := f.due(t0.Add(fallbackEvery)); !ok {
 		t.Fatal("no fallback rescan after fallbackEvery")
 	}
-	v.fallback.took = 2 * time.Second // a slow one: 40 s between them
-	if _, ok := v.fallbackPaths(t0.Add(fallbackEvery + 39*time.Second)); ok {
+	f.took = 2 * time.Second // a slow one: 40 s between them
+	if _, ok := f.due(t0.Add(fallbackEvery + 39*time.Second)); ok {
 		t.Fatal("a fallback rescan before 20 times the last one's duration")
 	}
-	if _, ok := v.fallbackPaths(t0.Add(fallbackEvery + 40*time.Second)); !ok {
+	if _, ok := f.due(t0.Add(fallbackEvery + 40*time.Second)); !ok {
 		t.Fatal("no fallback rescan after 20 times the last one's duration")
 	}
-	v.fallback.took, v.fallback.dead = 0, true
-	if p, ok := v.fallbackPaths(t0.Add(time.Hour)); !ok || p != nil {
+	f.took, f.dead = 0, true
+	if p, ok := f.due(t0.Add(time.Hour)); !ok || p != nil {
 		t.Fatalf("a dead watcher: got %v %v, want the whole folder (nil)", p, ok)
 	}
-	if un, whole, _ := v.fallbackState(); !whole || un != 2 {
+	if un, whole, _ := f.state(); !whole || un != 2 {
 		t.Fatalf("state: %d unwatched, whole %v", un, whole)
 	}
-	v.noteWatcherDead(nil)
-	if _, ok := v.fallbackPaths(t0.Add(2 * time.Hour)); ok {
+	f.setDead(nil)
+	if _, ok := f.due(t0.Add(2 * time.Hour)); ok {
 		t.Fatal("a fallback rescan once the watcher runs again")
 	}
 }
