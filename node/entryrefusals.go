@@ -26,7 +26,7 @@ import (
 // that log, wire.CodeInvalidEntry otherwise), and the sender reads it
 // (readRefusal in logproto.go). A claimed fork is then checked: the next
 // pull from that peer asks for its copy of this device's log from the
-// entry before the refused one (probeFork, requestVector), and a copy
+// entry before the refused one (forkProbes, requestVector), and a copy
 // that differs from the one held here, signed by this device's own key,
 // makes the folder's state error with code own-log-forked (logtail.go,
 // checkOwnHeld). Any refusal is logged.
@@ -77,56 +77,70 @@ func isInvalidEntry(err error) bool {
 	return false
 }
 
-// noteRefusedEntry logs, at most once per refusedLogEvery per peer, that
-// dev refused an entry this device sent it.
-func (v *vault) noteRefusedEntry(dev keys.DeviceID, reason string) {
-	r := &v.entryRefused
+// due reports whether a refusal by dev at now is to be logged: the first,
+// and then at most one per refusedLogEvery.
+func (r *entryRefusals) due(dev keys.DeviceID, now time.Time) bool {
 	r.mu.Lock()
-	now := time.Now()
-	last, ok := r.logged[dev]
-	if !ok || now.Sub(last) >= refusedLogEvery {
-		if r.logged == nil {
-			r.logged = map[keys.DeviceID]time.Time{}
-		}
-		r.logged[dev] = now
+	defer r.mu.Unlock()
+	if last, ok := r.logged[dev]; ok && now.Sub(last) < refusedLogEvery {
+		return false
 	}
-	r.mu.Unlock()
-	if !ok || now.Sub(last) >= refusedLogEvery {
-		v.log.Warn("a peer refused an entry this device sent it", "peer", dev, "reason", reason)
+	if r.logged == nil {
+		r.logged = map[keys.DeviceID]time.Time{}
 	}
+	r.logged[dev] = now
+	return true
 }
 
-// probeFork notes that dev says entry seq of this device's log does not
-// chain onto what it holds: the next pull from dev asks for its copy of
-// this log from seq-1 on, to compare.
-func (v *vault) probeFork(dev keys.DeviceID, seq uint64) {
+// forkProbes are the fork probes asked for, per peer, and how to end the
+// running log pull from each (so that the next pull probes). Its methods
+// are safe for concurrent use.
+type forkProbes struct {
+	mu      sync.Mutex
+	from    map[keys.DeviceID]uint64             // peer -> entry of the own log to compare with its copy
+	restart map[keys.DeviceID]context.CancelFunc // ends the running log pull from a peer
+}
+
+// probe notes that dev says entry seq of this device's log does not chain
+// onto what it holds: the next pull from dev asks for its copy of this log
+// from seq-1 on, to compare. The running pull from dev is ended.
+func (p *forkProbes) probe(dev keys.DeviceID, seq uint64) {
 	if seq < 2 {
 		seq = 2 // the claim names no usable entry: compare from the first
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.forkProbes == nil {
-		v.forkProbes = map[keys.DeviceID]uint64{}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.from == nil {
+		p.from = map[keys.DeviceID]uint64{}
 	}
-	v.forkProbes[dev] = seq - 1
-	if r := v.pullRestart[dev]; r != nil {
+	p.from[dev] = seq - 1
+	if r := p.restart[dev]; r != nil {
 		r() // the running pull asked with the full vector; the next one probes
 	}
 }
 
-// setPullRestart records (nil: forgets) how to end the running log pull
-// from dev.
-func (v *vault) setPullRestart(dev keys.DeviceID, cancel context.CancelFunc) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+// setRestart records (nil: forgets) how to end the running log pull from
+// dev.
+func (p *forkProbes) setRestart(dev keys.DeviceID, cancel context.CancelFunc) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if cancel == nil {
-		delete(v.pullRestart, dev)
+		delete(p.restart, dev)
 		return
 	}
-	if v.pullRestart == nil {
-		v.pullRestart = map[keys.DeviceID]context.CancelFunc{}
+	if p.restart == nil {
+		p.restart = map[keys.DeviceID]context.CancelFunc{}
 	}
-	v.pullRestart[dev] = cancel
+	p.restart[dev] = cancel
+}
+
+// take returns the probe asked of dev, once.
+func (p *forkProbes) take(dev keys.DeviceID) (from uint64, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	from, ok = p.from[dev]
+	delete(p.from, dev)
+	return from, ok
 }
 
 // requestVector is the vector a log request to dev sends: what this
@@ -138,10 +152,7 @@ func (v *vault) setPullRestart(dev keys.DeviceID, cancel context.CancelFunc) {
 // refuses, on every pull (the relay asks the same way: relay/pull.go).
 func (v *vault) requestVector(dev keys.DeviceID) protocol.Vector {
 	vec := v.storedVector()
-	v.mu.Lock()
-	from, ok := v.forkProbes[dev]
-	delete(v.forkProbes, dev)
-	v.mu.Unlock()
+	from, ok := v.probes.take(dev)
 	self := v.n.id.ID()
 	if ok && vec[self] >= from {
 		vec = vec.Clone()

@@ -94,10 +94,13 @@ func (v *vault) readRefusal(f *wire.Conn, dev keys.DeviceID) bool {
 		// authoring gate (logtail.go) or put the folder in error.
 		var seq uint64
 		_, _ = fmt.Sscanf(we.Reason, "entry %d", &seq)
-		v.probeFork(dev, seq)
-		v.noteRefusedEntry(dev, we.Reason)
+		v.probes.probe(dev, seq)
 	case wire.CodeInvalidEntry:
-		v.noteRefusedEntry(dev, we.Reason)
+	default:
+		return true
+	}
+	if v.entryRefused.due(dev, time.Now()) { // at most one line per refusedLogEvery per peer
+		v.log.Warn("a peer refused an entry this device sent it", "peer", dev, "reason", we.Reason)
 	}
 	return true
 }
@@ -210,8 +213,8 @@ func (v *vault) memberSeq() uint64 {
 func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	v.setPullRestart(dev, cancel) // a fork probe restarts the pull (entryrefusals.go)
-	defer v.setPullRestart(dev, nil)
+	v.probes.setRestart(dev, cancel) // a fork probe restarts the pull (entryrefusals.go)
+	defer v.probes.setRestart(dev, nil)
 	s, err := v.n.host.NewStream(ctx, p, ProtoLog)
 	if err != nil {
 		return fmt.Errorf("opening log stream: %w", err)

@@ -115,14 +115,12 @@ type vault struct {
 	fullScans     int  // full scans completed since the vault opened
 	adoptPasses   int  // adoptOwnHeads passes completed since the vault opened
 	pending       pendingCounts
-	errs          map[string]string                    // path -> last apply error
-	stop          folderStop                           // why the folder guard stopped the folder (folderguard.go)
-	homeFault     homeFault                            // why writes to the home fail (homefull.go)
-	forkProbes    map[keys.DeviceID]uint64             // peer -> entry of the own log to compare with its copy (entryrefusals.go)
-	pullRestart   map[keys.DeviceID]context.CancelFunc // ends the running log pull from a peer (entryrefusals.go)
-	deletes       deleteGuard                          // deletions held for the user (massdelete.go)
-	corrupt       map[string]corruptFile               // damaged files being written again (rot.go)
-	recentApplies map[string]appliedRecord             // peers' versions applied in the last applyRaceWindow (applyrace.go)
+	errs          map[string]string        // path -> last apply error
+	stop          folderStop               // why the folder guard stopped the folder (folderguard.go)
+	homeFault     homeFault                // why writes to the home fail (homefull.go)
+	deletes       deleteGuard              // deletions held for the user (massdelete.go)
+	corrupt       map[string]corruptFile   // damaged files being written again (rot.go)
+	recentApplies map[string]appliedRecord // peers' versions applied in the last applyRaceWindow (applyrace.go)
 
 	keep *keeper // the local version store and its queue (versions.go); set at open
 
@@ -130,6 +128,9 @@ type vault struct {
 	// entryRefused is when peers' refusals of entries were logged
 	// (entryrefusals.go).
 	entryRefused entryRefusals
+	// probes are the fork probes asked of peers (entryrefusals.go); it
+	// has its own lock.
+	probes forkProbes
 }
 
 // pendingCounts are what the vault still has to do.
