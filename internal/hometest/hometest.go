@@ -1,5 +1,3 @@
-// Package hometest makes weft homes for tests of whole devices: two homes
-// already members of one vault, and a log writer for failure reports.
 package hometest
 
 import (
