@@ -6,12 +6,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/weftsync/weft/protocol/chunk"
 )
 
-// TestServeRecreatesBySealShape: a chunk served from the folder is
+// TestServeRecreatesBySealShape: a chunk re-created from the folder (what
+// serving does before it falls back to the local version store) is
 // re-created with the compression choice of the scan's sealing and checked
 // by its tag, and is exactly the envelope its CID names; after an edit in
 // place that keeps the file's size, modification time and inode (so the
@@ -42,7 +44,7 @@ func TestServeRecreatesBySealShape(t *testing.T) {
 		if k, ok := v.ids.get(r.CID); !ok || !k.shape.known {
 			t.Fatalf("chunk %s: the scan recorded no envelope shape (%+v, %v)", r.CID, k, ok)
 		}
-		env, err := v.localEnvelope(r.CID)
+		env, _, err := v.folderChunkInto(r.CID, nil, nil, true)
 		if err != nil {
 			t.Fatalf("serving %s: %v", r.CID, err)
 		}
@@ -50,6 +52,27 @@ func TestServeRecreatesBySealShape(t *testing.T) {
 			t.Fatalf("served envelope of %s: %v", r.CID, err)
 		}
 	}
+
+	// The tag, not the CID, decides on that path: chunk 0's identity and
+	// shape recorded under another CID, at chunk 0's place, re-create
+	// chunk 0's envelope, which the CID check of the other path (and of
+	// every fetcher) refuses. So the envelopes above came from the shape.
+	other := chunk.SumCID([]byte("another chunk"))
+	k0, _ := v.ids.get(refs[0].CID)
+	v.mu.Lock()
+	v.chunkLoc[other] = slices.Clone(v.chunkLoc[refs[0].CID])
+	v.mu.Unlock()
+	v.ids.add(other, k0.epoch, k0.id, k0.sealed, k0.shape)
+	env, _, err := v.folderChunkInto(other, nil, nil, true)
+	if err != nil {
+		t.Fatalf("re-creating by shape under another CID: %v", err)
+	}
+	if chunk.VerifyCID(refs[0].CID, env) != nil {
+		t.Fatal("re-created by shape, the envelope is not chunk 0's")
+	}
+	v.mu.Lock()
+	delete(v.chunkLoc, other)
+	v.mu.Unlock()
 
 	info, err := os.Stat(p)
 	if err != nil {
@@ -68,11 +91,11 @@ func TestServeRecreatesBySealShape(t *testing.T) {
 	if err := os.Chtimes(p, info.ModTime(), info.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.localEnvelope(refs[0].CID); !errors.Is(err, errNotLocal) {
+	if _, _, err := v.folderChunkInto(refs[0].CID, nil, nil, true); !errors.Is(err, errNotLocal) {
 		t.Fatalf("serving the edited chunk: got %v, want errNotLocal", err)
 	}
 	for _, r := range refs[1:] {
-		env, err := v.localEnvelope(r.CID)
+		env, _, err := v.folderChunkInto(r.CID, nil, nil, true)
 		if err != nil {
 			t.Fatalf("serving unchanged %s after the edit: %v", r.CID, err)
 		}
