@@ -977,16 +977,21 @@ func (v *vault) chunkAtInto(c cid.Cid, loc chunkLocation, scratch, dst []byte, e
 			}
 			grown := slices.Grow(dst, chunk.Overhead+len(buf))
 			if sh := known.shape; sh.known {
-				// The envelope sealed before, re-created with its
-				// compression choice and checked by its tag.
-				if out, err := chunk.AppendEnvelopeAs(grown, k, known.id, buf, sh.compressed); err == nil {
-					if tag, ok := chunk.Tag(out[len(grown):]); ok && tag == sh.tag {
-						return out, buf, nil
-					}
+				// This device's own sealing, re-created with its
+				// compression choice and checked by its tag. Another tag
+				// means other plaintext: sealing it again could not give
+				// the CID either.
+				out, err := chunk.AppendEnvelopeAs(grown, k, known.id, buf, sh.compressed)
+				if err != nil {
+					return dst, buf, err
 				}
+				if tag, ok := chunk.Tag(out[len(grown):]); ok && tag == sh.tag {
+					return out, buf, nil
+				}
+				return dst, buf, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
 			}
 			if s, err := chunk.AppendSealAs(grown, k, known.id, buf); err == nil && s.CID.Equals(c) {
-				v.ids.add(c, known.epoch, known.id, known.sealed, shapeOf(s.Envelope))
+				v.ids.add(c, known.epoch, known.id, true, shapeOf(s.Envelope)) // sealed here now
 				return grown[:len(grown)+len(s.Envelope)], buf, nil
 			}
 		}

@@ -196,8 +196,12 @@ func (v *vault) openVerifiedChunk(buf []byte, c cid.Cid, env []byte) ([]byte, er
 	plain, err := chunk.OpenVerifiedInto(buf, chunk.KeysFrom(k), c, env)
 	if err == nil {
 		// Open checked the plaintext against the header's identity, and
-		// the fetch checked the envelope against c.
-		v.ids.add(c, h.Epoch, h.ID, false, shapeOf(env))
+		// the fetch checked the envelope against c. Its shape is not
+		// recorded: a member holding the keys may seal otherwise than
+		// this device would (another compression), and only this
+		// device's own sealing may stand in for a CID check
+		// (chunkAtInto).
+		v.ids.add(c, h.Epoch, h.ID, false, sealShape{})
 	}
 	return plain, err
 }

@@ -22,7 +22,7 @@ func (n *Node) rendezvousLoop(ctx context.Context) {
 	}
 	static, _ := connect.ParseBootstrap(n.cfg.Bootstrap) // New checked them
 	r := &n.rdv
-	r.Host, r.Log, r.Now, r.Server, r.Prefix = n.host, n.log, n.now, n.cfg.DHTServer, relay.DHTPrefix
+	r.Host, r.Self, r.Log, r.Now, r.Server, r.Prefix = n.host, n.id.ID(), n.log, n.now, n.cfg.DHTServer, relay.DHTPrefix
 	r.Bootstrap = func() []peer.AddrInfo { return n.rendezvousPeers(static) }
 	r.Vaults = func() []connect.RendezvousVault {
 		var out []connect.RendezvousVault

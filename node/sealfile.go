@@ -49,12 +49,14 @@ type sealedRef struct {
 	Shape sealShape
 }
 
-// sealShape is what an envelope looked like beyond its identity: whether
-// its payload is compressed, and its tag. Sealing the same plaintext under
-// the same identity and epoch with the same choice gives the same
-// envelope, so a chunk server that re-creates the chunk from the folder
-// seals it with that choice (no compression probe) and compares the tag
-// instead of hashing the envelope for its CID (chunkAtInto).
+// sealShape is what an envelope this device sealed looked like beyond its
+// identity: whether its payload is compressed, and its tag. Sealing the
+// same plaintext under the same identity and epoch with the same choice
+// gives the same envelope, so a chunk server that re-creates the chunk
+// from the folder seals it with that choice (no compression probe) and
+// compares the tag instead of hashing the envelope for its CID
+// (chunkAtInto). Only this device's own sealings record one: a peer's
+// envelope, though true to its CID, may have been compressed otherwise.
 type sealShape struct {
 	known      bool
 	compressed bool
@@ -274,7 +276,7 @@ type knownID struct {
 	id     chunk.ID
 	epoch  uint32
 	sealed bool
-	shape  sealShape // of the envelope the CID names, when known
+	shape  sealShape // of the envelope the CID names, when this device sealed it
 }
 
 // maxChunkIDs bounds a chunkIDs: about 6 GiB of chunks in about 8 MiB.

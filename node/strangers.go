@@ -26,7 +26,7 @@ import (
 // every outsider alike, and resets the stream. Pairing, the one protocol
 // strangers are meant to use, is rate-limited per identity and in total.
 // Each refusal is counted (weft_refused_streams_total) and logged at a
-// bounded rate (internal/refusal). The resource manager's limits (host.go)
+// bounded rate (internal/refusal). The resource manager's limits (node/connect/host.go)
 // bound how many such streams can be open at once.
 
 // Pairing rates. A person pairing a device makes one attempt, a few if

@@ -38,7 +38,7 @@ var (
 		PerPeer: rcmgr.BaseLimit{StreamsInbound: 4, StreamsOutbound: 4, Streams: 8, Memory: 12 << 20},
 	}
 	// peerLimits hold one identity across its connections and protocols
-	// (see node/host.go): a device needs a log and a few chunk streams per
+	// (see node/connect/host.go): a device needs a log and a few chunk streams per
 	// vault, an enroll, and the circuits it relays.
 	peerLimits = rcmgr.BaseLimit{
 		ConnsInbound: 8, ConnsOutbound: 8, Conns: 8, FD: 8,

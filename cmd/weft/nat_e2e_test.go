@@ -236,7 +236,7 @@ func metricSum(m map[string]float64, name string) float64 {
 }
 
 // requireReservations checks that every device in ds holds a circuit v2
-// reservation on the relay in namespace ns (node/reservations.go): the
+// reservation on the relay in namespace ns (node/connect/reservations.go): the
 // relay counts at least len(ds) reservations open, and each device logged
 // one held.
 func requireReservations(t *testing.T, ns string, ds ...*device) {

@@ -9,8 +9,8 @@ import (
 
 // TestCopyEnvelopeClasses: a lent envelope is copied into a buffer of its
 // size class, so a window of average chunks holds average-size buffers;
-// one larger than any valid envelope gets a buffer of its own, which is
-// not pooled.
+// one larger than any valid envelope gets a buffer of its own (which
+// ReleaseEnvelope drops, as its capacity is no class's).
 func TestCopyEnvelopeClasses(t *testing.T) {
 	for _, tt := range []struct{ n, wantCap int }{
 		{0, chunk.AvgSize + chunk.Overhead},

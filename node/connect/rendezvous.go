@@ -116,6 +116,7 @@ func RendezvousName(key [32]byte, window int64) cid.Cid {
 // called from any goroutine.
 type Rendezvous struct {
 	Host   host.Host
+	Self   keys.DeviceID // this device, Host's identity
 	Log    *slog.Logger
 	Now    func() time.Time
 	Server bool // run the DHT in server mode (Config.DHTServer)
@@ -347,12 +348,8 @@ func (r *Rendezvous) connectBootstrap(ctx context.Context, d *dht.IpfsDHT, peers
 // missingMember reports whether a member of v other than this device is
 // not connected.
 func (r *Rendezvous) missingMember(v RendezvousVault) bool {
-	self, err := p2p.DeviceIDOf(r.Host.ID())
-	if err != nil {
-		return false
-	}
 	for _, dev := range v.Members() {
-		if dev == self {
+		if dev == r.Self {
 			continue
 		}
 		pid, err := p2p.PeerIDOf(dev)

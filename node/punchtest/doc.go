@@ -9,5 +9,8 @@
 // an encoder first used inside a bubble carries a channel of that bubble;
 // another test of the same binary that later took it from the pool would
 // crash with "receive on synctest channel from outside bubble" (seen with
-// node's hostile-relay test).
+// node's hostile-relay test). The same holds inside this package: a test
+// here that ran outside a bubble and sealed or opened a chunk after
+// TestHolePunchedSync would meet that encoder; every test here runs its
+// nodes inside a bubble of its own.
 package punchtest

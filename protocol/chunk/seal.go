@@ -50,15 +50,17 @@ func AppendSealAs(dst []byte, k Keys, id ID, plaintext []byte) (Sealed, error) {
 	return appendSealAs(dst, k, id, plaintext), nil
 }
 
-// AppendEnvelopeAs re-creates an envelope this device sealed before from
-// the same plaintext: it seals plaintext under the identity id with the
-// compression choice of that sealing (compressed: the whole plaintext
-// zstd-compressed; otherwise stored as it is), without the sampling probe
-// and without hashing the result for its CID. The envelope is the earlier
-// one exactly when plaintext and id are those it was sealed from; a caller
-// checks that by comparing the result's Tag with the earlier envelope's,
-// which costs nothing, where checking the CID hashes the envelope again.
-// A chunk server re-creates every chunk it sends from the folder this way.
+// AppendEnvelopeAs re-creates an envelope that AppendSeal (this package's
+// compression rule and encoder) made before: it seals plaintext under the
+// identity id with the compression choice of that sealing (compressed: the
+// whole plaintext zstd-compressed; otherwise stored as it is), without the
+// sampling probe and without hashing the result for its CID. The result is
+// the earlier envelope exactly when plaintext and id are those it was
+// sealed from; a caller checks that by comparing the result's Tag with the
+// earlier envelope's, which costs nothing, where checking the CID hashes
+// the envelope again. An envelope sealed elsewhere (another encoder, or a
+// member that compresses otherwise) need not be re-created by this. A
+// chunk server re-creates the chunks it sealed itself this way.
 // It returns dst with the envelope appended, and fails only with
 // ErrTooLarge, as AppendSeal.
 func AppendEnvelopeAs(dst []byte, k Keys, id ID, plaintext []byte, compressed bool) ([]byte, error) {

@@ -128,7 +128,7 @@ func readFrame(r io.Reader, max int, admit func(n int) error, into []byte) (MsgT
 	}
 	t := MsgType(tb)
 	var payload []byte
-	if m := int(n - 1); m <= cap(into) {
+	if m := int(n - 1); into != nil && m <= cap(into) {
 		payload = into[:m]
 		_, err = io.ReadFull(r, payload)
 		err = noEOF(err)
