@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +52,56 @@ type homeFault struct {
 	probed  time.Time // last probe
 }
 
+// homeGuard holds the home's fault. It has its own lock, and full is read
+// without it on every write to the home and every apply. The vault logs,
+// publishes and probes around it (setHomeFault, retryHome).
+type homeGuard struct {
+	full  atomic.Bool // fault is set
+	mu    sync.Mutex  // guards fault
+	fault homeFault
+}
+
+// set records the fault f (f.op == "": cleared), keeping a fault already
+// set, and returns the fault before and after.
+func (g *homeGuard) set(f homeFault) (was, now homeFault) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	was = g.fault
+	switch {
+	case f.op == "":
+		g.fault = homeFault{}
+	case was.op == "":
+		g.fault = f
+	}
+	g.full.Store(g.fault.op != "")
+	return was, g.fault
+}
+
+// current returns the home's fault, if any.
+func (g *homeGuard) current() (homeFault, bool) {
+	if !g.full.Load() {
+		return homeFault{}, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.fault, g.fault.op != ""
+}
+
+// probeDue reports whether a probe for room is due at now, while the home
+// is full, and if so counts it as made at now.
+func (g *homeGuard) probeDue(now time.Time) (homeFault, bool) {
+	if !g.full.Load() {
+		return homeFault{}, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fault.op == "" || now.Sub(g.fault.probed) < homeProbeEvery {
+		return homeFault{}, false
+	}
+	g.fault.probed = now
+	return g.fault, true
+}
+
 // isDiskFull reports whether err says a disk (or a user's quota on it) is
 // full. The message is checked too: goleveldb and some file systems do not
 // keep the errno in the chain.
@@ -72,21 +124,18 @@ func (v *vault) noteHomeWrite(op string, err error) {
 	v.setHomeFault(op, err)
 }
 
-// setHomeFault sets (err != nil) or clears the home's fault.
+// setHomeFault sets (err != nil) or clears the home's fault, and logs and
+// publishes a change.
 func (v *vault) setHomeFault(op string, err error) {
-	v.mu.Lock()
-	was := v.homeFault
-	if err == nil {
-		v.homeFault = homeFault{}
-		v.homeFull.Store(false)
-	} else if was.op == "" {
+	var f homeFault
+	if err != nil && !v.home.full.Load() {
 		free, _ := diskSpace(v.cfg.Dir)
-		v.homeFault = homeFault{op: op, since: v.n.now(), probed: v.n.now(),
+		f = homeFault{op: op, since: v.n.now(), probed: v.n.now(),
 			message: fmt.Sprintf("the disk that holds weft's home (%s) is full (%s free): %s failed, and nothing new can be recorded or received until it has room", v.cfg.Dir, doctor.HumanSize(free), op)}
-		v.homeFull.Store(true)
+	} else if err != nil {
+		return // set already; set would keep it
 	}
-	now := v.homeFault
-	v.mu.Unlock()
+	was, now := v.home.set(f)
 	switch {
 	case err == nil && was.op != "":
 		v.log.Info("the disk that holds weft's home has room again: recording and receiving resume", "home", v.cfg.Dir, "was_full_since", was.since)
@@ -97,16 +146,6 @@ func (v *vault) setHomeFault(op string, err error) {
 	}
 }
 
-// homeFaultNow returns the home's fault, if any.
-func (v *vault) homeFaultNow() (homeFault, bool) {
-	if !v.homeFull.Load() {
-		return homeFault{}, false
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.homeFault, v.homeFault.op != ""
-}
-
 // retryHome runs on the folder's recheck tick: while the home's disk is
 // full, it probes for room every homeProbeEvery, and once a probe write
 // succeeds clears the fault and reports true, so that the caller rescans
@@ -114,13 +153,10 @@ func (v *vault) homeFaultNow() (homeFault, bool) {
 // pullers, which retry on their own, store what peers send again. A write
 // that then fails sets the fault again.
 func (v *vault) retryHome() bool {
-	f, full := v.homeFaultNow()
-	if !full || v.n.now().Sub(f.probed) < homeProbeEvery {
+	f, due := v.home.probeDue(v.n.now())
+	if !due {
 		return false
 	}
-	v.mu.Lock()
-	v.homeFault.probed = v.n.now()
-	v.mu.Unlock()
 	if err := probeWrite(v.cfg.Dir, homeProbeSize); err != nil {
 		return false
 	}

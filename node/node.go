@@ -722,7 +722,7 @@ func (n *Node) reconcileLoop(ctx context.Context) {
 				// applying now could have one of its own removed too.
 				continue
 			}
-			if v.homeFull.Load() {
+			if v.home.full.Load() {
 				continue // nothing can be recorded; retryHome kicks once there is room (homefull.go)
 			}
 			if v.reconcileHeld() {

@@ -124,7 +124,7 @@ func (v *vault) status() api.FolderStatus {
 	if stopped {
 		fs.Errors = append(fs.Errors, api.PathMessage{Code: stop.code, Reason: stop.message, Since: sinceOf(stop.since)})
 	}
-	home, homeFull := v.homeFaultNow()
+	home, homeFull := v.home.current()
 	if homeFull {
 		fs.Errors = append(fs.Errors, api.PathMessage{Code: api.CodeHomeDiskFull, Reason: home.message, Since: sinceOf(home.since)})
 	}

@@ -60,9 +60,9 @@ type vault struct {
 	// and before it is carried out (decidedHook): a test makes a scan
 	// race the decision there. One vault's, not a global switch.
 	onDecided atomic.Pointer[func(path string)]
-	// homeFull is true while homeFault is set, read without mu on every
-	// write to the home (homefull.go).
-	homeFull atomic.Bool
+	// home is why writes to the home fail, if they do (homefull.go); it
+	// has its own lock.
+	home homeGuard
 
 	// scanMu serialises scans (the scanner runs one at a time).
 	scanMu sync.Mutex
@@ -117,7 +117,6 @@ type vault struct {
 	pending       pendingCounts
 	errs          map[string]string        // path -> last apply error
 	stop          folderStop               // why the folder guard stopped the folder (folderguard.go)
-	homeFault     homeFault                // why writes to the home fail (homefull.go)
 	deletes       deleteGuard              // deletions held for the user (massdelete.go)
 	corrupt       map[string]corruptFile   // damaged files being written again (rot.go)
 	recentApplies map[string]appliedRecord // peers' versions applied in the last applyRaceWindow (applyrace.go)
