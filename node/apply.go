@@ -408,7 +408,7 @@ func (v *vault) appliedLocked(path string, old vaultdb.Record, had bool, rec vau
 	v.noteAppliedLocked(path, old, had, rec)
 	v.setIndexLocked(path, rec)
 	if j, ok := keepJobFor(old, had, rec); ok {
-		v.queueKeep(j)
+		v.keep.enqueue(j)
 	}
 }
 
@@ -858,7 +858,7 @@ func (v *vault) localPlaintextInto(buf []byte, c cid.Cid) ([]byte, error) {
 	if err == nil {
 		return plain, nil
 	}
-	if e, serr := v.storedEnvelope(c); serr == nil {
+	if e, serr := v.keep.envelope(c); serr == nil {
 		if p, oerr := v.openChunk(c, e); oerr == nil {
 			return p, nil
 		}
@@ -889,7 +889,7 @@ func (v *vault) appendLocalEnvelope(dst []byte, c cid.Cid, scratch []byte) (out,
 	}
 	out, scratch, err = v.folderChunkInto(c, scratch, dst, true)
 	if err != nil {
-		if e, serr := v.storedEnvelope(c); serr == nil {
+		if e, serr := v.keep.envelope(c); serr == nil {
 			return append(dst, e...), scratch, nil
 		}
 		return dst, scratch, err

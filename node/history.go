@@ -253,7 +253,7 @@ func (v *vault) contentSource(ver entry.Version, r *reach) string {
 			continue
 		}
 		inFolder = false
-		if v.chunkKept(c.CID) {
+		if v.keep.has(c.CID) {
 			continue
 		}
 		if r == nil {

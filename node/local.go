@@ -522,7 +522,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 	}
 	v.mu.Unlock()
 	for _, j := range keeps {
-		v.queueKeep(j)
+		v.keep.enqueue(j)
 	}
 	if e != nil {
 		v.n.events.Publish(api.Event{Type: api.EventEntryWritten, Folder: v.cfg.Folder, Count: len(versions), Seq: e.Seq()})

@@ -464,7 +464,7 @@ func (n *Node) closeVaults() {
 		if err := v.db.Close(); err != nil {
 			n.log.Warn("closing vault database", "folder", v.cfg.Folder, "err", err)
 		}
-		if err := v.closeKeeper(); err != nil {
+		if err := v.keep.close(); err != nil {
 			n.log.Warn("closing the version store", "folder", v.cfg.Folder, "err", err)
 		}
 	}

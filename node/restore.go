@@ -389,7 +389,7 @@ func (v *vault) planRestore(ctx context.Context, items []restoreItem, dryRun boo
 			v.mu.Lock()
 			inFolder := len(v.chunkLoc[r.CID]) > 0
 			v.mu.Unlock()
-			if inFolder || v.chunkKept(r.CID) {
+			if inFolder || v.keep.has(r.CID) {
 				continue
 			}
 			if _, seen := need[r.CID]; !seen {

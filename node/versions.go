@@ -96,7 +96,7 @@ type keepJob struct {
 	id    entry.VersionID
 	fresh bool // it replaced no file version at its path
 	// done, when set, makes the job a barrier: the keep loop closes it
-	// once every job queued before it is done (keepFlush).
+	// once every job queued before it is done (keeper.flush).
 	done chan struct{}
 }
 
@@ -144,11 +144,12 @@ func (v *vault) openKeeper() {
 	v.keep.store = st
 }
 
-func (v *vault) closeKeeper() error {
-	if v.keep == nil || v.keep.store == nil {
+// close closes the version store, if open. A nil keeper has none.
+func (k *keeper) close() error {
+	if k == nil || k.store == nil {
 		return nil
 	}
-	return v.keep.store.Close()
+	return k.store.Close()
 }
 
 // keepJobFor is the job for the keeper when the index at a path goes from
@@ -161,10 +162,9 @@ func keepJobFor(old vaultdb.Record, had bool, rec vaultdb.Record) (keepJob, bool
 	return keepJob{id: rec.Version, fresh: !had || old.Kind != entry.KindFile}, true
 }
 
-// queueKeep asks the keeper to copy a version now current at its path. It
+// enqueue asks the keeper to copy a version now current at its path. It
 // never blocks.
-func (v *vault) queueKeep(j keepJob) {
-	k := v.keep
+func (k *keeper) enqueue(j keepJob) {
 	if k == nil || k.store == nil || j.id == (entry.VersionID{}) {
 		return
 	}
@@ -175,10 +175,9 @@ func (v *vault) queueKeep(j keepJob) {
 	}
 }
 
-// keepFlush waits until the keeper has handled every version queued
-// before the call (or ctx ends), so that a test sees a settled store.
-func (v *vault) keepFlush(ctx context.Context) error {
-	k := v.keep
+// flush waits until the keeper has handled every version queued before
+// the call (or ctx ends), so that a test sees a settled store.
+func (k *keeper) flush(ctx context.Context) error {
 	if k == nil || k.store == nil {
 		return nil
 	}
@@ -378,9 +377,8 @@ func (v *vault) pruneVersions(ctx context.Context) (versions.PruneResult, error)
 	return res, err
 }
 
-// storedEnvelope returns a chunk's envelope from the version store.
-func (v *vault) storedEnvelope(c cid.Cid) ([]byte, error) {
-	k := v.keep
+// envelope returns a chunk's envelope from the version store.
+func (k *keeper) envelope(c cid.Cid) ([]byte, error) {
 	if k == nil || k.store == nil {
 		return nil, errNotLocal
 	}
@@ -391,9 +389,8 @@ func (v *vault) storedEnvelope(c cid.Cid) ([]byte, error) {
 	return env, nil
 }
 
-// chunkKept reports whether the version store holds chunk c.
-func (v *vault) chunkKept(c cid.Cid) bool {
-	k := v.keep
+// has reports whether the version store holds chunk c.
+func (k *keeper) has(c cid.Cid) bool {
 	return k != nil && k.store != nil && k.store.HasChunk(c)
 }
 

@@ -29,7 +29,7 @@ func randomBytes(seed uint64, n int) []byte {
 func keptEdit(t *testing.T, v *vault, clk *testClock, folderPath, rel string, content []byte, at time.Time) {
 	t.Helper()
 	edit(t, v, clk, folderPath, rel, content, at)
-	if err := v.keepFlush(context.Background()); err != nil {
+	if err := v.keep.flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
