@@ -20,7 +20,7 @@ import (
 // version unseen: both edits survive (merged, or the peer's in a conflict
 // copy). Before, the save superseded the version it never saw and the
 // peer's edit was lost everywhere (issue 14, the token race). Later (past
-// applyRaceWindow) an edit is the user's edit of what they see, as usual.
+// engine.ApplyRaceWindow) an edit is the user's edit of what they see, as usual.
 func TestSaveRightAfterApplyKeepsBoth(t *testing.T) {
 	for _, late := range []bool{false, true} {
 		name := "right after"
@@ -46,7 +46,7 @@ func TestSaveRightAfterApplyKeepsBoth(t *testing.T) {
 				return err == nil && string(b) == string(theirs)
 			})
 			if late {
-				clk.set(clk.Now().Add(applyRaceWindow + time.Second))
+				clk.set(clk.Now().Add(engine.ApplyRaceWindow + time.Second))
 			}
 			// The editor read "line 0" before the apply; its save lands now.
 			editorSave(t, p, base+"token-from-here\n")
@@ -56,7 +56,7 @@ func TestSaveRightAfterApplyKeepsBoth(t *testing.T) {
 			all := func() string { return logContents(folderPath) }
 			if late {
 				if got := all(); strings.Contains(got, "token-from-peer") {
-					t.Fatalf("an edit made %s after the apply kept the peer's version it replaced:\n%s", applyRaceWindow+time.Second, got)
+					t.Fatalf("an edit made %s after the apply kept the peer's version it replaced:\n%s", engine.ApplyRaceWindow+time.Second, got)
 				}
 				return
 			}

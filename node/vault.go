@@ -115,11 +115,10 @@ type vault struct {
 	fullScans     int  // full scans completed since the vault opened
 	adoptPasses   int  // adoptOwnHeads passes completed since the vault opened
 	pending       pendingCounts
-	errs          map[string]string        // path -> last apply error
-	stop          folderStop               // why the folder guard stopped the folder (folderguard.go)
-	deletes       deleteGuard              // deletions held for the user (massdelete.go)
-	corrupt       map[string]corruptFile   // damaged files being written again (rot.go)
-	recentApplies map[string]appliedRecord // peers' versions applied in the last applyRaceWindow (applyrace.go)
+	errs          map[string]string      // path -> last apply error
+	stop          folderStop             // why the folder guard stopped the folder (folderguard.go)
+	deletes       deleteGuard            // deletions held for the user (massdelete.go)
+	corrupt       map[string]corruptFile // damaged files being written again (rot.go)
 
 	keep *keeper // the local version store and its queue (versions.go); set at open
 
@@ -130,6 +129,9 @@ type vault struct {
 	// probes are the fork probes asked of peers (entryrefusals.go); it
 	// has its own lock.
 	probes forkProbes
+	// recentApplies are peers' versions applied in the last
+	// engine.ApplyRaceWindow (applyrace.go); guarded by mu.
+	recentApplies engine.RecentApplies
 }
 
 // pendingCounts are what the vault still has to do.
