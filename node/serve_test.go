@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -166,23 +165,7 @@ func TestServeChunksOnWorkers(t *testing.T) {
 	}
 
 	p := filepath.Join(folderPath, "big.bin")
-	info, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(p, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(seededBytes(12, len(data)), 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(p, info.ModTime(), info.ModTime()); err != nil {
-		t.Fatal(err)
-	}
+	overwriteKeepingStat(t, p, 0, seededBytes(12, len(data)))
 	var sink frameSink
 	if err := serve(&sink, 4); err != nil {
 		t.Fatal(err)
