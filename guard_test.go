@@ -91,14 +91,15 @@ func TestLayering(t *testing.T) {
 }
 
 // TestAgentVocabularyStandsAlone keeps the local API's vocabulary and
-// server (node/api) and the doctor's rules (node/doctor) free of the agent
-// they describe: no node (the shell), no libp2p, no database. The CLI and
-// the benchmarks read them without linking an agent, and the rules stay
-// testable without a network or a disk.
+// server (node/api), the doctor's rules (node/doctor) and the rules of
+// history and restore (node/history) free of the agent they describe: no
+// node (the shell), no libp2p, no database. The CLI and the benchmarks
+// read them without linking an agent, and the rules stay testable without
+// a network or a disk.
 func TestAgentVocabularyStandsAlone(t *testing.T) {
 	bans := []string{"github.com/libp2p/", "github.com/syndtr/goleveldb", module + "/store/", module + "/relay"}
 	for _, p := range listPackages(t) {
-		if p.ImportPath != module+"/node/api" && p.ImportPath != module+"/node/doctor" {
+		if p.ImportPath != module+"/node/api" && p.ImportPath != module+"/node/doctor" && p.ImportPath != module+"/node/history" {
 			continue
 		}
 		for _, dep := range p.Deps {

@@ -14,122 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/history"
 	"github.com/weftsync/weft/protocol"
-	"github.com/weftsync/weft/protocol/entry"
-	"github.com/weftsync/weft/protocol/keys"
 )
-
-func TestParseAt(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name, in string
-		want     time.Time
-		bad      bool
-	}{
-		{name: "rfc3339", in: "2026-11-30T06:00:00Z", want: time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)},
-		{name: "rfc3339 offset", in: "2026-11-30T07:00:00+01:00", want: time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)},
-		{name: "hours", in: "-2h", want: now.Add(-2 * time.Hour)},
-		{name: "compound", in: "-1h30m", want: now.Add(-90 * time.Minute)},
-		{name: "days", in: "-3d", want: now.Add(-72 * time.Hour)},
-		{name: "no sign", in: "2h", bad: true},
-		{name: "double minus", in: "--2h", bad: true},
-		{name: "junk", in: "yesterday", bad: true},
-		{name: "empty", in: "", bad: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseAt(tt.in, now)
-			if tt.bad {
-				if !errors.Is(err, errBadRestore) {
-					t.Fatalf("got %v, %v; want an error wrapping errBadRestore", got, err)
-				}
-				return
-			}
-			if err != nil || !got.Equal(tt.want) {
-				t.Fatalf("got %v, %v; want %v", got, err, tt.want)
-			}
-		})
-	}
-}
-
-// pv builds a pathVersion of "f" for versionAt tests.
-func pv(author byte, seq uint64, clock uint64, timeMs int64, kind entry.Kind, hash byte, supersedes ...*pathVersion) pathVersion {
-	id := entry.VersionID{Author: keys.DeviceID{author}, Seq: seq}
-	cv := protocol.Version{ID: id, Path: "f", Kind: protocol.Kind(kind), Clock: clock, MTime: timeMs, Time: timeMs}
-	ver := entry.Version{Path: "f", Kind: kind}
-	if kind == entry.KindFile {
-		cv.ContentHash, ver.Hash = [32]byte{hash}, [32]byte{hash}
-	}
-	for _, s := range supersedes {
-		cv.Supersedes = append(cv.Supersedes, s.core.ID)
-		ver.Supersedes = append(ver.Supersedes, s.id)
-	}
-	return pathVersion{id: id, ver: ver, core: cv, time: timeMs}
-}
-
-func TestVersionAt(t *testing.T) {
-	v1 := pv(1, 1, 1, 100, entry.KindFile, 1)
-	v2 := pv(1, 2, 2, 200, entry.KindFile, 2, &v1)
-	del := pv(1, 3, 3, 300, entry.KindDeletion, 0, &v2)
-	v4 := pv(1, 4, 4, 400, entry.KindFile, 4, &del)
-	// A device with a slow clock edits on top of v2: its time claims
-	// 150, before v2's 200.
-	skew := pv(2, 1, 3, 150, entry.KindFile, 5, &v2)
-	// Two concurrent edits of v1, both before 250; the later entry wins.
-	c1 := pv(1, 2, 2, 210, entry.KindFile, 6, &v1)
-	c2 := pv(2, 2, 2, 220, entry.KindFile, 7, &v1)
-	chain := []pathVersion{v4, del, v2, v1}
-	tests := []struct {
-		name string
-		pvs  []pathVersion
-		at   int64
-		want *pathVersion // nil: absent
-	}{
-		{name: "before the first version", pvs: chain, at: 99, want: nil},
-		{name: "at the first version", pvs: chain, at: 100, want: &v1},
-		{name: "between", pvs: chain, at: 199, want: &v1},
-		{name: "second", pvs: chain, at: 250, want: &v2},
-		{name: "deleted then", pvs: chain, at: 300, want: nil},
-		{name: "after re-creation", pvs: chain, at: 1000, want: &v4},
-		{name: "skewed child pulls in its parent", pvs: []pathVersion{v1, v2, skew}, at: 160, want: &skew},
-		{name: "concurrent heads: the winner", pvs: []pathVersion{v1, c1, c2}, at: 250, want: &c2},
-		{name: "one of two concurrent edits written yet", pvs: []pathVersion{v1, c1, c2}, at: 215, want: &c1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := versionAt(tt.pvs, tt.at)
-			switch {
-			case tt.want == nil && ok:
-				t.Fatalf("got %v, want absent", got.id)
-			case tt.want != nil && !ok:
-				t.Fatalf("got absent, want %v", tt.want.id)
-			case tt.want != nil && got.id != tt.want.id:
-				t.Fatalf("got %v, want %v", got.id, tt.want.id)
-			}
-		})
-	}
-}
-
-func TestMatchVersionID(t *testing.T) {
-	id := entry.VersionID{Author: keys.DeviceID{7, 7, 7}, Seq: 12, Index: 3}
-	tests := []struct {
-		in   string
-		want bool
-	}{
-		{versionIDString(id), true},
-		{id.Author.String() + "/12/3", true},
-		{id.Author.Short() + "/12/4", false},
-		{id.Author.Short() + "/13/3", false},
-		{"nobody/12/3", false},
-		{id.Author.Short() + "/12", false},
-		{"", false},
-	}
-	for _, tt := range tests {
-		if got := matchVersionID(tt.in, id); got != tt.want {
-			t.Errorf("matchVersionID(%q): got %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
 
 // testClock is a settable clock for Config.Now.
 type testClock struct {
@@ -382,8 +269,8 @@ func TestRestoreRefusesLocalChange(t *testing.T) {
 	}
 	head := v.db.Head(n.ID()).Seq
 	_, err := n.Restore(context.Background(), api.RestoreRequest{Path: f, At: base.Add(90 * time.Second).Format(time.RFC3339)})
-	if !errors.Is(err, errChangedSinceScan) {
-		t.Fatalf("got %v, want an error wrapping errChangedSinceScan", err)
+	if !errors.Is(err, history.ErrChangedSinceScan) {
+		t.Fatalf("got %v, want an error wrapping history.ErrChangedSinceScan", err)
 	}
 	if got := readOr(t, f); got != "unrecorded edit" {
 		t.Fatalf("got %q on disk, want the user's edit kept", got)
@@ -412,8 +299,8 @@ func TestRestoreUnavailableContentChangesNothing(t *testing.T) {
 	}
 	head := v.db.Head(n.ID()).Seq
 	_, err = n.Restore(context.Background(), api.RestoreRequest{Path: f, Version: h.Versions[1].ID})
-	if !errors.Is(err, errContentUnavailable) {
-		t.Fatalf("got %v, want an error wrapping errContentUnavailable", err)
+	if !errors.Is(err, history.ErrContentUnavailable) {
+		t.Fatalf("got %v, want an error wrapping history.ErrContentUnavailable", err)
 	}
 	if got := readOr(t, f); got != "small now" {
 		t.Fatalf("got %q on disk, want it unchanged", got)
@@ -432,13 +319,13 @@ func TestRestoreErrors(t *testing.T) {
 		req  api.RestoreRequest
 		want error
 	}{
-		{"no version or time", api.RestoreRequest{Path: f}, errBadRestore},
-		{"version and time", api.RestoreRequest{Path: f, Version: "x/1/0", At: "-1h"}, errBadRestore},
-		{"all without time", api.RestoreRequest{All: true}, errBadRestore},
-		{"no path", api.RestoreRequest{At: "-1h"}, errBadRestore},
-		{"bad time", api.RestoreRequest{Path: f, At: "soon"}, errBadRestore},
-		{"unknown version", api.RestoreRequest{Path: f, Version: "x/1/0"}, errNoSuchVersion},
-		{"unknown path", api.RestoreRequest{Path: filepath.Join(folderPath, "nope"), At: "-1h"}, errNoHistory},
+		{"no version or time", api.RestoreRequest{Path: f}, history.ErrBadRestore},
+		{"version and time", api.RestoreRequest{Path: f, Version: "x/1/0", At: "-1h"}, history.ErrBadRestore},
+		{"all without time", api.RestoreRequest{All: true}, history.ErrBadRestore},
+		{"no path", api.RestoreRequest{At: "-1h"}, history.ErrBadRestore},
+		{"bad time", api.RestoreRequest{Path: f, At: "soon"}, history.ErrBadRestore},
+		{"unknown version", api.RestoreRequest{Path: f, Version: "x/1/0"}, history.ErrNoSuchVersion},
+		{"unknown path", api.RestoreRequest{Path: filepath.Join(folderPath, "nope"), At: "-1h"}, history.ErrNoHistory},
 		{"outside", api.RestoreRequest{Path: "/", At: "-1h"}, errNotInFolder},
 	}
 	for _, tt := range tests {
@@ -448,8 +335,8 @@ func TestRestoreErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := n.History(filepath.Join(folderPath, "nope")); !errors.Is(err, errNoHistory) {
-		t.Fatalf("history of an unknown path: got %v, want errNoHistory", err)
+	if _, err := n.History(filepath.Join(folderPath, "nope")); !errors.Is(err, history.ErrNoHistory) {
+		t.Fatalf("history of an unknown path: got %v, want history.ErrNoHistory", err)
 	}
 }
 
@@ -479,19 +366,4 @@ func tree(root string) (map[string]string, error) {
 		return nil
 	})
 	return out, err
-}
-
-// FuzzParseAt checks ParseAt never panics, and a relative time is never
-// after now.
-func FuzzParseAt(f *testing.F) {
-	for _, s := range []string{"-2h", "-3d", "-1.5d", "2026-11-30T06:00:00Z", "-", "-d", "--1h", "-9999999999999d"} {
-		f.Add(s)
-	}
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	f.Fuzz(func(t *testing.T, s string) {
-		got, err := ParseAt(s, now)
-		if err == nil && len(s) > 0 && s[0] == '-' && got.After(now) {
-			t.Fatalf("ParseAt(%q) = %v, after now %v", s, got, now)
-		}
-	})
 }

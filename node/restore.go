@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/history"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
@@ -41,55 +41,23 @@ import (
 // it was, but files restored before it stay restored.
 const restoreCacheLimit = 256 << 20
 
-// ParseAt parses a --at value: RFC 3339 ("2026-11-30T06:00:00Z"), or a
-// time before now: "-" followed by a Go duration ("-2h", "-1h30m") or a
-// number of days ("-3d").
-func ParseAt(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if rest, ok := strings.CutPrefix(s, "-"); ok {
-		if days, ok := strings.CutSuffix(rest, "d"); ok {
-			n, err := strconv.ParseFloat(days, 64)
-			if err != nil || n < 0 || n > 100_000 { // beyond ~270 years a Duration overflows
-				return time.Time{}, fmt.Errorf("%w: time %q: want -Nd, -DURATION or RFC 3339", errBadRestore, s)
-			}
-			return now.Add(-time.Duration(n * float64(24*time.Hour))), nil
-		}
-		d, err := time.ParseDuration(rest)
-		if err != nil || d < 0 {
-			return time.Time{}, fmt.Errorf("%w: time %q: want -Nd, -DURATION or RFC 3339", errBadRestore, s)
-		}
-		return now.Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: time %q: want -Nd, -DURATION or RFC 3339", errBadRestore, s)
-	}
-	return t, nil
-}
-
 // Restore carries out (or, with DryRun, plans) a restore. Errors wrap
-// errBadRestore, errNotInFolder, errNoHistory, errNoSuchVersion,
-// errNotSettled, errChangedSinceScan or errContentUnavailable; all of them
+// errNotInFolder or one of node/history's errors (ErrBadRestore,
+// ErrNoHistory, ErrNoSuchVersion, ErrNotSettled, ErrChangedSinceScan,
+// ErrContentUnavailable); all of them
 // but a failure part-way through a large --all restore (see
 // restoreCacheLimit) mean nothing was changed.
 func (n *Node) Restore(ctx context.Context, req api.RestoreRequest) (api.RestoreResult, error) {
 	res := api.RestoreResult{DryRun: req.DryRun, Changes: []api.RestoreChange{}, Failed: []api.RestoreFailure{}}
 	var at time.Time
-	switch {
-	case req.Version != "" && (req.At != "" || req.All):
-		return res, fmt.Errorf("%w: a version names one path's version; it goes without --at and --all", errBadRestore)
-	case req.All && req.At == "":
-		return res, fmt.Errorf("%w: --all needs --at", errBadRestore)
-	case !req.All && req.Path == "":
-		return res, fmt.Errorf("%w: a path is needed (or --all)", errBadRestore)
-	case !req.All && req.Version == "" && req.At == "":
-		return res, fmt.Errorf("%w: say which version: --version ID or --at TIME", errBadRestore)
+	if err := history.CheckRequest(req); err != nil {
+		return res, err
 	}
 	if req.At != "" {
 		var err error
 		// Relative times count back from the corrected clock, the one
 		// entries are dated by (clock.go).
-		if at, err = ParseAt(req.At, n.vaultNow()); err != nil {
+		if at, err = history.ParseAt(req.At, n.vaultNow()); err != nil {
 			return res, err
 		}
 		u := at.UTC()
@@ -97,7 +65,7 @@ func (n *Node) Restore(ctx context.Context, req api.RestoreRequest) (api.Restore
 	}
 	type job struct {
 		v     *vault
-		items []restoreItem
+		items []history.Item
 	}
 	var jobs []job
 	if req.Path == "" {
@@ -113,7 +81,7 @@ func (n *Node) Restore(ctx context.Context, req api.RestoreRequest) (api.Restore
 		if err != nil {
 			return res, err
 		}
-		var items []restoreItem
+		var items []history.Item
 		if req.All {
 			items, err = v.planAll(rel, at.UnixMilli())
 		} else {
@@ -146,7 +114,7 @@ func (n *Node) Restore(ctx context.Context, req api.RestoreRequest) (api.Restore
 	if req.DryRun {
 		for _, p := range plans {
 			for _, it := range p.ok {
-				res.Changes = append(res.Changes, it.change(p.v.cfg.Folder))
+				res.Changes = append(res.Changes, it.Change(p.v.cfg.Folder))
 			}
 		}
 		return res, nil
@@ -155,7 +123,7 @@ func (n *Node) Restore(ctx context.Context, req api.RestoreRequest) (api.Restore
 		for _, p := range plans {
 			p.v.scanMu.Unlock()
 		}
-		return res, restoreFailedErr(res.Failed)
+		return res, history.FailedErr(res.Failed)
 	}
 	var werr error
 	for _, p := range plans {
@@ -175,152 +143,25 @@ func (n *Node) Restore(ctx context.Context, req api.RestoreRequest) (api.Restore
 	return res, nil
 }
 
-// restoreFailedErr names every path that cannot be restored, wrapping the
-// error class of the first (for the API's status code).
-func restoreFailedErr(fs []api.RestoreFailure) error {
-	class := map[string]error{"unavailable": errContentUnavailable, "syncing": errNotSettled, "changed": errChangedSinceScan}
-	var b strings.Builder
-	for _, f := range fs {
-		fmt.Fprintf(&b, "\n  %s: %s", f.Path, f.Reason)
-	}
-	n := "1 path"
-	if len(fs) > 1 {
-		n = fmt.Sprintf("%d paths", len(fs))
-	}
-	return fmt.Errorf("%w: %s cannot be restored; nothing was restored (--partial restores the rest):%s", class[fs[0].Code], n, b.String())
-}
-
-// restoreItem is one path to restore: to from's content, or deleted when
-// from is nil.
-type restoreItem struct {
-	path    string
-	from    *pathVersion
-	content string // where from's content comes from (planRestore)
-}
-
-// change describes the item for a RestoreResult.
-func (it restoreItem) change(folderPath string) api.RestoreChange {
-	c := api.RestoreChange{Folder: folderPath, Path: it.path, Action: "delete"}
-	if it.from != nil {
-		c.Action, c.From, c.Kind, c.Size = "restore", versionIDString(it.from.id), it.from.ver.Kind.String(), it.from.ver.Size
-		c.Content = it.content
-	}
-	return c
-}
-
-// failure describes the item as a path that cannot be restored.
-func (it restoreItem) failure(folderPath, code, reason string) api.RestoreFailure {
-	f := api.RestoreFailure{Folder: folderPath, Path: it.path, Code: code, Reason: reason}
-	if it.from != nil {
-		f.From = versionIDString(it.from.id)
-	}
-	return f
-}
-
 // planOne plans restoring path to the version named by id, or else to the
-// one current at t (unix ms). The plan is empty when the disk already
-// holds that content.
-func (v *vault) planOne(path, id string, t int64) ([]restoreItem, error) {
-	v.mu.Lock()
-	pvs := v.versionsOfLocked(path)
-	cur, had := v.index[path]
-	v.mu.Unlock()
-	if len(pvs) == 0 {
-		return nil, fmt.Errorf("%s: %w", path, errNoHistory)
-	}
-	var target *pathVersion
-	if id != "" {
-		for i := range pvs {
-			if matchVersionID(id, pvs[i].id) {
-				if target != nil {
-					return nil, fmt.Errorf("%w: %q names several versions of %s; use the author's full device ID", errBadRestore, id, path)
-				}
-				target = &pvs[i]
-			}
-		}
-		if target == nil {
-			return nil, fmt.Errorf("%s: version %q: %w (see `weft history`)", path, id, errNoSuchVersion)
-		}
-		if target.ver.Kind == entry.KindDeletion {
-			target = nil
-		}
-	} else {
-		if err := v.entryTimes(pvs, map[entryRef]int64{}); err != nil {
-			return nil, err
-		}
-		if pv, ok := versionAt(pvs, t); ok {
-			target = &pv
-		}
-	}
-	if holds(target, cur, had) {
-		return nil, nil
-	}
-	return []restoreItem{{path: path, from: target}}, nil
+// one current at t (unix ms): history.PlanOne over what the vault knows.
+func (v *vault) planOne(path, id string, t int64) ([]history.Item, error) {
+	return history.PlanOne(v.historyPath(path), id, t, v.entryTimes())
 }
 
 // planAll plans restoring every path at or under prefix to what was
-// current at t (unix ms): paths whose current content differs get that
-// version back, paths that did not exist then are deleted. Non-deletions
-// come first, parents before children, then deletions, children first,
-// then kind changes of directories (which wait for the directory to be
-// emptied).
-func (v *vault) planAll(prefix string, t int64) ([]restoreItem, error) {
+// current at t (unix ms): history.PlanAll over what the vault knows.
+func (v *vault) planAll(prefix string, t int64) ([]history.Item, error) {
 	v.mu.Lock()
 	byPath := v.versionsByPathLocked(func(p string) bool { return under(p, prefix) })
-	index := map[string]vaultdb.Record{}
+	index := map[string]engine.Disk{}
 	for p := range byPath {
 		if r, ok := v.index[p]; ok {
-			index[p] = r
+			index[p] = diskOf(r)
 		}
 	}
 	v.mu.Unlock()
-	cache := map[entryRef]int64{}
-	var adds, dels, after []restoreItem
-	for p, pvs := range byPath {
-		if err := v.entryTimes(pvs, cache); err != nil {
-			return nil, err
-		}
-		cur, had := index[p]
-		var target *pathVersion
-		if pv, ok := versionAt(pvs, t); ok {
-			target = &pv
-		}
-		if holds(target, cur, had) {
-			continue
-		}
-		it := restoreItem{path: p, from: target}
-		switch {
-		case target == nil:
-			dels = append(dels, it)
-		case had && cur.Kind == entry.KindDir:
-			after = append(after, it)
-		default:
-			adds = append(adds, it)
-		}
-	}
-	byName := func(a, b restoreItem) int { return strings.Compare(a.path, b.path) }
-	slices.SortFunc(adds, byName)
-	slices.SortFunc(dels, func(a, b restoreItem) int { return -byName(a, b) })
-	slices.SortFunc(after, byName)
-	return slices.Concat(adds, dels, after), nil
-}
-
-// holds reports whether the disk (as the index records it) already holds
-// target's content (nil: nothing at the path).
-func holds(target *pathVersion, cur vaultdb.Record, had bool) bool {
-	if target == nil {
-		return !had
-	}
-	if !had || cur.Kind != target.ver.Kind {
-		return false
-	}
-	switch cur.Kind {
-	case entry.KindFile:
-		return cur.Hash == target.ver.Hash && cur.Mode&0o111 == target.ver.Mode&0o111
-	case entry.KindSymlink:
-		return cur.Target == target.ver.Target
-	}
-	return true
+	return history.PlanAll(byPath, index, t, v.entryTimes())
 }
 
 // restorePlan is what a restore of one vault will do once checked: the
@@ -328,7 +169,7 @@ func holds(target *pathVersion, cur vaultdb.Record, had bool) bool {
 // those that cannot.
 type restorePlan struct {
 	v      *vault
-	ok     []restoreItem
+	ok     []history.Item
 	failed []api.RestoreFailure
 	cache  map[cid.Cid][]byte // fetched plaintexts; nil: stream while writing
 }
@@ -341,18 +182,18 @@ type restorePlan struct {
 // memory up to restoreCacheLimit for the restore, or dropped on a dry
 // run (which so checks everything a restore would need). v.scanMu must be
 // held.
-func (v *vault) planRestore(ctx context.Context, items []restoreItem, dryRun bool) (*restorePlan, error) {
+func (v *vault) planRestore(ctx context.Context, items []history.Item, dryRun bool) (*restorePlan, error) {
 	p := &restorePlan{v: v}
 	folderPath := v.cfg.Folder
 	paths := make([]string, 0, len(items))
 	bad := map[string]bool{}
 	v.mu.Lock()
 	for _, it := range items {
-		if _, ok := v.appliedHeadsLocked(it.path); !ok {
-			p.failed = append(p.failed, it.failure(folderPath, "syncing", "versions not applied here yet; try again once `weft status` shows the folder in sync"))
-			bad[it.path] = true
+		if _, ok := v.appliedHeadsLocked(it.Path); !ok {
+			p.failed = append(p.failed, it.Failure(folderPath, history.FailSyncing, "versions not applied here yet; try again once `weft status` shows the folder in sync"))
+			bad[it.Path] = true
 		}
-		paths = append(paths, it.path)
+		paths = append(paths, it.Path)
 	}
 	v.mu.Unlock()
 	res, err := v.scanner.ScanPaths(ctx, paths)
@@ -370,26 +211,23 @@ func (v *vault) planRestore(ctx context.Context, items []restoreItem, dryRun boo
 	need := map[cid.Cid][]int{} // chunk -> items needing it
 	var needOrder []cid.Cid
 	var total int64
-	var who reach // who is connected, looked up once
+	where := &contentWhere{v: v} // who is connected is looked up once
 	for i := range items {
 		it := &items[i]
-		if bad[it.path] {
+		if bad[it.Path] {
 			continue
 		}
-		if changed[it.path] {
-			p.failed = append(p.failed, it.failure(folderPath, "changed", "changed on disk since its last scan; let weft record the edit (`weft scan`) and restore again"))
-			bad[it.path] = true
+		if changed[it.Path] {
+			p.failed = append(p.failed, it.Failure(folderPath, history.FailChanged, "changed on disk since its last scan; let weft record the edit (`weft scan`) and restore again"))
+			bad[it.Path] = true
 			continue
 		}
-		if it.from == nil || it.from.ver.Kind != entry.KindFile {
+		if it.From == nil || it.From.Ver.Kind != entry.KindFile {
 			continue
 		}
-		it.content = v.contentSource(it.from.ver, &who)
-		for _, r := range it.from.ver.Chunks {
-			v.mu.Lock()
-			inFolder := len(v.chunkLoc[r.CID]) > 0
-			v.mu.Unlock()
-			if inFolder || v.keep.has(r.CID) {
+		it.Content = history.ContentSource(it.From.Ver, where)
+		for _, r := range it.From.Ver.Chunks {
+			if where.InFolder(r.CID) || where.Kept(r.CID) {
 				continue
 			}
 			if _, seen := need[r.CID]; !seen {
@@ -441,12 +279,12 @@ func (v *vault) planRestore(ctx context.Context, items []restoreItem, dryRun boo
 		}
 	}
 	for i, it := range items {
-		if bad[it.path] {
+		if bad[it.Path] {
 			continue
 		}
 		if n := unavailable[i]; n > 0 {
-			p.failed = append(p.failed, it.failure(folderPath, "unavailable",
-				fmt.Sprintf("the content of this version is not available: %d of its %d chunks are in no local store and no connected device or relay sent them (%s)", n, len(it.from.ver.Chunks), why)))
+			p.failed = append(p.failed, it.Failure(folderPath, history.FailUnavailable,
+				fmt.Sprintf("the content of this version is not available: %d of its %d chunks are in no local store and no connected device or relay sent them (%s)", n, len(it.From.Ver.Chunks), why)))
 			continue
 		}
 		p.ok = append(p.ok, it)
@@ -465,7 +303,7 @@ func (v *vault) restore(ctx context.Context, p *restorePlan) ([]api.RestoreChang
 		return nil, nil
 	}
 	now := v.n.now().UnixNano()
-	var written []restoreItem
+	var written []history.Item
 	var scanPaths []string
 	var werr error
 	for _, it := range p.ok {
@@ -473,10 +311,10 @@ func (v *vault) restore(ctx context.Context, p *restorePlan) ([]api.RestoreChang
 			break
 		}
 		v.mu.Lock()
-		top := topNewAncestorLocked(v, it.path)
+		top := topNewAncestorLocked(v, it.Path)
 		v.mu.Unlock()
 		if werr = v.writeRestored(ctx, it, now, p.cache); werr != nil {
-			werr = fmt.Errorf("restoring %s: %w", it.path, classifyRestoreErr(werr))
+			werr = fmt.Errorf("restoring %s: %w", it.Path, classifyRestoreErr(werr))
 			break
 		}
 		written = append(written, it)
@@ -495,10 +333,10 @@ func (v *vault) restore(ctx context.Context, p *restorePlan) ([]api.RestoreChang
 	out := make([]api.RestoreChange, 0, len(written))
 	v.mu.Lock()
 	for _, it := range written {
-		c := it.change(v.cfg.Folder)
+		c := it.Change(v.cfg.Folder)
 		c.Unrecorded = unrecorded
-		if hs := v.graph.Heads(it.path); !unrecorded && len(hs) == 1 && hs[0].ID.Author == v.n.id.ID() {
-			c.Version = versionIDString(hs[0].ID)
+		if hs := v.graph.Heads(it.Path); !unrecorded && len(hs) == 1 && hs[0].ID.Author == v.n.id.ID() {
+			c.Version = history.IDString(hs[0].ID)
 		}
 		out = append(out, c)
 	}
@@ -556,30 +394,30 @@ func topNewAncestorLocked(v *vault, p string) string {
 func classifyRestoreErr(err error) error {
 	switch {
 	case errors.Is(err, folder.ErrLocalChange):
-		return fmt.Errorf("%w: %v", errChangedSinceScan, err)
+		return fmt.Errorf("%w: %v", history.ErrChangedSinceScan, err)
 	case errors.Is(err, errChunkMissing):
-		return fmt.Errorf("%w: %v", errContentUnavailable, err)
+		return fmt.Errorf("%w: %v", history.ErrContentUnavailable, err)
 	}
 	return err
 }
 
-// writeRestored makes the disk at it.path hold it.from's content (mtime
+// writeRestored makes the disk at it.Path hold it.From's content (mtime
 // now: a restore is a new edit) or nothing. v.scanMu must be held.
-func (v *vault) writeRestored(ctx context.Context, it restoreItem, now int64, cache map[cid.Cid][]byte) error {
+func (v *vault) writeRestored(ctx context.Context, it history.Item, now int64, cache map[cid.Cid][]byte) error {
 	a := v.applier
-	if it.from == nil {
-		return a.Delete(ctx, it.path)
+	if it.From == nil {
+		return a.Delete(ctx, it.Path)
 	}
-	ver, err := v.withInline(it.from.id, it.from.ver) // inline.go
+	ver, err := v.withInline(it.From.ID, it.From.Ver) // inline.go
 	if err != nil {
 		return err
 	}
 	switch ver.Kind {
 	case entry.KindDir:
-		_, err := a.MakeDir(ctx, it.path, fs.FileMode(ver.Mode).Perm()|0o700)
+		_, err := a.MakeDir(ctx, it.Path, fs.FileMode(ver.Mode).Perm()|0o700)
 		return err
 	case entry.KindSymlink:
-		_, err := a.WriteSymlink(ctx, it.path, ver.Target)
+		_, err := a.WriteSymlink(ctx, it.Path, ver.Target)
 		return err
 	case entry.KindFile:
 		var content io.Reader
@@ -594,7 +432,7 @@ func (v *vault) writeRestored(ctx context.Context, it restoreItem, now int64, ca
 			content = r
 		}
 		_, err := a.WriteFile(ctx, folder.FileVersion{
-			Path: it.path, Size: int64(ver.Size), MTime: now, Executable: ver.Mode&0o111 != 0,
+			Path: it.Path, Size: int64(ver.Size), MTime: now, Executable: ver.Mode&0o111 != 0,
 		}, content)
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/history"
 )
 
 // randomBytes returns n bytes from a seeded generator: content that is
@@ -115,8 +116,8 @@ func TestLocalVersionsBudgetDropsOldestFirst(t *testing.T) {
 	}
 	head := v.db.Head(n.ID()).Seq
 	_, err = n.Restore(context.Background(), api.RestoreRequest{Path: f, Version: h.Versions[3].ID})
-	if !errors.Is(err, errContentUnavailable) {
-		t.Fatalf("restoring a dropped version: %v, want errContentUnavailable", err)
+	if !errors.Is(err, history.ErrContentUnavailable) {
+		t.Fatalf("restoring a dropped version: %v, want history.ErrContentUnavailable", err)
 	}
 	if v.db.Head(n.ID()).Seq != head {
 		t.Fatal("a failed restore wrote an entry")
@@ -138,7 +139,7 @@ func TestRestoreAllNamesFailuresAndPartial(t *testing.T) {
 	edit(t, v, clk, folderPath, "big.bin", randomBytes(31, 100<<10), base.Add(2*time.Minute))
 
 	_, err := n.Restore(context.Background(), api.RestoreRequest{All: true, At: at})
-	if !errors.Is(err, errContentUnavailable) || !bytes.Contains([]byte(err.Error()), []byte("big.bin")) {
+	if !errors.Is(err, history.ErrContentUnavailable) || !bytes.Contains([]byte(err.Error()), []byte("big.bin")) {
 		t.Fatalf("--all with unavailable content: %v; want an error naming big.bin", err)
 	}
 	if got := readOr(t, filepath.Join(folderPath, "small.txt")); got != "small after" {
