@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"time"
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/store/vaultdb"
 )
 
@@ -41,20 +41,18 @@ func (n *Node) Deletions() []api.HeldDeletions {
 func (v *vault) heldDeletions() []api.HeldDeletions {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	g := &v.deletes
 	var out []api.HeldDeletions
-	list := func(dir string, set map[string]struct{}, files int, since time.Time) {
-		if len(set) == 0 {
+	list := func(dir string, h engine.Held) {
+		if len(h.Paths) == 0 {
 			return
 		}
-		ps := sortedSet(set)
 		out = append(out, api.HeldDeletions{
-			Folder: v.cfg.Folder, Direction: dir, Files: files, Total: len(ps),
-			Paths: ps[:min(len(ps), maxHeldListed)], Since: since.UTC(), Policy: g.policy.String(),
+			Folder: v.cfg.Folder, Direction: dir, Files: h.Files, Total: len(h.Paths),
+			Paths: h.Paths[:min(len(h.Paths), maxHeldListed)], Since: h.Since.UTC(), Policy: v.deletes.Policy.String(),
 		})
 	}
-	list("local", g.local, g.localFiles, g.localSince)
-	list("incoming", g.incoming, g.inFiles, g.inSince)
+	list("local", v.deletes.HeldLocal())
+	list("incoming", v.deletes.HeldIncoming())
 	return out
 }
 
@@ -134,23 +132,15 @@ func (v *vault) acceptDeletions(ctx context.Context) (local, incoming int, err e
 		return 0, 0, fmt.Errorf("%w; try again once this device has heard from another device or the relay", errAuthoringHeld)
 	}
 	v.mu.Lock()
-	g := &v.deletes
-	if len(g.local) == 0 && len(g.incoming) == 0 {
+	if !v.deletes.Holding() {
 		v.mu.Unlock()
 		return 0, 0, errNothingHeld
 	}
-	localPaths := sortedSet(g.local)
-	g.allowLocal = g.local
-	g.local, g.localFiles, g.localSince = nil, 0, time.Time{}
-	local, incoming = len(localPaths), len(g.incoming)
-	if g.allowIn == nil {
-		g.allowIn = map[string]struct{}{}
-	}
-	for p := range g.incoming {
-		g.allowIn[p] = struct{}{}
+	localPaths, inPaths := v.deletes.Accept()
+	for _, p := range inPaths {
 		v.dirty[p] = struct{}{}
 	}
-	g.incoming, g.inFiles, g.inSince = nil, 0, time.Time{}
+	local, incoming = len(localPaths), len(inPaths)
 	v.mu.Unlock()
 	v.kick()
 	if len(localPaths) > 0 {
@@ -170,12 +160,11 @@ func (v *vault) rejectDeletions(ctx context.Context) (local, incoming int, err e
 	v.scanMu.Lock()
 	defer v.scanMu.Unlock()
 	v.mu.Lock()
-	g := &v.deletes
-	if len(g.local) == 0 && len(g.incoming) == 0 {
+	if !v.deletes.Holding() {
 		v.mu.Unlock()
 		return 0, 0, errNothingHeld
 	}
-	localPaths, inPaths := sortedSet(g.local), sortedSet(g.incoming)
+	localPaths, inPaths := v.deletes.HeldLocal().Paths, v.deletes.HeldIncoming().Paths
 	v.mu.Unlock()
 
 	if len(localPaths) > 0 {
@@ -218,8 +207,7 @@ func (v *vault) rewriteDeleted(paths []string) (int, error) {
 		v.setIndexLocked(p, vaultdb.Record{})
 		v.dirty[p] = struct{}{}
 	}
-	g := &v.deletes
-	g.local, g.localFiles, g.localSince = nil, 0, time.Time{}
+	v.deletes.DropLocal()
 	v.mu.Unlock()
 	return len(gone), nil
 }
@@ -250,13 +238,7 @@ func (v *vault) reassert(ctx context.Context, paths []string) error {
 		return fmt.Errorf("keeping the files: %w", err)
 	}
 	v.mu.Lock()
-	for _, p := range paths {
-		delete(v.deletes.incoming, p)
-	}
-	v.countIncomingLocked()
-	if len(v.deletes.incoming) == 0 {
-		v.deletes.incoming, v.deletes.inSince = nil, time.Time{}
-	}
+	v.deletes.DropIncoming(paths, guardIndex{v})
 	v.mu.Unlock()
 	return nil
 }

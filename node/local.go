@@ -138,19 +138,19 @@ func (v *vault) scan(ctx context.Context, paths []string) (folder.Result, error)
 }
 
 // scanMode says how the mass-delete guard treats a scan's deletions
-// (massdelete.go).
-type scanMode int
+// (engine.ScanMode).
+type scanMode = engine.ScanMode
 
 const (
 	// scanFull: the whole folder; its deletions are judged together.
-	scanFull scanMode = iota
+	scanFull = engine.ScanFull
 	// scanSettled: some paths; their deletions are judged now, with the
 	// deferred ones.
-	scanSettled
+	scanSettled = engine.ScanSettled
 	// scanWatched: paths the watcher reported; deletions wait
 	// (deferred) until the next recheck judges them together, so a
 	// deletion the watcher splits into several batches is judged whole.
-	scanWatched
+	scanWatched = engine.ScanWatched
 )
 
 // scanAs is scan with the guard's mode.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 )
 
@@ -321,7 +322,7 @@ func TestSplitRenameIsNotHeld(t *testing.T) {
 	if ps := v.deferredDeletions(); len(ps) != 0 {
 		t.Fatalf("deferred deletions judged before they were quiet: %v", ps)
 	}
-	clk.set(clk.Now().Add(deletionQuiet))
+	clk.set(clk.Now().Add(engine.DeletionQuiet))
 	// The moved files' deletions went out with the scan (their content
 	// was just recorded elsewhere); the old directory's waited.
 	ps := v.deferredDeletions()

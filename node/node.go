@@ -330,7 +330,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	v.mh.damaged = memberDamaged(report)
 	v.openKeeper()
 	v.learnEpochsLocked() // the epoch keys this device holds, from the membership log
-	if v.deletes.policy, err = loadMassDeletePolicy(db); err != nil {
+	if v.deletes.Policy, err = loadMassDeletePolicy(db); err != nil {
 		v.log.Warn("using the default mass-delete policy", "err", err)
 	}
 	folding, err := folder.Probe(fsys)

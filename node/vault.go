@@ -117,7 +117,7 @@ type vault struct {
 	pending       pendingCounts
 	errs          map[string]string      // path -> last apply error
 	stop          folderStop             // why the folder guard stopped the folder (folderguard.go)
-	deletes       deleteGuard            // deletions held for the user (massdelete.go)
+	deletes       engine.DeleteGuard     // deletions held for the user (massdelete.go)
 	corrupt       map[string]corruptFile // damaged files being written again (rot.go)
 
 	keep *keeper // the local version store and its queue (versions.go); set at open

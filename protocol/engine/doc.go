@@ -1,8 +1,11 @@
 // Package engine holds the vault's sync decisions around the conflict
 // rules: what a local change supersedes, which head a rebuilt index adopts,
 // what a conflict copy supersedes, the order in which a batch of decided
-// paths is carried out, how long a path with missing history waits, and in
-// which order a batch of versions is authored. protocol.Resolve decides one
+// paths is carried out, how long a path with missing history waits, in
+// which order a batch of versions is authored, and which deletions the
+// mass-delete guard holds for the user (DeleteGuard, the one rule here that
+// keeps state: a value the device owns under its lock, fed with scans,
+// reconcile passes and the user's decisions, with the time passed in). protocol.Resolve decides one
 // path's concurrent heads; this package decides everything a device does
 // with that decision that is not IO.
 //
