@@ -490,7 +490,7 @@ func (v *vault) applyVersion(ctx context.Context, id entry.VersionID, ver entry.
 // writeBytes writes merged text at path; the returned record carries the
 // merged content's hash and chunk list.
 func (v *vault) writeBytes(ctx context.Context, path string, like entry.Version, b []byte, cur vaultdb.Record, had bool) (vaultdb.Record, error) {
-	h, err := chunkHasher{keys: v.chunkKeys()}.Hash(ctx, path, bytes.NewReader(b), int64(len(b)))
+	h, err := chunkHasher{keys: v.crypt.chunkKeys()}.Hash(ctx, path, bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		return vaultdb.Record{}, err
 	}
@@ -699,7 +699,7 @@ func (v *vault) gatherWindow(ctx context.Context, win []entry.ChunkRef) (map[cid
 		wg.Go(func() {
 			for j := range jobs {
 				env := *j.env
-				b, err := v.openVerifiedChunk(plainBuf(len(env)-chunk.Overhead), j.c, env)
+				b, err := v.crypt.openVerifiedChunk(plainBuf(len(env)-chunk.Overhead), j.c, env)
 				netsync.ReleaseEnvelope(j.env) // the plaintext is in b, never in env
 				mu.Lock()
 				if err != nil {
@@ -859,7 +859,7 @@ func (v *vault) localPlaintextInto(buf []byte, c cid.Cid) ([]byte, error) {
 		return plain, nil
 	}
 	if e, serr := v.keep.envelope(c); serr == nil {
-		if p, oerr := v.openChunk(c, e); oerr == nil {
+		if p, oerr := v.crypt.openChunk(c, e); oerr == nil {
 			return p, nil
 		}
 	}
@@ -942,7 +942,7 @@ func (v *vault) folderChunkInto(c cid.Cid, scratch, dst []byte, env bool) (out, 
 // what it holds now): it reads the plaintext into scratch (grown when
 // short) and, when env, appends the envelope to dst. What the file holds
 // is checked by sealing it and comparing the CID; when only the plaintext
-// is wanted and its identity is known (v.ids), by hashing the plaintext
+// is wanted and its identity is known (v.crypt.ids), by hashing the plaintext
 // and comparing the identity instead, a third of the work. It returns dst
 // with the envelope appended, and the plaintext (in scratch's array, also
 // on error, so the caller can reuse it).
@@ -966,8 +966,8 @@ func (v *vault) chunkAtInto(c cid.Cid, loc chunkLocation, scratch, dst []byte, e
 	if err := readAt(f, buf, loc.offset); err != nil {
 		return dst, buf, fmt.Errorf("reading %s: %w", loc.path, err)
 	}
-	if known, ok := v.ids.get(c); ok {
-		if ek, err := v.eps.get(known.epoch); err == nil {
+	if known, ok := v.crypt.ids.get(c); ok {
+		if ek, err := v.crypt.eps.get(known.epoch); err == nil {
 			k := chunk.KeysFrom(ek)
 			if !env {
 				if chunk.PlainID(k, buf) != known.id {
@@ -991,12 +991,12 @@ func (v *vault) chunkAtInto(c cid.Cid, loc chunkLocation, scratch, dst []byte, e
 				return dst, buf, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
 			}
 			if s, err := chunk.AppendSealAs(grown, k, known.id, buf); err == nil && s.CID.Equals(c) {
-				v.ids.add(c, known.epoch, known.id, true, shapeOf(s.Envelope)) // sealed here now
+				v.crypt.ids.add(c, known.epoch, known.id, true, shapeOf(s.Envelope)) // sealed here now
 				return grown[:len(grown)+len(s.Envelope)], buf, nil
 			}
 		}
 	}
-	out, ok, err := v.sealLocalAppend(dst, c, buf)
+	out, ok, err := v.crypt.sealLocalAppend(dst, c, buf)
 	if err != nil {
 		return dst, buf, err
 	}

@@ -103,7 +103,7 @@ func (v *vault) learnEpochsLocked() {
 	if err != nil {
 		v.log.Error("opening epoch secrets sealed to this device", "err", err)
 	}
-	v.eps.set(secrets)
+	v.crypt.eps.set(secrets)
 }
 
 // memberAppliedLocked does what follows a membership record being applied:
@@ -134,25 +134,35 @@ func (v *vault) addOpLocked(d keys.DeviceID) (member.Record, error) {
 	return op, nil
 }
 
+// crypt opens and seals one vault's entries and chunks under the key
+// epoch each carries, and remembers the plaintext identity of the chunks
+// it opens or seals (chunkIDs), so they need not be sealed again to be
+// recognised. It is safe for concurrent use (epochSet and chunkIDs have
+// their own locks).
+type crypt struct {
+	eps *epochSet // the key epochs this device knows
+	ids *chunkIDs // plaintext identities of chunks seen here (sealfile.go)
+}
+
 // writeKeys returns the keys new entries are sealed with: the newest epoch.
-func (v *vault) writeKeys() keys.EpochKeys { return v.eps.current() }
+func (cr *crypt) writeKeys() keys.EpochKeys { return cr.eps.current() }
 
 // chunkKeys returns the keys new chunks are sealed with: the newest epoch.
-func (v *vault) chunkKeys() chunk.Keys { return chunk.KeysFrom(v.eps.current()) }
+func (cr *crypt) chunkKeys() chunk.Keys { return chunk.KeysFrom(cr.eps.current()) }
 
 // openBody opens an entry's body with the keys of the entry's epoch.
-func (v *vault) openBody(e *entry.Entry) (*entry.Body, error) {
-	return v.openBodyWith(e, entry.OpenBody)
+func (cr *crypt) openBody(e *entry.Entry) (*entry.Body, error) {
+	return cr.openBodyWith(e, entry.OpenBody)
 }
 
 // openStoredBody is openBody for an entry read back from this device's own
 // log (entry.OpenStoredBody: no canonical re-encode of the body).
-func (v *vault) openStoredBody(e *entry.Entry) (*entry.Body, error) {
-	return v.openBodyWith(e, entry.OpenStoredBody)
+func (cr *crypt) openStoredBody(e *entry.Entry) (*entry.Body, error) {
+	return cr.openBodyWith(e, entry.OpenStoredBody)
 }
 
-func (v *vault) openBodyWith(e *entry.Entry, open func(*entry.Entry, keys.EpochKeys) (*entry.Body, error)) (*entry.Body, error) {
-	k, err := v.eps.get(e.Epoch())
+func (cr *crypt) openBodyWith(e *entry.Entry, open func(*entry.Entry, keys.EpochKeys) (*entry.Body, error)) (*entry.Body, error) {
+	k, err := cr.eps.get(e.Epoch())
 	if err != nil {
 		return nil, fmt.Errorf("opening body of %s/%d: %w", e.Author(), e.Seq(), err)
 	}
@@ -165,10 +175,10 @@ func (v *vault) openBodyWith(e *entry.Entry, open func(*entry.Entry, keys.EpochK
 // epoch this device does not know is errUnknownEpoch. The header is read
 // before the CID is checked only to pick the keys: chunk.Open checks the
 // CID before using anything else.
-func (v *vault) openChunk(c cid.Cid, env []byte) ([]byte, error) {
+func (cr *crypt) openChunk(c cid.Cid, env []byte) ([]byte, error) {
 	h, herr := chunk.ParseHeader(env)
 	if herr == nil {
-		if k, err := v.eps.get(h.Epoch); err == nil {
+		if k, err := cr.eps.get(h.Epoch); err == nil {
 			return chunk.Open(chunk.KeysFrom(k), c, env)
 		}
 	}
@@ -184,12 +194,12 @@ func (v *vault) openChunk(c cid.Cid, env []byte) ([]byte, error) {
 // openVerifiedChunk is openChunk for an envelope fetchChunks has verified
 // against c as it arrived (chunk.OpenVerifiedInto: every check but that
 // one), writing the plaintext into buf's array when it has room.
-func (v *vault) openVerifiedChunk(buf []byte, c cid.Cid, env []byte) ([]byte, error) {
+func (cr *crypt) openVerifiedChunk(buf []byte, c cid.Cid, env []byte) ([]byte, error) {
 	h, err := chunk.ParseHeader(env)
 	if err != nil {
 		return nil, fmt.Errorf("opening chunk %v: %w", c, err)
 	}
-	k, err := v.eps.get(h.Epoch)
+	k, err := cr.eps.get(h.Epoch)
 	if err != nil {
 		return nil, fmt.Errorf("opening chunk %v: epoch %d: %w", c, h.Epoch, errUnknownEpoch)
 	}
@@ -201,7 +211,7 @@ func (v *vault) openVerifiedChunk(buf []byte, c cid.Cid, env []byte) ([]byte, er
 		// this device would (another compression), and only this
 		// device's own sealing may stand in for a CID check
 		// (chunkAtInto).
-		v.ids.add(c, h.Epoch, h.ID, false, sealShape{})
+		cr.ids.add(c, h.Epoch, h.ID, false, sealShape{})
 	}
 	return plain, err
 }
@@ -213,24 +223,24 @@ func (v *vault) openVerifiedChunk(buf []byte, c cid.Cid, env []byte) ([]byte, er
 // one, newest first, until the CID matches. It returns dst with the
 // envelope appended and true when one did; dst unchanged and false when
 // none did (the plaintext is not chunk c).
-func (v *vault) sealLocalAppend(dst []byte, c cid.Cid, plain []byte) ([]byte, bool, error) {
+func (cr *crypt) sealLocalAppend(dst []byte, c cid.Cid, plain []byte) ([]byte, bool, error) {
 	// Grown once up front, so every attempt seals in place and the
 	// envelope follows dst's bytes in the same array.
 	dst = slices.Grow(dst, chunk.Overhead+len(plain))
-	cur := v.chunkKeys()
+	cur := cr.chunkKeys()
 	s, err := chunk.AppendSeal(dst, cur, plain)
 	if err != nil {
 		return dst, false, err
 	}
 	if s.CID.Equals(c) {
-		v.ids.add(c, cur.Epoch, s.ID, true, shapeOf(s.Envelope))
+		cr.ids.add(c, cur.Epoch, s.ID, true, shapeOf(s.Envelope))
 		return dst[:len(dst)+len(s.Envelope)], true, nil
 	}
-	for _, ek := range v.eps.others() {
+	for _, ek := range cr.eps.others() {
 		k := chunk.KeysFrom(ek)
 		s, err := chunk.AppendSeal(dst, k, plain)
 		if err == nil && s.CID.Equals(c) {
-			v.ids.add(c, k.Epoch, s.ID, true, shapeOf(s.Envelope))
+			cr.ids.add(c, k.Epoch, s.ID, true, shapeOf(s.Envelope))
 			return dst[:len(dst)+len(s.Envelope)], true, nil
 		}
 	}
@@ -252,7 +262,7 @@ func (h epochHasher) Hash(ctx context.Context, path string, r io.Reader, size in
 		prev = h.v.index[path].Chunks
 		h.v.mu.Unlock()
 	}
-	return chunkHasher{keys: h.v.chunkKeys(), ids: h.v.ids, prev: prev}.Hash(ctx, path, r, size)
+	return chunkHasher{keys: h.v.crypt.chunkKeys(), ids: h.v.crypt.ids, prev: prev}.Hash(ctx, path, r, size)
 }
 
 // checkAuthor decides whether an entry of author with sequence seq may be

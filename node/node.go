@@ -304,7 +304,8 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	}
 	ek := root.Epoch0().Keys(0)
 	v := &vault{
-		n: n, cfg: hv, id: vk.ID, root: root, ek: ek, ck: chunk.KeysFrom(ek), eps: &epochSet{}, db: db, fs: fsys,
+		n: n, cfg: hv, id: vk.ID, root: root, ek: ek, ck: chunk.KeysFrom(ek), db: db,
+		crypt: crypt{eps: &epochSet{}, ids: newChunkIDs()}, fs: fsys,
 		log:           n.log.With("folder", hv.Folder),
 		members:       db.MemberState(),
 		graph:         protocol.NewGraph(),
@@ -312,7 +313,6 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		index:         map[string]vaultdb.Record{},
 		children:      map[string]map[string]struct{}{},
 		chunkLoc:      map[cid.Cid][]chunkLocation{},
-		ids:           newChunkIDs(),
 		book:          newPeerBook(db),
 		dirty:         map[string]struct{}{},
 		grow:          make(chan struct{}),
@@ -379,7 +379,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	for author, head := range heads {
 		err := db.Range(author, from[author]+1, head.Seq, func(e *entry.Entry) error {
 			v.opened.replayed++
-			body, err := v.openStoredBody(e)
+			body, err := v.crypt.openStoredBody(e)
 			if err != nil {
 				return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
 			}

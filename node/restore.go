@@ -251,7 +251,7 @@ func (v *vault) planRestore(ctx context.Context, items []history.Item, dryRun bo
 		var mu sync.Mutex
 		got := map[cid.Cid]bool{}
 		ferr := v.fetchFromPeers(ctx, needOrder, func(c cid.Cid, env []byte) error {
-			b, err := v.openChunk(c, env)
+			b, err := v.crypt.openChunk(c, env)
 			if err != nil {
 				return fmt.Errorf("chunk %s: %w", c, err)
 			}
@@ -463,7 +463,7 @@ func (r *restoreReader) Read(p []byte) (int, error) {
 				// The local file changed since the plan: fetch instead.
 				var mu sync.Mutex
 				err = r.v.fetchFromPeers(r.ctx, []cid.Cid{ref.CID}, func(c cid.Cid, env []byte) error {
-					plain, err := r.v.openChunk(c, env)
+					plain, err := r.v.crypt.openChunk(c, env)
 					mu.Lock()
 					b = plain
 					mu.Unlock()

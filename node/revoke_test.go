@@ -99,12 +99,12 @@ func TestRevoke(t *testing.T) {
 		t.Errorf("revoking twice: got %v, want %v", err, ErrNoSuchDevice)
 	}
 	waitUntil(t, 30*time.Second, func() error {
-		if !isRevoked(vB, idC) || vB.writeKeys().Epoch != 1 {
-			return fmt.Errorf("B has not learned the revocation (write epoch %d)", vB.writeKeys().Epoch)
+		if !isRevoked(vB, idC) || vB.crypt.writeKeys().Epoch != 1 {
+			return fmt.Errorf("B has not learned the revocation (write epoch %d)", vB.crypt.writeKeys().Epoch)
 		}
 		return nil
 	})
-	if vA.writeKeys().Epoch != 1 || vA.writeKeys() != vB.writeKeys() {
+	if vA.crypt.writeKeys().Epoch != 1 || vA.crypt.writeKeys() != vB.crypt.writeKeys() {
 		t.Fatal("A and B do not share the epoch 1 keys")
 	}
 
@@ -159,7 +159,7 @@ func TestRevoke(t *testing.T) {
 	nE, folderE := joinNode(t, nA)
 	waitFile(t, folderE, "after.bin", big)
 	waitFile(t, folderE, "before.bin", before)
-	if nE.vaultsNow()[0].writeKeys() != vA.writeKeys() {
+	if nE.vaultsNow()[0].crypt.writeKeys() != vA.crypt.writeKeys() {
 		t.Error("E does not write under A's epoch 1 keys")
 	}
 
@@ -258,7 +258,7 @@ func TestRevoke(t *testing.T) {
 			continue
 		}
 		newEpoch++
-		if _, err := vC.openBody(e); !errors.Is(err, errUnknownEpoch) {
+		if _, err := vC.crypt.openBody(e); !errors.Is(err, errUnknownEpoch) {
 			t.Errorf("C opening body %d: got %v, want %v", e.Seq(), err, errUnknownEpoch)
 		}
 		for _, k := range guesses {
@@ -270,7 +270,7 @@ func TestRevoke(t *testing.T) {
 				t.Errorf("C opening body %d with guessed epoch-%d keys: got %v, want %v", e.Seq(), k.Epoch, err, want)
 			}
 		}
-		body, err := vB.openBody(e)
+		body, err := vB.crypt.openBody(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,7 +291,7 @@ func TestRevoke(t *testing.T) {
 		if h, _ := chunk.ParseHeader(env); h.Epoch != 1 {
 			t.Errorf("chunk %s sealed in epoch %d, want 1", c, h.Epoch)
 		}
-		if _, err := vC.openChunk(c, env); !errors.Is(err, errUnknownEpoch) {
+		if _, err := vC.crypt.openChunk(c, env); !errors.Is(err, errUnknownEpoch) {
 			t.Errorf("C opening chunk %s: got %v, want %v", c, err, errUnknownEpoch)
 		}
 		for _, k := range guesses {
@@ -315,7 +315,7 @@ func TestRevoke(t *testing.T) {
 		if e.Epoch() != 0 {
 			continue
 		}
-		body, err := vA.openBody(e)
+		body, err := vA.crypt.openBody(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +333,7 @@ func TestRevoke(t *testing.T) {
 		if err != nil {
 			t.Fatalf("A re-creating epoch-0 chunk %s after the revocation: %v", c, err)
 		}
-		if _, err := vC.openChunk(c, env); err != nil {
+		if _, err := vC.crypt.openChunk(c, env); err != nil {
 			t.Errorf("C opening an epoch-0 chunk: %v", err)
 		}
 	}
@@ -599,17 +599,17 @@ func TestRevokeAPIAndRestart(t *testing.T) {
 	if err := n.Scan(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := n.vaultsNow()[0].writeKeys()
+	want := n.vaultsNow()[0].crypt.writeKeys()
 	stop()
 
 	n2, _ := startNode(t, h)
 	v := n2.vaultsNow()[0]
-	if got := v.writeKeys(); got != want || got.Epoch != 1 {
+	if got := v.crypt.writeKeys(); got != want || got.Epoch != 1 {
 		t.Fatalf("after restart: write epoch %d, want 1 with the same keys", got.Epoch)
 	}
 	epochs := map[uint32]int{}
 	for _, e := range entriesOf(t, v, n2.ID(), 1) {
-		if _, err := v.openBody(e); err != nil {
+		if _, err := v.crypt.openBody(e); err != nil {
 			t.Fatalf("entry %d: %v", e.Seq(), err)
 		}
 		epochs[e.Epoch()]++

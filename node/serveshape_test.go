@@ -49,7 +49,7 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 		t.Fatalf("big.bin has %d chunks, want several", len(refs))
 	}
 	for _, r := range refs {
-		if k, ok := v.ids.get(r.CID); !ok || !k.shape.known || k.shape.compressed != compressed {
+		if k, ok := v.crypt.ids.get(r.CID); !ok || !k.shape.known || k.shape.compressed != compressed {
 			t.Fatalf("chunk %s: the scan recorded no envelope shape, or not compressed %v (%+v, %v)", r.CID, compressed, k, ok)
 		}
 		env, _, err := v.folderChunkInto(r.CID, nil, nil, true)
@@ -66,11 +66,11 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 	// chunk 0's envelope, which the CID check of the other path (and of
 	// every fetcher) refuses. So the envelopes above came from the shape.
 	other := chunk.SumCID([]byte("another chunk"))
-	k0, _ := v.ids.get(refs[0].CID)
+	k0, _ := v.crypt.ids.get(refs[0].CID)
 	v.mu.Lock()
 	v.chunkLoc[other] = slices.Clone(v.chunkLoc[refs[0].CID])
 	v.mu.Unlock()
-	v.ids.add(other, k0.epoch, k0.id, k0.sealed, k0.shape)
+	v.crypt.ids.add(other, k0.epoch, k0.id, k0.sealed, k0.shape)
 	env, _, err := v.folderChunkInto(other, nil, nil, true)
 	if err != nil {
 		t.Fatalf("re-creating by shape under another CID: %v", err)
@@ -84,14 +84,14 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 
 	// A peer's envelope, though true to its CID, records no shape: only
 	// this device's own sealing stands in for the CID check.
-	peerEnv, err := chunk.Seal(v.chunkKeys(), []byte("a chunk a peer sealed"))
+	peerEnv, err := chunk.Seal(v.crypt.chunkKeys(), []byte("a chunk a peer sealed"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.openVerifiedChunk(nil, peerEnv.CID, peerEnv.Envelope); err != nil {
+	if _, err := v.crypt.openVerifiedChunk(nil, peerEnv.CID, peerEnv.Envelope); err != nil {
 		t.Fatal(err)
 	}
-	if k, ok := v.ids.get(peerEnv.CID); !ok || k.shape.known {
+	if k, ok := v.crypt.ids.get(peerEnv.CID); !ok || k.shape.known {
 		t.Fatalf("a peer's envelope: known %v, shape %+v; want its identity and no shape", ok, k.shape)
 	}
 

@@ -37,10 +37,12 @@ type vault struct {
 	root keys.RootSecret
 	ek   keys.EpochKeys // epoch 0's keys, fixed at open; code uses the methods of epochs.go
 	ck   chunk.Keys     // epoch 0's chunk keys, likewise
-	eps  *epochSet      // the key epochs this device knows (epochs.go)
-	db   *vaultdb.DB
-	fs   folder.FS
-	log  *slog.Logger
+	// crypt opens and seals under the key epochs this device knows
+	// (epochs.go); it has its own locks.
+	crypt crypt
+	db    *vaultdb.DB
+	fs    folder.FS
+	log   *slog.Logger
 
 	// relayStat is what each relay last said about this vault (quota);
 	// guarded by mu.
@@ -74,9 +76,6 @@ type vault struct {
 	// whole (memberrecover.go).
 	tail *ownTail
 	mh   memberHealth
-	// ids knows the plaintext identity of chunks seen here, so they need
-	// not be sealed to be recognised (sealfile.go); it has its own lock.
-	ids *chunkIDs
 	// book remembers where members were last reachable (peers.go); it
 	// has its own lock.
 	book *peerBook
@@ -398,7 +397,7 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head, sr
 	if err != nil {
 		return err
 	}
-	body, err := v.openBody(e)
+	body, err := v.crypt.openBody(e)
 	if err != nil {
 		return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
 	}
