@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 )
@@ -45,17 +44,11 @@ func TestParseAt(t *testing.T) {
 
 // pv builds a Version of "f" for versionAt tests.
 func pv(author byte, seq uint64, clock uint64, timeMs int64, kind entry.Kind, hash byte, supersedes ...*Version) Version {
-	id := entry.VersionID{Author: keys.DeviceID{author}, Seq: seq}
-	cv := protocol.Version{ID: id, Path: "f", Kind: protocol.Kind(kind), Clock: clock, MTime: timeMs, Time: timeMs}
-	ver := entry.Version{Path: "f", Kind: kind}
-	if kind == entry.KindFile {
-		cv.ContentHash, ver.Hash = [32]byte{hash}, [32]byte{hash}
+	sup := make([]Version, len(supersedes))
+	for i, s := range supersedes {
+		sup[i] = *s
 	}
-	for _, s := range supersedes {
-		cv.Supersedes = append(cv.Supersedes, s.Core.ID)
-		ver.Supersedes = append(ver.Supersedes, s.ID)
-	}
-	return Version{ID: id, Ver: ver, Core: cv, Time: timeMs}
+	return at("f", author, seq, clock, timeMs, kind, hash, sup...)
 }
 
 func TestAt(t *testing.T) {

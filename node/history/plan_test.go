@@ -20,7 +20,7 @@ import (
 // the given versions.
 func at(path string, author byte, seq, clock uint64, ms int64, kind entry.Kind, hash byte, supersedes ...Version) Version {
 	id := entry.VersionID{Author: keys.DeviceID{author}, Seq: seq}
-	cv := protocol.Version{ID: id, Path: path, Kind: protocol.Kind(kind), Clock: clock, Time: ms}
+	cv := protocol.Version{ID: id, Path: path, Kind: protocol.Kind(kind), Clock: clock, MTime: ms, Time: ms}
 	ver := entry.Version{Path: path, Kind: kind, Mode: 0o644}
 	if kind == entry.KindFile {
 		cv.ContentHash, ver.Hash = [32]byte{hash}, [32]byte{hash}
