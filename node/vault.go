@@ -542,23 +542,42 @@ func (v *vault) heldVector() protocol.Vector {
 }
 
 // entryHeldLocked reports whether the content of every version of entry
-// (author, seq) is held here. v.mu must be held.
+// (author, seq) is held here, by the device's held rule
+// (engine.DevicePolicy.Held). v.mu must be held.
 func (v *vault) entryHeldLocked(author keys.DeviceID, seq uint64) bool {
+	h := &deviceHolding{v: v} // one per entry: an interface value escapes
 	for i := uint32(0); ; i++ {
 		id := protocol.VersionID{Author: author, Seq: seq, Index: i}
 		ver, ok := v.bodies[id]
 		if !ok {
 			return true
 		}
-		if len(ver.Chunks) == 0 {
-			continue // the entry carries the content
+		h.id, h.ver = id, ver
+		if !engine.DevicePolicy.Held(h) {
+			return false
 		}
-		if rec, ok := v.index[ver.Path]; ok && rec.Kind == entry.KindFile && rec.Hash == ver.Hash {
-			continue // applied
-		}
-		if !slices.ContainsFunc(v.graph.Heads(ver.Path), func(h protocol.Version) bool { return h.ID == id }) {
-			continue // superseded
-		}
-		return false
 	}
 }
+
+// deviceHolding answers the held rule's questions about one folded version
+// from the vault's index and graph. v.mu must be held while it is asked.
+type deviceHolding struct {
+	v   *vault
+	id  protocol.VersionID
+	ver entry.Version
+}
+
+func (h *deviceHolding) Inline() bool { return len(h.ver.Chunks) == 0 }
+
+func (h *deviceHolding) Superseded() bool {
+	return !slices.ContainsFunc(h.v.graph.Heads(h.ver.Path), func(x protocol.Version) bool { return x.ID == h.id })
+}
+
+func (h *deviceHolding) Applied() bool {
+	rec, ok := h.v.index[h.ver.Path]
+	return ok && rec.Kind == entry.KindFile && rec.Hash == h.ver.Hash
+}
+
+// Stored is false: a device keeps a version's content in its folder, not
+// as chunks (its version store is history, not what LogStatus promises).
+func (*deviceHolding) Stored() bool { return false }

@@ -12,6 +12,7 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
@@ -206,26 +207,55 @@ func (r *replica) noteLocked(e *entry.Entry) {
 
 // entryHeldLocked reports whether every version of e is here in full
 // (its chunks, or its pieces and every chunk they list) or superseded by a
-// stored entry; if not, missing is a chunk or piece it lacks, or cid.Undef
-// when a piece is still to be read (notePending).
+// stored entry, by the relay's held rule (engine.RelayPolicy.Held); if
+// not, missing is a chunk or piece it lacks, or cid.Undef when a piece is
+// still to be read (notePending).
 func (r *replica) entryHeldLocked(e *entry.Entry) (held bool, missing cid.Cid) {
+	rh := &relayHolding{r: r} // one per entry: an interface value escapes
 	for i, h := range e.Headers() {
-		if r.superseded[e.VersionID(i)] {
-			continue
-		}
-		for _, c := range h.Refs {
-			if entry.IsPieceCID(c) {
-				if ok, m := r.pieceHeldLocked(c); !ok {
-					return false, m
-				}
-				continue
-			}
-			if r.wanted[c] {
-				return false, c
-			}
+		rh.id, rh.refs = e.VersionID(i), h.Refs
+		if !engine.RelayPolicy.Held(rh) {
+			return false, rh.missing
 		}
 	}
 	return true, cid.Undef
+}
+
+// relayHolding answers the held rule's questions about one stored version
+// from the replica's marks. r.mu must be held while it is asked; Stored
+// records what it found missing.
+type relayHolding struct {
+	r       *replica
+	id      entry.VersionID
+	refs    []cid.Cid
+	missing cid.Cid
+}
+
+// Inline is false even for a version with no chunks: Stored answers true
+// for it at no cost, and the relay cannot tell an inline body from a
+// sealed one it cannot read.
+func (*relayHolding) Inline() bool { return false }
+
+func (h *relayHolding) Superseded() bool { return h.r.superseded[h.id] }
+
+// Applied is false: a relay writes no folder.
+func (*relayHolding) Applied() bool { return false }
+
+func (h *relayHolding) Stored() bool {
+	for _, c := range h.refs {
+		if entry.IsPieceCID(c) {
+			if ok, m := h.r.pieceHeldLocked(c); !ok {
+				h.missing = m
+				return false
+			}
+			continue
+		}
+		if h.r.wanted[c] {
+			h.missing = c
+			return false
+		}
+	}
+	return true
 }
 
 // advanceLocked extends each author's held prefix as far as it goes.

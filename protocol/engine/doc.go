@@ -5,7 +5,9 @@
 // which order a batch of versions is authored, and which deletions the
 // mass-delete guard holds for the user (DeleteGuard, the one rule here that
 // keeps state: a value the device owns under its lock, fed with scans,
-// reconcile passes and the user's decisions, with the time passed in). protocol.Resolve decides one
+// reconcile passes and the user's decisions, with the time passed in), and
+// what a node may report as held (Policy.Held: one rule, which a device and
+// a relay run with their own Policy). protocol.Resolve decides one
 // path's concurrent heads; this package decides everything a device does
 // with that decision that is not IO.
 //
