@@ -84,15 +84,26 @@ func (v *vault) reconcileOne(ctx context.Context, path string) {
 		v.settledLocked(path)
 		return
 	}
-	v.dirty[path] = struct{}{}
-	if errors.Is(err, errWaitingForHistory) || errors.Is(err, errDecisionStale) || errors.Is(err, errHomeFull) {
-		return // errHomeFull: the folder's error home-disk-full, not this path's (homefull.go)
-	}
-	v.errs[path] = err.Error()
-	if !errors.Is(err, folder.ErrLocalChange) && !errors.Is(err, errWaitingForHistory) && ctx.Err() == nil {
+	if v.unsettledLocked(path, err) && ctx.Err() == nil {
 		v.log.Warn("applying", "path", path, "err", err)
 		v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Path: path, Error: err.Error()})
 	}
+}
+
+// unsettledLocked records that path's decision was not carried out: the
+// path stays dirty for the next pass, and err becomes its error unless the
+// path only waits (for history, after a stale decision, or for the home
+// disk, which is the folder's error home-disk-full, homefull.go). It
+// reports whether err is one to log and publish: not a wait, and not a
+// local change found at write time (the path is scanned and decided
+// again). Both apply paths end here when they fail. v.mu must be held.
+func (v *vault) unsettledLocked(path string, err error) (report bool) {
+	v.dirty[path] = struct{}{}
+	if errors.Is(err, errWaitingForHistory) || errors.Is(err, errDecisionStale) || errors.Is(err, errHomeFull) {
+		return false
+	}
+	v.errs[path] = err.Error()
+	return !errors.Is(err, folder.ErrLocalChange)
 }
 
 // takenLocked answers the core's "what does this conflict-copy name
@@ -113,22 +124,42 @@ type conflictCopy struct {
 	existing entry.VersionID
 }
 
-// reconcilePath decides one path and carries the decision out.
-//
-// Order matters for safety: conflict copies are written first, while the
-// file at the path still holds whatever they may need to be re-created
-// from; the winner replaces the path last; the index records and the entry
-// that records the resolution commit together after both. Scans are held
-// off while this happens, so the watcher never mistakes these writes for
-// local edits.
+// reconcilePath decides one path and carries the decision out alone.
 func (v *vault) reconcilePath(ctx context.Context, path string) error {
 	if err := v.repairPieces(ctx, path); err != nil { // pieces.go
 		return err
 	}
 	v.mu.Lock()
+	d, ok, err := v.decideLocked(path)
+	v.mu.Unlock()
+	if !ok || err != nil {
+		return err
+	}
+	return v.carryOut(ctx, d)
+}
+
+// decided is one path's decision as the vault carries it out: what the
+// engine decided, the state it was decided from (the stamp, and the index
+// record at the path), and the bodies it writes (inline contents not yet
+// read back, inline.go).
+type decided struct {
+	path   string
+	dec    protocol.Decision
+	stamp  decisionStamp
+	winner entry.Version
+	copies []conflictCopy
+	cur    vaultdb.Record
+	had    bool
+}
+
+// decideLocked decides path: the one place both apply paths (carryOut, one
+// path at a time, and the small-file batch) get their decisions from. ok
+// is false when the path has no heads (nothing to do); the error is
+// errWaitingForHistory while its heads wait for versions they supersede
+// (engine.AwaitsHistory, engine.WaitOver). v.mu must be held.
+func (v *vault) decideLocked(path string) (d decided, ok bool, err error) {
 	if len(v.graph.Heads(path)) == 0 {
-		v.mu.Unlock()
-		return nil
+		return decided{}, false, nil
 	}
 	if engine.AwaitsHistory(v.graph, path) {
 		since, ok := v.danglingSince[path]
@@ -137,29 +168,51 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 			v.danglingSince[path] = since
 		}
 		if !engine.WaitOver(since, v.n.now()) {
-			v.mu.Unlock()
-			return errWaitingForHistory
+			return decided{}, true, errWaitingForHistory
 		}
 	}
 	delete(v.danglingSince, path)
 	dec, err := v.resolveLocked(path)
 	if err != nil {
-		v.mu.Unlock()
-		return fmt.Errorf("resolving: %w", err)
+		return decided{}, true, fmt.Errorf("resolving: %w", err)
 	}
-	stamp := v.stampLocked(decisionPaths(path, dec)...)
-	winner := v.bodies[dec.Winner.ID]
-	copies := make([]conflictCopy, len(dec.Copies))
+	d = decided{path: path, dec: dec, stamp: v.stampLocked(decisionPaths(path, dec)...), winner: v.bodies[dec.Winner.ID]}
+	d.cur, d.had = v.index[path]
+	d.copies = make([]conflictCopy, len(dec.Copies))
 	for i, c := range dec.Copies {
-		copies[i].ver = v.bodies[c.Version.ID]
-		copies[i].ver.Path = c.Path
+		d.copies[i].ver = v.bodies[c.Version.ID]
+		d.copies[i].ver.Path = c.Path
 		if c.Exists {
-			copies[i].existing, _ = engine.SameContentHead(v.graph, c.Path, c.Version)
+			d.copies[i].existing, _ = engine.SameContentHead(v.graph, c.Path, c.Version)
 		}
 	}
-	v.mu.Unlock()
+	return d, true, nil
+}
+
+// batchable reports whether d may be carried out in a batch of small files
+// (applySmallFiles): it writes its winner only (engine.WritesWinnerOnly),
+// the winner is a file whose content its entry carries, and the folder
+// does not hold that content yet (else only the index changes, which
+// carryOut does without writing).
+func (d *decided) batchable() bool {
+	id := d.dec.Winner.ID
+	return engine.WritesWinnerOnly(d.dec) && d.winner.Kind == entry.KindFile && len(d.winner.Chunks) == 0 &&
+		!(d.had && (d.cur.Version == id || d.cur.Hash == d.winner.Hash))
+}
+
+// carryOut carries one decision out on its own.
+//
+// Order matters for safety: conflict copies are written first, while the
+// file at the path still holds whatever they may need to be re-created
+// from; the winner replaces the path last; the index records and the entry
+// that records the resolution commit together after both. Scans are held
+// off while this happens, so the watcher never mistakes these writes for
+// local edits.
+func (v *vault) carryOut(ctx context.Context, d decided) error {
+	path, dec, winner, copies := d.path, d.dec, d.winner, d.copies
 	v.decidedHook(path)
 	// Inline contents are not kept in bodies (inline.go).
+	var err error
 	if winner, err = v.withInline(dec.Winner.ID, winner); err != nil {
 		return err
 	}
@@ -194,7 +247,7 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 	// of the path: the index then describes that edit, so the applier's
 	// "unchanged since the last scan" check would pass and the edit would
 	// be overwritten by a decision that never saw it. Decide again instead.
-	if !v.stampStill(stamp) {
+	if !v.stampStill(d.stamp) {
 		v.scanMu.Unlock()
 		return fmt.Errorf("%s: %w", path, errDecisionStale)
 	}
@@ -329,7 +382,7 @@ func (v *vault) writeDecision(ctx context.Context, path string, winnerID entry.V
 // together with the index. v.scanMu must be held.
 func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.Version, merged []byte, rec vaultdb.Record, copies []conflictCopy, copyRecs []vaultdb.Record) error {
 	if !engine.RecordsResolution(dec) {
-		return v.commitIndex(path, rec)
+		return v.commitIndex(indexed{path, rec})
 	}
 	written := winner
 	if merged != nil {
@@ -370,30 +423,52 @@ func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.
 	return nil
 }
 
-// commitIndex records that path now holds rec.
-func (v *vault) commitIndex(path string, rec vaultdb.Record) error {
+// indexed is one path's new folder index record, as an apply commits it.
+type indexed struct {
+	path string
+	rec  vaultdb.Record // Kind 0: the path holds nothing now
+}
+
+// commitIndex records, in one commit, that each path now holds its record
+// (records the index already holds are left out), then notes each in
+// memory (appliedLocked). A full home disk comes back as errHomeFull.
+// Both apply paths commit through it.
+func (v *vault) commitIndex(recs ...indexed) error {
+	u := &vaultdb.Update{}
+	todo := recs[:0:0]
 	v.mu.Lock()
-	old, had := v.index[path]
+	for _, r := range recs {
+		old, had := v.index[r.path]
+		if had == (r.rec.Kind != 0) && (!had || sameRecord(old, r.rec)) {
+			continue
+		}
+		if r.rec.Kind == 0 {
+			u.DeleteIndex(r.path)
+		} else {
+			u.PutIndex(r.path, r.rec)
+		}
+		todo = append(todo, r)
+	}
 	v.mu.Unlock()
-	if had == (rec.Kind != 0) && (!had || sameRecord(old, rec)) {
+	if len(todo) == 0 {
 		return nil
 	}
-	u := &vaultdb.Update{}
-	if rec.Kind == 0 {
-		u.DeleteIndex(path)
-	} else {
-		u.PutIndex(path, rec)
-	}
 	err := v.db.Commit(u)
-	v.noteHomeWrite("recording an applied file", err) // homefull.go
+	v.noteHomeWrite("recording applied files", err) // homefull.go
 	if err != nil {
 		if isDiskFull(err) {
 			err = fmt.Errorf("%w: %w", errHomeFull, err)
 		}
-		return fmt.Errorf("recording %s in the index: %w", path, err)
+		if len(todo) == 1 {
+			return fmt.Errorf("recording %s in the index: %w", todo[0].path, err)
+		}
+		return fmt.Errorf("recording %d applied files in the index: %w", len(todo), err)
 	}
 	v.mu.Lock()
-	v.appliedLocked(path, old, had, rec)
+	for _, r := range todo {
+		old, had := v.index[r.path]
+		v.appliedLocked(r.path, old, had, r.rec)
+	}
 	v.grewLocked() // what this device holds in full may have grown
 	v.mu.Unlock()
 	return nil
@@ -402,8 +477,8 @@ func (v *vault) commitIndex(path string, rec vaultdb.Record) error {
 // appliedLocked records in memory that path now holds rec (committed to
 // the index by the caller) where it held old (when had): the folder index,
 // the applied-version note that tells an editor's save from our write
-// (applyrace.go), and the keep of the new version. Both apply paths
-// (commitIndex and applySmallFiles) go through it. v.mu must be held.
+// (applyrace.go), and the keep of the new version. commitIndex, which both
+// apply paths commit through, calls it. v.mu must be held.
 func (v *vault) appliedLocked(path string, old vaultdb.Record, had bool, rec vaultdb.Record) {
 	v.noteAppliedLocked(path, old, had, rec)
 	v.setIndexLocked(path, rec)
@@ -1022,196 +1097,4 @@ func readAt(f folder.File, buf []byte, off int64) error {
 	}
 	_, err := io.ReadFull(f, buf)
 	return err
-}
-
-// smallBatch bounds how many files one WriteFiles batch holds.
-const smallBatch = 256
-
-// applySmallFiles applies, in batches that share their fsyncs, every path
-// whose decision is a single content (no conflict copy, no merge, nothing
-// to record) that is a file carried inline in its entry. It returns the
-// paths it did not handle, in the order of paths (sorted, as
-// engine.Order's Adds are).
-//
-// It takes the paths in log order (inLogOrder), not in path order: the
-// inline bytes of a version not in the cache are read back with their
-// whole entry (inline.go), and in path order a large backlog of paths
-// whose entries interleave read one entry of some 200 KB per file, once
-// the 8 MiB cache no longer held them all (a first sync of 100,000
-// notes applied 100 files a second, docs/benchmarks.md). In log order
-// each entry is read at most once.
-func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
-	paths = v.inLogOrder(paths)
-	type item struct {
-		path  string
-		id    entry.VersionID
-		ver   entry.Version
-		cur   vaultdb.Record // what the index said was there when decided
-		had   bool
-		stamp decisionStamp
-	}
-	var rest []string
-	var batch []item
-	var rescan []string // locally changed paths: scanned once the batch is done
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
-		// Hold off scans while the batch lands and is indexed: a watcher
-		// scan in between would see our own writes as local additions.
-		v.scanMu.Lock()
-		defer v.scanMu.Unlock()
-		// A scan since the decisions may have recorded a local edit of a
-		// path (see reconcilePath): such a path is decided again, one by
-		// one, after the batch.
-		keep := batch[:0]
-		for _, it := range batch {
-			if !v.stampStill(it.stamp) {
-				rest = append(rest, it.path)
-				continue
-			}
-			// Inline contents are not kept in bodies (inline.go); a path
-			// whose content cannot be read back is decided again alone.
-			ver, err := v.withInline(it.id, it.ver)
-			if err != nil {
-				rest = append(rest, it.path)
-				continue
-			}
-			it.ver = ver
-			keep = append(keep, it)
-		}
-		batch = keep
-		if len(batch) == 0 {
-			return
-		}
-		ws := make([]folder.FileWrite, 0, len(batch))
-		for _, it := range batch {
-			// As applyVersion does: a chunked file replaced by a small one
-			// goes to the version store first (its content is in no log).
-			v.keepBeforeReplace(it.cur, it.had)
-			ws = append(ws, folder.FileWrite{
-				Version: folder.FileVersion{Path: it.path, Size: int64(it.ver.Size), MTime: it.ver.MTime, Executable: it.ver.Mode&0o111 != 0},
-				Content: bytes.NewReader(it.ver.Inline),
-			})
-		}
-		res := v.applier.WriteFiles(ctx, ws)
-		u := &vaultdb.Update{}
-		var done []int
-		for i, r := range res {
-			if r.Err != nil {
-				v.mu.Lock()
-				v.errs[batch[i].path] = r.Err.Error()
-				v.dirty[batch[i].path] = struct{}{}
-				v.mu.Unlock()
-				if errors.Is(r.Err, folder.ErrLocalChange) {
-					rescan = append(rescan, batch[i].path)
-				} else if ctx.Err() == nil {
-					v.log.Warn("applying", "path", batch[i].path, "err", r.Err)
-				}
-				continue
-			}
-			u.PutIndex(batch[i].path, recordFromInfo(batch[i].id, batch[i].ver, r.Outcome.Info))
-			done = append(done, i)
-		}
-		err := v.db.Commit(u)
-		v.noteHomeWrite("recording applied files", err) // homefull.go
-		if err != nil {
-			if !isDiskFull(err) { // logged once by noteHomeWrite
-				v.log.Error("recording applied files", "err", err)
-			}
-			v.mu.Lock()
-			for _, i := range done {
-				v.dirty[batch[i].path] = struct{}{}
-			}
-			v.mu.Unlock()
-			batch = batch[:0]
-			return
-		}
-		v.mu.Lock()
-		if len(done) > 0 {
-			v.grewLocked()
-		}
-		for _, i := range done {
-			it := batch[i]
-			old, had := v.index[it.path]
-			v.appliedLocked(it.path, old, had, recordFromInfo(it.id, it.ver, res[i].Outcome.Info))
-			v.settledLocked(it.path)
-		}
-		v.mu.Unlock()
-		for _, i := range done {
-			v.n.events.Publish(api.Event{Type: api.EventApplied, Folder: v.cfg.Folder, Path: batch[i].path, Kind: "file", Bytes: int64(batch[i].ver.Size)})
-		}
-		batch = batch[:0]
-	}
-	for _, p := range paths {
-		if ctx.Err() != nil {
-			rest = append(rest, p)
-			continue
-		}
-		v.mu.Lock()
-		dec, err := v.resolveLocked(p)
-		var it item
-		ok := err == nil && engine.WritesWinnerOnly(dec)
-		if ok {
-			it = item{path: p, id: dec.Winner.ID, ver: v.bodies[dec.Winner.ID]}
-			it.cur, it.had = v.index[p]
-			ok = it.ver.Kind == entry.KindFile && len(it.ver.Chunks) == 0 &&
-				!(it.had && (it.cur.Version == it.id || it.cur.Hash == it.ver.Hash))
-			it.stamp = v.stampLocked(p)
-		}
-		v.mu.Unlock()
-		if !ok {
-			rest = append(rest, p)
-			continue
-		}
-		v.decidedHook(p)
-		batch = append(batch, it)
-		if len(batch) == smallBatch {
-			flush()
-		}
-	}
-	flush()
-	if len(rescan) > 0 {
-		if _, err := v.scan(ctx, rescan); err != nil && ctx.Err() == nil {
-			v.log.Warn("rescanning locally changed files", "err", err)
-		}
-	}
-	slices.Sort(rest)
-	return rest
-}
-
-// inLogOrder returns paths ordered by the ID (author, sequence, index) of
-// their first head, the order of the entries that carry them; paths with
-// no head come last. It holds v.mu in steps, not for the whole batch.
-func (v *vault) inLogOrder(paths []string) []string {
-	type keyed struct {
-		path string
-		id   protocol.VersionID
-		none bool
-	}
-	ks := make([]keyed, len(paths))
-	const step = 4096
-	for i := 0; i < len(paths); i += step {
-		v.mu.Lock()
-		for j := i; j < min(i+step, len(paths)); j++ {
-			ks[j].path = paths[j]
-			h, n := v.graph.FirstHead(paths[j])
-			ks[j].id, ks[j].none = h.ID, n == 0
-		}
-		v.mu.Unlock()
-	}
-	slices.SortStableFunc(ks, func(a, b keyed) int {
-		if a.none != b.none {
-			if a.none {
-				return 1
-			}
-			return -1
-		}
-		return a.id.Compare(b.id)
-	})
-	out := make([]string, len(ks))
-	for i, k := range ks {
-		out[i] = k.path
-	}
-	return out
 }

@@ -1,0 +1,188 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol"
+)
+
+// smallBatch bounds how many files one WriteFiles batch holds.
+const smallBatch = 256
+
+// applySmallFiles carries out, in batches that share their fsyncs, every
+// decision among paths that is batchable (a file carried inline in its
+// entry, written as the winner and nothing else). Decisions come from
+// decideLocked and failures and successes are recorded as carryOut's are
+// (unsettledLocked, commitIndex, settledLocked): only the writing is
+// batched. It returns the paths it did not carry out, in the order of
+// paths (sorted, as engine.Order's Adds are), for carryOut one by one.
+//
+// It takes the paths in log order (inLogOrder), not in path order: the
+// inline bytes of a version not in the cache are read back with their
+// whole entry (inline.go), and in path order a large backlog of paths
+// whose entries interleave read one entry of some 200 KB per file, once
+// the 8 MiB cache no longer held them all (a first sync of 100,000
+// notes applied 100 files a second, docs/benchmarks.md). In log order
+// each entry is read at most once.
+func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
+	var rest, rescan []string // rescan: locally changed, scanned after the batches
+	var batch []decided
+	for _, p := range v.inLogOrder(paths) {
+		if ctx.Err() != nil {
+			rest = append(rest, p)
+			continue
+		}
+		v.mu.Lock()
+		d, ok, err := v.decideLocked(p)
+		v.mu.Unlock()
+		if !ok || err != nil || !d.batchable() {
+			rest = append(rest, p)
+			continue
+		}
+		v.decidedHook(p)
+		batch = append(batch, d)
+		if len(batch) == smallBatch {
+			rest, rescan = v.writeSmallFiles(ctx, batch, rest, rescan)
+			batch = batch[:0]
+		}
+	}
+	rest, rescan = v.writeSmallFiles(ctx, batch, rest, rescan)
+	if len(rescan) > 0 {
+		if _, err := v.scan(ctx, rescan); err != nil && ctx.Err() == nil {
+			v.log.Warn("rescanning locally changed files", "err", err)
+		}
+	}
+	slices.Sort(rest)
+	return rest
+}
+
+// writeSmallFiles writes one batch of batchable decisions with one
+// WriteFiles and records them with one commit. A decision a scan made
+// stale, or whose inline content cannot be read back, goes to rest, to be
+// decided again alone; a file changed locally since its scan goes to
+// rescan.
+func (v *vault) writeSmallFiles(ctx context.Context, batch []decided, rest, rescan []string) ([]string, []string) {
+	if len(batch) == 0 {
+		return rest, rescan
+	}
+	// Hold off scans while the batch lands and is indexed: a watcher scan
+	// in between would see our own writes as local additions.
+	v.scanMu.Lock()
+	defer v.scanMu.Unlock()
+	keep := batch[:0]
+	for _, d := range batch {
+		if !v.stampStill(d.stamp) {
+			rest = append(rest, d.path)
+			continue
+		}
+		// Inline contents are not kept in bodies (inline.go).
+		ver, err := v.withInline(d.dec.Winner.ID, d.winner)
+		if err != nil {
+			rest = append(rest, d.path)
+			continue
+		}
+		d.winner = ver
+		keep = append(keep, d)
+	}
+	batch = keep
+	if len(batch) == 0 {
+		return rest, rescan
+	}
+	ws := make([]folder.FileWrite, 0, len(batch))
+	for _, d := range batch {
+		// As applyVersion does: a chunked file replaced by a small one
+		// goes to the version store first (its content is in no log).
+		v.keepBeforeReplace(d.cur, d.had)
+		ws = append(ws, folder.FileWrite{
+			Version: folder.FileVersion{Path: d.path, Size: int64(d.winner.Size), MTime: d.winner.MTime, Executable: d.winner.Mode&0o111 != 0},
+			Content: bytes.NewReader(d.winner.Inline),
+		})
+	}
+	res := v.applier.WriteFiles(ctx, ws)
+	var recs []indexed
+	var done []decided
+	for i, r := range res {
+		d := batch[i]
+		if r.Err != nil {
+			v.mu.Lock()
+			report := v.unsettledLocked(d.path, r.Err)
+			v.mu.Unlock()
+			if errors.Is(r.Err, folder.ErrLocalChange) {
+				rescan = append(rescan, d.path)
+			} else if report && ctx.Err() == nil {
+				v.log.Warn("applying", "path", d.path, "err", r.Err)
+				v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Path: d.path, Error: r.Err.Error()})
+			}
+			continue
+		}
+		recs = append(recs, indexed{d.path, recordFromInfo(d.dec.Winner.ID, d.winner, r.Outcome.Info)})
+		done = append(done, d)
+	}
+	if len(recs) == 0 {
+		return rest, rescan
+	}
+	if err := v.commitIndex(recs...); err != nil {
+		// One commit for the batch: one log line, not one per file (a full
+		// home disk is logged once by noteHomeWrite and is the folder's
+		// error, not the paths').
+		v.mu.Lock()
+		for _, d := range done {
+			v.unsettledLocked(d.path, err)
+		}
+		v.mu.Unlock()
+		if !errors.Is(err, errHomeFull) && ctx.Err() == nil {
+			v.log.Error("recording applied files", "err", err)
+		}
+		return rest, rescan
+	}
+	v.mu.Lock()
+	for _, d := range done {
+		v.settledLocked(d.path)
+	}
+	v.mu.Unlock()
+	for _, d := range done {
+		v.n.events.Publish(api.Event{Type: api.EventApplied, Folder: v.cfg.Folder, Path: d.path, Kind: "file", Bytes: int64(d.winner.Size)})
+	}
+	return rest, rescan
+}
+
+// inLogOrder returns paths ordered by the ID (author, sequence, index) of
+// their first head, the order of the entries that carry them; paths with
+// no head come last. It holds v.mu in steps, not for the whole batch.
+func (v *vault) inLogOrder(paths []string) []string {
+	type keyed struct {
+		path string
+		id   protocol.VersionID
+		none bool
+	}
+	ks := make([]keyed, len(paths))
+	const step = 4096
+	for i := 0; i < len(paths); i += step {
+		v.mu.Lock()
+		for j := i; j < min(i+step, len(paths)); j++ {
+			ks[j].path = paths[j]
+			h, n := v.graph.FirstHead(paths[j])
+			ks[j].id, ks[j].none = h.ID, n == 0
+		}
+		v.mu.Unlock()
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int {
+		if a.none != b.none {
+			if a.none {
+				return 1
+			}
+			return -1
+		}
+		return a.id.Compare(b.id)
+	})
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = k.path
+	}
+	return out
+}
