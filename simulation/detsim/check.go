@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/entry"
 )
 
 // check runs the end-of-run checks (package doc).
@@ -114,8 +115,74 @@ func (s *sim) check() {
 		onDisk[hashOf(b)] = true
 	}
 	for _, w := range s.userFiles {
-		if !onDisk[w.hash] && !s.replaced[w.hash] {
+		if !onDisk[w.hash] && s.replaced[w.hash] == 0 {
 			s.fail("lost write: version %s (%x) is on no disk and nobody replaced it knowingly", vid(w.id), w.hash[:4])
+		}
+	}
+	s.checkGuard(ref, onDisk)
+}
+
+// restoredFile is a file a user's rejection of held local deletions
+// brought back: the content the index recorded at path on device dev.
+type restoredFile struct {
+	path string
+	hash [32]byte
+	dev  int
+}
+
+// acceptedDeletion is a deletion recorded (as version id, on device dev)
+// after its user accepted it past the mass-delete guard: of the content
+// hash at path. origins is how many origins there were then: a user who
+// put the content back at path later is exempt from the undone check.
+type acceptedDeletion struct {
+	path    string
+	hash    [32]byte
+	id      protocol.VersionID
+	dev     int
+	origins int
+}
+
+// checkGuard checks what the mass-delete guard and the users' decisions
+// must leave (the knowledge is the checker's own: what the users deleted,
+// accepted and rejected):
+//   - no deletion is held at the end (the users decided every hold);
+//   - a rejected local deletion brought the file back: the content is on
+//     the disk, unless someone knowingly replaced it (the rejection took
+//     the user's deletion back, so it does not count);
+//   - an accepted deletion is not undone: the deleted content is not at
+//     its path in a version that descends from the deletion, unless a user
+//     put that content there again after the accept.
+func (s *sim) checkGuard(ref *device, onDisk map[[32]byte]bool) {
+	for _, d := range s.devs {
+		if d.guard.Holding() {
+			s.fail("dev%d still holds deletions at the end: local %q, incoming %q", d.idx, d.guard.HeldLocal().Paths, d.guard.HeldIncoming().Paths)
+		}
+	}
+	for _, r := range s.restored {
+		if !onDisk[r.hash] && s.replaced[r.hash] == 0 {
+			s.fail("rejected deletion not restored: %s (%x) on dev%d is on no disk and nobody replaced it knowingly", r.path, r.hash[:4], r.dev)
+		}
+	}
+	for _, a := range s.accepted {
+		for _, h := range ref.graph.Heads(a.path) {
+			if h.Kind != protocol.KindFile || h.ContentHash != a.hash || !ref.graph.Descends(h.ID, a.id) {
+				continue
+			}
+			again := false
+			for _, o := range s.origins[a.origins:] {
+				again = again || (o.path == a.path && o.hash == a.hash && !o.kept)
+			}
+			if !again && concurrentHolder(ref, a) {
+				// The deletion met a version holding the content that its
+				// author had not seen, and lost to it (Resolve's rule 3):
+				// the protocol's choice, not the guard's; see
+				// docs/simulation.md, deterministic finding 5.
+				s.tracef("accepted deletion of %s lost to a concurrent version of %x", a.path, a.hash[:4])
+				again = true
+			}
+			if !again {
+				s.fail("accepted deletion undone: %s (%x), deleted by %s after dev%d's user accepted it, is back as %s", a.path, a.hash[:4], vid(a.id), a.dev, vid(h.ID))
+			}
 		}
 	}
 }
@@ -132,4 +199,17 @@ func copyStem(path string) string {
 		return path[:base+dot]
 	}
 	return path
+}
+
+// concurrentHolder reports whether d's graph holds a version of a's
+// content at a's path that is concurrent with a's deletion: neither
+// descends from the other.
+func concurrentHolder(d *device, a acceptedDeletion) bool {
+	for id, v := range d.bodies { // an existence test: map order cannot matter
+		if v.Path == a.path && v.Kind == entry.KindFile && v.Hash == a.hash &&
+			!d.graph.Descends(a.id, id) && !d.graph.Descends(id, a.id) {
+			return true
+		}
+	}
+	return false
 }

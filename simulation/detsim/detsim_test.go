@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weftsync/weft/protocol/engine"
+	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/engine/enginetest"
 )
 
@@ -14,8 +14,9 @@ const seeds = 1000
 
 // TestSeedsConverge runs seeds 1..1000 under the product's rules: every one
 // must pass every check, and together they must exercise the rules (conflict
-// copies, clean merges, history waits, adopted heads, restarts), or the checks prove
-// nothing.
+// copies, clean merges, history waits, adopted heads, restarts, mass-delete
+// holds and the users' accepts and rejects of them, saves racing an apply
+// and the apply-race rule taking them), or the checks prove nothing.
 func TestSeedsConverge(t *testing.T) {
 	sum := RunSeeds(Config{}, 1, seeds)
 	for i, r := range sum.Failed {
@@ -27,7 +28,10 @@ func TestSeedsConverge(t *testing.T) {
 	tot := sum.Totals
 	t.Logf("%d seeds: %d failed, %d entries, %d conflict copies, %d clean merges, %d history waits, %d adopted heads, %d restarts",
 		seeds, len(sum.Failed), tot.Entries, tot.Conflicts, tot.Merges, tot.Waits, tot.Adoptions, tot.Restarts)
-	if tot.Conflicts == 0 || tot.Merges == 0 || tot.Waits == 0 || tot.Adoptions == 0 || tot.Restarts == 0 {
+	t.Logf("mass-delete holds %d (accepted %d, rejected %d); racing saves %d, apply races taken %d",
+		tot.Holds, tot.Accepts, tot.Rejects, tot.RacingSaves, tot.ApplyRaces)
+	if tot.Conflicts == 0 || tot.Merges == 0 || tot.Waits == 0 || tot.Adoptions == 0 || tot.Restarts == 0 ||
+		tot.Holds == 0 || tot.Accepts == 0 || tot.Rejects == 0 || tot.RacingSaves == 0 || tot.ApplyRaces == 0 {
 		t.Fatalf("the schedules do not exercise every rule: %+v", tot)
 	}
 }
@@ -71,21 +75,35 @@ func TestSeedReplays(t *testing.T) {
 	}
 }
 
+// strictGuard holds nearly every deletion: the users decide about most
+// of them, so deletions they accepted reach the other devices' guards.
+var strictGuard = protocol.MassDeletePolicy{Percent: 10, MinFiles: 1}
+
 // TestBrokenRulesCaught shows the checks bite: each deliberately broken
 // rule must fail some of the first 200 seeds, with the check it breaks.
+// The sync rules are broken through engine.Rules; the apply-race rule
+// and the guard are not in engine.Rules, so their cases break the
+// simulated device instead (Config.TestOnly...): one that never asks its
+// engine.RecentApplies, and one whose guard is never told a deletion was
+// confirmed (so it holds deletions another user accepted, and its user
+// may reject them).
 func TestBrokenRulesCaught(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		rules engine.Rules
-		want  string
+		name string
+		cfg  Config
+		want string
 	}{
-		{"keep local on conflict", enginetest.KeepLocal(), "did not converge"},
-		{"overwrite unseen heads", enginetest.OverwriteUnseen(), "lost write"},
+		{"keep local on conflict", Config{Rules: enginetest.KeepLocal()}, "did not converge"},
+		{"overwrite unseen heads", Config{Rules: enginetest.OverwriteUnseen()}, "lost write"},
+		{"save after an apply supersedes it", Config{TestOnlyNoApplyRace: true}, "lost write"},
+		{"guard ignores confirmed deletions", Config{MassDelete: strictGuard, TestOnlyIgnoreConfirmed: true}, "accepted deletion"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			caught := 0
 			for seed := uint64(1); seed <= 200; seed++ {
-				r := Run(Config{Seed: seed, Rules: tc.rules})
+				cfg := tc.cfg
+				cfg.Seed = seed
+				r := Run(cfg)
 				for _, f := range r.Failures {
 					if strings.Contains(f, tc.want) {
 						caught++
@@ -101,5 +119,23 @@ func TestBrokenRulesCaught(t *testing.T) {
 			}
 			t.Logf("%d of 200 seeds caught it", caught)
 		})
+	}
+}
+
+// TestStrictGuardConverges runs seeds 1..200 with a guard that holds
+// nearly every deletion (strictGuard, the control of the broken-guard
+// case above): every seed must pass, the users deciding many holds.
+func TestStrictGuardConverges(t *testing.T) {
+	sum := RunSeeds(Config{MassDelete: strictGuard}, 1, 200)
+	for i, r := range sum.Failed {
+		if i == 5 {
+			break
+		}
+		t.Errorf("seed %d failed under the strict guard: %s", r.Seed, strings.Join(r.Failures, "; "))
+	}
+	tot := sum.Totals
+	t.Logf("200 seeds: %d failed; holds %d, accepted %d, rejected %d", len(sum.Failed), tot.Holds, tot.Accepts, tot.Rejects)
+	if tot.Accepts == 0 || tot.Rejects == 0 {
+		t.Fatalf("the strict guard's users decided nothing: %+v", tot)
 	}
 }

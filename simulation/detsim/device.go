@@ -50,11 +50,33 @@ type device struct {
 	// crashPending kills the device in its next carry-out of a decision,
 	// between writing files and committing what records them.
 	crashPending bool
+
+	// recent and guard are the engine's in-memory rules a node keeps per
+	// vault (engine.RecentApplies, engine.DeleteGuard); a restart loses
+	// them, as node's does.
+	recent engine.RecentApplies
+	guard  engine.DeleteGuard
+	// applied are the files this reconcile pass replaced with a peer's
+	// content, with what was there before: what an editor that read the
+	// file before the apply saves on top of it (racingSave).
+	applied []appliedWrite
+	// deletedBy is, per path, the content a user's deletion removed from
+	// this disk and no scan has recorded yet: a rejected hold takes that
+	// knowing replacement back (the file returns).
+	deletedBy map[string][32]byte
 }
 
-func newDevice(idx int, skew time.Duration) *device {
+// appliedWrite is a file a reconcile pass replaced: its path and the
+// bytes there before.
+type appliedWrite struct {
+	path   string
+	before []byte
+}
+
+func newDevice(idx int, skew time.Duration, policy protocol.MassDeletePolicy) *device {
 	return &device{
 		idx: idx, id: keys.DeviceID{byte(idx + 1)}, skew: skew, online: true,
+		guard: engine.DeleteGuard{Policy: policy}, deletedBy: map[string][32]byte{},
 		logs:   map[keys.DeviceID][]*logEntry{},
 		graph:  protocol.NewGraph(),
 		bodies: map[protocol.VersionID]entry.Version{},
@@ -131,64 +153,21 @@ func fileVersion(path string, b []byte, mtime time.Time, sup []protocol.VersionI
 		Hash: hashOf(b), Inline: bytes.Clone(b), Supersedes: sup}
 }
 
-// scan records what a user changed at path since the last scan, as a
-// node's scan does: a new version, an adopted head (a rebuilt index), or
-// nothing (unchanged content).
-func (s *sim) scan(d *device, path string) error {
-	if !d.unscanned[path] {
-		return nil
-	}
-	delete(d.unscanned, path)
-	cur, had := d.index[path]
-	b, onDisk := d.disk[path]
-	if !onDisk {
-		if !had {
-			s.tracef("dev%d scan %s: gone, never recorded", d.idx, path)
-			return nil
-		}
-		delete(d.index, path)
-		sup := s.rules.Supersedes(d.graph, path, cur, true)
-		if len(sup) == 0 {
-			s.tracef("dev%d scan %s: gone, supersedes nothing (index %s)", d.idx, path, vid(cur.Version))
-			return nil
-		}
-		_, err := s.author(d, []entry.Version{{Path: path, Kind: entry.KindDeletion, Supersedes: sup}})
-		s.tracef("dev%d scan %s: deletion superseding %s", d.idx, path, vids(sup))
-		return err
-	}
-	now := fileDisk(b)
-	if had && cur.Kind == now.Kind && cur.ContentHash == now.ContentHash {
-		return nil
-	}
-	if !had {
-		if id, ok := engine.HeadHolding(d.graph, path, now); ok {
-			now.Version = id
-			d.index[path] = now
-			s.res.Adoptions++
-			s.tracef("dev%d scan %s: adopted head %s", d.idx, path, vid(id))
-			return nil
-		}
-	}
-	sup := s.rules.Supersedes(d.graph, path, cur, had)
-	ids, err := s.author(d, []entry.Version{fileVersion(path, b, s.now.Add(d.skew), sup)})
-	if err != nil {
-		return err
-	}
-	now.Version = ids[path]
-	d.index[path] = now
-	s.content[now.ContentHash] = bytes.Clone(b)
-	s.userFiles = append(s.userFiles, userFile{id: ids[path], hash: now.ContentHash})
-	s.origins = append(s.origins, origin{path, now.ContentHash})
-	s.tracef("dev%d scan %s: version %s %x superseding %s", d.idx, path, vid(ids[path]), now.ContentHash[:4], vids(sup))
-	return nil
-}
-
-// reconcile carries out d's dirty paths in the engine's order.
+// reconcile carries out d's dirty paths in the engine's order, as node's
+// reconcile does: held incoming deletions that no longer stand are
+// released, the mass-delete guard judges the pass's deletions
+// (engine.DeleteGuard.JudgeIncoming) and those it holds are left out.
 func (s *sim) reconcile(d *device) error {
 	paths := sortedKeys(d.dirty)
 	clear(d.dirty)
+	d.applied = d.applied[:0]
+	gi := s.guardIndex(d)
+	d.guard.Release(paths, gi)
+	arriving := engine.Arriving(d.graph, paths)
 	dels := engine.Deletions(d.graph, paths)
-	plan := engine.Order(paths, dels, dels, func(p string) string { return p })
+	v := d.guard.JudgeIncoming(slices.Clone(dels), arriving, gi, s.devNow(d))
+	s.noteIncomingHold(d, dels, v)
+	plan := engine.Order(paths, dels, v.Apply, func(p string) string { return p })
 	for _, batch := range [][]string{plan.Adds, plan.Deletions, plan.AfterDeletions} {
 		for _, p := range batch {
 			if err := s.reconcilePath(d, p); errors.Is(err, errKilled) {
@@ -238,7 +217,7 @@ func (s *sim) reconcilePath(d *device, path string) error {
 		for _, p := range append([]string{path}, copyPaths(dec)...) {
 			if d.unscanned[p] {
 				stale = true
-				if err := s.scan(d, p); err != nil {
+				if err := s.scanPaths(d, []string{p}, engine.ScanSettled); err != nil {
 					return err
 				}
 			}
@@ -297,10 +276,7 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 			fresh = append(fresh, engine.NewCopy{Body: o.ver, Disk: cur, Had: had})
 		}
 		b := s.content[c.Version.ContentHash]
-		if !bytes.Equal(d.disk[c.Path], b) {
-			d.disk[c.Path] = bytes.Clone(b)
-			s.changed = true
-		}
+		s.writeFile(d, c.Path, b, cur, had)
 		o.rec = fileDisk(b)
 		o.rec.Version = o.existing
 		outs = append(outs, o)
@@ -308,6 +284,8 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 			s.res.Conflicts++
 		}
 	}
+	old, had := d.index[path]
+	before, hadBytes := d.disk[path]
 	rec := engine.Disk{Version: dec.Winner.ID}
 	switch {
 	case merged != nil:
@@ -322,10 +300,7 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 		}
 	default:
 		b := s.content[dec.Winner.ContentHash]
-		if !bytes.Equal(d.disk[path], b) {
-			d.disk[path] = bytes.Clone(b)
-			s.changed = true
-		}
+		s.writeFile(d, path, b, old, had)
 		rec = fileDisk(b)
 		rec.Version = dec.Winner.ID
 	}
@@ -339,7 +314,7 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 			// contents are on no disk any more (deterministic tier,
 			// finding 3).
 			for _, sd := range dec.Merge.Sides {
-				s.replaced[sd.ContentHash] = true
+				s.replaced[sd.ContentHash]++
 			}
 		}
 		s.tracef("dev%d killed while carrying out %s", d.idx, path)
@@ -355,10 +330,17 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 		}
 		d.index[p] = r
 	}
+	if hadBytes && rec.Kind != 0 && hashOf(before) != rec.ContentHash {
+		d.applied = append(d.applied, appliedWrite{path, before})
+	}
 	if !engine.RecordsResolution(dec) {
 		setIndex(path, rec)
 		for _, o := range outs {
 			setIndex(o.ver.Path, o.rec)
+		}
+		// node's commitIndex: only a record that changed is an apply.
+		if had != (rec.Kind != 0) || (had && old != rec) {
+			s.noteApplied(d, path, old, had, rec)
 		}
 		return nil
 	}
@@ -374,6 +356,7 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 		rec.Version = ids[path]
 	}
 	setIndex(path, rec)
+	s.noteApplied(d, path, old, had, rec) // node's recordDecision, after authoring
 	for _, o := range outs {
 		if o.existing == (protocol.VersionID{}) {
 			o.rec.Version = ids[o.ver.Path]
@@ -382,13 +365,28 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 	}
 	if merged != nil {
 		s.res.Merges++
-		s.origins = append(s.origins, origin{path, rec.ContentHash})
+		s.origins = append(s.origins, origin{path, rec.ContentHash, false})
 		for _, sd := range dec.Merge.Sides {
-			s.replaced[sd.ContentHash] = true // a clean merge keeps what each side changed
+			s.replaced[sd.ContentHash]++ // a clean merge keeps what each side changed
 		}
 	}
 	s.tracef("dev%d decide %s: %v winner %s, %d copies; heads %s", d.idx, path, dec.Outcome, vid(dec.Winner.ID), len(outs), heads)
 	return nil
+}
+
+// writeFile writes b at path on d's disk for a decision, as node's
+// applyVersion does: a file the index already records with that content
+// is left alone (node does not look at the disk then, so a file whose
+// deletion the mass-delete guard holds stays deleted); otherwise the
+// bytes are written when they differ.
+func (s *sim) writeFile(d *device, path string, b []byte, cur engine.Disk, had bool) {
+	if had && cur.Kind == protocol.KindFile && cur.ContentHash == hashOf(b) {
+		return
+	}
+	if old, ok := d.disk[path]; !ok || !bytes.Equal(old, b) {
+		d.disk[path] = bytes.Clone(b)
+		s.changed = true
+	}
 }
 
 // describeHeads lists path's heads on d for the trace: ID, content (the

@@ -14,14 +14,23 @@
 // delivered between devices in partial, per-author prefixes (so versions
 // arrive before the history they supersede); devices that go offline;
 // clocks skewed by hours; a folder index that is lost and rebuilt from the
-// disk. What it leaves to the node-level tier and the end-to-end tests:
-// chunk transfer (content is addressed and available once recorded),
-// directories, symlinks, the mass-delete guard, encryption, membership and
-// the wire.
+// disk; saves that race an apply (an editor saving its edit of the content
+// an apply just replaced, before the scan sees the apply: each device keeps
+// an engine.RecentApplies and consults it where node does); and the
+// mass-delete guard (each device keeps an engine.DeleteGuard, fed as node
+// feeds it: scans through JudgeLocal, watched scans deferring deletions,
+// reconcile passes through Release and JudgeIncoming), with users deleting
+// many files at once and later accepting or rejecting what the guard holds.
+// What it leaves to the node-level tier and the end-to-end tests: chunk
+// transfer (content is addressed and available once recorded),
+// directories, symlinks, encryption, membership and the wire.
 //
 // After the schedule, every device comes online and the devices exchange
-// everything and reconcile until nothing changes (bounded). The checks:
-// every device's disk is identical; every disk holds what its graph
-// decides; and no user's write is lost: its content is on a disk, or a
-// later user action or a merge knowingly replaced it (see check.go).
+// everything and reconcile until nothing changes (bounded); the users
+// decide every deletion still held (seeded). The checks: every device's
+// disk is identical; every disk holds what its graph decides; no user's
+// write is lost: its content is on a disk, or a later user action or a
+// merge knowingly replaced it; no deletion is held at the end; a rejected
+// local hold brought its files back; and a deletion a user accepted is
+// held by no other device and not undone (see check.go).
 package detsim

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weftsync/weft/internal/scripttest"
+	"github.com/weftsync/weft/protocol/engine"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output of testdata/*.txt scripts (make rewrite)")
@@ -115,11 +116,7 @@ func runCommand(sp **sim, trace *bytes.Buffer, cmd string) (string, error) {
 		if err := need(); err != nil {
 			return "", err
 		}
-		for _, p := range sortedKeys(d.unscanned) {
-			if err := s.scan(d, p); err != nil {
-				return "", err
-			}
-		}
+		return "", s.scanPaths(d, sortedKeys(d.unscanned), engine.ScanSettled)
 	case "send":
 		to, err := dev(2)
 		if err != nil || d == nil {

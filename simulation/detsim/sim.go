@@ -7,6 +7,7 @@ import (
 	"hash"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,10 +32,30 @@ type Config struct {
 	// RightClocks gives every device a right clock (by default one in
 	// five is hours off); scripts use it so their times read plainly.
 	RightClocks bool
+	// MassDelete is every device's mass-delete policy; zero is
+	// SimMassDelete, a policy small enough for the simulation's folders
+	// of a few files.
+	MassDelete protocol.MassDeletePolicy
 	// Trace, if set, receives the run's trace, one event per line: the
 	// bytes Result.Digest is the hash of.
 	Trace io.Writer
+
+	// TestOnlyNoApplyRace makes the devices record a save that lands
+	// right after an apply by the usual rule, never asking their
+	// engine.RecentApplies: a device with the rule left out, for the test
+	// that shows the lost-write check catches it.
+	TestOnlyNoApplyRace bool
+	// TestOnlyIgnoreConfirmed makes the devices' guards see no deletion as
+	// confirmed by its author's user (engine.GuardIndex.DeletionConfirmed
+	// always false): a device that holds deletions another user already
+	// accepted, for the test that shows the checks catch it.
+	TestOnlyIgnoreConfirmed bool
 }
+
+// SimMassDelete is the mass-delete policy the simulation runs by default:
+// the product's rule (more than half of the folder) at a scale its
+// folders reach, a folder of more than 3 files.
+var SimMassDelete = protocol.MassDeletePolicy{Percent: 50, MinFiles: 3, MaxFiles: 1000}
 
 // Result is what a run did and found.
 type Result struct {
@@ -42,16 +63,27 @@ type Result struct {
 	Steps int    `json:"steps"`
 	// Digest is the BLAKE3 hash of the trace: two runs of one seed must
 	// give the same digest.
-	Digest     string   `json:"digest"`
-	Failures   []string `json:"failures,omitempty"`
-	Entries    int      `json:"entries"`
-	Conflicts  int      `json:"conflict_copies"`
-	Merges     int      `json:"merges"`
-	Waits      int      `json:"history_waits"`
-	Adoptions  int      `json:"adopted_heads"`
-	Restarts   int      `json:"restarts"`
-	HealRounds int      `json:"heal_rounds"`
-	Files      int      `json:"files_at_end"`
+	Digest    string   `json:"digest"`
+	Failures  []string `json:"failures,omitempty"`
+	Entries   int      `json:"entries"`
+	Conflicts int      `json:"conflict_copies"`
+	Merges    int      `json:"merges"`
+	Waits     int      `json:"history_waits"`
+	Adoptions int      `json:"adopted_heads"`
+	Restarts  int      `json:"restarts"`
+	// Holds counts the mass-delete holds begun (local and incoming);
+	// Accepts and Rejects the users' decisions about them.
+	Holds   int `json:"deletion_holds"`
+	Accepts int `json:"deletion_accepts"`
+	Rejects int `json:"deletion_rejects"`
+	// RacingSaves counts the saves made from the content before an apply
+	// and landing right after it; ApplyRaces the local changes
+	// engine.RecentApplies took for such saves (racing saves, and user
+	// edits that happened to follow an apply as fast).
+	RacingSaves int `json:"racing_saves"`
+	ApplyRaces  int `json:"apply_races"`
+	HealRounds  int `json:"heal_rounds"`
+	Files       int `json:"files_at_end"`
 }
 
 // OK reports whether every check passed.
@@ -63,10 +95,13 @@ type userFile struct {
 	hash [32]byte
 }
 
-// origin is a content a version put at a path as new.
+// origin is a content a version put at a path as new. kept: the version
+// is a user's rejection of held incoming deletions, which keeps what was
+// there.
 type origin struct {
 	path string
 	hash [32]byte
+	kept bool
 }
 
 // sim is one run: the devices, the virtual clock, the content every
@@ -85,11 +120,19 @@ type sim struct {
 	// origins are the versions that put a content at a path as new: a
 	// user's write or a clean merge (the copy check's exemption).
 	origins []origin
-	// replaced are contents someone knowingly replaced: a user who edited
-	// or deleted a file while it held them, or a clean merge of them.
-	replaced map[[32]byte]bool
-	writes   int
-	changed  bool
+	// replaced counts, per content, the knowing replacements of it: a
+	// user who edited or deleted a file while it held it, or a clean merge
+	// of it. A user's rejection of held deletions takes theirs back.
+	replaced map[[32]byte]int
+	// restored are the files a rejected local hold brought back;
+	// accepted the deletions recorded after a user accepted them
+	// (check.go).
+	restored []restoredFile
+	accepted []acceptedDeletion
+	// acceptedIDs are the versions of accepted.
+	acceptedIDs map[protocol.VersionID]bool
+	writes      int
+	changed     bool
 
 	trace hash.Hash
 	res   Result
@@ -125,16 +168,20 @@ func newSim(cfg Config) *sim {
 		cfg: cfg, rules: cfg.Rules.OrDefault(),
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x77656674)),
 		now:     time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-		content: map[[32]byte][]byte{}, replaced: map[[32]byte]bool{},
-		trace: blake3.New(32, nil),
-		res:   Result{Seed: cfg.Seed, Steps: cfg.Steps},
+		content: map[[32]byte][]byte{}, replaced: map[[32]byte]int{},
+		acceptedIDs: map[protocol.VersionID]bool{},
+		trace:       blake3.New(32, nil),
+		res:         Result{Seed: cfg.Seed, Steps: cfg.Steps},
+	}
+	if cfg.MassDelete == (protocol.MassDeletePolicy{}) {
+		s.cfg.MassDelete = SimMassDelete
 	}
 	for i := range cfg.Devices {
 		var skew time.Duration
 		if s.rng.IntN(5) == 0 && !cfg.RightClocks {
 			skew = time.Duration(s.rng.IntN(96)-48) * time.Hour
 		}
-		s.devs = append(s.devs, newDevice(i, skew))
+		s.devs = append(s.devs, newDevice(i, skew, s.cfg.MassDelete))
 		s.tracef("dev%d skew %v", i, skew)
 	}
 	return s
@@ -171,7 +218,7 @@ func (s *sim) schedule() error {
 	for s.step = 0; s.step < s.cfg.Steps; s.step++ {
 		d := s.devs[s.rng.IntN(len(s.devs))]
 		var err error
-		switch r := s.rng.IntN(100); {
+		switch r := s.rng.IntN(108); {
 		case r < 26:
 			s.edit(d)
 		case r < 31:
@@ -179,11 +226,7 @@ func (s *sim) schedule() error {
 		case r < 34:
 			s.rename(d)
 		case r < 46:
-			for _, p := range sortedKeys(d.unscanned) {
-				if err = s.scan(d, p); err != nil {
-					break
-				}
-			}
+			err = s.watchedScan(d)
 		case r < 74:
 			to := s.devs[s.rng.IntN(len(s.devs))]
 			err = s.send(d, to, s.rng.IntN(3) == 0)
@@ -205,10 +248,16 @@ func (s *sim) schedule() error {
 				d.crashPending = false
 				err = s.restart(d, false)
 			}
-		default:
+		case r < 100:
 			// The folder index is lost (a damaged vault database keeps
 			// its logs).
 			err = s.restart(d, true)
+		case r < 103:
+			err = s.racingSave(d)
+		case r < 105:
+			s.massDelete(d)
+		default:
+			err = s.decideSome()
 		}
 		if err != nil {
 			return fmt.Errorf("step %d: %w", s.step, err)
@@ -230,12 +279,20 @@ var names = []string{"a.md", "b.md", "notes/c.md", "d.txt", "e.md", "notes/f.md"
 // engine.HeadHolding; other content is recorded as a change). A head the
 // disk does not hold (a deletion made before an index loss and not
 // scanned, which the rebuilt index cannot know of) is applied again.
+//
+// The engine's in-memory rules start empty, as node's do: the recent
+// applies are forgotten, and the mass-delete guard holds nothing until
+// the full scan (engine.ScanFull) judges the deletions it finds again
+// (held local ones were never recorded) and the first reconcile the
+// deletion heads not applied (held incoming ones).
 func (s *sim) restart(d *device, loseIndex bool) error {
 	if loseIndex {
 		clear(d.index)
 	}
 	clear(d.dirty)
 	clear(d.since)
+	d.recent = engine.RecentApplies{}
+	d.guard = engine.DeleteGuard{Policy: s.cfg.MassDelete}
 	for p := range d.disk {
 		d.unscanned[p] = true
 	}
@@ -244,12 +301,9 @@ func (s *sim) restart(d *device, loseIndex bool) error {
 	}
 	s.res.Restarts++
 	s.tracef("dev%d restart (index lost: %v)", d.idx, loseIndex)
-	for _, p := range sortedKeys(d.unscanned) {
-		if err := s.scan(d, p); err != nil {
-			return err
-		}
-	}
-	return nil
+	// The full scan looks at every file on disk and every path the index
+	// records (a file gone from the disk is a deletion).
+	return s.scanPaths(d, slices.Concat(sortedKeys(d.unscanned), sortedKeys(d.index)), engine.ScanFull)
 }
 
 // pickPath picks a path for a user's edit or a rename's target: one of
@@ -278,10 +332,11 @@ func (s *sim) userRename(d *device, from, to string) {
 		return
 	}
 	if old, ok := d.disk[to]; ok {
-		s.replaced[hashOf(old)] = true
+		s.replaced[hashOf(old)]++
 	}
 	d.disk[to] = b
 	delete(d.disk, from)
+	delete(d.deletedBy, to)
 	d.unscanned[from], d.unscanned[to] = true, true
 	s.tracef("dev%d rename %s -> %s", d.idx, from, to)
 }
@@ -299,33 +354,40 @@ func (s *sim) edit(d *device) {
 	case s.rng.IntN(10) == 0 && len(s.userFiles) > 0:
 		b = s.content[s.userFiles[s.rng.IntN(len(s.userFiles))].hash] // a restore, maybe of another path's content
 	default:
-		lines := strings.SplitAfter(string(old), "\n")
-		if lines[len(lines)-1] == "" {
-			lines = lines[:len(lines)-1]
-		}
-		i := s.rng.IntN(len(lines) + 1)
-		line := fmt.Sprintf("w%d dev%d\n", s.writes, d.idx)
-		switch {
-		case i == len(lines):
-			lines = append(lines, line)
-		case s.rng.IntN(2) == 0:
-			lines[i] = line
-		default:
-			lines = append(lines[:i], append([]string{line}, lines[i:]...)...)
-		}
-		b = []byte(strings.Join(lines, ""))
+		b = s.editLines(d, old)
 	}
 	s.userWrite(d, path, b)
+}
+
+// editLines is a user's edit of old on d (write number s.writes): a
+// changed, inserted or appended line.
+func (s *sim) editLines(d *device, old []byte) []byte {
+	lines := strings.SplitAfter(string(old), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	i := s.rng.IntN(len(lines) + 1)
+	line := fmt.Sprintf("w%d dev%d\n", s.writes, d.idx)
+	switch {
+	case i == len(lines):
+		lines = append(lines, line)
+	case s.rng.IntN(2) == 0:
+		lines[i] = line
+	default:
+		lines = append(lines[:i], append([]string{line}, lines[i:]...)...)
+	}
+	return []byte(strings.Join(lines, ""))
 }
 
 // userWrite is a user writing b at path on d's disk: what was there is
 // knowingly replaced.
 func (s *sim) userWrite(d *device, path string, b []byte) {
 	if old, ok := d.disk[path]; ok {
-		s.replaced[hashOf(old)] = true
+		s.replaced[hashOf(old)]++
 	}
 	d.disk[path] = b
 	d.unscanned[path] = true
+	delete(d.deletedBy, path)
 	h := hashOf(b)
 	s.tracef("dev%d edit %s %x", d.idx, path, h[:4])
 }
@@ -345,7 +407,8 @@ func (s *sim) userDelete(d *device, path string) {
 	if !ok {
 		return
 	}
-	s.replaced[hashOf(b)] = true
+	s.replaced[hashOf(b)]++
+	d.deletedBy[path] = hashOf(b)
 	delete(d.disk, path)
 	d.unscanned[path] = true
 	s.tracef("dev%d delete %s", d.idx, path)
@@ -412,8 +475,11 @@ func (s *sim) heal() error {
 		s.res.HealRounds = round
 		s.changed = false
 		for _, d := range s.devs {
-			for _, p := range sortedKeys(d.unscanned) {
-				if err := s.scan(d, p); err != nil {
+			// What changed, and the deletions the watcher deferred
+			// (engine.DeleteGuard.Deferred), judged together.
+			ps := slices.Concat(sortedKeys(d.unscanned), d.guard.Deferred(s.devNow(d)))
+			if len(ps) > 0 {
+				if err := s.scanPaths(d, ps, engine.ScanSettled); err != nil {
 					return err
 				}
 			}
@@ -430,9 +496,19 @@ func (s *sim) heal() error {
 				return err
 			}
 		}
+		// The users decide every hold still open: the run ends with no
+		// deletion held.
+		for _, d := range s.devs {
+			if d.guard.Holding() {
+				if err := s.decide(d, s.rng.IntN(2) == 0); err != nil {
+					return err
+				}
+			}
+		}
 		pending := false
 		for _, d := range s.devs {
-			pending = pending || len(d.dirty) > 0
+			pending = pending || len(d.dirty) > 0 || len(d.unscanned) > 0 || d.guard.Holding() ||
+				d.guard.Deferred(s.devNow(d).Add(engine.DeletionQuiet)) != nil
 		}
 		if !s.changed && !pending {
 			return nil
@@ -475,6 +551,11 @@ func RunSeeds(cfg Config, first uint64, n int) Summary {
 		t.Waits += r.Waits
 		t.Adoptions += r.Adoptions
 		t.Restarts += r.Restarts
+		t.Holds += r.Holds
+		t.Accepts += r.Accepts
+		t.Rejects += r.Rejects
+		t.RacingSaves += r.RacingSaves
+		t.ApplyRaces += r.ApplyRaces
 		t.HealRounds += r.HealRounds
 		t.Files += r.Files
 		if !r.OK() {
