@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"maps"
 	"slices"
 	"time"
@@ -366,14 +367,23 @@ func (g *DeleteGuard) JudgeIncoming(dels []string, arriving map[[32]byte]string,
 	// the deletions first and the new paths later (a rename of more than
 	// one entry's worth of files).
 	pruneHashes(g.arrived, now)
-	for h, p := range arriving {
-		if len(g.arrived) >= maxMoveHashes {
-			break
+	if g.arrived == nil && len(arriving) > 0 {
+		g.arrived = map[[32]byte]seenAt{}
+	}
+	if len(g.arrived)+len(arriving) <= maxMoveHashes {
+		for h, p := range arriving {
+			g.arrived[h] = seenAt{now, p}
 		}
-		if g.arrived == nil {
-			g.arrived = map[[32]byte]seenAt{}
+	} else {
+		// Past the cap, which hashes are kept must not depend on map
+		// order: every device judges a pass alike (and the simulation
+		// replays it), so the smallest hashes are taken.
+		for _, h := range slices.SortedFunc(maps.Keys(arriving), func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) }) {
+			if len(g.arrived) >= maxMoveHashes {
+				break
+			}
+			g.arrived[h] = seenAt{now, arriving[h]}
 		}
-		g.arrived[h] = seenAt{now, p}
 	}
 	var released []string
 	for p := range g.incoming {

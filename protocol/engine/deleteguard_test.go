@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"testing"
@@ -239,5 +240,30 @@ func TestGuardPolicyOff(t *testing.T) {
 	}
 	if v := g.JudgeIncoming(paths(0, 100), nil, f, t0); len(v.Apply) != 100 {
 		t.Fatalf("policy off: %d of 100 applied", len(v.Apply))
+	}
+}
+
+// TestGuardArrivingPastTheCap: a pass with more arriving contents than the
+// guard remembers keeps the smallest hashes, not whichever map order gives
+// first, so every device (and every replay of a simulated one) recognises
+// the same moves.
+func TestGuardArrivingPastTheCap(t *testing.T) {
+	arriving := map[[32]byte]string{}
+	var all [][32]byte
+	for i := range maxMoveHashes + 50 {
+		h := [32]byte{byte(i), byte(i >> 8), byte(i >> 16), 2}
+		arriving[h] = fmt.Sprintf("moved/%d", i)
+		all = append(all, h)
+	}
+	slices.SortFunc(all, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
+	var g DeleteGuard
+	g.JudgeIncoming(nil, arriving, newGuardFolder(0), t0)
+	if len(g.arrived) != maxMoveHashes {
+		t.Fatalf("remembered %d arriving contents, want the cap %d", len(g.arrived), maxMoveHashes)
+	}
+	for i, h := range all {
+		if _, kept := g.arrived[h]; kept != (i < maxMoveHashes) {
+			t.Fatalf("hash %d of %d in sorted order: kept %v, want %v", i, len(all), kept, i < maxMoveHashes)
+		}
 	}
 }
