@@ -165,7 +165,8 @@ func runEngineSim(cmd *cobra.Command, cfg detsim.Config, first uint64, n int, tr
 	}{
 		{"seeds failed", len(sum.Failed)}, {"entries", t.Entries}, {"conflict copies", t.Conflicts},
 		{"clean merges", t.Merges}, {"history waits", t.Waits}, {"adopted heads", t.Adoptions},
-		{"restarts", t.Restarts}, {"files at end", t.Files},
+		{"restarts", t.Restarts}, {"deletion holds", t.Holds}, {"holds accepted", t.Accepts},
+		{"holds rejected", t.Rejects}, {"racing saves", t.RacingSaves}, {"files at end", t.Files},
 	} {
 		fmt.Fprintf(w, "%-16s %d\n", row.name, row.n)
 	}
