@@ -91,15 +91,18 @@ func TestLayering(t *testing.T) {
 }
 
 // TestAgentVocabularyStandsAlone keeps the local API's vocabulary and
-// server (node/api), the doctor's rules (node/doctor) and the rules of
-// history and restore (node/history) free of the agent they describe: no
+// server (node/api), the doctor's rules (node/doctor), the rules of
+// history and restore (node/history) and a vault's membership
+// (node/roster) free of the agent they describe: no
 // node (the shell), no libp2p, no database. The CLI and the benchmarks
 // read them without linking an agent, and the rules stay testable without
 // a network or a disk.
 func TestAgentVocabularyStandsAlone(t *testing.T) {
 	bans := []string{"github.com/libp2p/", "github.com/syndtr/goleveldb", module + "/store/", module + "/relay"}
 	for _, p := range listPackages(t) {
-		if p.ImportPath != module+"/node/api" && p.ImportPath != module+"/node/doctor" && p.ImportPath != module+"/node/history" {
+		switch strings.TrimPrefix(p.ImportPath, module+"/") {
+		case "node/api", "node/doctor", "node/history", "node/roster":
+		default:
 			continue
 		}
 		for _, dep := range p.Deps {

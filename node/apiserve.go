@@ -89,8 +89,8 @@ func (b apiBackend) Conflicts() []api.Conflict {
 func (b apiBackend) Devices() []api.Device {
 	out := []api.Device{}
 	for _, v := range b.vaultsNow() {
-		for _, d := range v.memberList() {
-			role, _ := v.role(d)
+		for _, d := range v.roster.Members() {
+			role, _ := v.roster.Role(d)
 			out = append(out, api.Device{Folder: v.cfg.Folder, ID: d.String(), Role: role.String(), Self: d == b.id.ID()})
 		}
 	}

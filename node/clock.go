@@ -209,7 +209,7 @@ func (n *Node) membersToClock() []keys.DeviceID {
 	var out []keys.DeviceID
 	for _, v := range n.vaultsNow() {
 		for _, c := range n.connectedMembers(v) {
-			if v.isMember(c.dev) && !slices.Contains(out, c.dev) {
+			if v.roster.IsMember(c.dev) && !slices.Contains(out, c.dev) {
 				out = append(out, c.dev)
 			}
 		}
@@ -225,7 +225,7 @@ var errNoSharedVault = errors.New("no vault shared with the device")
 func (n *Node) measureClock(ctx context.Context, d keys.DeviceID) (clockSample, error) {
 	var v *vault
 	for _, w := range n.vaultsNow() {
-		if w.isMember(d) {
+		if w.roster.IsMember(d) {
 			v = w
 			break
 		}

@@ -42,7 +42,7 @@ func (n *Node) keepConnectivity(ctx context.Context) {
 		Members: func() []keys.DeviceID {
 			var out []keys.DeviceID
 			for _, v := range n.vaultsNow() {
-				out = append(out, v.memberList()...)
+				out = append(out, v.roster.Members()...)
 			}
 			return out
 		},

@@ -157,7 +157,7 @@ func (n *Node) folderFacts(v *vault, fs api.FolderStatus, asked string, onePath 
 			PendingUpload: fs.PendingUpload, Unsafe: fs.Unsafe,
 			Watcher: api.WatcherHealth{Enabled: !n.cfg.NoWatcher && n.cfg.FolderFS == nil, MaxUserWatches: maxUserWatches(), Directories: view.dirs + 1},
 		},
-		Errs: view.errs, Conflicts: view.conflicts, AnyPeer: len(n.connectedMembers(v)) > 0, Shared: len(v.memberList()) > 1,
+		Errs: view.errs, Conflicts: view.conflicts, AnyPeer: len(n.connectedMembers(v)) > 0, Shared: len(v.roster.Members()) > 1,
 	}
 	for _, e := range fs.Errors {
 		if e.Code != "" {
@@ -222,7 +222,7 @@ func (n *Node) diagnosePeers(ctx context.Context, vaults []*vault) []api.PeerDia
 	var devs []keys.DeviceID
 	for _, v := range vaults {
 		kp := v.book.all()
-		for _, d := range v.memberList() {
+		for _, d := range v.roster.Members() {
 			if d == n.id.ID() || slices.Contains(devs, d) {
 				continue
 			}

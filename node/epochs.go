@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -89,29 +88,27 @@ func (s *epochSet) others() []keys.EpochKeys {
 	return out
 }
 
-// epochSecretsLocked returns the secrets of the epochs this device knows,
-// for sealing them to a device being admitted. v.mu must be held.
-func (v *vault) epochSecretsLocked() (map[uint32]keys.EpochSecret, error) {
-	return v.members.EpochSecrets(v.n.id, v.root)
-}
-
-// learnEpochsLocked recomputes the known epochs from the membership log.
-// A sealed secret that does not open is logged; the epochs that did open
-// are still used. v.mu must be held.
-func (v *vault) learnEpochsLocked() {
-	secrets, err := v.epochSecretsLocked()
+// learnEpochs recomputes the known epochs from the membership log. A
+// sealed secret that does not open is logged; the epochs that did open are
+// still used.
+func (v *vault) learnEpochs() {
+	secrets, err := v.roster.EpochSecrets()
 	if err != nil {
 		v.log.Error("opening epoch secrets sealed to this device", "err", err)
 	}
 	v.crypt.eps.set(secrets)
 }
 
-// memberAppliedLocked does what follows a membership record being applied:
-// learning any new epoch secret and, for a revocation, ending every
-// connection with the revoked device (streams opened before it was revoked
-// would otherwise keep serving it). v.mu must be held.
-func (v *vault) memberAppliedLocked(r member.Record) {
-	v.learnEpochsLocked()
+// memberApplied does what follows a membership record this device stored
+// and applied: learning any new epoch secret, telling the sessions that
+// what is held here grew, and, for a revocation, ending every connection
+// with the revoked device (streams opened before it was revoked would
+// otherwise keep serving it). v.mu must not be held.
+func (v *vault) memberApplied(r member.Record) {
+	v.learnEpochs()
+	v.mu.Lock()
+	v.grewLocked()
+	v.mu.Unlock()
 	if r.Op != member.OpRevoke {
 		return
 	}
@@ -119,19 +116,6 @@ func (v *vault) memberAppliedLocked(r member.Record) {
 		// Closing runs disconnect notifications that take v.mu.
 		v.n.goRun(func(context.Context) { _ = v.n.host.Network().ClosePeer(pid) })
 	}
-}
-
-// addOpLocked builds the record that admits d as a member, with every
-// epoch secret after 0 sealed to it. v.mu must be held.
-func (v *vault) addOpLocked(d keys.DeviceID) (member.Record, error) {
-	// A sealed secret that did not open matters only if the new device
-	// needs that epoch, which AddOp reports.
-	secrets, openErr := v.epochSecretsLocked()
-	op, err := v.members.AddOp(rand.Reader, d, member.RoleMember, secrets)
-	if err != nil {
-		return member.Record{}, errors.Join(err, openErr)
-	}
-	return op, nil
 }
 
 // crypt opens and seals one vault's entries and chunks under the key
@@ -263,26 +247,4 @@ func (h epochHasher) Hash(ctx context.Context, path string, r io.Reader, size in
 		h.v.mu.Unlock()
 	}
 	return chunkHasher{keys: h.v.crypt.chunkKeys(), ids: h.v.crypt.ids, prev: prev}.Hash(ctx, path, r, size)
-}
-
-// checkAuthor decides whether an entry of author with sequence seq may be
-// accepted (member.State.CheckAuthor): a member's, or a revoked device's
-// written before its revocation.
-func (v *vault) checkAuthor(author keys.DeviceID, seq uint64) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.members.CheckAuthor(author, seq)
-}
-
-// acceptedSeq caps head, the stored head of author's log, at the last
-// sequence number its revocation keeps, so a device neither offers nor
-// counts entries every other device refuses (one that arrived here before
-// the revocation did).
-func (v *vault) acceptedSeq(author keys.DeviceID, head uint64) uint64 {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if u, ok := v.members.Upto(author); ok {
-		return min(head, u)
-	}
-	return head
 }

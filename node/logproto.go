@@ -162,7 +162,7 @@ func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, r
 	// a device restarted from an older copy of its home asks here for its
 	// own entries back, and what it had sent before must not hide them.
 	fromBase := v.fromAuthorSeq(dev)
-	if err := f.Send(wire.MsgPeers, v.book.exchange(v.memberList(), v.n.id.ID(), dev)); err != nil {
+	if err := f.Send(wire.MsgPeers, v.book.exchange(v.roster.Members(), v.n.id.ID(), dev)); err != nil {
 		return err
 	}
 	ls := netsync.LogServer{
@@ -187,7 +187,7 @@ func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, r
 type logSource struct{ v *vault }
 
 func (s logSource) Grown() <-chan struct{}   { return s.v.growthSignal() }
-func (s logSource) Records() []member.Record { return s.v.memberRecords() }
+func (s logSource) Records() []member.Record { return s.v.roster.Records() }
 func (s logSource) Offered() protocol.Vector { return s.v.vector() }
 func (s logSource) Held() protocol.Vector    { return s.v.heldVector() }
 func (s logSource) Range(author keys.DeviceID, from, to uint64, fn func(*entry.Entry) error) error {
@@ -199,13 +199,6 @@ func (v *vault) fromAuthorSeq(dev keys.DeviceID) uint64 {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.fromAuthor[dev]
-}
-
-// memberSeq is the sequence of the last membership record held.
-func (v *vault) memberSeq() uint64 {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.members.Seq
 }
 
 // pullLog opens a log stream to p for v and ingests what arrives until
@@ -230,7 +223,7 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 	if err != nil {
 		return err
 	}
-	req := wire.LogRequest{Vector: vectorToWire(v.requestVector(dev)), MemberSeq: v.memberSeq()}
+	req := wire.LogRequest{Vector: vectorToWire(v.requestVector(dev)), MemberSeq: v.roster.Seq()}
 	return netsync.PullLog(f, req, &logPull{v: v, f: f, dev: dev, relay: v.isRelay(dev), src: &entrySource{dev: dev, fetch: v.piecesFrom(ctx, p, dev)}})
 }
 
@@ -292,7 +285,7 @@ func (l *logPull) Status(st wire.LogStatus) error {
 }
 
 func (l *logPull) Peers(ps wire.Peers) error {
-	if err := l.v.book.learn(ps, l.v.n.id.ID(), l.v.isMember); err != nil {
+	if err := l.v.book.learn(ps, l.v.n.id.ID(), l.v.roster.IsMember); err != nil {
 		l.v.log.Warn("remembering members' addresses", "peer", l.dev, "err", err)
 	}
 	return nil

@@ -78,7 +78,7 @@ func TestLogStreamSendsOnlyNewerMembers(t *testing.T) {
 	h, _ := joinAsMember(t, n)
 	_, _ = joinAsMember(t, n)
 	v := n.vaultsNow()[0]
-	held := v.memberSeq()
+	held := v.roster.Seq()
 	if held < 3 {
 		t.Fatalf("got membership sequence %d, want at least 3 (genesis and two adds)", held)
 	}

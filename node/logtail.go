@@ -199,7 +199,7 @@ func (v *vault) tailHeard(d keys.DeviceID, seq uint64) {
 func (v *vault) tailCheck() {
 	self := v.n.id.ID()
 	var peers []keys.DeviceID
-	for _, d := range v.memberList() {
+	for _, d := range v.roster.Members() {
 		if d != self {
 			peers = append(peers, d)
 		}

@@ -62,10 +62,7 @@ func (v *vault) membershipLost() bool {
 	if damaged {
 		return true
 	}
-	self := v.n.id.ID()
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return !v.members.IsMember(self) && !v.members.IsRevoked(self)
+	return v.roster.Lost()
 }
 
 // fetchesMembershipFrom reports whether this device dials d and pulls from
@@ -93,7 +90,7 @@ func (n *Node) fetchesMembershipAnywhere(d keys.DeviceID) bool {
 // member or relay that holds no record this device lacks confirms the
 // membership whole again.
 func (v *vault) memberStatus(d keys.DeviceID, seq uint64) {
-	if seq == 0 || !v.isPeer(d) || seq > v.memberSeq() {
+	if seq == 0 || !v.isPeer(d) || seq > v.roster.Seq() {
 		return
 	}
 	v.mh.mu.Lock()
@@ -118,11 +115,11 @@ func (v *vault) memberCheck(from keys.DeviceID) {
 	if err := v.db.RewriteMembers(); err != nil {
 		v.log.Warn("rewriting the membership log after fetching it again", "err", err)
 	}
-	v.log.Warn("membership log fetched again from a peer after damage", "peer", from, "records", v.memberSeq())
-	v.n.events.Publish(api.Event{Type: api.EventMembershipRecovered, Folder: v.cfg.Folder, Peer: from.String(), Count: int(v.memberSeq())})
+	v.log.Warn("membership log fetched again from a peer after damage", "peer", from, "records", v.roster.Seq())
+	v.n.events.Publish(api.Event{Type: api.EventMembershipRecovered, Folder: v.cfg.Folder, Peer: from.String(), Count: int(v.roster.Seq())})
 	v.tailCheck()
 	// Members it could not know before are dialled and pulled from now.
-	for _, d := range v.memberList() {
+	for _, d := range v.roster.Members() {
 		if d != v.n.id.ID() {
 			v.n.syncWithDevice(d)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/connect"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/engine"
@@ -127,7 +128,7 @@ type Node struct {
 	run     running                  // Run's context and group, for vaults added later
 	kicks   chan *vault
 	events  *api.Bus
-	invites invites
+	invites roster.Invites
 	stats   nodeStats
 	// strangers counts and limits what peers not admitted may do
 	// (strangers.go).
@@ -307,7 +308,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		n: n, cfg: hv, id: vk.ID, root: root, ek: ek, ck: chunk.KeysFrom(ek), db: db,
 		crypt: crypt{eps: &epochSet{}, ids: newChunkIDs()}, fs: fsys,
 		log:           n.log.With("folder", hv.Folder),
-		members:       db.MemberState(),
+		roster:        roster.New(n.id, root, db.MemberState(), db, n.now),
 		graph:         protocol.NewGraph(),
 		bodies:        map[protocol.VersionID]entry.Version{},
 		index:         map[string]vaultdb.Record{},
@@ -329,7 +330,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	}
 	v.mh.damaged = memberDamaged(report)
 	v.openKeeper()
-	v.learnEpochsLocked() // the epoch keys this device holds, from the membership log
+	v.learnEpochs() // the epoch keys this device holds, from the membership log
 	if v.deletes.Policy, err = loadMassDeletePolicy(db); err != nil {
 		v.log.Warn("using the default mass-delete policy", "err", err)
 	}
@@ -396,7 +397,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	v.replaying = false
 	// What members and relays said they hold, so "unsafe" is truthful
 	// from the start (nothing is locked yet: the vault is not shared).
-	peers := v.members.Members()
+	peers := v.roster.Members()
 	for _, r := range v.relays() {
 		peers = append(peers, r.dev)
 	}
@@ -615,7 +616,7 @@ func (n *Node) Run(ctx context.Context) error {
 					continue
 				}
 				for _, v := range n.vaultsNow() {
-					if v.isMember(dev) && len(ev.ListenAddrs) > 0 {
+					if v.roster.IsMember(dev) && len(ev.ListenAddrs) > 0 {
 						n.rememberPeer(v, dev, ev.ListenAddrs)
 					}
 				}
@@ -764,7 +765,7 @@ func (m mdnsNotifee) HandlePeerFound(pi peer.AddrInfo) {
 
 func (n *Node) isMemberAnywhere(d keys.DeviceID) bool {
 	for _, v := range n.vaultsNow() {
-		if v.isMember(d) {
+		if v.roster.IsMember(d) {
 			return true
 		}
 	}
@@ -816,7 +817,7 @@ func (n *Node) syncWith(ctx context.Context, p peer.ID) {
 	ps := n.peerState(dev)
 	for _, v := range n.vaultsNow() {
 		isRelay := v.isRelay(dev)
-		if !isRelay && !v.isMember(dev) && !v.fetchesMembershipFrom(dev) {
+		if !isRelay && !v.roster.IsMember(dev) && !v.fetchesMembershipFrom(dev) {
 			continue
 		}
 		n.mu.Lock()
@@ -932,7 +933,7 @@ type connected struct {
 // connected to, members first, each in a stable order.
 func (n *Node) connectedMembers(v *vault) []connected {
 	var out []connected
-	peers := v.memberList()
+	peers := v.roster.Members()
 	for _, r := range v.relays() {
 		peers = append(peers, r.dev)
 	}

@@ -170,7 +170,7 @@ func TestNonMemberGetsNothing(t *testing.T) {
 	if len(got) != 1 || got[0] != wire.MsgError {
 		t.Fatalf("pairing with a bad proof: got %v, want one Error", got)
 	}
-	if n.vaultsNow()[0].members.IsMember(keysOf(t, h)) {
+	if n.vaultsNow()[0].roster.IsMember(keysOf(t, h)) {
 		t.Fatalf("outsider became a member")
 	}
 }

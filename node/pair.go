@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
@@ -30,49 +29,6 @@ import (
 // DefaultInviteTTL is how long an invite code is valid.
 const DefaultInviteTTL = time.Hour
 
-// pendingInvite is an invite this node issued and has not yet seen used.
-type pendingInvite struct {
-	inv   member.Invite
-	vault *vault
-	used  bool
-}
-
-// invites holds the codes this node issued. Codes live in memory only: a
-// restart of the agent invalidates every outstanding code, which errs on
-// the side of safety (docs/pairing.md).
-type invites struct {
-	mu   sync.Mutex // guards list
-	list []*pendingInvite
-}
-
-// add records a new invite.
-func (iv *invites) add(p *pendingInvite) {
-	iv.mu.Lock()
-	defer iv.mu.Unlock()
-	iv.list = append(iv.list, p)
-}
-
-// take finds the invite whose proof joiner presents and marks it used. It
-// fails if no invite matches, or the matching one expired or was used.
-func (iv *invites) take(joiner keys.DeviceID, proof []byte, now time.Time) (*pendingInvite, error) {
-	iv.mu.Lock()
-	defer iv.mu.Unlock()
-	for _, p := range iv.list {
-		if p.inv.CheckProof(joiner, proof) != nil {
-			continue
-		}
-		if p.used {
-			return nil, errors.New("this invite code was already used")
-		}
-		if err := p.inv.CheckExpiry(now.Unix()); err != nil {
-			return nil, err
-		}
-		p.used = true
-		return p, nil
-	}
-	return nil, errors.New("no such invite code on this device (wrong code, or the agent restarted since it was issued)")
-}
-
 // Invite issues a one-time code for vault v (the first vault when vaultID
 // is the zero value), valid for ttl.
 func (n *Node) Invite(vaultID keys.VaultID, ttl time.Duration) (member.Invite, error) {
@@ -83,7 +39,7 @@ func (n *Node) Invite(vaultID keys.VaultID, ttl time.Duration) (member.Invite, e
 	if v == nil {
 		return member.Invite{}, fmt.Errorf("no vault %s on this device", vaultID)
 	}
-	if role, ok := v.role(n.id.ID()); !ok || role != member.RoleAdmin {
+	if role, ok := v.roster.Role(n.id.ID()); !ok || role != member.RoleAdmin {
 		return member.Invite{}, errors.New("only the vault's admin (the device that created it) can invite")
 	}
 	if ttl <= 0 {
@@ -97,7 +53,7 @@ func (n *Node) Invite(vaultID keys.VaultID, ttl time.Duration) (member.Invite, e
 	if err != nil {
 		return member.Invite{}, err
 	}
-	n.invites.add(&pendingInvite{inv: inv, vault: v})
+	n.invites.Add(inv, v.id)
 	return inv, nil
 }
 
@@ -131,7 +87,7 @@ func (n *Node) handlePair(s network.Stream) {
 		n.refuse(s, refusal.Malformed, dev, err)
 		return
 	}
-	pi, err := n.invites.take(dev, req.Proof, n.now())
+	inv, vid, err := n.invites.Take(dev, req.Proof, n.now())
 	if err != nil {
 		f.SendError(wire.CodeInviteInvalid, err.Error())
 		n.refuse(s, refusal.BadInvite, dev, err)
@@ -139,19 +95,23 @@ func (n *Node) handlePair(s network.Stream) {
 	}
 	_ = s.SetDeadline(time.Now().Add(time.Minute)) // the network's clock, as above
 	f.SetCounter(n.counters(dev))
-	v := pi.vault
+	v := n.vault(vid)
+	if v == nil {
+		f.SendError(wire.CodeInviteInvalid, "the vault of this invite code is no longer on the inviting device")
+		return
+	}
 	if err := v.admit(dev); err != nil {
 		n.log.Error("admitting device", "peer", dev, "err", err)
 		f.SendError(wire.CodeInternal, "the inviter could not record the new member")
 		return
 	}
-	wrapped, err := pi.inv.Wrap(rand.Reader, dev, v.root[:])
+	wrapped, err := inv.Wrap(rand.Reader, dev, v.root[:])
 	if err != nil {
 		f.SendError(wire.CodeInternal, "wrapping keys")
 		return
 	}
 	var records [][]byte
-	for _, r := range v.memberRecords() {
+	for _, r := range v.roster.Records() {
 		records = append(records, r.Encode())
 	}
 	if err := f.Send(wire.MsgPairAccept, wire.PairAccept{WrappedKeys: wrapped, Records: records}); err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/protocol/wire"
@@ -33,9 +33,7 @@ type relayRef struct {
 // relays lists the vault's relays that parse; a bad address in the
 // membership is skipped (and reported by doctor).
 func (v *vault) relays() []relayRef {
-	v.mu.Lock()
-	addrs := v.members.Relays()
-	v.mu.Unlock()
+	addrs := v.roster.Relays()
 	var out []relayRef
 	for _, a := range addrs {
 		info, d, err := relay.ParseAddr(a)
@@ -59,7 +57,7 @@ func (v *vault) isRelay(d keys.DeviceID) bool {
 
 // isPeer reports whether this device syncs vault v with d: a member or a
 // relay of the vault.
-func (v *vault) isPeer(d keys.DeviceID) bool { return v.isMember(d) || v.isRelay(d) }
+func (v *vault) isPeer(d keys.DeviceID) bool { return v.roster.IsMember(d) || v.isRelay(d) }
 
 // isPeerAnywhere reports whether d is a member or relay of any vault here.
 func (n *Node) isPeerAnywhere(d keys.DeviceID) bool {
@@ -113,7 +111,7 @@ func (v *vault) enroll(ctx context.Context, p peer.ID, d keys.DeviceID) error {
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
 	c := wire.NewConn(s, v.n.counters(d))
-	recs := v.memberRecords()
+	recs := v.roster.Records()
 	en := wire.Enroll{Vault: v.id, Records: make([][]byte, 0, len(recs))}
 	for _, r := range recs {
 		en.Records = append(en.Records, r.Encode())
@@ -189,9 +187,7 @@ func (v *vault) removeRelay(addr string) error {
 			return v.appendMemberOp(member.Record{Op: member.OpRemoveRelay, Relay: r.addr})
 		}
 	}
-	v.mu.Lock()
-	listed := v.members.Relays()
-	v.mu.Unlock()
+	listed := v.roster.Relays()
 	for _, a := range listed {
 		if a == addr {
 			return v.appendMemberOp(member.Record{Op: member.OpRemoveRelay, Relay: a})
@@ -205,23 +201,15 @@ var ErrNoSuchRelay = errors.New("not a relay of this vault")
 
 // ErrNotAdmin means a membership change was asked of a device that is not
 // an admin of the vault.
-var ErrNotAdmin = api.Classified(api.ErrForbidden, "only an admin device of the vault can change its membership")
+var ErrNotAdmin = roster.ErrNotAdmin
 
 // appendMemberOp signs op as the next membership record and stores it.
 func (v *vault) appendMemberOp(op member.Record) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if role, ok := v.members.Role(v.n.id.ID()); !ok || role != member.RoleAdmin {
-		return ErrNotAdmin
-	}
-	r := v.members.Next(v.n.id, op, v.n.now().UnixMilli())
-	if err := v.db.AppendMember(r); err != nil {
+	r, err := v.roster.Change(op)
+	if err != nil {
 		return err
 	}
-	if err := v.members.Apply(r); err != nil {
-		return err
-	}
-	v.grewLocked()
+	v.memberApplied(r)
 	return nil
 }
 

@@ -62,8 +62,8 @@ type rendezvousVault struct{ v *vault }
 // RendezvousKey is the vault's rendezvous key (keys.VaultKeys.Rendezvous),
 // derived from its root secret, so it never changes with key epochs.
 func (r rendezvousVault) RendezvousKey() [32]byte       { return r.v.rendezvousKey() }
-func (r rendezvousVault) Members() []keys.DeviceID      { return r.v.memberList() }
-func (r rendezvousVault) IsMember(d keys.DeviceID) bool { return r.v.isMember(d) }
+func (r rendezvousVault) Members() []keys.DeviceID      { return r.v.roster.Members() }
+func (r rendezvousVault) IsMember(d keys.DeviceID) bool { return r.v.roster.IsMember(d) }
 func (r rendezvousVault) Log() *slog.Logger             { return r.v.log }
 func (r rendezvousVault) Remember(d keys.DeviceID, addrs []ma.Multiaddr) {
 	r.v.n.rememberPeer(r.v, d, addrs)

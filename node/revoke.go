@@ -1,14 +1,13 @@
 package node
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/protocol/keys"
-	"github.com/weftsync/weft/protocol/member"
 )
 
 // Revocation (`weft revoke DEVICE`, POST /v1/revoke; docs/security.md,
@@ -23,14 +22,14 @@ import (
 //     device. What it held before stays readable to it: nothing is
 //     re-encrypted.
 
-// Errors of Revoke besides ErrNotAdmin.
+// Errors of Revoke besides ErrNotAdmin (node/roster's).
 var (
 	// ErrNoSuchDevice means no current member matches the device named.
-	ErrNoSuchDevice = api.Classified(api.ErrNotFound, "no member of the vault matches")
+	ErrNoSuchDevice = roster.ErrNoSuchDevice
 	// ErrAmbiguousDevice means several members match a device prefix.
-	ErrAmbiguousDevice = errors.New("several members match; give more of the device ID")
+	ErrAmbiguousDevice = roster.ErrAmbiguousDevice
 	// ErrRevokeSelf means a device was asked to revoke itself.
-	ErrRevokeSelf = errors.New("a device cannot revoke itself")
+	ErrRevokeSelf = roster.ErrRevokeSelf
 )
 
 // Revoke revokes a device of a vault (the only one when vault is empty);
@@ -40,7 +39,7 @@ func (n *Node) Revoke(req api.RevokeRequest) (api.RevokeResult, error) {
 	if err != nil {
 		return api.RevokeResult{}, err
 	}
-	d, err := v.matchMember(req.Device)
+	d, err := v.roster.Match(req.Device)
 	if err != nil {
 		return api.RevokeResult{}, err
 	}
@@ -71,57 +70,15 @@ func (n *Node) pickVaultByPrefix(prefix string) (*vault, error) {
 	}
 }
 
-// matchMember finds the current member that s names: its peer ID, or a
-// unique prefix of it, with or without the common "12D3KooW".
-func (v *vault) matchMember(s string) (keys.DeviceID, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return keys.DeviceID{}, fmt.Errorf("device %q: %w", s, ErrNoSuchDevice)
-	}
-	var match []keys.DeviceID
-	for _, d := range v.memberList() {
-		id := d.String()
-		if id == s {
-			return d, nil
-		}
-		if strings.HasPrefix(id, s) || strings.HasPrefix(strings.TrimPrefix(id, "12D3KooW"), s) {
-			match = append(match, d)
-		}
-	}
-	switch len(match) {
-	case 0:
-		return keys.DeviceID{}, fmt.Errorf("device %q: %w", s, ErrNoSuchDevice)
-	case 1:
-		return match[0], nil
-	}
-	return keys.DeviceID{}, fmt.Errorf("device %q: %w", s, ErrAmbiguousDevice)
-}
-
 // revoke records d's revocation, signed by this device, and returns the
 // epoch it starts and the last entry of d it keeps (this device's head of
 // d's log).
 func (v *vault) revoke(d keys.DeviceID) (epoch uint32, upto uint64, err error) {
-	if d == v.n.id.ID() {
-		return 0, 0, ErrRevokeSelf
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if role, ok := v.members.Role(v.n.id.ID()); !ok || role != member.RoleAdmin {
-		return 0, 0, ErrNotAdmin
-	}
 	upto = v.db.Head(d).Seq
-	op, _, err := v.members.RevokeOp(rand.Reader, d, upto)
+	r, err := v.roster.Revoke(d, upto)
 	if err != nil {
 		return 0, 0, err
 	}
-	r := v.members.Next(v.n.id, op, v.n.now().UnixMilli())
-	if err := v.db.AppendMember(r); err != nil {
-		return 0, 0, fmt.Errorf("recording the revocation: %w", err)
-	}
-	if err := v.members.Apply(r); err != nil {
-		return 0, 0, fmt.Errorf("applying the revocation: %w", err)
-	}
-	v.memberAppliedLocked(r)
-	v.grewLocked()
+	v.memberApplied(r)
 	return r.Epoch, upto, nil
 }

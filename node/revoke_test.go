@@ -199,7 +199,7 @@ func TestRevoke(t *testing.T) {
 		if _, err := f.Expect(wire.MsgLogRequest); err != nil {
 			return
 		}
-		for _, rec := range vA.memberRecords() {
+		for _, rec := range vA.roster.Records() {
 			_ = f.SendRaw(wire.MsgMember, rec.Encode())
 		}
 		for _, e := range cLog {
@@ -341,9 +341,7 @@ func TestRevoke(t *testing.T) {
 
 // isRevoked reports whether v's membership has d revoked.
 func isRevoked(v *vault, d keys.DeviceID) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.members.IsRevoked(d)
+	return v.roster.IsRevoked(d)
 }
 
 // joinNode makes a new device join n's vault through a real invite and
@@ -550,7 +548,7 @@ func relayEntriesOf(t *testing.T, h host.Host, p peer.ID, vault keys.VaultID, au
 func (v *vault) membersCopy(t *testing.T) *member.State {
 	t.Helper()
 	st := member.NewState(v.id)
-	for _, r := range v.memberRecords() {
+	for _, r := range v.roster.Records() {
 		if err := st.Apply(r); err != nil {
 			t.Fatal(err)
 		}

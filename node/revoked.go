@@ -64,11 +64,7 @@ func (v *vault) noteHello(dev keys.DeviceID, err error) {
 
 // revokedMessage is the status error of a revoked device, or nil.
 func (v *vault) revokedMessage() *api.PathMessage {
-	self := v.n.id.ID()
-	v.mu.Lock()
-	revoked := v.members.IsRevoked(self)
-	v.mu.Unlock()
-	if revoked {
+	if v.roster.IsRevoked(v.n.id.ID()) {
 		return &api.PathMessage{Code: api.CodeRevoked, Reason: "this device was revoked from the vault (its membership log says so): nothing it writes is accepted, and nothing new reaches it; ask an admin to add it again (`weft invite` on an admin device, then `weft join`)"}
 	}
 	r := &v.refused

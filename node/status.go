@@ -30,11 +30,11 @@ func (n *Node) Status() api.Status {
 	set := n.vaults.Load()
 	for _, v := range set.list {
 		fs := v.status()
-		if len(n.connectedMembers(v)) == 0 && len(v.memberList()) > 1 && fs.State == "in-sync" {
+		if len(n.connectedMembers(v)) == 0 && len(v.roster.Members()) > 1 && fs.State == "in-sync" {
 			fs.State = "offline"
 		}
 		st.Folders = append(st.Folders, fs)
-		for _, d := range v.memberList() {
+		for _, d := range v.roster.Members() {
 			if d != n.id.ID() {
 				members[d] = true
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/engine"
@@ -83,8 +84,8 @@ type vault struct {
 	// watcher (watchfallback.go); it has its own lock.
 	fallback watchFallback
 
-	mu            sync.Mutex // guards the fields below
-	members       *member.State
+	mu            sync.Mutex     // guards the fields below
+	roster        *roster.Roster // membership (node/roster): its own lock
 	graph         *protocol.Graph
 	bodies        map[protocol.VersionID]entry.Version
 	inline        inlineCache // recent inline contents (inline.go); bodies hold none
@@ -163,7 +164,7 @@ func (v *vault) storedVector() protocol.Vector {
 func (v *vault) vector() protocol.Vector {
 	out := v.storedVector()
 	for a, s := range out {
-		out[a] = v.acceptedSeq(a, s)
+		out[a] = v.roster.Accepted(a, s)
 	}
 	return out
 }
@@ -182,94 +183,30 @@ func (v *vault) grewLocked() {
 	v.grow = make(chan struct{})
 }
 
-func (v *vault) isMember(d keys.DeviceID) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.members.IsMember(d)
-}
-
-func (v *vault) role(d keys.DeviceID) (member.Role, bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.members.Role(d)
-}
-
-func (v *vault) memberRecords() []member.Record {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return slices.Clone(v.members.Records())
-}
-
-func (v *vault) memberList() []keys.DeviceID {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.members.Members()
-}
-
-// ingestMember applies a membership record received from a peer. A record
-// at or below the held sequence is dropped before it is decoded: several
-// streams deliver the same new record, and decoding (a CBOR decode, a
-// canonical re-encode, and for a genesis a signature check) was a large
-// share of CPU at 1,000 members. Dropping it unchecked loses nothing: a
-// decoded one was dropped unchecked as well (a fork at a held sequence is
-// not detected here either way; the held record stands).
+// ingestMember applies a membership record received from a peer
+// (roster.Roster.Ingest) and does what follows a new one (memberApplied).
 func (v *vault) ingestMember(raw []byte) error {
-	if seq, ok := member.PeekSeq(raw); ok {
-		v.mu.Lock()
-		held := v.members.Seq
-		v.mu.Unlock()
-		if seq <= held {
-			return nil
-		}
+	r, err := v.roster.Ingest(raw)
+	if isDiskFull(err) {
+		v.noteHomeWrite("storing a membership record", err)
 	}
-	r, err := member.Decode(raw)
-	if err != nil {
+	if err != nil || r == nil {
 		return err
 	}
-	var stored error
-	defer func() {
-		if isDiskFull(stored) {
-			v.noteHomeWrite("storing a membership record", stored) // after v.mu is released
-		}
-	}()
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if r.Seq <= v.members.Seq {
-		// Already held (or a fork, which AppendMember would report; the
-		// held record stands).
-		return nil
-	}
-	if err := v.db.AppendMember(r); err != nil {
-		stored = err
-		return err
-	}
-	if err := v.members.Apply(r); err != nil {
-		return err
-	}
-	v.memberAppliedLocked(r)
-	v.grewLocked()
+	v.memberApplied(*r)
 	if r.Op == member.OpAdd {
 		v.n.goRun(func(context.Context) { v.n.syncWithDevice(r.Device) })
 	}
 	return nil
 }
 
-// admit records a new member, admitted by this device (the admin).
+// admit records a new member, admitted by this device (an admin).
 func (v *vault) admit(d keys.DeviceID) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	op, err := v.addOpLocked(d) // seals the epoch secrets after 0 to d
+	r, err := v.roster.Admit(d) // seals the epoch secrets after 0 to d
 	if err != nil {
 		return err
 	}
-	r := v.members.Next(v.n.id, op, v.n.now().UnixMilli())
-	if err := v.db.AppendMember(r); err != nil {
-		return err
-	}
-	if err := v.members.Apply(r); err != nil {
-		return err
-	}
-	v.grewLocked()
+	v.memberApplied(r)
 	return nil
 }
 
@@ -298,7 +235,7 @@ func (v *vault) ingestEntry(raw []byte, src *entrySource) error {
 		return err
 	}
 	author := dec.Author()
-	if err := v.checkAuthor(author, dec.Seq()); err != nil { // a non-member, or revoked before this entry
+	if err := v.roster.CheckAuthor(author, dec.Seq()); err != nil { // a non-member, or revoked before this entry
 		return err
 	}
 	head := v.db.Head(author)
