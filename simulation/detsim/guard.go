@@ -1,7 +1,6 @@
 package detsim
 
 import (
-	"bytes"
 	"slices"
 
 	"github.com/weftsync/weft/protocol"
@@ -186,16 +185,9 @@ func (s *sim) reassert(d *device, paths []string) error {
 		if heads, settled := deletionHeads(d.graph, p); settled && len(heads) > 0 {
 			sup = heads
 		}
-		ids, err := s.author(d, []entry.Version{fileVersion(p, b, s.devNow(d), sup)})
-		if err != nil {
+		if err := s.recordFile(d, p, b, now, sup, true, "keeps"); err != nil {
 			return err
 		}
-		now.Version = ids[p]
-		d.index[p] = now
-		s.content[now.ContentHash] = bytes.Clone(b)
-		s.userFiles = append(s.userFiles, userFile{id: ids[p], hash: now.ContentHash})
-		s.origins = append(s.origins, origin{p, now.ContentHash, true})
-		s.tracef("dev%d keeps %s: version %s %x superseding %s", d.idx, p, vid(ids[p]), now.ContentHash[:4], vids(sup))
 	}
 	return nil
 }

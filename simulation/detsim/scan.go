@@ -126,7 +126,15 @@ func (s *sim) record(d *device, path string, confirmed bool) error {
 			return nil
 		}
 	}
-	sup := s.supersedesFor(d, path, cur, had, now)
+	return s.recordFile(d, path, b, now, s.supersedesFor(d, path, cur, had, now), false, "scan")
+}
+
+// recordFile authors the user's content b at path, found on d's disk as
+// now, as a version superseding sup, and notes it for the checks: its
+// content, the user's write, and an origin (kept: a user's rejection of
+// held incoming deletions, which keeps what was there). what names the
+// step in the trace.
+func (s *sim) recordFile(d *device, path string, b []byte, now engine.Disk, sup []protocol.VersionID, kept bool, what string) error {
 	ids, err := s.author(d, []entry.Version{fileVersion(path, b, s.devNow(d), sup)})
 	if err != nil {
 		return err
@@ -135,8 +143,8 @@ func (s *sim) record(d *device, path string, confirmed bool) error {
 	d.index[path] = now
 	s.content[now.ContentHash] = bytes.Clone(b)
 	s.userFiles = append(s.userFiles, userFile{id: ids[path], hash: now.ContentHash})
-	s.origins = append(s.origins, origin{path, now.ContentHash, false})
-	s.tracef("dev%d scan %s: version %s %x superseding %s", d.idx, path, vid(ids[path]), now.ContentHash[:4], vids(sup))
+	s.origins = append(s.origins, origin{path, now.ContentHash, kept})
+	s.tracef("dev%d %s %s: version %s %x superseding %s", d.idx, what, path, vid(ids[path]), now.ContentHash[:4], vids(sup))
 	return nil
 }
 
