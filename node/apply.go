@@ -78,13 +78,22 @@ func (v *vault) reconcileOne(ctx context.Context, path string) {
 	for try := 1; errors.Is(err, errDecisionStale) && try < staleRetries && ctx.Err() == nil; try++ {
 		err = v.reconcilePath(ctx, path)
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if err == nil {
-		v.settledLocked(path)
+	if err != nil {
+		v.unsettled(ctx, path, err)
 		return
 	}
-	if v.unsettledLocked(path, err) && ctx.Err() == nil {
+	v.mu.Lock()
+	v.settledLocked(path)
+	v.mu.Unlock()
+}
+
+// unsettled is unsettledLocked, and logs and publishes err when it is one
+// a user should hear of (not while the vault is stopping).
+func (v *vault) unsettled(ctx context.Context, path string, err error) {
+	v.mu.Lock()
+	report := v.unsettledLocked(path, err)
+	v.mu.Unlock()
+	if report && ctx.Err() == nil {
 		v.log.Warn("applying", "path", path, "err", err)
 		v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Path: path, Error: err.Error()})
 	}

@@ -109,14 +109,9 @@ func (v *vault) writeSmallFiles(ctx context.Context, batch []decided, rest, resc
 	for i, r := range res {
 		d := batch[i]
 		if r.Err != nil {
-			v.mu.Lock()
-			report := v.unsettledLocked(d.path, r.Err)
-			v.mu.Unlock()
+			v.unsettled(ctx, d.path, r.Err)
 			if errors.Is(r.Err, folder.ErrLocalChange) {
 				rescan = append(rescan, d.path)
-			} else if report && ctx.Err() == nil {
-				v.log.Warn("applying", "path", d.path, "err", r.Err)
-				v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Path: d.path, Error: r.Err.Error()})
 			}
 			continue
 		}

@@ -97,6 +97,7 @@ func (n *Node) handlePair(s network.Stream) {
 	f.SetCounter(n.counters(dev))
 	v := n.vault(vid)
 	if v == nil {
+		n.log.Warn("refusing a join: the invite's vault was removed from this device", "peer", dev, "vault", vid)
 		f.SendError(wire.CodeInviteInvalid, "the vault of this invite code is no longer on the inviting device")
 		return
 	}
