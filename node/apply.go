@@ -33,33 +33,30 @@ func (v *vault) reconcile(ctx context.Context) {
 	if _, err := v.guard(); err != nil {
 		return // the folder is stopped: dirty paths wait until it is back
 	}
+	// The engine takes every dirty path into one pass, in the order of
+	// engine.Order (non-deletions parents first, then deletions children
+	// first, then names a deletion frees), without the deletions the
+	// mass-delete guard holds (massdelete.go).
 	v.mu.Lock()
-	paths := make([]string, 0, len(v.dirty))
-	for p := range v.dirty {
-		paths = append(paths, p)
-	}
-	v.dirty = map[string]struct{}{}
-	v.pending.toApply = len(paths)
-	v.releaseIncomingLocked(paths)
-	// The order of engine.Order: non-deletions parents first, then
-	// deletions children first, then names a deletion frees; deletions the
-	// mass-delete guard holds are left out (massdelete.go).
-	arriving := engine.Arriving(v.graph, paths)
-	dels := engine.Deletions(v.graph, paths)
+	v.eng.Tick(v.n.now())
+	rd := v.eng.Ready(guardIndex{v})
 	v.mu.Unlock()
-	apply := v.holdIncomingDeletions(slices.Clone(dels), arriving)
-	plan := engine.Order(paths, dels, apply, v.folding.Key)
-	adds := v.applySmallFiles(ctx, plan.Adds)
-	for _, batch := range [][]string{adds, plan.Deletions, plan.AfterDeletions} {
+	v.noteIncomingHold(rd.Guard)
+	adds := v.applySmallFiles(ctx, rd.Adds)
+	for _, batch := range [][]string{adds, rd.Deletions, rd.AfterDeletions} {
 		for _, p := range batch {
 			if ctx.Err() != nil {
-				break
+				// Not carried out: dirty again, for the next run.
+				v.mu.Lock()
+				v.eng.Step(engine.Failed{Path: p, Waiting: true})
+				v.mu.Unlock()
+				continue
 			}
 			v.reconcileOne(ctx, p)
 		}
 	}
 	v.mu.Lock()
-	v.pending.toApply = len(v.dirty)
+	v.eng.Advance(rd)
 	v.mu.Unlock()
 	v.n.events.Publish(api.Event{Type: api.EventReconciled, Folder: v.cfg.Folder})
 }
@@ -107,12 +104,9 @@ func (v *vault) unsettled(ctx context.Context, path string, err error) {
 // local change found at write time (the path is scanned and decided
 // again). Both apply paths end here when they fail. v.mu must be held.
 func (v *vault) unsettledLocked(path string, err error) (report bool) {
-	v.dirty[path] = struct{}{}
-	if errors.Is(err, errWaitingForHistory) || errors.Is(err, errDecisionStale) || errors.Is(err, errHomeFull) {
-		return false
-	}
-	v.errs[path] = err.Error()
-	return !errors.Is(err, folder.ErrLocalChange)
+	waiting := errors.Is(err, errWaitingForHistory) || errors.Is(err, errDecisionStale) || errors.Is(err, errHomeFull)
+	v.eng.Step(engine.Failed{Path: path, Err: err, Waiting: waiting})
+	return !waiting && !errors.Is(err, folder.ErrLocalChange)
 }
 
 // takenLocked answers the core's "what does this conflict-copy name
@@ -167,24 +161,17 @@ type decided struct {
 // errWaitingForHistory while its heads wait for versions they supersede
 // (engine.AwaitsHistory, engine.WaitOver). v.mu must be held.
 func (v *vault) decideLocked(path string) (d decided, ok bool, err error) {
-	if len(v.graph.Heads(path)) == 0 {
-		return decided{}, false, nil
-	}
-	if engine.AwaitsHistory(v.graph, path) {
-		since, ok := v.danglingSince[path]
-		if !ok {
-			since = v.n.now()
-			v.danglingSince[path] = since
-		}
-		if !engine.WaitOver(since, v.n.now()) {
-			return decided{}, true, errWaitingForHistory
-		}
-	}
-	delete(v.danglingSince, path)
-	dec, err := v.resolveLocked(path)
-	if err != nil {
+	v.eng.Tick(v.n.now())
+	dd, err := v.eng.Decide(path, guardIndex{v})
+	switch {
+	case err != nil:
 		return decided{}, true, fmt.Errorf("resolving: %w", err)
+	case dd.Act == engine.ActNothing:
+		return decided{}, false, nil
+	case dd.Act == engine.ActWait:
+		return decided{}, true, errWaitingForHistory
 	}
+	dec := dd.Decision
 	d = decided{path: path, dec: dec, stamp: v.stampLocked(decisionPaths(path, dec)...), winner: v.bodies[dec.Winner.ID]}
 	d.cur, d.had = v.index[path]
 	d.copies = make([]conflictCopy, len(dec.Copies))
@@ -502,10 +489,8 @@ func (v *vault) appliedLocked(path string, old vaultdb.Record, had bool, rec vau
 // path once forgot the wait, so a later wait at the path started from the
 // old time and ended at once. v.mu must be held.
 func (v *vault) settledLocked(path string) {
-	delete(v.errs, path)
-	delete(v.danglingSince, path)
+	v.eng.Step(engine.Settled{Path: path})
 	v.repairedLocked(path)
-	v.pending.toApply = max(0, v.pending.toApply-1)
 }
 
 func sameRecord(a, b vaultdb.Record) bool {

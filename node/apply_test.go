@@ -166,6 +166,5 @@ func folderContents(t *testing.T, dir string) (map[[32]byte]bool, []string) {
 func pathDirty(v *vault, p string) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	_, ok := v.dirty[p]
-	return ok
+	return v.eng.IsDirty(p)
 }

@@ -13,19 +13,17 @@ import (
 // noteAppliedLocked remembers that an apply replaced old (if had) at path
 // with rec (engine.RecentApplies.Applied). v.mu must be held.
 func (v *vault) noteAppliedLocked(path string, old vaultdb.Record, had bool, rec vaultdb.Record) {
-	v.recentApplies.Applied(path, diskOf(old), had, diskOf(rec), v.n.now(), func() []entry.VersionID {
-		return v.supersedesLocked(path, old, had)
-	})
+	v.eng.Applied(v.graph, path, diskOf(old), had, diskOf(rec), v.n.now())
 }
 
 // supersedesForLocalChangeLocked returns what a local change of path to
 // now (Kind 0: a deletion) supersedes: what the index's record gives
-// (supersedesLocked), unless the change races a peer's version applied
+// (engine.Engine.LocalChange), unless the change races a peer's version applied
 // just before (engine.RecentApplies.ForLocalChange). v.mu must be held.
 func (v *vault) supersedesForLocalChangeLocked(path string, cur vaultdb.Record, had bool, now vaultdb.Record) []entry.VersionID {
-	if sup, raced := v.recentApplies.ForLocalChange(path, diskOf(cur), had, diskOf(now), v.n.now()); raced {
+	sup, raced := v.eng.LocalChange(v.graph, path, diskOf(cur), had, diskOf(now), v.n.now())
+	if raced {
 		v.log.Info("a local change right after applying a peer's version: recorded as concurrent with it, not replacing it", "path", path)
-		return sup
 	}
-	return v.supersedesLocked(path, cur, had)
+	return sup
 }

@@ -149,8 +149,7 @@ func TestSaveAfterApplyAndRestatementKeepsBoth(t *testing.T) {
 }
 
 func pathDirtyLocked(v *vault, p string) bool {
-	_, ok := v.dirty[p]
-	return ok
+	return v.eng.IsDirty(p)
 }
 
 // raceSetup is a node whose folder holds log.md ("line 0"), recorded as xID.

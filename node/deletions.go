@@ -48,11 +48,11 @@ func (v *vault) heldDeletions() []api.HeldDeletions {
 		}
 		out = append(out, api.HeldDeletions{
 			Folder: v.cfg.Folder, Direction: dir, Files: h.Files, Total: len(h.Paths),
-			Paths: h.Paths[:min(len(h.Paths), maxHeldListed)], Since: h.Since.UTC(), Policy: v.deletes.Policy.String(),
+			Paths: h.Paths[:min(len(h.Paths), maxHeldListed)], Since: h.Since.UTC(), Policy: v.eng.Deletes.Policy.String(),
 		})
 	}
-	list("local", v.deletes.HeldLocal())
-	list("incoming", v.deletes.HeldIncoming())
+	list("local", v.eng.Deletes.HeldLocal())
+	list("incoming", v.eng.Deletes.HeldIncoming())
 	return out
 }
 
@@ -132,14 +132,12 @@ func (v *vault) acceptDeletions(ctx context.Context) (local, incoming int, err e
 		return 0, 0, fmt.Errorf("%w; try again once this device has heard from another device or the relay", errAuthoringHeld)
 	}
 	v.mu.Lock()
-	if !v.deletes.Holding() {
+	if !v.eng.Deletes.Holding() {
 		v.mu.Unlock()
 		return 0, 0, errNothingHeld
 	}
-	localPaths, inPaths := v.deletes.Accept()
-	for _, p := range inPaths {
-		v.dirty[p] = struct{}{}
-	}
+	localPaths, inPaths := v.eng.Deletes.Accept()
+	v.eng.Step(engine.Touched{Paths: inPaths})
 	local, incoming = len(localPaths), len(inPaths)
 	v.mu.Unlock()
 	v.kick()
@@ -160,11 +158,11 @@ func (v *vault) rejectDeletions(ctx context.Context) (local, incoming int, err e
 	v.scanMu.Lock()
 	defer v.scanMu.Unlock()
 	v.mu.Lock()
-	if !v.deletes.Holding() {
+	if !v.eng.Deletes.Holding() {
 		v.mu.Unlock()
 		return 0, 0, errNothingHeld
 	}
-	localPaths, inPaths := v.deletes.HeldLocal().Paths, v.deletes.HeldIncoming().Paths
+	localPaths, inPaths := v.eng.Deletes.HeldLocal().Paths, v.eng.Deletes.HeldIncoming().Paths
 	v.mu.Unlock()
 
 	if len(localPaths) > 0 {
@@ -205,9 +203,9 @@ func (v *vault) rewriteDeleted(paths []string) (int, error) {
 	v.mu.Lock()
 	for _, p := range gone {
 		v.setIndexLocked(p, vaultdb.Record{})
-		v.dirty[p] = struct{}{}
+		v.eng.Touch(p)
 	}
-	v.deletes.DropLocal()
+	v.eng.Deletes.DropLocal()
 	v.mu.Unlock()
 	return len(gone), nil
 }
@@ -238,7 +236,7 @@ func (v *vault) reassert(ctx context.Context, paths []string) error {
 		return fmt.Errorf("keeping the files: %w", err)
 	}
 	v.mu.Lock()
-	v.deletes.DropIncoming(paths, guardIndex{v})
+	v.eng.Deletes.DropIncoming(paths, guardIndex{v})
 	v.mu.Unlock()
 	return nil
 }

@@ -30,12 +30,11 @@ func TestDropAppliedLocked(t *testing.T) {
 	}
 	v := newCountsVault()
 	v.graph = protocol.NewGraph()
-	v.dirty = map[string]struct{}{}
 	for _, cv := range versions {
 		if err := v.graph.Add(cv); err != nil {
 			t.Fatalf("adding %v: %v", cv.ID, err)
 		}
-		v.dirty[cv.Path] = struct{}{}
+		v.eng.Touch(cv.Path)
 	}
 	rec := func(vid protocol.VersionID) vaultdb.Record {
 		return vaultdb.Record{Version: vid, Kind: entry.KindFile}
@@ -45,11 +44,7 @@ func TestDropAppliedLocked(t *testing.T) {
 	v.setIndexLocked("conflict", rec(id(a, 4)))
 	v.setIndexLocked("deleted", rec(id(a, 5)))
 	v.dropAppliedLocked()
-	var got []string
-	for p := range v.dirty {
-		got = append(got, p)
-	}
-	slices.Sort(got)
+	got := v.eng.DirtyPaths()
 	want := []string{"conflict", "deleted", "older", "unindexed"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got marked %q, want %q", got, want)

@@ -82,7 +82,7 @@ func (v *vault) loadGraphSnapshotLocked(heads map[keys.DeviceID]entry.Head) map[
 			body = v.expandStored(&entry.Body{Versions: []entry.Version{body}}).Versions[0]
 		}
 		v.bodies[sv.ID] = body
-		v.dirty[body.Path] = struct{}{}
+		v.eng.Touch(body.Path)
 	}
 	v.snapReach = maps.Clone(v.foldedUpTo)
 	return from

@@ -31,7 +31,10 @@ func derivedOf(v *vault) derivedState {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	s := derivedState{versions: map[protocol.VersionID]protocol.Version{}, bodies: maps.Clone(v.bodies),
-		clock: v.clock, folded: maps.Clone(v.foldedUpTo), dirty: maps.Clone(v.dirty)}
+		clock: v.clock, folded: maps.Clone(v.foldedUpTo), dirty: map[string]struct{}{}}
+	for _, p := range v.eng.DirtyPaths() {
+		s.dirty[p] = struct{}{}
+	}
 	for id := range v.bodies {
 		s.versions[id], _ = v.graph.Get(id)
 	}

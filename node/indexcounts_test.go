@@ -7,6 +7,7 @@ import (
 	"github.com/ipfs/go-cid"
 	"pgregory.net/rapid"
 
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -35,6 +36,7 @@ func newCountsVault() *vault {
 		index:    map[string]vaultdb.Record{},
 		children: map[string]map[string]struct{}{},
 		chunkLoc: map[cid.Cid][]chunkLocation{},
+		eng:      engine.New(engine.Config{}),
 	}
 }
 

@@ -37,24 +37,17 @@ func (v *vault) viewOf(withDirty bool) vaultView {
 	defer v.mu.Unlock()
 	out := vaultView{
 		scanning: v.scanning, scanned: v.scanned,
-		// A reconcile pass empties dirty and counts its paths in
-		// pending.toApply; a path that fails goes back into dirty while
-		// still counted there, and the pass ends with toApply = len(dirty).
-		// The larger of the two counts each pending path once.
-		toApply: max(len(v.dirty), v.pending.toApply), toFetch: v.pending.toFetch,
-		errs: make(map[string]string, len(v.errs)),
+		// The engine counts each pending path once: the dirty ones, or
+		// the current pass's unsettled ones when they are more.
+		toApply: v.eng.Pending(), toFetch: v.pending.toFetch,
+		errs: map[string]string{},
 		// Kept as the index changes (indexCounts), not walked here.
 		files: v.counts.files, dirs: v.counts.dirs, bytes: v.counts.bytes,
 		conflicts: v.counts.conflictList(),
 	}
-	for p, e := range v.errs {
-		out.errs[p] = e
-	}
+	v.eng.Errs(func(p, e string) { out.errs[p] = e })
 	if withDirty {
-		for p := range v.dirty {
-			out.dirty = append(out.dirty, p)
-		}
-		slices.Sort(out.dirty)
+		out.dirty = v.eng.DirtyPaths()
 	}
 	return out
 }
@@ -99,8 +92,8 @@ func (v *vault) pathState(p string) doctor.PathState {
 	pv := doctor.PathState{Path: p}
 	rec, had := v.index[p]
 	pv.Indexed = had
-	_, pv.Dirty = v.dirty[p]
-	pv.Err = v.errs[p]
+	pv.Dirty = v.eng.IsDirty(p)
+	pv.Err, _ = v.eng.Err(p)
 	hs := v.graph.Heads(p)
 	pv.Heads = len(hs)
 	if len(hs) > 0 {

@@ -420,12 +420,6 @@ func (v *vault) headHolding(path string, rec vaultdb.Record) (entry.VersionID, b
 	return engine.HeadHolding(v.graph, path, diskOf(rec))
 }
 
-// supersedesLocked is what a local change of path supersedes, by the
-// node's rules (engine.LocalSupersedes). v.mu must be held.
-func (v *vault) supersedesLocked(path string, cur vaultdb.Record, had bool) []entry.VersionID {
-	return v.n.rules.Supersedes(v.graph, path, diskOf(cur), had)
-}
-
 // diskOf is the engine's view of a folder index record.
 func diskOf(r vaultdb.Record) engine.Disk {
 	d := engine.Disk{Version: r.Version, Kind: r.Kind, Mode: r.Mode}
@@ -513,11 +507,13 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 		v.addBodyLocked(e, body)
 		// Our own versions are what the disk already holds: nothing to
 		// reconcile unless they raced with a remote version.
+		var current []string
 		for _, ver := range body.Versions {
 			if len(v.graph.Heads(ver.Path)) <= 1 {
-				delete(v.dirty, ver.Path)
+				current = append(current, ver.Path)
 			}
 		}
+		v.eng.Step(engine.Current{Paths: current})
 		v.grewLocked()
 	}
 	v.mu.Unlock()

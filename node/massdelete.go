@@ -49,6 +49,7 @@ func (g guardIndex) Lookup(p string) (engine.Disk, bool) {
 func (g guardIndex) Files() int                      { return g.v.counts.files }
 func (g guardIndex) DeletionConfirmed(p string) bool { return g.v.deletionConfirmedLocked(p) }
 func (g guardIndex) WinnerIsDeletion(p string) bool  { return g.v.winnerIsDeletionLocked(p) }
+func (g guardIndex) Graph() *protocol.Graph          { return g.v.graph }
 
 // loadMassDeletePolicy reads the folder's stored policy (the default when
 // none is stored).
@@ -79,7 +80,7 @@ func (v *vault) setMassDeletePolicy(p protocol.MassDeletePolicy) error {
 		return fmt.Errorf("storing the mass-delete policy: %w", err)
 	}
 	v.mu.Lock()
-	v.deletes.Policy = p
+	v.eng.Deletes.Policy = p
 	v.mu.Unlock()
 	v.kick()
 	return nil
@@ -113,7 +114,7 @@ func (v *vault) holdLocalDeletions(changes []folder.Change, mode scanMode, scann
 	}
 	now := v.n.now()
 	v.mu.Lock()
-	verdict := v.deletes.JudgeLocal(in, mode, scanned, guardIndex{v}, now)
+	verdict := v.eng.Deletes.JudgeLocal(in, mode, scanned, guardIndex{v}, now)
 	v.mu.Unlock()
 	if verdict.Ended {
 		v.log.Info("held local deletions are gone: the files are back")
@@ -150,26 +151,18 @@ func (v *vault) deferredDeletions() []string {
 	now := v.n.now()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.deletes.Deferred(now)
+	return v.eng.Deletes.Deferred(now)
 }
 
-// holdIncomingDeletions takes out of a reconcile pass's deletions (paths
-// whose winner is a deletion) those the guard holds
-// (engine.DeleteGuard.JudgeIncoming), and returns the rest, to be
-// applied. arriving maps content hashes of the pass's other paths' heads
-// to their paths. v.mu must not be held.
-func (v *vault) holdIncomingDeletions(dels []string, arriving map[[32]byte]string) []string {
-	now := v.n.now()
-	v.mu.Lock()
-	verdict := v.deletes.JudgeIncoming(dels, arriving, guardIndex{v}, now)
-	v.pending.toApply = max(0, v.pending.toApply-verdict.NewlyHeld)
-	v.mu.Unlock()
+// noteIncomingHold tells the user when a reconcile pass began holding
+// incoming deletions (the engine's Ready judged them with
+// engine.DeleteGuard.JudgeIncoming).
+func (v *vault) noteIncomingHold(verdict engine.IncomingVerdict) {
 	if verdict.Began {
 		v.log.Warn("holding deletions from peers: nothing is deleted here until you decide (`weft deletions`)",
 			"files", verdict.HeldFiles, "of", verdict.IndexFiles, "paths", verdict.Sample)
 		v.n.events.Publish(api.Event{Type: api.EventDeletionsHeld, Folder: v.cfg.Folder, Kind: "incoming", Count: verdict.HeldFiles})
 	}
-	return verdict.Apply
 }
 
 // deletionConfirmedLocked reports whether every head of path is a
@@ -185,24 +178,17 @@ func (v *vault) deletionConfirmedLocked(path string) bool {
 	return len(hs) > 0
 }
 
-// releaseIncomingLocked drops from the incoming hold the paths among
-// dirty whose deletion no longer stands to be applied here. v.mu must be
-// held.
-func (v *vault) releaseIncomingLocked(dirty []string) {
-	v.deletes.Release(dirty, guardIndex{v})
-}
-
 // heldErrors are the errors[] items of held deletions, for status.
 func (v *vault) heldErrors() []api.PathMessage {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var out []api.PathMessage
-	if h := v.deletes.HeldLocal(); len(h.Paths) > 0 {
+	if h := v.eng.Deletes.HeldLocal(); len(h.Paths) > 0 {
 		out = append(out, api.PathMessage{Code: api.CodeMassDelete, Reason: fmt.Sprintf(
 			"%d files deleted here (%s) are held, not sent to other devices: that is more of the folder than its mass-delete guard allows; `weft deletions accept` records them, `weft deletions reject` brings the files back",
 			h.Files, listPaths(h.Paths))})
 	}
-	if h := v.deletes.HeldIncoming(); len(h.Paths) > 0 {
+	if h := v.eng.Deletes.HeldIncoming(); len(h.Paths) > 0 {
 		out = append(out, api.PathMessage{Code: api.CodeMassDelete, Reason: fmt.Sprintf(
 			"%d files deleted by another device (%s) are held, not deleted here: that is more of the folder than its mass-delete guard allows; `weft deletions accept` deletes them here, `weft deletions reject` keeps them and sends them back",
 			h.Files, listPaths(h.Paths))})

@@ -354,7 +354,7 @@ func TestIncomingRenameReleasesHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := n.vaultsNow()[0]
-	if kept := v.holdIncomingDeletions(paths[:27], nil); len(kept) != 0 {
+	if kept := judgeIncoming(v, paths[:27], nil); len(kept) != 0 {
 		t.Fatalf("27 of 30 deleted: %d applied, want all held", len(kept))
 	}
 	if held := n.Deletions(); len(held) != 1 || held[0].Files != 27 {
@@ -366,13 +366,22 @@ func TestIncomingRenameReleasesHold(t *testing.T) {
 		arriving[v.index[p].Hash] = "moved/" + p
 	}
 	v.mu.Unlock()
-	kept := v.holdIncomingDeletions(nil, arriving)
+	kept := judgeIncoming(v, nil, arriving)
 	if len(kept) != 27 {
 		t.Fatalf("after the content arrived elsewhere: %d deletions released, want 27", len(kept))
 	}
 	if held := n.Deletions(); len(held) != 0 {
 		t.Fatalf("still held: %+v", held)
 	}
+}
+
+// judgeIncoming is what a reconcile pass's Ready asks the guard of
+// dels, with arriving the contents of the pass's other paths: it returns
+// the deletions to apply.
+func judgeIncoming(v *vault, dels []string, arriving map[[32]byte]string) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.eng.Deletes.JudgeIncoming(dels, arriving, guardIndex{v}, v.n.now()).Apply
 }
 
 // An accept while this device may not author yet (it has heard from no

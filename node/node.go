@@ -307,31 +307,29 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	v := &vault{
 		n: n, cfg: hv, id: vk.ID, root: root, ek: ek, ck: chunk.KeysFrom(ek), db: db,
 		crypt: crypt{eps: &epochSet{}, ids: newChunkIDs()}, fs: fsys,
-		log:           n.log.With("folder", hv.Folder),
-		roster:        roster.New(n.id, root, db.MemberState(), db, n.now),
-		graph:         protocol.NewGraph(),
-		bodies:        map[protocol.VersionID]entry.Version{},
-		index:         map[string]vaultdb.Record{},
-		children:      map[string]map[string]struct{}{},
-		chunkLoc:      map[cid.Cid][]chunkLocation{},
-		book:          newPeerBook(db),
-		dirty:         map[string]struct{}{},
-		grow:          make(chan struct{}),
-		cleaned:       make(chan struct{}),
-		resumed:       make(chan struct{}, 1),
-		firstScan:     make(chan struct{}),
-		peerVec:       map[keys.DeviceID]protocol.Vector{},
-		errs:          map[string]string{},
-		danglingSince: map[string]time.Time{},
-		heldUpTo:      map[keys.DeviceID]uint64{},
-		foldedUpTo:    map[keys.DeviceID]uint64{},
-		pieced:        map[entryRef]struct{}{},
-		tail:          newOwnTail(n.id.ID(), report),
+		log:        n.log.With("folder", hv.Folder),
+		roster:     roster.New(n.id, root, db.MemberState(), db, n.now),
+		graph:      protocol.NewGraph(),
+		bodies:     map[protocol.VersionID]entry.Version{},
+		index:      map[string]vaultdb.Record{},
+		children:   map[string]map[string]struct{}{},
+		chunkLoc:   map[cid.Cid][]chunkLocation{},
+		book:       newPeerBook(db),
+		grow:       make(chan struct{}),
+		cleaned:    make(chan struct{}),
+		resumed:    make(chan struct{}, 1),
+		firstScan:  make(chan struct{}),
+		peerVec:    map[keys.DeviceID]protocol.Vector{},
+		heldUpTo:   map[keys.DeviceID]uint64{},
+		foldedUpTo: map[keys.DeviceID]uint64{},
+		pieced:     map[entryRef]struct{}{},
+		tail:       newOwnTail(n.id.ID(), report),
 	}
 	v.mh.damaged = memberDamaged(report)
 	v.openKeeper()
 	v.learnEpochs() // the epoch keys this device holds, from the membership log
-	if v.deletes.Policy, err = loadMassDeletePolicy(db); err != nil {
+	policy, err := loadMassDeletePolicy(db)
+	if err != nil {
 		v.log.Warn("using the default mass-delete policy", "err", err)
 	}
 	folding, err := folder.Probe(fsys)
@@ -340,6 +338,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		return nil, fmt.Errorf("probing the folder's file system: %w", err)
 	}
 	v.folding = folding
+	v.eng = engine.New(engine.Config{Rules: n.rules, MassDelete: policy, Fold: folding.Key})
 	idx := indexView{v}
 	if v.scanner, err = folder.NewScanner(folder.ScannerConfig{FS: fsys, Index: idx, Hasher: epochHasher{v}, Folding: folding, Logger: v.log}); err != nil {
 		db.Close()
@@ -436,16 +435,18 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 // made on disk while the node was down are the initial scan's to find, as
 // before. v.mu must be held (or v not yet shared).
 func (v *vault) dropAppliedLocked() {
-	for p := range v.dirty {
+	var current []string
+	for _, p := range v.eng.DirtyPaths() {
 		rec, ok := v.index[p]
 		if !ok {
 			continue
 		}
 		h, n := v.graph.FirstHead(p)
 		if n == 1 && h.Kind != protocol.KindDeletion && rec.Version == h.ID {
-			delete(v.dirty, p)
+			current = append(current, p)
 		}
 	}
+	v.eng.Step(engine.Current{Paths: current})
 }
 
 // stopVaults writes each vault's graph snapshot (graphsnap.go), then closes
@@ -733,7 +734,7 @@ func (n *Node) reconcileLoop(ctx context.Context) {
 				continue
 			}
 			v.mu.Lock()
-			dirty := len(v.dirty) > 0
+			dirty := v.eng.HasReady()
 			v.mu.Unlock()
 			if dirty {
 				v.reconcile(ctx)

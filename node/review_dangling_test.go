@@ -62,7 +62,7 @@ func TestReviewDanglingSupersedesMakeSpuriousConflict(t *testing.T) {
 	waiting := func() bool {
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		_, ok := v.danglingSince["f.txt"]
+		_, ok := v.eng.Waiting("f.txt")
 		return ok
 	}
 	_, m := w.wait(t, "a pass that saw f.txt with c1 missing", from, func(m passMark) bool {

@@ -12,9 +12,9 @@ import (
 
 // One remote version that cannot be applied (its chunks are not served)
 // is one pending path. At the end of the pass that failed it, the path is
-// both back in dirty and counted in pending.toApply (reconcile sets
-// toApply = len(dirty) there); status adding the two reported
-// pending_apply 2 for one path (2N for N failing paths).
+// both back in the engine's dirty set and among the pass's unsettled
+// paths; status adding the two reported pending_apply 2 for one path (2N
+// for N failing paths). engine.Engine.Pending counts it once.
 func TestReviewPendingApplyCountsFailedPathsTwice(t *testing.T) {
 	n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true})
 	v := n.vaultsNow()[0]
@@ -41,7 +41,8 @@ func TestReviewPendingApplyCountsFailedPathsTwice(t *testing.T) {
 			failedInPass.Store(true)
 		case ev.Type == api.EventReconciled && failedInPass.CompareAndSwap(true, false):
 			v.mu.Lock()
-			s := atEnd{dirty: pathDirtyLocked(v, "big.txt"), toApply: v.pending.toApply, failed: v.errs["big.txt"]}
+			s := atEnd{dirty: pathDirtyLocked(v, "big.txt"), toApply: v.eng.Pending()}
+			s.failed, _ = v.eng.Err("big.txt")
 			v.mu.Unlock()
 			s.st = v.status()
 			select {

@@ -85,7 +85,7 @@ func (v *vault) quarantine(found []folder.Change) []string {
 		}
 		v.mu.Lock()
 		v.setIndexLocked(c.Path, vaultdb.Record{})
-		v.dirty[c.Path] = struct{}{}
+		v.eng.Touch(c.Path)
 		if v.corrupt == nil {
 			v.corrupt = map[string]corruptFile{}
 		}

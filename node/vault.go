@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/ipfs/go-cid"
 
@@ -84,41 +83,37 @@ type vault struct {
 	// watcher (watchfallback.go); it has its own lock.
 	fallback watchFallback
 
-	mu            sync.Mutex     // guards the fields below
-	roster        *roster.Roster // membership (node/roster): its own lock
-	graph         *protocol.Graph
-	bodies        map[protocol.VersionID]entry.Version
-	inline        inlineCache // recent inline contents (inline.go); bodies hold none
-	replaying     bool        // openVault is folding the stored log in (inline.go)
-	clock         uint64      // highest Lamport clock seen
-	hlc           int64       // latest entry Time seen or written, unix ms (clock.go)
-	index         map[string]vaultdb.Record
-	counts        indexCounts                    // what status reports of index, kept by setIndexLocked
-	children      map[string]map[string]struct{} // dir -> indexed paths directly in it (and dirs leading to indexed paths)
-	chunkLoc      map[cid.Cid][]chunkLocation
-	dirty         map[string]struct{}
-	grow          chan struct{} // closed and replaced whenever the log grows
-	cleaned       chan struct{} // closed after the first scan, once the temp files of earlier runs are removed
-	peerVec       map[keys.DeviceID]protocol.Vector
-	heldViaRelay  map[keys.DeviceID]map[keys.DeviceID]protocol.Vector // relay -> device -> what the relay says it holds (relayholds.go)
-	waiting       map[waitKey][]byte                                  // entries ahead of their author's head
-	waitingBytes  int                                                 // total size of waiting
-	danglingSince map[string]time.Time                                // paths waiting for superseded versions
-	heldUpTo      map[keys.DeviceID]uint64                            // see heldVector
-	foldedUpTo    map[keys.DeviceID]uint64                            // highest seq per author whose body is in the graph
-	snapReach     map[keys.DeviceID]uint64                            // foldedUpTo when graph.snap was loaded or written (graphsnap.go)
-	pieced        map[entryRef]struct{}                               // entries folded in that list pieces (graphsnap.go)
-	opened        openStats                                           // how openVault rebuilt the graph (graphsnap.go)
-	fromAuthor    map[keys.DeviceID]uint64                            // highest seq per author received from that author itself (serveLog)
-	scanning      bool
-	scanned       bool // the first full scan has completed
-	fullScans     int  // full scans completed since the vault opened
-	adoptPasses   int  // adoptOwnHeads passes completed since the vault opened
-	pending       pendingCounts
-	errs          map[string]string      // path -> last apply error
-	stop          folderStop             // why the folder guard stopped the folder (folderguard.go)
-	deletes       engine.DeleteGuard     // deletions held for the user (massdelete.go)
-	corrupt       map[string]corruptFile // damaged files being written again (rot.go)
+	mu           sync.Mutex     // guards the fields below
+	roster       *roster.Roster // membership (node/roster): its own lock
+	graph        *protocol.Graph
+	bodies       map[protocol.VersionID]entry.Version
+	inline       inlineCache // recent inline contents (inline.go); bodies hold none
+	replaying    bool        // openVault is folding the stored log in (inline.go)
+	clock        uint64      // highest Lamport clock seen
+	hlc          int64       // latest entry Time seen or written, unix ms (clock.go)
+	index        map[string]vaultdb.Record
+	counts       indexCounts                    // what status reports of index, kept by setIndexLocked
+	children     map[string]map[string]struct{} // dir -> indexed paths directly in it (and dirs leading to indexed paths)
+	chunkLoc     map[cid.Cid][]chunkLocation
+	grow         chan struct{} // closed and replaced whenever the log grows
+	cleaned      chan struct{} // closed after the first scan, once the temp files of earlier runs are removed
+	peerVec      map[keys.DeviceID]protocol.Vector
+	heldViaRelay map[keys.DeviceID]map[keys.DeviceID]protocol.Vector // relay -> device -> what the relay says it holds (relayholds.go)
+	waiting      map[waitKey][]byte                                  // entries ahead of their author's head
+	waitingBytes int                                                 // total size of waiting
+	heldUpTo     map[keys.DeviceID]uint64                            // see heldVector
+	foldedUpTo   map[keys.DeviceID]uint64                            // highest seq per author whose body is in the graph
+	snapReach    map[keys.DeviceID]uint64                            // foldedUpTo when graph.snap was loaded or written (graphsnap.go)
+	pieced       map[entryRef]struct{}                               // entries folded in that list pieces (graphsnap.go)
+	opened       openStats                                           // how openVault rebuilt the graph (graphsnap.go)
+	fromAuthor   map[keys.DeviceID]uint64                            // highest seq per author received from that author itself (serveLog)
+	scanning     bool
+	scanned      bool // the first full scan has completed
+	fullScans    int  // full scans completed since the vault opened
+	adoptPasses  int  // adoptOwnHeads passes completed since the vault opened
+	pending      pendingCounts
+	stop         folderStop             // why the folder guard stopped the folder (folderguard.go)
+	corrupt      map[string]corruptFile // damaged files being written again (rot.go)
 
 	keep *keeper // the local version store and its queue (versions.go); set at open
 
@@ -129,14 +124,16 @@ type vault struct {
 	// probes are the fork probes asked of peers (entryrefusals.go); it
 	// has its own lock.
 	probes forkProbes
-	// recentApplies are peers' versions applied in the last
-	// engine.ApplyRaceWindow (applyrace.go); guarded by mu.
-	recentApplies engine.RecentApplies
+	// eng is the vault's reconcile engine (protocol/engine): which paths
+	// need a decision, their waits for history and errors, the
+	// mass-delete guard (eng.Deletes, massdelete.go) and the peers'
+	// versions applied in the last engine.ApplyRaceWindow (eng.Recent,
+	// applyrace.go).
+	eng *engine.Engine
 }
 
 // pendingCounts are what the vault still has to do.
 type pendingCounts struct {
-	toApply int
 	toFetch int
 }
 
@@ -385,7 +382,7 @@ func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
 			ver.Inline = nil
 		}
 		v.bodies[id] = ver
-		v.dirty[ver.Path] = struct{}{}
+		v.eng.Touch(ver.Path)
 	}
 }
 

@@ -19,6 +19,13 @@
 // many simulated devices with a virtual clock and a seeded scheduler, so a
 // failing seed replays exactly.
 //
+// Engine is the vault's reconcile state machine, shaped like etcd raft's
+// (Step, Tick, Ready, Advance): the dirty paths, their waits for history,
+// the errors of paths not settled, the pending count, the mass-delete
+// guard and the recent applies, one value per vault that node and the
+// simulation both drive. It reads the graph and the folder index through
+// a View; the shell keeps those and does the IO.
+//
 // Rules are the decision functions a device runs, as a value: Default() is
 // the product's; a test may hand a device (or the simulation) a deliberately
 // broken one to show that the checks catch it, without a global switch in

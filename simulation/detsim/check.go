@@ -154,8 +154,8 @@ type acceptedDeletion struct {
 //     put that content there again after the accept.
 func (s *sim) checkGuard(ref *device, onDisk map[[32]byte]bool) {
 	for _, d := range s.devs {
-		if d.guard.Holding() {
-			s.fail("dev%d still holds deletions at the end: local %q, incoming %q", d.idx, d.guard.HeldLocal().Paths, d.guard.HeldIncoming().Paths)
+		if d.eng.Deletes.Holding() {
+			s.fail("dev%d still holds deletions at the end: local %q, incoming %q", d.idx, d.eng.Deletes.HeldLocal().Paths, d.eng.Deletes.HeldIncoming().Paths)
 		}
 	}
 	for _, r := range s.restored {

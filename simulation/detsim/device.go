@@ -45,17 +45,15 @@ type device struct {
 	disk      map[string][]byte
 	index     map[string]engine.Disk
 	unscanned map[string]bool // changed on disk since the last scan
-	dirty     map[string]bool // to be reconciled
-	since     map[string]time.Time
 	// crashPending kills the device in its next carry-out of a decision,
 	// between writing files and committing what records them.
 	crashPending bool
 
-	// recent and guard are the engine's in-memory rules a node keeps per
-	// vault (engine.RecentApplies, engine.DeleteGuard); a restart loses
-	// them, as node's does.
-	recent engine.RecentApplies
-	guard  engine.DeleteGuard
+	// eng is the vault's reconcile engine, as a node keeps one per vault:
+	// the dirty paths, their waits for history and errors, the
+	// mass-delete guard (eng.Deletes) and the recent applies (eng.Recent).
+	// A restart makes a new one, as node's does.
+	eng *engine.Engine
 	// applied are the files this reconcile pass replaced with a peer's
 	// content, with what was there before: what an editor that read the
 	// file before the apply saves on top of it (racingSave).
@@ -73,15 +71,15 @@ type appliedWrite struct {
 	before []byte
 }
 
-func newDevice(idx int, skew time.Duration, policy protocol.MassDeletePolicy) *device {
+func newDevice(idx int, skew time.Duration, ecfg engine.Config) *device {
 	return &device{
 		idx: idx, id: keys.DeviceID{byte(idx + 1)}, skew: skew, online: true,
-		guard: engine.DeleteGuard{Policy: policy}, deletedBy: map[string][32]byte{},
+		eng: engine.New(ecfg), deletedBy: map[string][32]byte{},
 		logs:   map[keys.DeviceID][]*logEntry{},
 		graph:  protocol.NewGraph(),
 		bodies: map[protocol.VersionID]entry.Version{},
 		disk:   map[string][]byte{}, index: map[string]engine.Disk{},
-		unscanned: map[string]bool{}, dirty: map[string]bool{}, since: map[string]time.Time{},
+		unscanned: map[string]bool{},
 	}
 }
 
@@ -123,7 +121,7 @@ func (s *sim) fold(d *device, e *logEntry) error {
 			return fmt.Errorf("device %d: folding %v: %w", d.idx, id, err)
 		}
 		d.bodies[id] = v
-		d.dirty[v.Path] = true
+		d.eng.Step(engine.Touched{Paths: []string{v.Path}})
 	}
 	return nil
 }
@@ -158,17 +156,11 @@ func fileVersion(path string, b []byte, mtime time.Time, sup []protocol.VersionI
 // released, the mass-delete guard judges the pass's deletions
 // (engine.DeleteGuard.JudgeIncoming) and those it holds are left out.
 func (s *sim) reconcile(d *device) error {
-	paths := sortedKeys(d.dirty)
-	clear(d.dirty)
 	d.applied = d.applied[:0]
-	gi := s.guardIndex(d)
-	d.guard.Release(paths, gi)
-	arriving := engine.Arriving(d.graph, paths)
-	dels := engine.Deletions(d.graph, paths)
-	v := d.guard.JudgeIncoming(slices.Clone(dels), arriving, gi, s.devNow(d))
-	s.noteIncomingHold(d, dels, v)
-	plan := engine.Order(paths, dels, v.Apply, func(p string) string { return p })
-	for _, batch := range [][]string{plan.Adds, plan.Deletions, plan.AfterDeletions} {
+	d.eng.Tick(s.devNow(d))
+	rd := d.eng.Ready(s.guardIndex(d))
+	s.noteIncomingHold(d, rd.Withheld, rd.Guard)
+	for _, batch := range [][]string{rd.Adds, rd.Deletions, rd.AfterDeletions} {
 		for _, p := range batch {
 			if err := s.reconcilePath(d, p); errors.Is(err, errKilled) {
 				return nil // the restart left every path dirty
@@ -177,6 +169,7 @@ func (s *sim) reconcile(d *device) error {
 			}
 		}
 	}
+	d.eng.Advance(rd)
 	return nil
 }
 
@@ -189,30 +182,25 @@ var errKilled = errors.New("device killed")
 // first and the path decided again; a path whose heads supersede versions
 // not here waits up to engine.DanglingWait.
 func (s *sim) reconcilePath(d *device, path string) error {
-	if len(d.graph.Heads(path)) == 0 {
-		return nil
-	}
-	if engine.AwaitsHistory(d.graph, path) {
-		since, ok := d.since[path]
-		if !ok {
-			since = s.now.Add(d.skew)
-			d.since[path] = since
-			s.tracef("dev%d wait %s: its heads supersede versions not here (%s)", d.idx, path, vids(d.graph.Dangling(path)))
-		}
-		if !engine.WaitOver(since, s.now.Add(d.skew)) {
-			d.dirty[path] = true
-			s.res.Waits++
-			return nil
-		}
-	}
-	delete(d.since, path)
 	var dec protocol.Decision
 	for try := 0; ; try++ {
-		cur, had := d.index[path]
-		var err error
-		if dec, err = s.rules.Resolve(d.graph, path, cur, had, d.graph.NameUse); err != nil {
+		dd, err := d.eng.Decide(path, s.guardIndex(d))
+		if err != nil {
 			return fmt.Errorf("device %d: resolving %s: %w", d.idx, path, err)
 		}
+		switch dd.Act {
+		case engine.ActNothing:
+			d.eng.Step(engine.Settled{Path: path})
+			return nil
+		case engine.ActWait:
+			if dd.WaitBegan {
+				s.tracef("dev%d wait %s: its heads supersede versions not here (%s)", d.idx, path, vids(d.graph.Dangling(path)))
+			}
+			s.res.Waits++
+			d.eng.Step(engine.Failed{Path: path, Waiting: true})
+			return nil
+		}
+		dec = dd.Decision
 		stale := false
 		for _, p := range append([]string{path}, copyPaths(dec)...) {
 			if d.unscanned[p] {
@@ -226,11 +214,15 @@ func (s *sim) reconcilePath(d *device, path string) error {
 			break
 		}
 		if try == 2 {
-			d.dirty[path] = true
+			d.eng.Step(engine.Failed{Path: path, Waiting: true})
 			return nil
 		}
 	}
-	return s.carryOut(d, path, dec)
+	if err := s.carryOut(d, path, dec); err != nil {
+		return err
+	}
+	d.eng.Step(engine.Settled{Path: path})
+	return nil
 }
 
 func copyPaths(dec protocol.Decision) []string {

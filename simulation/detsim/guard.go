@@ -47,6 +47,9 @@ func (g guardIndex) DeletionConfirmed(p string) bool {
 
 func (g guardIndex) WinnerIsDeletion(p string) bool { return engine.IsDeletion(g.d.graph, p) }
 
+// Graph is d's version graph (engine.View).
+func (g guardIndex) Graph() *protocol.Graph { return g.d.graph }
+
 // noteIncomingHold traces what a reconcile pass's JudgeIncoming held, and
 // checks it against what the users decided: a deletion a user accepted is
 // applied on every device, never held again for another user (the check
@@ -95,7 +98,7 @@ func (s *sim) massDelete(d *device) {
 func (s *sim) decideSome() error {
 	var holding []*device
 	for _, d := range s.devs {
-		if d.guard.Holding() {
+		if d.eng.Deletes.Holding() {
 			holding = append(holding, d)
 		}
 	}
@@ -109,14 +112,12 @@ func (s *sim) decideSome() error {
 // decide is d's user accepting (accept) or rejecting every deletion d
 // holds, as node's acceptDeletions and rejectDeletions carry it out.
 func (s *sim) decide(d *device, accept bool) error {
-	local, incoming := d.guard.HeldLocal().Paths, d.guard.HeldIncoming().Paths
+	local, incoming := d.eng.Deletes.HeldLocal().Paths, d.eng.Deletes.HeldIncoming().Paths
 	if accept {
 		s.res.Accepts++
 		s.tracef("dev%d user accepts the held deletions: local %q, incoming %q", d.idx, local, incoming)
-		local, incoming = d.guard.Accept()
-		for _, p := range incoming {
-			d.dirty[p] = true // applied by the next reconcile
-		}
+		local, incoming = d.eng.Deletes.Accept()
+		d.eng.Step(engine.Touched{Paths: incoming}) // applied by the next reconcile
 		if len(local) > 0 {
 			// Recorded now, with entry.DeletionConfirmed.
 			return s.scanPaths(d, local, engine.ScanSettled)
@@ -132,7 +133,7 @@ func (s *sim) decide(d *device, accept bool) error {
 		if err := s.reassert(d, incoming); err != nil {
 			return err
 		}
-		d.guard.DropIncoming(incoming, s.guardIndex(d))
+		d.eng.Deletes.DropIncoming(incoming, s.guardIndex(d))
 	}
 	return nil
 }
@@ -155,9 +156,9 @@ func (s *sim) rewriteDeleted(d *device, paths []string) {
 		}
 		delete(d.deletedBy, p)
 		delete(d.index, p)
-		d.dirty[p] = true
+		d.eng.Step(engine.Touched{Paths: []string{p}})
 	}
-	d.guard.DropLocal()
+	d.eng.Deletes.DropLocal()
 }
 
 // reassert records what is on d's disk at paths as new versions that

@@ -19,7 +19,7 @@ func (s *sim) devNow(d *device) time.Time { return s.now.Add(d.skew) }
 // then the changed paths are scanned as a watched batch, whose deletions
 // wait in their turn (engine.ScanWatched).
 func (s *sim) watchedScan(d *device) error {
-	if ps := d.guard.Deferred(s.devNow(d)); len(ps) > 0 {
+	if ps := d.eng.Deletes.Deferred(s.devNow(d)); len(ps) > 0 {
 		if err := s.scanPaths(d, ps, engine.ScanSettled); err != nil {
 			return err
 		}
@@ -61,7 +61,7 @@ func (s *sim) scanPaths(d *device, paths []string, mode engine.ScanMode) error {
 	for _, p := range neverRecorded {
 		s.tracef("dev%d scan %s: gone, never recorded", d.idx, p)
 	}
-	v := d.guard.JudgeLocal(changes, mode, paths, s.guardIndex(d), s.devNow(d))
+	v := d.eng.Deletes.JudgeLocal(changes, mode, paths, s.guardIndex(d), s.devNow(d))
 	if v.Began {
 		s.res.Holds++
 		s.tracef("dev%d holds local deletions: %d of %d files (%q...)", d.idx, v.HeldFiles, v.IndexFiles, v.Sample)
@@ -154,21 +154,20 @@ func (s *sim) recordFile(d *device, path string, b []byte, now engine.Disk, sup 
 // (Rules.Supersedes), unless the change races a peer's version applied
 // just before (engine.RecentApplies.ForLocalChange).
 func (s *sim) supersedesFor(d *device, path string, cur engine.Disk, had bool, changed engine.Disk) []protocol.VersionID {
-	if !s.cfg.TestOnlyNoApplyRace {
-		if sup, raced := d.recent.ForLocalChange(path, cur, had, changed, s.devNow(d)); raced {
-			s.res.ApplyRaces++
-			s.tracef("dev%d scan %s: right after applying %s, so concurrent with it", d.idx, path, vid(cur.Version))
-			return sup
-		}
+	if s.cfg.TestOnlyNoApplyRace {
+		return d.eng.Supersedes(d.graph, path, cur, had)
 	}
-	return s.rules.Supersedes(d.graph, path, cur, had)
+	sup, raced := d.eng.LocalChange(d.graph, path, cur, had, changed, s.devNow(d))
+	if raced {
+		s.res.ApplyRaces++
+		s.tracef("dev%d scan %s: right after applying %s, so concurrent with it", d.idx, path, vid(cur.Version))
+	}
+	return sup
 }
 
 // noteApplied remembers that an apply replaced old (when had) at path on
 // d with rec, as node's noteAppliedLocked does
 // (engine.RecentApplies.Applied).
 func (s *sim) noteApplied(d *device, path string, old engine.Disk, had bool, rec engine.Disk) {
-	d.recent.Applied(path, old, had, rec, s.devNow(d), func() []protocol.VersionID {
-		return s.rules.Supersedes(d.graph, path, old, had)
-	})
+	d.eng.Applied(d.graph, path, old, had, rec, s.devNow(d))
 }

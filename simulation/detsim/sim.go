@@ -108,12 +108,11 @@ type origin struct {
 // recorded version names (content-addressed, so available to all), and
 // the trace.
 type sim struct {
-	cfg   Config
-	rules engine.Rules
-	rng   *rand.Rand
-	now   time.Time
-	step  int
-	devs  []*device
+	cfg  Config
+	rng  *rand.Rand
+	now  time.Time
+	step int
+	devs []*device
 
 	content   map[[32]byte][]byte
 	userFiles []userFile
@@ -165,7 +164,7 @@ func newSim(cfg Config) *sim {
 		cfg.Paths = 4
 	}
 	s := &sim{
-		cfg: cfg, rules: cfg.Rules.OrDefault(),
+		cfg:     cfg,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x77656674)),
 		now:     time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		content: map[[32]byte][]byte{}, replaced: map[[32]byte]int{},
@@ -181,7 +180,7 @@ func newSim(cfg Config) *sim {
 		if s.rng.IntN(5) == 0 && !cfg.RightClocks {
 			skew = time.Duration(s.rng.IntN(96)-48) * time.Hour
 		}
-		s.devs = append(s.devs, newDevice(i, skew, s.cfg.MassDelete))
+		s.devs = append(s.devs, newDevice(i, skew, s.engineConfig()))
 		s.tracef("dev%d skew %v", i, skew)
 	}
 	return s
@@ -289,21 +288,22 @@ func (s *sim) restart(d *device, loseIndex bool) error {
 	if loseIndex {
 		clear(d.index)
 	}
-	clear(d.dirty)
-	clear(d.since)
-	d.recent = engine.RecentApplies{}
-	d.guard = engine.DeleteGuard{Policy: s.cfg.MassDelete}
+	d.eng = engine.New(s.engineConfig())
 	for p := range d.disk {
 		d.unscanned[p] = true
 	}
-	for _, p := range d.graph.Paths() {
-		d.dirty[p] = true
-	}
+	d.eng.Step(engine.Touched{Paths: d.graph.Paths()})
 	s.res.Restarts++
 	s.tracef("dev%d restart (index lost: %v)", d.idx, loseIndex)
 	// The full scan looks at every file on disk and every path the index
 	// records (a file gone from the disk is a deletion).
 	return s.scanPaths(d, slices.Concat(sortedKeys(d.unscanned), sortedKeys(d.index)), engine.ScanFull)
+}
+
+// engineConfig is what each device's engine is made with: the run's
+// rules and mass-delete policy, on a case-sensitive disk.
+func (s *sim) engineConfig() engine.Config {
+	return engine.Config{Rules: s.cfg.Rules, MassDelete: s.cfg.MassDelete}
 }
 
 // pickPath picks a path for a user's edit or a rename's target: one of
@@ -477,7 +477,7 @@ func (s *sim) heal() error {
 		for _, d := range s.devs {
 			// What changed, and the deletions the watcher deferred
 			// (engine.DeleteGuard.Deferred), judged together.
-			ps := slices.Concat(sortedKeys(d.unscanned), d.guard.Deferred(s.devNow(d)))
+			ps := slices.Concat(sortedKeys(d.unscanned), d.eng.Deletes.Deferred(s.devNow(d)))
 			if len(ps) > 0 {
 				if err := s.scanPaths(d, ps, engine.ScanSettled); err != nil {
 					return err
@@ -499,7 +499,7 @@ func (s *sim) heal() error {
 		// The users decide every hold still open: the run ends with no
 		// deletion held.
 		for _, d := range s.devs {
-			if d.guard.Holding() {
+			if d.eng.Deletes.Holding() {
 				if err := s.decide(d, s.rng.IntN(2) == 0); err != nil {
 					return err
 				}
@@ -507,8 +507,8 @@ func (s *sim) heal() error {
 		}
 		pending := false
 		for _, d := range s.devs {
-			pending = pending || len(d.dirty) > 0 || len(d.unscanned) > 0 || d.guard.Holding() ||
-				d.guard.Deferred(s.devNow(d).Add(engine.DeletionQuiet)) != nil
+			pending = pending || d.eng.HasReady() || len(d.unscanned) > 0 || d.eng.Deletes.Holding() ||
+				d.eng.Deletes.Deferred(s.devNow(d).Add(engine.DeletionQuiet)) != nil
 		}
 		if !s.changed && !pending {
 			return nil
