@@ -19,6 +19,7 @@ import (
 	"github.com/weftsync/weft/internal/netsync"
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/seal"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/engine"
@@ -915,7 +916,7 @@ func (v *vault) fetchFrom(ctx context.Context, cids []cid.Cid, lent bool, got fu
 // localPlaintext re-creates a chunk's plaintext from the local folder: it
 // reads the bytes where the index says the chunk lies, after checking the
 // file has not changed since it was scanned, and checks them by their
-// plaintext identity when it is known (chunkIDs), else by sealing them;
+// plaintext identity when it is known (seal.IDs), else by sealing them;
 // else it opens the chunk from the local version store. The plaintext is
 // newly allocated.
 func (v *vault) localPlaintext(c cid.Cid) ([]byte, error) { return v.localPlaintextInto(nil, c) }
@@ -1035,32 +1036,32 @@ func (v *vault) chunkAtInto(c cid.Cid, loc chunkLocation, scratch, dst []byte, e
 	if err := readAt(f, buf, loc.offset); err != nil {
 		return dst, buf, fmt.Errorf("reading %s: %w", loc.path, err)
 	}
-	if known, ok := v.crypt.ids.get(c); ok {
-		if ek, err := v.crypt.eps.get(known.epoch); err == nil {
+	if known, ok := v.crypt.ids.Get(c); ok {
+		if ek, err := v.crypt.eps.get(known.Epoch); err == nil {
 			k := chunk.KeysFrom(ek)
 			if !env {
-				if chunk.PlainID(k, buf) != known.id {
+				if chunk.PlainID(k, buf) != known.ID {
 					return dst, buf, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
 				}
 				return dst, buf, nil
 			}
 			grown := slices.Grow(dst, chunk.Overhead+len(buf))
-			if sh := known.shape; sh.known {
+			if sh := known.Shape; sh.Known {
 				// This device's own sealing, re-created with its
 				// compression choice and checked by its tag. Another tag
 				// means other plaintext: sealing it again could not give
 				// the CID either.
-				out, err := chunk.AppendEnvelopeAs(grown, k, known.id, buf, sh.compressed)
+				out, err := chunk.AppendEnvelopeAs(grown, k, known.ID, buf, sh.Compressed)
 				if err != nil {
 					return dst, buf, err
 				}
-				if tag, ok := chunk.Tag(out[len(grown):]); ok && tag == sh.tag {
+				if tag, ok := chunk.Tag(out[len(grown):]); ok && tag == sh.Tag {
 					return out, buf, nil
 				}
 				return dst, buf, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
 			}
-			if s, err := chunk.AppendSealAs(grown, k, known.id, buf); err == nil && s.CID.Equals(c) {
-				v.crypt.ids.add(c, known.epoch, known.id, true, shapeOf(s.Envelope)) // sealed here now
+			if s, err := chunk.AppendSealAs(grown, k, known.ID, buf); err == nil && s.CID.Equals(c) {
+				v.crypt.ids.Add(c, known.Epoch, known.ID, true, seal.ShapeOf(s.Envelope)) // sealed here now
 				return grown[:len(grown)+len(s.Envelope)], buf, nil
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/seal"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -120,12 +121,12 @@ func (v *vault) memberApplied(r member.Record) {
 
 // crypt opens and seals one vault's entries and chunks under the key
 // epoch each carries, and remembers the plaintext identity of the chunks
-// it opens or seals (chunkIDs), so they need not be sealed again to be
-// recognised. It is safe for concurrent use (epochSet and chunkIDs have
+// it opens or seals (seal.IDs), so they need not be sealed again to be
+// recognised. It is safe for concurrent use (epochSet and seal.IDs have
 // their own locks).
 type crypt struct {
 	eps *epochSet // the key epochs this device knows
-	ids *chunkIDs // plaintext identities of chunks seen here (sealfile.go)
+	ids *seal.IDs // plaintext identities of chunks seen here (node/seal)
 }
 
 // writeKeys returns the keys new entries are sealed with: the newest epoch.
@@ -195,7 +196,7 @@ func (cr *crypt) openVerifiedChunk(buf []byte, c cid.Cid, env []byte) ([]byte, e
 		// this device would (another compression), and only this
 		// device's own sealing may stand in for a CID check
 		// (chunkAtInto).
-		cr.ids.add(c, h.Epoch, h.ID, false, sealShape{})
+		cr.ids.Add(c, h.Epoch, h.ID, false, seal.Shape{})
 	}
 	return plain, err
 }
@@ -217,14 +218,14 @@ func (cr *crypt) sealLocalAppend(dst []byte, c cid.Cid, plain []byte) ([]byte, b
 		return dst, false, err
 	}
 	if s.CID.Equals(c) {
-		cr.ids.add(c, cur.Epoch, s.ID, true, shapeOf(s.Envelope))
+		cr.ids.Add(c, cur.Epoch, s.ID, true, seal.ShapeOf(s.Envelope))
 		return dst[:len(dst)+len(s.Envelope)], true, nil
 	}
 	for _, ek := range cr.eps.others() {
 		k := chunk.KeysFrom(ek)
 		s, err := chunk.AppendSeal(dst, k, plain)
 		if err == nil && s.CID.Equals(c) {
-			cr.ids.add(c, k.Epoch, s.ID, true, shapeOf(s.Envelope))
+			cr.ids.Add(c, k.Epoch, s.ID, true, seal.ShapeOf(s.Envelope))
 			return dst[:len(dst)+len(s.Envelope)], true, nil
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/seal"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
@@ -25,14 +26,14 @@ import (
 // chunkHasher is the folder.Hasher the node plugs into the scanner: it
 // computes the whole-file BLAKE3 and, for files too large to travel
 // inline, cuts the content into chunks and seals each to learn its CID
-// (sealFile: in parallel, and only the chunks sealed lists do not hold
+// (seal.File: in parallel, and only the chunks sealed lists do not hold
 // already). The sealed bytes are dropped: a device re-creates them on
 // demand from the file, so it keeps no second copy of its data.
 type chunkHasher struct {
 	keys chunk.Keys
-	// ids, if not nil, knows chunks sealed before (sealfile.go): the scan
+	// ids, if not nil, knows chunks sealed before (node/seal): the scan
 	// reuses those of prev and records its own.
-	ids  *chunkIDs
+	ids  *seal.IDs
 	prev []entry.ChunkRef // the chunks of the file's previous content, if known
 	// workers bounds the sealing goroutines per file (0: GOMAXPROCS).
 	workers int
@@ -62,16 +63,16 @@ func (h chunkHasher) Hash(ctx context.Context, path string, r io.Reader, size in
 		res.Extra = hashExtra{inline: b}
 		return res, nil
 	}
-	hash, sealed, err := sealFile(ctx, h.keys, r, h.ids.reuseFor(h.keys.Epoch, h.prev), h.workers)
+	hash, sealed, err := seal.File(ctx, h.keys, r, h.ids.ReuseFor(h.keys.Epoch, h.prev), h.workers)
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
 		return res, fmt.Errorf("reading %s: %w", path, err)
 	}
-	h.ids.addSealed(h.keys.Epoch, sealed)
+	h.ids.AddSealed(h.keys.Epoch, sealed)
 	res.Hash = hash
-	res.Extra = hashExtra{chunks: chunkRefs(sealed)}
+	res.Extra = hashExtra{chunks: seal.Refs(sealed)}
 	return res, nil
 }
 

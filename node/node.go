@@ -22,6 +22,7 @@ import (
 	"github.com/weftsync/weft/node/connect"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/roster"
+	"github.com/weftsync/weft/node/seal"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/engine"
@@ -306,7 +307,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	ek := root.Epoch0().Keys(0)
 	v := &vault{
 		n: n, cfg: hv, id: vk.ID, root: root, ek: ek, ck: chunk.KeysFrom(ek), db: db,
-		crypt: crypt{eps: &epochSet{}, ids: newChunkIDs()}, fs: fsys,
+		crypt: crypt{eps: &epochSet{}, ids: seal.NewIDs()}, fs: fsys,
 		log:        n.log.With("folder", hv.Folder),
 		roster:     roster.New(n.id, root, db.MemberState(), db, n.now),
 		graph:      protocol.NewGraph(),

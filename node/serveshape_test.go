@@ -49,7 +49,7 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 		t.Fatalf("big.bin has %d chunks, want several", len(refs))
 	}
 	for _, r := range refs {
-		if k, ok := v.crypt.ids.get(r.CID); !ok || !k.shape.known || k.shape.compressed != compressed {
+		if k, ok := v.crypt.ids.Get(r.CID); !ok || !k.Shape.Known || k.Shape.Compressed != compressed {
 			t.Fatalf("chunk %s: the scan recorded no envelope shape, or not compressed %v (%+v, %v)", r.CID, compressed, k, ok)
 		}
 		env, _, err := v.folderChunkInto(r.CID, nil, nil, true)
@@ -66,11 +66,11 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 	// chunk 0's envelope, which the CID check of the other path (and of
 	// every fetcher) refuses. So the envelopes above came from the shape.
 	other := chunk.SumCID([]byte("another chunk"))
-	k0, _ := v.crypt.ids.get(refs[0].CID)
+	k0, _ := v.crypt.ids.Get(refs[0].CID)
 	v.mu.Lock()
 	v.chunkLoc[other] = slices.Clone(v.chunkLoc[refs[0].CID])
 	v.mu.Unlock()
-	v.crypt.ids.add(other, k0.epoch, k0.id, k0.sealed, k0.shape)
+	v.crypt.ids.Add(other, k0.Epoch, k0.ID, k0.Sealed, k0.Shape)
 	env, _, err := v.folderChunkInto(other, nil, nil, true)
 	if err != nil {
 		t.Fatalf("re-creating by shape under another CID: %v", err)
@@ -91,8 +91,8 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 	if _, err := v.crypt.openVerifiedChunk(nil, peerEnv.CID, peerEnv.Envelope); err != nil {
 		t.Fatal(err)
 	}
-	if k, ok := v.crypt.ids.get(peerEnv.CID); !ok || k.shape.known {
-		t.Fatalf("a peer's envelope: known %v, shape %+v; want its identity and no shape", ok, k.shape)
+	if k, ok := v.crypt.ids.Get(peerEnv.CID); !ok || k.Shape.Known {
+		t.Fatalf("a peer's envelope: known %v, shape %+v; want its identity and no shape", ok, k.Shape)
 	}
 
 	overwriteKeepingStat(t, p, 10, []byte{content[10] ^ 0xff}) // in the first chunk

@@ -1,4 +1,4 @@
-package node
+package seal
 
 import (
 	"bytes"
@@ -24,13 +24,13 @@ func sealTestKeys(epoch uint32) chunk.Keys {
 
 // sequentialSeal is the scan as it was: chunk.Chunker, then chunk.Seal of
 // each chunk, one after another.
-func sequentialSeal(t *testing.T, k chunk.Keys, data []byte) ([32]byte, []sealedRef) {
+func sequentialSeal(t *testing.T, k chunk.Keys, data []byte) ([32]byte, []Ref) {
 	t.Helper()
 	c, err := chunk.NewChunker(bytes.NewReader(data), chunk.DefaultParams())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var refs []sealedRef
+	var refs []Ref
 	for {
 		b, err := c.Next()
 		if errors.Is(err, io.EOF) {
@@ -43,7 +43,7 @@ func sequentialSeal(t *testing.T, k chunk.Keys, data []byte) ([32]byte, []sealed
 		if err != nil {
 			t.Fatal(err)
 		}
-		refs = append(refs, sealedRef{ID: s.ID, CID: s.CID, Size: uint32(len(b)), Shape: shapeOf(s.Envelope)})
+		refs = append(refs, Ref{ID: s.ID, CID: s.CID, Size: uint32(len(b)), Shape: ShapeOf(s.Envelope)})
 	}
 	return blake3.Sum256(data), refs
 }
@@ -77,14 +77,14 @@ func (o oneByteReader) Read(p []byte) (int, error) { return o.r.Read(p[:min(len(
 
 // diffRefs compares chunk lists; an envelope shape is compared only where
 // both know it (a reused CID comes without one).
-func diffRefs(got, want []sealedRef) string {
+func diffRefs(got, want []Ref) string {
 	if len(got) != len(want) {
 		return fmt.Sprintf("got %d chunks, want %d", len(got), len(want))
 	}
 	for i := range got {
 		g, w := got[i], want[i]
-		if !g.Shape.known || !w.Shape.known {
-			g.Shape, w.Shape = sealShape{}, sealShape{}
+		if !g.Shape.Known || !w.Shape.Known {
+			g.Shape, w.Shape = Shape{}, Shape{}
 		}
 		if g != w {
 			return fmt.Sprintf("chunk %d: got %v/%d, want %v/%d", i, got[i].CID, got[i].Size, want[i].CID, want[i].Size)
@@ -114,7 +114,7 @@ func TestSealFileMatchesSequential(t *testing.T) {
 			for _, readSize := range []int{1 << 30, 100_003} {
 				t.Run(fmt.Sprintf("%s/workers=%d/read=%d", tt.name, workers, readSize), func(t *testing.T) {
 					r := oneByteReader{r: bytes.NewReader(tt.data), n: readSize}
-					hash, got, err := sealFile(context.Background(), k, r, nil, workers)
+					hash, got, err := File(context.Background(), k, r, nil, workers)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -157,7 +157,7 @@ func (c *changingReader) Read(p []byte) (int, error) {
 func TestSealFileOfAFileChangingMidScan(t *testing.T) {
 	k := sealTestKeys(2)
 	r := &changingReader{data: seededBytes(5, 6<<20)}
-	hash, got, err := sealFile(context.Background(), k, r, nil, 2)
+	hash, got, err := File(context.Background(), k, r, nil, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +171,10 @@ func TestSealFileOfAFileChangingMidScan(t *testing.T) {
 }
 
 // reuseOf is the reuse map of an earlier sealing.
-func reuseOf(refs []sealedRef) map[reuseKey]cid.Cid {
-	m := map[reuseKey]cid.Cid{}
+func reuseOf(refs []Ref) map[ReuseKey]cid.Cid {
+	m := map[ReuseKey]cid.Cid{}
 	for _, r := range refs {
-		m[reuseKey{r.ID, r.Size}] = r.CID
+		m[ReuseKey{r.ID, r.Size}] = r.CID
 	}
 	return m
 }
@@ -190,7 +190,7 @@ func TestSealFileReuseMatchesFreshSealing(t *testing.T) {
 		insert := append(append(bytes.Clone(base[:3<<20+12345]), seededBytes(8, 1_000_000)...), base[3<<20+12345:]...)
 		for _, edited := range [][]byte{overwrite, insert} {
 			wantHash, want := sequentialSeal(t, k, edited)
-			hash, got, err := sealFile(context.Background(), k, bytes.NewReader(edited), reuseOf(before), 2)
+			hash, got, err := File(context.Background(), k, bytes.NewReader(edited), reuseOf(before), 2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,11 +211,11 @@ func TestSealFileTakesReusedCIDs(t *testing.T) {
 	data := seededBytes(9, 1<<20)
 	_, refs := sequentialSeal(t, k, data)
 	lie := chunk.SumCID([]byte("not this chunk"))
-	prev := map[reuseKey]cid.Cid{
+	prev := map[ReuseKey]cid.Cid{
 		{refs[0].ID, refs[0].Size}:     lie,
 		{refs[1].ID, refs[1].Size + 1}: lie,
 	}
-	_, got, err := sealFile(context.Background(), k, bytes.NewReader(data), prev, 2)
+	_, got, err := File(context.Background(), k, bytes.NewReader(data), prev, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,12 +230,12 @@ func TestSealFileTakesReusedCIDs(t *testing.T) {
 func TestSealFileReadError(t *testing.T) {
 	boom := errors.New("disk on fire")
 	r := io.MultiReader(bytes.NewReader(seededBytes(10, 3<<20)), errReader{boom})
-	if _, _, err := sealFile(context.Background(), sealTestKeys(2), r, nil, 2); !errors.Is(err, boom) {
+	if _, _, err := File(context.Background(), sealTestKeys(2), r, nil, 2); !errors.Is(err, boom) {
 		t.Errorf("got %v, want the read error", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := sealFile(ctx, sealTestKeys(2), bytes.NewReader(seededBytes(10, 3<<20)), nil, 2); !errors.Is(err, context.Canceled) {
+	if _, _, err := File(ctx, sealTestKeys(2), bytes.NewReader(seededBytes(10, 3<<20)), nil, 2); !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
 }
@@ -247,13 +247,13 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 func TestChunkIDs(t *testing.T) {
 	id := func(i int) chunk.ID { return chunk.ID{byte(i), byte(i >> 8), byte(i >> 16)} }
 	c := func(i int) cid.Cid { return chunk.SumCID([]byte{byte(i), byte(i >> 8), byte(i >> 16)}) }
-	ids := newChunkIDs()
-	ids.addSealed(2, []sealedRef{{ID: id(1), CID: c(1), Size: 10}, {ID: id(2), CID: c(2), Size: 20}})
-	ids.add(c(3), 2, id(3), false, sealShape{}) // from a peer's envelope
-	ids.add(c(4), 1, id(4), true, sealShape{})  // another epoch
+	ids := NewIDs()
+	ids.AddSealed(2, []Ref{{ID: id(1), CID: c(1), Size: 10}, {ID: id(2), CID: c(2), Size: 20}})
+	ids.Add(c(3), 2, id(3), false, Shape{}) // from a peer's envelope
+	ids.Add(c(4), 1, id(4), true, Shape{})  // another epoch
 	prev := []entry.ChunkRef{{CID: c(1), Size: 10}, {CID: c(2), Size: 20}, {CID: c(3), Size: 30}, {CID: c(4), Size: 40}, {CID: c(5), Size: 50}}
-	got := ids.reuseFor(2, prev)
-	want := map[reuseKey]cid.Cid{{id(1), 10}: c(1), {id(2), 20}: c(2)}
+	got := ids.ReuseFor(2, prev)
+	want := map[ReuseKey]cid.Cid{{id(1), 10}: c(1), {id(2), 20}: c(2)}
 	if len(got) != len(want) {
 		t.Fatalf("reuse: got %d chunks, want %d (sealed here, this epoch)", len(got), len(want))
 	}
@@ -262,26 +262,26 @@ func TestChunkIDs(t *testing.T) {
 			t.Errorf("reuse of %v: got %v, want %v", k, got[k], v)
 		}
 	}
-	if k, ok := ids.get(c(3)); !ok || k.id != id(3) || k.sealed {
+	if k, ok := ids.Get(c(3)); !ok || k.ID != id(3) || k.Sealed {
 		t.Errorf("get: got %+v %v, want the peer's identity, not sealed here", k, ok)
 	}
 	// A peer's envelope does not make a chunk sealed here forget it was,
 	// and what says nothing of the envelope's shape keeps the one known.
-	shape := sealShape{known: true, compressed: true, tag: [chunk.TagSize]byte{9}}
-	ids.add(c(1), 2, id(1), true, shape)
-	ids.add(c(1), 2, id(1), false, sealShape{})
-	if k, _ := ids.get(c(1)); !k.sealed || k.shape != shape {
+	shape := Shape{Known: true, Compressed: true, Tag: [chunk.TagSize]byte{9}}
+	ids.Add(c(1), 2, id(1), true, shape)
+	ids.Add(c(1), 2, id(1), false, Shape{})
+	if k, _ := ids.Get(c(1)); !k.Sealed || k.Shape != shape {
 		t.Errorf("a chunk sealed here lost its mark or shape when a peer sent it: %+v", k)
 	}
 	for i := range maxChunkIDs + 10 {
-		ids.add(c(1000+i), 2, id(1000+i), true, sealShape{})
+		ids.Add(c(1000+i), 2, id(1000+i), true, Shape{})
 	}
 	if n := len(ids.m); n > maxChunkIDs {
 		t.Errorf("got %d identities held, want at most %d", n, maxChunkIDs)
 	}
-	var none *chunkIDs
-	none.add(c(1), 2, id(1), true, sealShape{})
-	if _, ok := none.get(c(1)); ok || none.reuseFor(2, prev) != nil {
-		t.Errorf("a nil chunkIDs knew something")
+	var none *IDs
+	none.Add(c(1), 2, id(1), true, Shape{})
+	if _, ok := none.Get(c(1)); ok || none.ReuseFor(2, prev) != nil {
+		t.Errorf("a nil IDs knew something")
 	}
 }

@@ -1,4 +1,11 @@
-package node
+// Package seal is a scan's sealing of large files: the file cut into
+// content-defined chunks on one goroutine, each chunk sealed on every core
+// beside the whole-file hash, results in chunk order (File); and what a
+// device remembers of the chunks it sealed or opened (IDs), so that an
+// edit re-seals only the chunks it changed and a served chunk is
+// re-created with the choices it was sealed with. It knows nothing of the
+// vault, the store or the network.
+package seal
 
 import (
 	"context"
@@ -19,7 +26,7 @@ import (
 // the envelope). Cutting is sequential (a boundary depends on the one
 // before), but each chunk's identity, compression probe, encryption and CID
 // depend on that chunk alone, and the whole-file hash only on the order of
-// the bytes. So sealFile reads the file a block at a time, cuts the block
+// the bytes. So File reads the file a block at a time, cuts the block
 // on its own goroutine, and hands the block's chunks to a pool of workers
 // while a further goroutine feeds the block to the whole-file hash; the
 // next block is read and cut meanwhile. Results go back in chunk order, so
@@ -39,17 +46,17 @@ var (
 	envPool   = sync.Pool{New: func() any { b := make([]byte, 0, chunk.MaxEnvelopeSize); return &b }}
 )
 
-// sealedRef is one chunk as a scan sealed it: its plaintext identity beside
+// Ref is one chunk as a scan sealed it: its plaintext identity beside
 // its CID and size, and the shape of its envelope when the scan sealed it
 // (not when it took the CID of an earlier sealing).
-type sealedRef struct {
+type Ref struct {
 	ID    chunk.ID
 	CID   cid.Cid
 	Size  uint32
-	Shape sealShape
+	Shape Shape
 }
 
-// sealShape is what an envelope this device sealed looked like beyond its
+// Shape is what an envelope this device sealed looked like beyond its
 // identity: whether its payload is compressed, and its tag. Sealing the
 // same plaintext under the same identity and epoch with the same choice
 // gives the same envelope, so a chunk server that re-creates the chunk
@@ -57,32 +64,32 @@ type sealedRef struct {
 // compares the tag instead of hashing the envelope for its CID
 // (chunkAtInto). Only this device's own sealings record one: a peer's
 // envelope, though true to its CID, may have been compressed otherwise.
-type sealShape struct {
-	known      bool
-	compressed bool
-	tag        [chunk.TagSize]byte
+type Shape struct {
+	Known      bool
+	Compressed bool
+	Tag        [chunk.TagSize]byte
 }
 
-// shapeOf is env's shape; unknown when env is not a well-formed envelope.
-func shapeOf(env []byte) sealShape {
+// ShapeOf is env's shape; unknown when env is not a well-formed envelope.
+func ShapeOf(env []byte) Shape {
 	h, err := chunk.ParseHeader(env)
 	if err != nil {
-		return sealShape{}
+		return Shape{}
 	}
 	tag, ok := chunk.Tag(env)
-	return sealShape{known: ok, compressed: h.Compressed, tag: tag}
+	return Shape{Known: ok, Compressed: h.Compressed, Tag: tag}
 }
 
-// reuseKey finds an earlier sealing of a chunk by plaintext identity and
+// ReuseKey finds an earlier sealing of a chunk by plaintext identity and
 // size. Within one epoch's keys sealing is deterministic, so a chunk with
 // the identity and size of one sealed before has that one's CID: the scan
 // of an edited file seals only the chunks the edit changed.
-type reuseKey struct {
+type ReuseKey struct {
 	id   chunk.ID
 	size uint32
 }
 
-// sealFile cuts the content of r into chunks under the format's params,
+// File cuts the content of r into chunks under the format's params,
 // seals each under k to learn its CID, and hashes the whole content with
 // BLAKE3-256. Chunks whose identity and size are in prev take the CID
 // recorded there instead of being sealed again (prev must hold only what
@@ -92,7 +99,7 @@ type reuseKey struct {
 // read error (wrapped), or ctx.Err() once ctx is done. The result is
 // exactly what chunk.NewChunker and chunk.Seal give one chunk after
 // another (TestSealFileMatchesSequential).
-func sealFile(ctx context.Context, k chunk.Keys, r io.Reader, prev map[reuseKey]cid.Cid, workers int) (hash [32]byte, refs []sealedRef, err error) {
+func File(ctx context.Context, k chunk.Keys, r io.Reader, prev map[ReuseKey]cid.Cid, workers int) (hash [32]byte, refs []Ref, err error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -131,7 +138,7 @@ func sealFile(ctx context.Context, k chunk.Keys, r io.Reader, prev map[reuseKey]
 		if err := ctx.Err(); err != nil {
 			return hash, nil, err
 		}
-		out := make([]sealedRef, len(cur.spans))
+		out := make([]Ref, len(cur.spans))
 		var (
 			wg   sync.WaitGroup
 			next atomic.Int64
@@ -166,7 +173,7 @@ func sealFile(ctx context.Context, k chunk.Keys, r io.Reader, prev map[reuseKey]
 
 // sealSpans seals the chunks of b whose indexes it takes from next, into
 // out at the same indexes, reusing env as the envelope buffer.
-func sealSpans(k chunk.Keys, b cutBlock, out []sealedRef, prev map[reuseKey]cid.Cid, next *atomic.Int64, env *[]byte) error {
+func sealSpans(k chunk.Keys, b cutBlock, out []Ref, prev map[ReuseKey]cid.Cid, next *atomic.Int64, env *[]byte) error {
 	for {
 		i := int(next.Add(1) - 1)
 		if i >= len(b.spans) {
@@ -176,8 +183,8 @@ func sealSpans(k chunk.Keys, b cutBlock, out []sealedRef, prev map[reuseKey]cid.
 		data := b.buf[s.off : s.off+s.n]
 		id := chunk.PlainID(k, data)
 		size := uint32(len(data))
-		if c, ok := prev[reuseKey{id, size}]; ok {
-			out[i] = sealedRef{ID: id, CID: c, Size: size}
+		if c, ok := prev[ReuseKey{id, size}]; ok {
+			out[i] = Ref{ID: id, CID: c, Size: size}
 			continue
 		}
 		sealed, err := chunk.AppendSealAs((*env)[:0], k, id, data)
@@ -185,7 +192,7 @@ func sealSpans(k chunk.Keys, b cutBlock, out []sealedRef, prev map[reuseKey]cid.
 			return fmt.Errorf("sealing chunk of %d bytes: %w", len(data), err)
 		}
 		*env = sealed.Envelope[:0]
-		out[i] = sealedRef{ID: id, CID: sealed.CID, Size: size, Shape: shapeOf(sealed.Envelope)}
+		out[i] = Ref{ID: id, CID: sealed.CID, Size: size, Shape: ShapeOf(sealed.Envelope)}
 	}
 }
 
@@ -240,7 +247,7 @@ func readBlock(r io.Reader, buf, carry []byte, p chunk.Params) (cutBlock, error)
 	return b, nil
 }
 
-// chunkIDs remembers the plaintext identity of chunks this device sealed
+// IDs remembers the plaintext identity of chunks this device sealed
 // (scanning), opened (fetching) or re-created (serving): the identity is
 // in a chunk's envelope header, but learning it from the file means
 // sealing the chunk. With it,
@@ -260,34 +267,35 @@ func readBlock(r io.Reader, buf, carry []byte, p chunk.Params) (cutBlock, error)
 // lives in memory (about 80 bytes a chunk, at most maxChunkIDs), so after
 // a start chunks are sealed until seen again.
 //
-// A chunkIDs is safe for concurrent use; a nil one knows nothing.
-type chunkIDs struct {
+// An IDs is safe for concurrent use; a nil one knows nothing.
+type IDs struct {
 	mu sync.Mutex // guards m
-	m  map[cid.Cid]knownID
+	m  map[cid.Cid]Known
 }
 
-// knownID is a chunk's plaintext identity under the keys of epoch.
-// sealed says this device sealed the chunk from that plaintext (a scan,
+// Known is a chunk's plaintext identity under the keys of Epoch.
+// Sealed says this device sealed the chunk from that plaintext (a scan,
 // or a re-creation whose CID matched): only then may a scan reuse the CID
 // for the same plaintext, since a peer's envelope, though true to its CID,
 // need not be the one this device's sealing gives (another compression
 // choice, from a member that does not follow the rule).
-type knownID struct {
-	id     chunk.ID
-	epoch  uint32
-	sealed bool
-	shape  sealShape // of the envelope the CID names, when this device sealed it
+type Known struct {
+	ID     chunk.ID
+	Epoch  uint32
+	Sealed bool
+	Shape  Shape // of the envelope the CID names, when this device sealed it
 }
 
-// maxChunkIDs bounds a chunkIDs: about 6 GiB of chunks in about 8 MiB.
+// maxChunkIDs bounds an IDs: about 6 GiB of chunks in about 8 MiB.
 const maxChunkIDs = 96 << 10
 
-func newChunkIDs() *chunkIDs { return &chunkIDs{m: map[cid.Cid]knownID{}} }
+// NewIDs returns an empty IDs.
+func NewIDs() *IDs { return &IDs{m: map[cid.Cid]Known{}} }
 
-// get returns what c's plaintext identity is, if known.
-func (ids *chunkIDs) get(c cid.Cid) (knownID, bool) {
+// Get returns what c's plaintext identity is, if known.
+func (ids *IDs) Get(c cid.Cid) (Known, bool) {
 	if ids == nil {
-		return knownID{}, false
+		return Known{}, false
 	}
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
@@ -295,25 +303,25 @@ func (ids *chunkIDs) get(c cid.Cid) (knownID, bool) {
 	return k, ok
 }
 
-// add records that chunk c holds the plaintext of identity id under
+// Add records that chunk c holds the plaintext of identity id under
 // epoch's keys: c is an envelope of that plaintext, sealed here when
 // sealed, whose shape is shape. When full it forgets about a quarter of
 // what it holds, chosen by map order.
-func (ids *chunkIDs) add(c cid.Cid, epoch uint32, id chunk.ID, sealed bool, shape sealShape) {
+func (ids *IDs) Add(c cid.Cid, epoch uint32, id chunk.ID, sealed bool, shape Shape) {
 	if ids == nil {
 		return
 	}
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
-	ids.addLocked(c, knownID{id: id, epoch: epoch, sealed: sealed, shape: shape})
+	ids.addLocked(c, Known{ID: id, Epoch: epoch, Sealed: sealed, Shape: shape})
 }
 
-func (ids *chunkIDs) addLocked(c cid.Cid, k knownID) {
+func (ids *IDs) addLocked(c cid.Cid, k Known) {
 	if old, ok := ids.m[c]; ok {
-		same := old.epoch == k.epoch && old.id == k.id
-		k.sealed = k.sealed || old.sealed && same
-		if !k.shape.known && same {
-			k.shape = old.shape
+		same := old.Epoch == k.Epoch && old.ID == k.ID
+		k.Sealed = k.Sealed || old.Sealed && same
+		if !k.Shape.Known && same {
+			k.Shape = old.Shape
 		}
 	} else if len(ids.m) >= maxChunkIDs {
 		drop := maxChunkIDs / 4
@@ -328,41 +336,41 @@ func (ids *chunkIDs) addLocked(c cid.Cid, k knownID) {
 	ids.m[c] = k
 }
 
-// addSealed records a scan's chunks, sealed under epoch's keys.
-func (ids *chunkIDs) addSealed(epoch uint32, refs []sealedRef) {
+// AddSealed records a scan's chunks, sealed under epoch's keys.
+func (ids *IDs) AddSealed(epoch uint32, refs []Ref) {
 	if ids == nil {
 		return
 	}
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
 	for _, r := range refs {
-		ids.addLocked(r.CID, knownID{id: r.ID, epoch: epoch, sealed: true, shape: r.Shape})
+		ids.addLocked(r.CID, Known{ID: r.ID, Epoch: epoch, Sealed: true, Shape: r.Shape})
 	}
 }
 
-// reuseFor is the reuse map sealFile takes for a file whose previous
+// ReuseFor is the reuse map File takes for a file whose previous
 // content had chunks prev: those this device sealed under epoch's keys,
 // by identity and size. Nil when none is known.
-func (ids *chunkIDs) reuseFor(epoch uint32, prev []entry.ChunkRef) map[reuseKey]cid.Cid {
+func (ids *IDs) ReuseFor(epoch uint32, prev []entry.ChunkRef) map[ReuseKey]cid.Cid {
 	if ids == nil || len(prev) == 0 {
 		return nil
 	}
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
-	var m map[reuseKey]cid.Cid
+	var m map[ReuseKey]cid.Cid
 	for _, r := range prev {
-		if k, ok := ids.m[r.CID]; ok && k.sealed && k.epoch == epoch {
+		if k, ok := ids.m[r.CID]; ok && k.Sealed && k.Epoch == epoch {
 			if m == nil {
-				m = make(map[reuseKey]cid.Cid, len(prev))
+				m = make(map[ReuseKey]cid.Cid, len(prev))
 			}
-			m[reuseKey{k.id, r.Size}] = r.CID
+			m[ReuseKey{k.ID, r.Size}] = r.CID
 		}
 	}
 	return m
 }
 
-// chunkRefs is the entry's view of sealed chunks.
-func chunkRefs(s []sealedRef) []entry.ChunkRef {
+// Refs is the entry's view of sealed chunks.
+func Refs(s []Ref) []entry.ChunkRef {
 	refs := make([]entry.ChunkRef, len(s))
 	for i, r := range s {
 		refs[i] = entry.ChunkRef{CID: r.CID, Size: r.Size}
