@@ -97,7 +97,7 @@ func (n *Node) Diagnose(ctx context.Context, abs string) (api.Diagnosis, error) 
 		d.Folders = append(d.Folders, fo.FolderDiagnosis)
 	}
 	d.Peers = facts.Peers
-	facts.SelfCorrection = n.clocks.correction(n.now())
+	facts.SelfCorrection = n.clocks.Correction(n.now())
 	d.ClockCorrectionMillis = facts.SelfCorrection.Milliseconds()
 	d.Findings = doctor.Diagnose(facts)
 	d.Healthy = !doctor.HasSeverity(d.Findings, api.SeverityProblem)
@@ -250,7 +250,7 @@ func (n *Node) diagnosePeers(ctx context.Context, vaults []*vault) []api.PeerDia
 			_, _, over := m.throughput(d)
 			p.ThroughputSeconds = over.Seconds()
 		}
-		if s, ok := n.clocks.sample(d); ok {
+		if s, ok := n.clocks.Last(d); ok {
 			p.ClockSkewMillis, p.ClockErrorMillis = skewFields(s)
 		}
 		out[i] = p

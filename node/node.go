@@ -19,6 +19,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/clock"
 	"github.com/weftsync/weft/node/connect"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/roster"
@@ -145,7 +146,7 @@ type Node struct {
 
 	rdv connect.Rendezvous // DHT rendezvous state and test knobs (rendezvous.go)
 
-	clocks clockState // members' clocks as measured (clock.go)
+	clocks clock.State // members' clocks as measured (node/clock)
 }
 
 // nodeStats are counters over the node's life.

@@ -56,7 +56,7 @@ func (n *Node) Restore(ctx context.Context, req api.RestoreRequest) (api.Restore
 	if req.At != "" {
 		var err error
 		// Relative times count back from the corrected clock, the one
-		// entries are dated by (clock.go).
+		// entries are dated by (node/clock).
 		if at, err = history.ParseAt(req.At, n.vaultNow()); err != nil {
 			return res, err
 		}

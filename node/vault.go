@@ -90,7 +90,7 @@ type vault struct {
 	inline       inlineCache // recent inline contents (inline.go); bodies hold none
 	replaying    bool        // openVault is folding the stored log in (inline.go)
 	clock        uint64      // highest Lamport clock seen
-	hlc          int64       // latest entry Time seen or written, unix ms (clock.go)
+	hlc          int64       // latest entry Time seen or written, unix ms (node/clock)
 	index        map[string]vaultdb.Record
 	counts       indexCounts                    // what status reports of index, kept by setIndexLocked
 	children     map[string]map[string]struct{} // dir -> indexed paths directly in it (and dirs leading to indexed paths)
