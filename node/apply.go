@@ -27,6 +27,51 @@ import (
 	"github.com/weftsync/weft/store/vaultdb"
 )
 
+// reconcileRetry is how often the reconcile loop runs a pass unasked:
+// paths whose apply failed are retried, and waits for history end.
+const reconcileRetry = 2 * time.Second
+
+// reconcileLoop is the vault's one reconcile goroutine (Run owns it,
+// startVault): once the temp files of an earlier run are removed, it runs
+// a pass whenever the vault is kicked and every reconcileRetry. Only this
+// goroutine runs passes, so one vault's slow apply (a large file
+// fetched) holds up no other vault.
+func (v *vault) reconcileLoop(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-v.cleaned:
+		// Temp files of a previous run are removed: applying before could
+		// have one of its own removed too.
+	}
+	tick := time.NewTicker(reconcileRetry)
+	defer tick.Stop()
+	for {
+		if v.mayReconcile() {
+			v.reconcile(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.kicked:
+		case <-tick.C:
+		}
+	}
+}
+
+// mayReconcile reports whether a pass should run now: something is dirty,
+// the home disk has room (retryHome kicks once it has, homefull.go), and
+// this device's log is known whole and the folder rescanned (logtail.go:
+// an apply could otherwise meet a local edit not yet recorded).
+func (v *vault) mayReconcile() bool {
+	if v.home.full.Load() || v.reconcileHeld() {
+		return false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.eng.HasReady()
+}
+
 // reconcile brings every dirty path of the vault to what the sync core
 // decides. Paths whose apply fails stay dirty and are retried on the next
 // kick or tick.

@@ -128,7 +128,6 @@ type Node struct {
 
 	vaults  atomic.Pointer[vaultSet] // replaced whole when a vault is added
 	run     running                  // Run's context and group, for vaults added later
-	kicks   chan *vault
 	events  *api.Bus
 	invites roster.Invites
 	stats   nodeStats
@@ -234,7 +233,6 @@ func New(cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		cfg: cfg, id: id, log: cfg.Logger, now: cfg.Now, rules: cfg.Rules.OrDefault(),
-		kicks:  make(chan *vault, 1),
 		events: api.NewBus(), peers: map[keys.DeviceID]*peerState{}, ready: make(chan struct{}),
 		opened:    make(chan struct{}),
 		strangers: newStrangers(cfg.Logger),
@@ -320,6 +318,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		grow:       make(chan struct{}),
 		cleaned:    make(chan struct{}),
 		resumed:    make(chan struct{}, 1),
+		kicked:     make(chan struct{}, 1),
 		firstScan:  make(chan struct{}),
 		peerVec:    map[keys.DeviceID]protocol.Vector{},
 		heldUpTo:   map[keys.DeviceID]uint64{},
@@ -641,7 +640,6 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	n.run.vaultsStarted = true
 	n.run.mu.Unlock()
-	wg.Go(func() { n.reconcileLoop(ctx) })
 	wg.Go(func() { n.dialLoop(ctx) })
 	wg.Go(func() { n.keepConnectivity(ctx) })
 	wg.Go(func() { n.rendezvousLoop(ctx) })
@@ -679,6 +677,7 @@ func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 	})
 	wg.Go(func() { v.tailLoop(ctx) })
 	wg.Go(func() { v.keepLoop(ctx) })
+	wg.Go(func() { v.reconcileLoop(ctx) })
 }
 
 // removeLeftTemps removes the temp files an earlier run left in the
@@ -703,45 +702,6 @@ func (v *vault) removeLeftTemps(ctx context.Context, first folder.Result, scanEr
 	}
 	if len(removed) > 0 {
 		v.log.Info("removed temporary files of an earlier run", "count", len(removed))
-	}
-}
-
-// reconcileLoop applies what the sync core decides, whenever a vault is
-// kicked and on a slow tick for retries.
-func (n *Node) reconcileLoop(ctx context.Context) {
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-n.kicks:
-		case <-tick.C:
-		}
-		for _, v := range n.vaultsNow() {
-			select {
-			case <-v.cleaned:
-			default:
-				// Temp files of a previous run are still being removed:
-				// applying now could have one of its own removed too.
-				continue
-			}
-			if v.home.full.Load() {
-				continue // nothing can be recorded; retryHome kicks once there is room (homefull.go)
-			}
-			if v.reconcileHeld() {
-				// Not before this device's log is known whole and the
-				// folder rescanned (logtail.go): an apply could meet a
-				// local edit not yet recorded.
-				continue
-			}
-			v.mu.Lock()
-			dirty := v.eng.HasReady()
-			v.mu.Unlock()
-			if dirty {
-				v.reconcile(ctx)
-			}
-		}
 	}
 }
 

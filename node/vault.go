@@ -55,6 +55,8 @@ type vault struct {
 	// firstScan is closed once the first scan under Run has ended
 	// (recorded, or refused by the folder guard).
 	firstScan chan struct{}
+	// kicked (buffer 1) wakes the vault's reconcile loop (kick).
+	kicked chan struct{}
 	// resumed is signalled (buffer 1) when the folder guard lets a
 	// stopped folder run again; the watch loop then rescans and re-watches.
 	resumed chan struct{}
@@ -438,13 +440,13 @@ func (v *vault) unsafeCount() uint64 {
 	return mine - best
 }
 
-// kick asks the reconcile loop to look at dirty paths.
+// kick asks the vault's reconcile loop to look at dirty paths.
 func (v *vault) kick() {
 	select {
-	case v.n.kicks <- v:
+	case v.kicked <- struct{}{}:
 	default:
-		// A kick is already queued for some vault; the loop drains all
-		// vaults' dirty sets anyway.
+		// A kick is already queued; the pass it starts takes every
+		// dirty path.
 	}
 }
 
