@@ -19,7 +19,6 @@ import (
 	"github.com/weftsync/weft/internal/netsync"
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
-	"github.com/weftsync/weft/node/seal"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/engine"
@@ -969,7 +968,7 @@ func (v *vault) localPlaintext(c cid.Cid) ([]byte, error) { return v.localPlaint
 // localPlaintextInto is localPlaintext reading a folder file's bytes into
 // buf's array when it has room (the receiver's pooled buffers).
 func (v *vault) localPlaintextInto(buf []byte, c cid.Cid) ([]byte, error) {
-	_, plain, err := v.folderChunkInto(c, buf, nil, false)
+	_, plain, err := v.chunks.chunkInto(c, buf, nil, false)
 	if err == nil {
 		return plain, nil
 	}
@@ -1002,7 +1001,7 @@ func (v *vault) appendLocalEnvelope(dst []byte, c cid.Cid, scratch []byte) (out,
 		}
 		return append(dst, b...), scratch, nil
 	}
-	out, scratch, err = v.folderChunkInto(c, scratch, dst, true)
+	out, scratch, err = v.chunks.chunkInto(c, scratch, dst, true)
 	if err != nil {
 		if e, serr := v.keep.envelope(c); serr == nil {
 			return append(dst, e...), scratch, nil
@@ -1010,115 +1009,6 @@ func (v *vault) appendLocalEnvelope(dst []byte, c cid.Cid, scratch []byte) (out,
 		return dst, scratch, err
 	}
 	return out, scratch, nil
-}
-
-// folderEnvelope re-creates a chunk's envelope from a folder file only
-// (what the keeper copies into the version store).
-func (v *vault) folderEnvelope(c cid.Cid) ([]byte, error) {
-	_, env, err := v.folderChunk(c)
-	return env, err
-}
-
-var errNotLocal = errors.New("chunk not held locally")
-
-// folderChunk re-creates chunk c from a file of the folder that the index
-// says holds it. Both results are newly allocated.
-func (v *vault) folderChunk(c cid.Cid) (plain, env []byte, err error) {
-	env, plain, err = v.folderChunkInto(c, nil, nil, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	return plain, env, nil
-}
-
-// folderChunkInto is folderChunk reading the plaintext into scratch (grown
-// when short) and, when env, appending the envelope to dst. It returns dst
-// with the envelope appended and the plaintext, which aliases scratch's
-// array.
-func (v *vault) folderChunkInto(c cid.Cid, scratch, dst []byte, env bool) (out, plain []byte, err error) {
-	v.mu.Lock()
-	locs := slices.Clone(v.chunkLoc[c])
-	v.mu.Unlock()
-	if len(locs) == 0 {
-		return dst, scratch, errNotLocal
-	}
-	for _, loc := range locs {
-		out, plain, err = v.chunkAtInto(c, loc, scratch, dst, env)
-		if err == nil {
-			return out, plain, nil
-		}
-		scratch = plain[:0]
-	}
-	return dst, scratch, err
-}
-
-// chunkAtInto re-creates chunk c from one place where the index says it
-// lies, refusing a file that changed since it was scanned (its stat, then
-// what it holds now): it reads the plaintext into scratch (grown when
-// short) and, when env, appends the envelope to dst. What the file holds
-// is checked by sealing it and comparing the CID; when only the plaintext
-// is wanted and its identity is known (v.crypt.ids), by hashing the plaintext
-// and comparing the identity instead, a third of the work. It returns dst
-// with the envelope appended, and the plaintext (in scratch's array, also
-// on error, so the caller can reuse it).
-func (v *vault) chunkAtInto(c cid.Cid, loc chunkLocation, scratch, dst []byte, env bool) (out, plain []byte, err error) {
-	v.mu.Lock()
-	rec := v.index[loc.path]
-	v.mu.Unlock()
-	info, err := v.fs.Lstat(loc.path)
-	if err != nil {
-		return dst, scratch, err
-	}
-	if info.Kind != folder.KindFile || info.Size != int64(rec.Size) || info.MTime != rec.MTime || info.Inode != rec.Inode {
-		return dst, scratch, fmt.Errorf("%s changed since it was scanned: %w", loc.path, errNotLocal)
-	}
-	f, err := v.fs.Open(loc.path)
-	if err != nil {
-		return dst, scratch, err
-	}
-	defer f.Close()
-	buf := slices.Grow(scratch[:0], int(loc.size))[:loc.size]
-	if err := readAt(f, buf, loc.offset); err != nil {
-		return dst, buf, fmt.Errorf("reading %s: %w", loc.path, err)
-	}
-	if known, ok := v.crypt.ids.Get(c); ok {
-		if ek, err := v.crypt.eps.get(known.Epoch); err == nil {
-			k := chunk.KeysFrom(ek)
-			if !env {
-				if chunk.PlainID(k, buf) != known.ID {
-					return dst, buf, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
-				}
-				return dst, buf, nil
-			}
-			grown := slices.Grow(dst, chunk.Overhead+len(buf))
-			if sh := known.Shape; sh.Known {
-				// This device's own sealing, re-created with its
-				// compression choice and checked by its tag. Another tag
-				// means other plaintext: sealing it again could not give
-				// the CID either.
-				out, err := chunk.AppendEnvelopeAs(grown, k, known.ID, buf, sh.Compressed)
-				if err != nil {
-					return dst, buf, err
-				}
-				if tag, ok := chunk.Tag(out[len(grown):]); ok && tag == sh.Tag {
-					return out, buf, nil
-				}
-				return dst, buf, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
-			}
-			if s, err := chunk.AppendSealAs(grown, k, known.ID, buf); err == nil && s.CID.Equals(c) {
-				v.crypt.ids.Add(c, known.Epoch, known.ID, true, seal.ShapeOf(s.Envelope)) // sealed here now
-				return grown[:len(grown)+len(s.Envelope)], buf, nil
-			}
-		}
-	}
-	out, ok, err := v.crypt.sealLocalAppend(dst, c, buf)
-	if err != nil {
-		return dst, buf, err
-	}
-	if !ok {
-		return dst, buf, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
-	}
-	return out, buf, nil
 }
 
 // readAt fills buf from offset off of f, using ReadAt when the file offers

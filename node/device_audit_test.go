@@ -109,15 +109,15 @@ func auditChunksOf(v *vault, path string) []cid.Cid {
 		off int64
 	}
 	var all []at
-	v.mu.Lock()
-	for c, locs := range v.chunkLoc {
+	v.chunks.mu.Lock()
+	for c, locs := range v.chunks.places {
 		for _, l := range locs {
 			if l.path == path {
 				all = append(all, at{c, l.offset})
 			}
 		}
 	}
-	v.mu.Unlock()
+	v.chunks.mu.Unlock()
 	slices.SortFunc(all, func(a, b at) int { return int(a.off - b.off) })
 	out := make([]cid.Cid, len(all))
 	for i, a := range all {

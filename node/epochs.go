@@ -195,7 +195,7 @@ func (cr *crypt) openVerifiedChunk(buf []byte, c cid.Cid, env []byte) ([]byte, e
 		// recorded: a member holding the keys may seal otherwise than
 		// this device would (another compression), and only this
 		// device's own sealing may stand in for a CID check
-		// (chunkAtInto).
+		// (folderChunks.chunkAt).
 		cr.ids.Add(c, h.Epoch, h.ID, false, seal.Shape{})
 	}
 	return plain, err

@@ -98,9 +98,7 @@ type contentWhere struct {
 }
 
 func (w *contentWhere) InFolder(c cid.Cid) bool {
-	w.v.mu.Lock()
-	defer w.v.mu.Unlock()
-	return len(w.v.chunkLoc[c]) > 0
+	return w.v.chunks.has(c)
 }
 
 func (w *contentWhere) Kept(c cid.Cid) bool { return w.v.keep.has(c) }

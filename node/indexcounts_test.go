@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ipfs/go-cid"
 	"pgregory.net/rapid"
 
 	"github.com/weftsync/weft/protocol/engine"
@@ -35,7 +34,7 @@ func newCountsVault() *vault {
 	return &vault{
 		index:    map[string]vaultdb.Record{},
 		children: map[string]map[string]struct{}{},
-		chunkLoc: map[cid.Cid][]chunkLocation{},
+		chunks:   newFolderChunks(nil, crypt{}),
 		eng:      engine.New(engine.Config{}),
 	}
 }

@@ -102,7 +102,7 @@ func (v *vault) pathState(p string) doctor.PathState {
 			ver := v.bodies[dec.Winner.ID]
 			pv.Kind, pv.Size, pv.Chunks = ver.Kind, ver.Size, len(ver.Chunks)
 			for _, c := range ver.Chunks {
-				if _, ok := v.chunkLoc[c.CID]; ok {
+				if v.chunks.has(c.CID) {
 					pv.Local++
 				}
 			}

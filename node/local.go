@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"slices"
 	"time"
 
 	"lukechampine.com/blake3"
@@ -532,16 +531,8 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 // A record with Kind 0 removes the path. v.mu must be held.
 func (v *vault) setIndexLocked(path string, rec vaultdb.Record) {
 	v.countIndexLocked(path, rec)
-	if old, ok := v.index[path]; ok {
-		for _, c := range old.Chunks {
-			locs := slices.DeleteFunc(v.chunkLoc[c.CID], func(l chunkLocation) bool { return l.path == path })
-			if len(locs) == 0 {
-				delete(v.chunkLoc, c.CID)
-			} else {
-				v.chunkLoc[c.CID] = locs
-			}
-		}
-	}
+	old, had := v.index[path]
+	v.chunks.indexed(path, old, had, rec)
 	if rec.Kind == 0 {
 		delete(v.index, path)
 		v.unlinkLocked(path)
@@ -549,20 +540,7 @@ func (v *vault) setIndexLocked(path string, rec vaultdb.Record) {
 	}
 	v.index[path] = rec
 	v.linkLocked(path)
-	var off int64
-	for _, c := range rec.Chunks {
-		locs := v.chunkLoc[c.CID]
-		if len(locs) < maxChunkLocations && !slices.ContainsFunc(locs, func(l chunkLocation) bool { return l.path == path }) {
-			v.chunkLoc[c.CID] = append(locs, chunkLocation{path: path, offset: off, size: c.Size})
-		}
-		off += int64(c.Size)
-	}
 }
-
-// maxChunkLocations bounds how many places per chunk are remembered (a
-// chunk of zeros may be in thousands of files; a few places are enough to
-// find one that still holds it).
-const maxChunkLocations = 4
 
 // watch runs the folder watcher and records settled changes until ctx
 // ends. A watcher overflow or failure falls back to full rescans. The

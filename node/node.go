@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -304,16 +303,16 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		return nil, err
 	}
 	ek := root.Epoch0().Keys(0)
+	cr := crypt{eps: &epochSet{}, ids: seal.NewIDs()}
 	v := &vault{
 		n: n, cfg: hv, id: vk.ID, root: root, ek: ek, ck: chunk.KeysFrom(ek), db: db,
-		crypt: crypt{eps: &epochSet{}, ids: seal.NewIDs()}, fs: fsys,
+		crypt: cr, fs: fsys, chunks: newFolderChunks(fsys, cr),
 		log:        n.log.With("folder", hv.Folder),
 		roster:     roster.New(n.id, root, db.MemberState(), db, n.now),
 		graph:      protocol.NewGraph(),
 		bodies:     map[protocol.VersionID]entry.Version{},
 		index:      map[string]vaultdb.Record{},
 		children:   map[string]map[string]struct{}{},
-		chunkLoc:   map[cid.Cid][]chunkLocation{},
 		book:       newPeerBook(db),
 		grow:       make(chan struct{}),
 		cleaned:    make(chan struct{}),
@@ -352,7 +351,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	// The folder index loads on a second core while the graph is rebuilt
 	// (0.17 s and 0.28 s of a restart's CPU at 100,000 files,
 	// docs/benchmarks.md): the two fill disjoint parts of v (index,
-	// children, chunkLoc and counts; graph, bodies, dirty and the clocks),
+	// children, chunk places and counts; graph, bodies, dirty and the clocks),
 	// and nothing else sees v yet. Every return below waits for it
 	// (loadIndex.Wait) before the database closes.
 	var loadIndex sync.WaitGroup

@@ -43,9 +43,9 @@ func TestReviewChunkLocationLostWhenDuplicateChanges(t *testing.T) {
 		}
 	}
 	// Edit whichever copy the locations point at.
-	v.mu.Lock()
-	other := v.chunkLoc[refs[0].CID][0].path
-	v.mu.Unlock()
+	v.chunks.mu.Lock()
+	other := v.chunks.places[refs[0].CID][0].path
+	v.chunks.mu.Unlock()
 	if err := os.WriteFile(filepath.Join(folderPath, other), []byte("rewritten"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 		if k, ok := v.crypt.ids.Get(r.CID); !ok || !k.Shape.Known || k.Shape.Compressed != compressed {
 			t.Fatalf("chunk %s: the scan recorded no envelope shape, or not compressed %v (%+v, %v)", r.CID, compressed, k, ok)
 		}
-		env, _, err := v.folderChunkInto(r.CID, nil, nil, true)
+		env, _, err := v.chunks.chunkInto(r.CID, nil, nil, true)
 		if err != nil {
 			t.Fatalf("serving %s: %v", r.CID, err)
 		}
@@ -67,20 +67,20 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 	// every fetcher) refuses. So the envelopes above came from the shape.
 	other := chunk.SumCID([]byte("another chunk"))
 	k0, _ := v.crypt.ids.Get(refs[0].CID)
-	v.mu.Lock()
-	v.chunkLoc[other] = slices.Clone(v.chunkLoc[refs[0].CID])
-	v.mu.Unlock()
+	v.chunks.mu.Lock()
+	v.chunks.places[other] = slices.Clone(v.chunks.places[refs[0].CID])
+	v.chunks.mu.Unlock()
 	v.crypt.ids.Add(other, k0.Epoch, k0.ID, k0.Sealed, k0.Shape)
-	env, _, err := v.folderChunkInto(other, nil, nil, true)
+	env, _, err := v.chunks.chunkInto(other, nil, nil, true)
 	if err != nil {
 		t.Fatalf("re-creating by shape under another CID: %v", err)
 	}
 	if chunk.VerifyCID(refs[0].CID, env) != nil {
 		t.Fatal("re-created by shape, the envelope is not chunk 0's")
 	}
-	v.mu.Lock()
-	delete(v.chunkLoc, other)
-	v.mu.Unlock()
+	v.chunks.mu.Lock()
+	delete(v.chunks.places, other)
+	v.chunks.mu.Unlock()
 
 	// A peer's envelope, though true to its CID, records no shape: only
 	// this device's own sealing stands in for the CID check.
@@ -96,11 +96,11 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 	}
 
 	overwriteKeepingStat(t, p, 10, []byte{content[10] ^ 0xff}) // in the first chunk
-	if _, _, err := v.folderChunkInto(refs[0].CID, nil, nil, true); !errors.Is(err, errNotLocal) {
+	if _, _, err := v.chunks.chunkInto(refs[0].CID, nil, nil, true); !errors.Is(err, errNotLocal) {
 		t.Fatalf("serving the edited chunk: got %v, want errNotLocal", err)
 	}
 	for _, r := range refs[1:] {
-		env, _, err := v.folderChunkInto(r.CID, nil, nil, true)
+		env, _, err := v.chunks.chunkInto(r.CID, nil, nil, true)
 		if err != nil {
 			t.Fatalf("serving unchanged %s after the edit: %v", r.CID, err)
 		}

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ipfs/go-cid"
-
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/roster"
@@ -40,9 +38,12 @@ type vault struct {
 	// crypt opens and seals under the key epochs this device knows
 	// (epochs.go); it has its own locks.
 	crypt crypt
-	db    *vaultdb.DB
-	fs    folder.FS
-	log   *slog.Logger
+	// chunks re-creates chunks from the folder's files (folderchunks.go);
+	// it has its own lock, a leaf, and setIndexLocked keeps it current.
+	chunks *folderChunks
+	db     *vaultdb.DB
+	fs     folder.FS
+	log    *slog.Logger
 
 	// relayStat is what each relay last said about this vault (quota);
 	// guarded by mu.
@@ -96,9 +97,8 @@ type vault struct {
 	index        map[string]vaultdb.Record
 	counts       indexCounts                    // what status reports of index, kept by setIndexLocked
 	children     map[string]map[string]struct{} // dir -> indexed paths directly in it (and dirs leading to indexed paths)
-	chunkLoc     map[cid.Cid][]chunkLocation
-	grow         chan struct{} // closed and replaced whenever the log grows
-	cleaned      chan struct{} // closed after the first scan, once the temp files of earlier runs are removed
+	grow         chan struct{}                  // closed and replaced whenever the log grows
+	cleaned      chan struct{}                  // closed after the first scan, once the temp files of earlier runs are removed
 	peerVec      map[keys.DeviceID]protocol.Vector
 	heldViaRelay map[keys.DeviceID]map[keys.DeviceID]protocol.Vector // relay -> device -> what the relay says it holds (relayholds.go)
 	waiting      map[waitKey][]byte                                  // entries ahead of their author's head
@@ -137,13 +137,6 @@ type vault struct {
 // pendingCounts are what the vault still has to do.
 type pendingCounts struct {
 	toFetch int
-}
-
-// chunkLocation says where a chunk's plaintext lies in the folder.
-type chunkLocation struct {
-	path   string
-	offset int64
-	size   uint32
 }
 
 // storedVector is, per author, the head of the stored log, revoked

@@ -244,7 +244,7 @@ func (v *vault) keepNow(j keepJob) {
 	for i, c := range ver.Chunks {
 		refs[i] = versions.ChunkRef{CID: c.CID, Size: c.Size}
 	}
-	added, err := k.store.Keep(versions.Kept{ID: key, Path: ver.Path, Size: ver.Size, Chunks: refs}, v.folderEnvelope)
+	added, err := k.store.Keep(versions.Kept{ID: key, Path: ver.Path, Size: ver.Size, Chunks: refs}, v.chunks.envelope)
 	switch {
 	case errors.Is(err, versions.ErrContent):
 		k.skipped.Add(1) // edited or gone again before it could be read

@@ -1,0 +1,201 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/seal"
+	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// folderChunks re-creates chunks from the folder's files: it knows where
+// each chunk's plaintext lies (kept from the folder index by indexed, with
+// the stat each file had when it was scanned) and reads, checks and seals
+// those bytes back into the chunk. It has a lock of its own, a leaf:
+// serving a chunk to a peer takes no lock of the vault's, so a peer's
+// fetch and the vault's own work do not wait on each other.
+type folderChunks struct {
+	fs    folder.FS
+	crypt crypt
+
+	mu     sync.Mutex // guards places
+	places map[cid.Cid][]chunkLocation
+}
+
+// chunkLocation says where a chunk's plaintext lies in the folder, and
+// what the file there looked like when it was scanned.
+type chunkLocation struct {
+	path   string
+	offset int64
+	size   uint32
+	file   fileStat
+}
+
+// fileStat is what a file's stat said when the index recorded it: a file
+// that no longer matches may hold other bytes.
+type fileStat struct {
+	size  uint64
+	mtime int64
+	inode uint64
+}
+
+// maxChunkLocations bounds how many places per chunk are remembered (a
+// chunk of zeros may be in thousands of files; a few places are enough to
+// find one that still holds it).
+const maxChunkLocations = 4
+
+func newFolderChunks(fs folder.FS, cr crypt) *folderChunks {
+	return &folderChunks{fs: fs, crypt: cr, places: map[cid.Cid][]chunkLocation{}}
+}
+
+// indexed moves path's chunk locations from what the index held there
+// (old, when had) to rec (Kind 0: nothing). The vault calls it whenever
+// its index changes (setIndexLocked).
+func (fc *folderChunks) indexed(path string, old vaultdb.Record, had bool, rec vaultdb.Record) {
+	if !had && len(rec.Chunks) == 0 {
+		return
+	}
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if had {
+		for _, c := range old.Chunks {
+			locs := slices.DeleteFunc(fc.places[c.CID], func(l chunkLocation) bool { return l.path == path })
+			if len(locs) == 0 {
+				delete(fc.places, c.CID)
+			} else {
+				fc.places[c.CID] = locs
+			}
+		}
+	}
+	if rec.Kind == 0 {
+		return
+	}
+	st := fileStat{size: rec.Size, mtime: rec.MTime, inode: rec.Inode}
+	var off int64
+	for _, c := range rec.Chunks {
+		locs := fc.places[c.CID]
+		if len(locs) < maxChunkLocations && !slices.ContainsFunc(locs, func(l chunkLocation) bool { return l.path == path }) {
+			fc.places[c.CID] = append(locs, chunkLocation{path: path, offset: off, size: c.Size, file: st})
+		}
+		off += int64(c.Size)
+	}
+}
+
+// has reports whether some folder file is said to hold chunk c.
+func (fc *folderChunks) has(c cid.Cid) bool {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return len(fc.places[c]) > 0
+}
+
+// envelope re-creates a chunk's envelope from a folder file only (what
+// the keeper copies into the version store).
+func (fc *folderChunks) envelope(c cid.Cid) ([]byte, error) {
+	_, env, err := fc.chunk(c)
+	return env, err
+}
+
+var errNotLocal = errors.New("chunk not held locally")
+
+// chunk re-creates chunk c from a file of the folder that the index says
+// holds it. Both results are newly allocated.
+func (fc *folderChunks) chunk(c cid.Cid) (plain, env []byte, err error) {
+	env, plain, err = fc.chunkInto(c, nil, nil, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return plain, env, nil
+}
+
+// chunkInto is chunk reading the plaintext into scratch (grown when
+// short) and, when env, appending the envelope to dst. It returns dst
+// with the envelope appended and the plaintext, which aliases scratch's
+// array.
+func (fc *folderChunks) chunkInto(c cid.Cid, scratch, dst []byte, env bool) (out, plain []byte, err error) {
+	fc.mu.Lock()
+	locs := slices.Clone(fc.places[c])
+	fc.mu.Unlock()
+	if len(locs) == 0 {
+		return dst, scratch, errNotLocal
+	}
+	for _, loc := range locs {
+		out, plain, err = fc.chunkAt(c, loc, scratch, dst, env)
+		if err == nil {
+			return out, plain, nil
+		}
+		scratch = plain[:0]
+	}
+	return dst, scratch, err
+}
+
+// chunkAt re-creates chunk c from one place where the index says it
+// lies, refusing a file that changed since it was scanned (its stat, then
+// what it holds now): it reads the plaintext into scratch (grown when
+// short) and, when env, appends the envelope to dst. What the file holds
+// is checked by sealing it and comparing the CID; when only the plaintext
+// is wanted and its identity is known (crypt.ids), by hashing the
+// plaintext and comparing the identity instead, a third of the work. It
+// returns dst with the envelope appended, and the plaintext (in scratch's
+// array, also on error, so the caller can reuse it).
+func (fc *folderChunks) chunkAt(c cid.Cid, loc chunkLocation, scratch, dst []byte, env bool) (out, plain []byte, err error) {
+	info, err := fc.fs.Lstat(loc.path)
+	if err != nil {
+		return dst, scratch, err
+	}
+	if info.Kind != folder.KindFile || info.Size != int64(loc.file.size) || info.MTime != loc.file.mtime || info.Inode != loc.file.inode {
+		return dst, scratch, fmt.Errorf("%s changed since it was scanned: %w", loc.path, errNotLocal)
+	}
+	f, err := fc.fs.Open(loc.path)
+	if err != nil {
+		return dst, scratch, err
+	}
+	defer f.Close()
+	buf := slices.Grow(scratch[:0], int(loc.size))[:loc.size]
+	if err := readAt(f, buf, loc.offset); err != nil {
+		return dst, buf, fmt.Errorf("reading %s: %w", loc.path, err)
+	}
+	if known, ok := fc.crypt.ids.Get(c); ok {
+		if ek, err := fc.crypt.eps.get(known.Epoch); err == nil {
+			k := chunk.KeysFrom(ek)
+			if !env {
+				if chunk.PlainID(k, buf) != known.ID {
+					return dst, buf, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
+				}
+				return dst, buf, nil
+			}
+			grown := slices.Grow(dst, chunk.Overhead+len(buf))
+			if sh := known.Shape; sh.Known {
+				// This device's own sealing, re-created with its
+				// compression choice and checked by its tag. Another tag
+				// means other plaintext: sealing it again could not give
+				// the CID either.
+				out, err := chunk.AppendEnvelopeAs(grown, k, known.ID, buf, sh.Compressed)
+				if err != nil {
+					return dst, buf, err
+				}
+				if tag, ok := chunk.Tag(out[len(grown):]); ok && tag == sh.Tag {
+					return out, buf, nil
+				}
+				return dst, buf, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
+			}
+			if s, err := chunk.AppendSealAs(grown, k, known.ID, buf); err == nil && s.CID.Equals(c) {
+				fc.crypt.ids.Add(c, known.Epoch, known.ID, true, seal.ShapeOf(s.Envelope)) // sealed here now
+				return grown[:len(grown)+len(s.Envelope)], buf, nil
+			}
+		}
+	}
+	out, ok, err := fc.crypt.sealLocalAppend(dst, c, buf)
+	if err != nil {
+		return dst, buf, err
+	}
+	if !ok {
+		return dst, buf, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
+	}
+	return out, buf, nil
+}
