@@ -454,7 +454,8 @@ func originOf(h Version, restated []Version) Version {
 // replaced; a resolution by another device that merely kept a put-back's
 // content is still outdated by a later edit of it, or by the copy of it
 // the user then deleted). Both are asked only of a head a test calls
-// stale, as they look at copies' names.
+// stale, as they look at copies' names. Neither spares a head whose twin
+// k directly replaced (twinReplaced).
 func isStale(h Version, heads []Version, restated []Version, anc Ancestry) bool {
 	self, back := -1, -1 // PutBackSelf and PutBack of h, once asked
 	ask := func(memo *int, f func(VersionID) bool) bool {
@@ -470,6 +471,9 @@ func isStale(h Version, heads []Version, restated []Version, anc Ancestry) bool 
 		if k.ID == h.ID || sameContent(k, h) {
 			continue
 		}
+		if twinReplaced(k, h, restated, anc) {
+			return true // no put-back spares it: k's author knew h's state
+		}
 		for _, r := range restated {
 			if anc.Descends(k.ID, r.ID) {
 				if !ask(&self, anc.PutBackSelf) {
@@ -479,6 +483,42 @@ func isStale(h Version, heads []Version, restated []Version, anc Ancestry) bool 
 			}
 		}
 		if (h.Kind == KindFile || h.Kind == KindSymlink) && replaced(k, h, anc) && !ask(&back, anc.PutBack) {
+			return true
+		}
+	}
+	return false
+}
+
+// twinReplaced reports whether k directly and validly supersedes a twin
+// of h: a version at h's path with h's content that h does not descend
+// from, but that descends from every version h restates (h restating at
+// least one). Identical concurrent resolutions of the same heads are one
+// state, recorded twice: a user who replaced or deleted one of them knew
+// everything the other says, so the other is outdated too, whatever
+// exemptions it has. A put-back's (PutBack, PutBackSelf) is one of those:
+// it spares a choice made knowing a copy was gone against a version whose
+// author had replaced an older state of the content, not against one whose
+// author replaced this very state (docs/simulation.md, finding 5: the
+// put-back's author's resolution beat a deletion of its twin, and a
+// deletion the user had confirmed past the mass-delete guard was undone
+// everywhere).
+func twinReplaced(k, h Version, restated []Version, anc Ancestry) bool {
+	if len(restated) == 0 {
+		return false
+	}
+	for _, p := range k.Supersedes {
+		t, ok := anc.Get(p)
+		if !ok || t.Clock >= k.Clock || t.Path != h.Path || !sameContent(t, h) || anc.Descends(h.ID, p) {
+			continue
+		}
+		twin := true
+		for _, r := range restated {
+			if !anc.Descends(p, r.ID) {
+				twin = false
+				break
+			}
+		}
+		if twin {
 			return true
 		}
 	}

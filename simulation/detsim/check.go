@@ -174,9 +174,10 @@ func (s *sim) checkGuard(ref *device, onDisk map[[32]byte]bool) {
 			}
 			if !again && concurrentHolder(ref, a) {
 				// The deletion met a version holding the content that its
-				// author had not seen, and lost to it (Resolve's rule 3):
-				// the protocol's choice, not the guard's; see
-				// docs/simulation.md, deterministic finding 5.
+				// author had not seen, and lost to it (Resolve's rule 3,
+				// edit beats deletion): the protocol's choice, not the
+				// guard's. A twin of what the deletion replaced does not
+				// count (docs/simulation.md, deterministic finding 5).
 				s.tracef("accepted deletion of %s lost to a concurrent version of %x", a.path, a.hash[:4])
 				again = true
 			}
@@ -205,9 +206,37 @@ func copyStem(path string) string {
 // content at a's path that is concurrent with a's deletion: neither
 // descends from the other.
 func concurrentHolder(d *device, a acceptedDeletion) bool {
+	del, _ := d.graph.Get(a.id)
 	for id, v := range d.bodies { // an existence test: map order cannot matter
 		if v.Path == a.path && v.Kind == entry.KindFile && v.Hash == a.hash &&
-			!d.graph.Descends(a.id, id) && !d.graph.Descends(id, a.id) {
+			!d.graph.Descends(a.id, id) && !d.graph.Descends(id, a.id) && !twinOfReplaced(d.graph, del, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// twinOfReplaced reports whether version id is a twin of a version the
+// deletion del directly supersedes: the same content at the same path,
+// knowing everything that version restates (at least one version). The
+// deletion's user saw that state, so a twin of it is not a version the
+// user had not seen.
+func twinOfReplaced(g *protocol.Graph, del protocol.Version, id protocol.VersionID) bool {
+	v, ok := g.Get(id)
+	if !ok {
+		return false
+	}
+	for _, p := range del.Supersedes {
+		pv, ok := g.Get(p)
+		if !ok || pv.Path != v.Path || pv.Kind != v.Kind || pv.ContentHash != v.ContentHash {
+			continue
+		}
+		rs := g.Restates(p)
+		twin := len(rs) > 0
+		for _, r := range rs {
+			twin = twin && g.Descends(id, r.ID)
+		}
+		if twin {
 			return true
 		}
 	}
