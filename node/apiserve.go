@@ -74,7 +74,7 @@ func (b apiBackend) Conflicts() []api.Conflict {
 	out := []api.Conflict{}
 	for _, v := range b.vaultsNow() {
 		v.mu.Lock()
-		for p, r := range v.index {
+		for p, r := range v.index.All() {
 			if r.Kind == entry.KindFile && isConflictCopy(p) {
 				out = append(out, api.Conflict{Folder: v.cfg.Folder, Path: p})
 			}

@@ -218,7 +218,7 @@ func (v *vault) decideLocked(path string) (d decided, ok bool, err error) {
 	}
 	dec := dd.Decision
 	d = decided{path: path, dec: dec, stamp: v.stampLocked(decisionPaths(path, dec)...), winner: v.bodies[dec.Winner.ID]}
-	d.cur, d.had = v.index[path]
+	d.cur, d.had = v.index.Get(path)
 	d.copies = make([]conflictCopy, len(dec.Copies))
 	for i, c := range dec.Copies {
 		d.copies[i].ver = v.bodies[c.Version.ID]
@@ -351,7 +351,7 @@ func (v *vault) stampLocked(paths ...string) decisionStamp {
 		for _, h := range v.graph.Heads(p) {
 			ids = append(ids, h.ID)
 		}
-		rec, had := v.index[p]
+		rec, had := v.index.Get(p)
 		s.heads = append(s.heads, ids)
 		s.index = append(s.index, rec)
 		s.had = append(s.had, had)
@@ -391,7 +391,7 @@ func (v *vault) writeDecision(ctx context.Context, path string, winnerID entry.V
 	var copyRecs []vaultdb.Record
 	for _, c := range copies {
 		v.mu.Lock()
-		cur, had := v.index[c.ver.Path]
+		cur, had := v.index.Get(c.ver.Path)
 		v.mu.Unlock()
 		r, err := v.applyVersion(ctx, c.existing, c.ver, cur, had)
 		if err != nil {
@@ -403,7 +403,7 @@ func (v *vault) writeDecision(ctx context.Context, path string, winnerID entry.V
 		}
 	}
 	v.mu.Lock()
-	cur, had := v.index[path]
+	cur, had := v.index.Get(path)
 	v.mu.Unlock()
 	switch {
 	case merged != nil:
@@ -444,11 +444,11 @@ func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.
 			continue // already recorded, by this device or another: index only
 		}
 		// The index still holds what was at the name before the copy.
-		cur, had := v.index[cc.ver.Path]
+		cur, had := v.index.Get(cc.ver.Path)
 		fresh = append(fresh, engine.NewCopy{Body: cc.ver, Disk: diskOf(cur), Had: had})
 	}
 	versions := engine.Resolution(v.graph, dec, written, fresh)
-	old, had := v.index[path]
+	old, had := v.index.Get(path)
 	v.mu.Unlock()
 	v.authorMu.Lock()
 	defer v.authorMu.Unlock()
@@ -479,7 +479,7 @@ func (v *vault) commitIndex(recs ...indexed) error {
 	todo := recs[:0:0]
 	v.mu.Lock()
 	for _, r := range recs {
-		old, had := v.index[r.path]
+		old, had := v.index.Get(r.path)
 		if had == (r.rec.Kind != 0) && (!had || sameRecord(old, r.rec)) {
 			continue
 		}
@@ -507,7 +507,7 @@ func (v *vault) commitIndex(recs ...indexed) error {
 	}
 	v.mu.Lock()
 	for _, r := range todo {
-		old, had := v.index[r.path]
+		old, had := v.index.Get(r.path)
 		v.appliedLocked(r.path, old, had, r.rec)
 	}
 	v.grewLocked() // what this device holds in full may have grown

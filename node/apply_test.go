@@ -52,7 +52,7 @@ func TestStaleDecisionDoesNotOverwriteLocalEdit(t *testing.T) {
 				t.Fatal(err)
 			}
 			v.mu.Lock()
-			a := v.index["f.txt"].Version
+			a := v.index.Rec("f.txt").Version
 			v.mu.Unlock()
 
 			_, id := joinAsMember(t, n)

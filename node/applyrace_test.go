@@ -126,7 +126,7 @@ func TestSaveAfterApplyAndRestatementKeepsBoth(t *testing.T) {
 			waitFor(t, "the index to take the same content under the new version", func() bool {
 				v.mu.Lock()
 				defer v.mu.Unlock()
-				return v.index["log.md"].Version == rID && !pathDirtyLocked(v, "log.md")
+				return v.index.Rec("log.md").Version == rID && !pathDirtyLocked(v, "log.md")
 			})
 
 			// The editor read "line 0" before the apply; its save lands now.
@@ -174,7 +174,7 @@ func newRaceSetup(t *testing.T) raceSetup {
 		t.Fatal(err)
 	}
 	rs.v.mu.Lock()
-	rs.xID = rs.v.index["log.md"].Version
+	rs.xID = rs.v.index.Rec("log.md").Version
 	rs.v.mu.Unlock()
 	return rs
 }
@@ -236,7 +236,7 @@ func TestPutBackRightAfterApplyWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.mu.Lock()
-	rec := v.index["log.md"]
+	rec := v.index.Rec("log.md")
 	sup := v.graph.Get
 	v.mu.Unlock()
 	got, ok := sup(rec.Version)
@@ -286,7 +286,7 @@ func TestSaveAfterApplyLeavesALaterPutBack(t *testing.T) {
 	waitFor(t, "the apply to be recorded", func() bool {
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		return v.index["log.md"].Version == e1.VersionID(0) && !pathDirtyLocked(v, "log.md")
+		return v.index.Rec("log.md").Version == e1.VersionID(0) && !pathDirtyLocked(v, "log.md")
 	})
 
 	// The put-back, known but not applied: in the graph only, so nothing

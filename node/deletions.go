@@ -219,7 +219,7 @@ func (v *vault) reassert(ctx context.Context, paths []string) error {
 	v.mu.Lock()
 	saved := make(map[string]vaultdb.Record, len(paths))
 	for _, p := range paths {
-		if r, ok := v.index[p]; ok {
+		if r, ok := v.index.Get(p); ok {
 			saved[p] = r
 			v.setIndexLocked(p, vaultdb.Record{})
 		}
@@ -228,7 +228,7 @@ func (v *vault) reassert(ctx context.Context, paths []string) error {
 	if err := v.recordRestored(ctx, paths); err != nil {
 		v.mu.Lock()
 		for p, r := range saved {
-			if _, ok := v.index[p]; !ok {
+			if _, ok := v.index.Get(p); !ok {
 				v.setIndexLocked(p, r)
 			}
 		}

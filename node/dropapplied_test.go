@@ -4,7 +4,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/store/vaultdb"
@@ -28,7 +30,7 @@ func TestDropAppliedLocked(t *testing.T) {
 		{ID: id(a, 6), Path: "deleted", Kind: protocol.KindDeletion, Clock: 6, Supersedes: []protocol.VersionID{id(a, 5)}},
 		file(id(a, 7), "unindexed", 7),
 	}
-	v := newCountsVault()
+	v := newBareVault()
 	v.graph = protocol.NewGraph()
 	for _, cv := range versions {
 		if err := v.graph.Add(cv); err != nil {
@@ -48,5 +50,16 @@ func TestDropAppliedLocked(t *testing.T) {
 	want := []string{"conflict", "deleted", "older", "unindexed"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got marked %q, want %q", got, want)
+	}
+}
+
+// newBareVault is a vault with an empty index, graph and engine and no
+// folder, store or node: enough for the index and reconcile bookkeeping.
+func newBareVault() *vault {
+	return &vault{
+		index:  memindex.New(),
+		graph:  protocol.NewGraph(),
+		chunks: newFolderChunks(nil, crypt{}),
+		eng:    engine.New(engine.Config{}),
 	}
 }

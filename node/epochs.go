@@ -244,7 +244,7 @@ func (h epochHasher) Hash(ctx context.Context, path string, r io.Reader, size in
 	var prev []entry.ChunkRef
 	if size > entry.InlineLimit {
 		h.v.mu.Lock()
-		prev = h.v.index[path].Chunks
+		prev = h.v.index.Rec(path).Chunks
 		h.v.mu.Unlock()
 	}
 	return chunkHasher{keys: h.v.crypt.chunkKeys(), ids: h.v.crypt.ids, prev: prev}.Hash(ctx, path, r, size)

@@ -131,7 +131,7 @@ func (v *vault) checkFolder() (code, msg string) {
 	// Never marked: a new vault, or one from before markers. Mark it
 	// unless its index holds files and the root holds nothing at all.
 	v.mu.Lock()
-	files := v.counts.files
+	files := v.index.Files()
 	if files == 0 && v.logHoldsFilesLocked() {
 		// A rebuilt index lost its records (and the marked flag with
 		// them), but the log says the folder holds files.

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -195,7 +196,7 @@ func TestFolderGuardEmptyAfterIndexLoss(t *testing.T) {
 	u := &vaultdb.Update{}
 	u.DeleteMeta(metaMarked)
 	v.mu.Lock()
-	for p := range v.index {
+	for p := range v.index.All() {
 		u.DeleteIndex(p)
 	}
 	v.mu.Unlock()
@@ -203,7 +204,7 @@ func TestFolderGuardEmptyAfterIndexLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.mu.Lock()
-	for p := range v.index {
+	for _, p := range slices.Collect(maps.Keys(maps.Collect(v.index.All()))) {
 		v.setIndexLocked(p, vaultdb.Record{})
 	}
 	v.mu.Unlock()

@@ -44,7 +44,7 @@ func (v *vault) historyPath(path string) history.Path {
 	for _, h := range v.graph.Heads(path) {
 		p.Heads[h.ID] = true
 	}
-	cur, had := v.index[path]
+	cur, had := v.index.Get(path)
 	v.mu.Unlock()
 	p.Disk, p.Indexed = diskOf(cur), had
 	return p

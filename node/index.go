@@ -15,7 +15,7 @@ type indexView struct{ v *vault }
 // Lookup implements folder.Index.
 func (x indexView) Lookup(path string) (folder.Record, bool) {
 	x.v.mu.Lock()
-	r, ok := x.v.index[path]
+	r, ok := x.v.index.Get(path)
 	x.v.mu.Unlock()
 	if !ok {
 		return folder.Record{}, false
@@ -24,72 +24,18 @@ func (x indexView) Lookup(path string) (folder.Record, bool) {
 }
 
 // Range implements folder.Index. It walks the records at and below prefix
-// through the per-directory child sets, so its cost is the size of that
-// subtree, not of the whole index, and iterates over a snapshot, so fn may
-// call Lookup.
+// (memindex.Index.Subtree), so its cost is the size of that subtree, not
+// of the whole index, and iterates over a snapshot, so fn may call Lookup.
 func (x indexView) Range(prefix string, fn func(folder.Record) bool) {
 	v := x.v
 	v.mu.Lock()
 	var snap []folder.Record
-	var walk func(p string)
-	walk = func(p string) {
-		if r, ok := v.index[p]; ok {
-			snap = append(snap, folderRecord(p, r))
-		}
-		for c := range v.children[p] {
-			walk(c)
-		}
-	}
-	walk(prefix)
+	v.index.Subtree(prefix, func(p string, r vaultdb.Record) { snap = append(snap, folderRecord(p, r)) })
 	v.mu.Unlock()
 	for _, r := range snap {
 		if !fn(r) {
 			return
 		}
-	}
-}
-
-// parentDir returns the folder path of p's directory ("" for the root).
-func parentDir(p string) string {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] == '/' {
-			return p[:i]
-		}
-	}
-	return ""
-}
-
-// linkLocked records p (and its ancestors) in the child sets. v.mu must
-// be held.
-func (v *vault) linkLocked(p string) {
-	for p != "" {
-		d := parentDir(p)
-		kids := v.children[d]
-		if kids == nil {
-			kids = map[string]struct{}{}
-			v.children[d] = kids
-		}
-		if _, ok := kids[p]; ok {
-			return
-		}
-		kids[p] = struct{}{}
-		p = d
-	}
-}
-
-// unlinkLocked removes p from the child sets once neither it nor anything
-// below it is indexed. v.mu must be held.
-func (v *vault) unlinkLocked(p string) {
-	for p != "" {
-		if _, ok := v.index[p]; ok || len(v.children[p]) > 0 {
-			return
-		}
-		d := parentDir(p)
-		delete(v.children[d], p)
-		if len(v.children[d]) == 0 {
-			delete(v.children, d)
-		}
-		p = d
 	}
 }
 

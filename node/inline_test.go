@@ -45,7 +45,7 @@ func TestInlineContentNotHeldInBodies(t *testing.T) {
 	}
 	for name, content := range want {
 		v.mu.Lock()
-		rec := v.index[name]
+		rec := v.index.Rec(name)
 		ver := v.bodies[rec.Version]
 		v.mu.Unlock()
 		got, err := v.withInline(rec.Version, ver)

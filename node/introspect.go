@@ -41,9 +41,9 @@ func (v *vault) viewOf(withDirty bool) vaultView {
 		// the current pass's unsettled ones when they are more.
 		toApply: v.eng.Pending(), toFetch: v.pending.toFetch,
 		errs: map[string]string{},
-		// Kept as the index changes (indexCounts), not walked here.
-		files: v.counts.files, dirs: v.counts.dirs, bytes: v.counts.bytes,
-		conflicts: v.counts.conflictList(),
+		// Kept as the index changes (memindex), not walked here.
+		files: v.index.Files(), dirs: v.index.Dirs(), bytes: v.index.Bytes(),
+		conflicts: v.index.ConflictCopies(),
 	}
 	v.eng.Errs(func(p, e string) { out.errs[p] = e })
 	if withDirty {
@@ -90,7 +90,7 @@ func (v *vault) pathState(p string) doctor.PathState {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	pv := doctor.PathState{Path: p}
-	rec, had := v.index[p]
+	rec, had := v.index.Get(p)
 	pv.Indexed = had
 	pv.Dirty = v.eng.IsDirty(p)
 	pv.Err, _ = v.eng.Err(p)
@@ -109,7 +109,7 @@ func (v *vault) pathState(p string) doctor.PathState {
 			pv.UpToDate = (had && rec.Version == pv.Winner) || (!had && ver.Kind == entry.KindDeletion)
 		}
 	}
-	for q := range v.counts.conflicts { // indexed files named like copies
+	for _, q := range v.index.ConflictCopies() { // indexed files named like copies
 		if isConflictCopyOf(q, p) {
 			pv.Conflicts = append(pv.Conflicts, q)
 		}

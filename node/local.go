@@ -229,7 +229,7 @@ func (v *vault) scanWatching(ctx context.Context, paths []string, mode scanMode,
 // put-back (protocol.Graph.PutBack) it meets the winner as a conflict.
 func (v *vault) withMovedCopies(changes []folder.Change) (_ []folder.Change, movedOnto map[string]bool) {
 	v.mu.Lock()
-	if len(v.counts.conflicts) == 0 {
+	if v.index.NumConflictCopies() == 0 {
 		v.mu.Unlock()
 		return changes, nil // the usual case: no copy to look for
 	}
@@ -254,11 +254,11 @@ func (v *vault) withMovedCopies(changes []folder.Change) (_ []folder.Change, mov
 		if c.Type == folder.Deleted || c.New.Kind != folder.KindFile {
 			continue
 		}
-		for q := range v.counts.conflicts {
+		for _, q := range v.index.ConflictCopies() {
 			if !isConflictCopyOf(q, c.Path) {
 				continue
 			}
-			r, ok := v.index[q]
+			r, ok := v.index.Get(q)
 			if !ok || r.Kind != entry.KindFile || r.Hash != c.New.Hash {
 				continue
 			}
@@ -355,7 +355,7 @@ func (v *vault) record(changes []folder.Change, confirmed, restate map[string]bo
 // for one whatever the content (withMovedCopies).
 func (v *vault) versionFor(c folder.Change, restate bool) (entry.Version, vaultdb.Record, bool) {
 	v.mu.Lock()
-	cur, hadCur := v.index[c.Path]
+	cur, hadCur := v.index.Get(c.Path)
 	v.mu.Unlock()
 	// What the change supersedes, asked only once it is a real change (a
 	// rescan of weft's own apply is not one: applyrace.go).
@@ -497,7 +497,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 	v.mu.Lock()
 	var keeps []keepJob
 	for i, p := range paths {
-		old, had := v.index[p]
+		old, had := v.index.Get(p)
 		if j, ok := keepJobFor(old, had, records[i]); ok {
 			keeps = append(keeps, j)
 		}
@@ -530,16 +530,8 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 // setIndexLocked updates the in-memory index and chunk locations for path.
 // A record with Kind 0 removes the path. v.mu must be held.
 func (v *vault) setIndexLocked(path string, rec vaultdb.Record) {
-	v.countIndexLocked(path, rec)
-	old, had := v.index[path]
+	old, had := v.index.Set(path, rec)
 	v.chunks.indexed(path, old, had, rec)
-	if rec.Kind == 0 {
-		delete(v.index, path)
-		v.unlinkLocked(path)
-		return
-	}
-	v.index[path] = rec
-	v.linkLocked(path)
 }
 
 // watch runs the folder watcher and records settled changes until ctx

@@ -431,7 +431,7 @@ func (v *vault) adoptOwnHeads() int {
 			continue
 		}
 		id := h.ID
-		if cur, ok := v.index[p]; ok && cur.Version == id {
+		if cur, ok := v.index.Get(p); ok && cur.Version == id {
 			continue
 		}
 		ver, ok := v.bodies[id]

@@ -39,14 +39,14 @@ const metaMassDelete = "mass-delete-policy"
 type guardIndex struct{ v *vault }
 
 func (g guardIndex) Lookup(p string) (engine.Disk, bool) {
-	r, ok := g.v.index[p]
+	r, ok := g.v.index.Get(p)
 	if !ok {
 		return engine.Disk{}, false
 	}
 	return diskOf(r), true
 }
 
-func (g guardIndex) Files() int                      { return g.v.counts.files }
+func (g guardIndex) Files() int                      { return g.v.index.Files() }
 func (g guardIndex) DeletionConfirmed(p string) bool { return g.v.deletionConfirmedLocked(p) }
 func (g guardIndex) WinnerIsDeletion(p string) bool  { return g.v.winnerIsDeletionLocked(p) }
 func (g guardIndex) Graph() *protocol.Graph          { return g.v.graph }

@@ -126,7 +126,7 @@ func TestLocalMassDeleteIsHeld(t *testing.T) {
 					t.Fatalf("accepting authored nothing")
 				}
 				v.mu.Lock()
-				files := v.counts.files
+				files := v.index.Files()
 				v.mu.Unlock()
 				if files != 19 {
 					t.Errorf("index holds %d files after accepting, want 19", files)
@@ -226,7 +226,7 @@ func TestIncomingMassDeleteIsHeld(t *testing.T) {
 			var dels []entry.Version
 			v.mu.Lock()
 			for _, p := range paths[:27] {
-				dels = append(dels, entry.Version{Path: p, Kind: entry.KindDeletion, Supersedes: []entry.VersionID{v.index[p].Version}})
+				dels = append(dels, entry.Version{Path: p, Kind: entry.KindDeletion, Supersedes: []entry.VersionID{v.index.Rec(p).Version}})
 			}
 			v.mu.Unlock()
 			e, err := entry.New(entry.Config{Identity: id, Vault: v.id, Clock: 100, Keys: v.ek, Time: 1, Rand: rand.Reader}, &entry.Body{Versions: dels})
@@ -336,7 +336,7 @@ func TestSplitRenameIsNotHeld(t *testing.T) {
 		t.Fatalf("a split rename was held: %+v", held)
 	}
 	v.mu.Lock()
-	files := v.counts.files
+	files := v.index.Files()
 	v.mu.Unlock()
 	if files != 40 {
 		t.Fatalf("index holds %d files after the rename, want 40", files)
@@ -363,7 +363,7 @@ func TestIncomingRenameReleasesHold(t *testing.T) {
 	arriving := map[[32]byte]string{}
 	v.mu.Lock()
 	for _, p := range paths[:27] {
-		arriving[v.index[p].Hash] = "moved/" + p
+		arriving[v.index.Rec(p).Hash] = "moved/" + p
 	}
 	v.mu.Unlock()
 	kept := judgeIncoming(v, nil, arriving)

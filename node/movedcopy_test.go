@@ -90,7 +90,7 @@ func TestMovedBackCopyOntoSameContentRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.mu.Lock()
-	was := v.index["notes.md"].Version
+	was := v.index.Rec("notes.md").Version
 	v.mu.Unlock()
 	if err := os.Rename(cp, file); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/weftsync/weft/node/clock"
 	"github.com/weftsync/weft/node/connect"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/node/seal"
 	"github.com/weftsync/weft/protocol"
@@ -311,8 +312,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		roster:     roster.New(n.id, root, db.MemberState(), db, n.now),
 		graph:      protocol.NewGraph(),
 		bodies:     map[protocol.VersionID]entry.Version{},
-		index:      map[string]vaultdb.Record{},
-		children:   map[string]map[string]struct{}{},
+		index:      memindex.New(),
 		book:       newPeerBook(db),
 		grow:       make(chan struct{}),
 		cleaned:    make(chan struct{}),
@@ -351,7 +351,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	// The folder index loads on a second core while the graph is rebuilt
 	// (0.17 s and 0.28 s of a restart's CPU at 100,000 files,
 	// docs/benchmarks.md): the two fill disjoint parts of v (index,
-	// children, chunk places and counts; graph, bodies, dirty and the clocks),
+	// chunk places; graph, bodies, dirty and the clocks),
 	// and nothing else sees v yet. Every return below waits for it
 	// (loadIndex.Wait) before the database closes.
 	var loadIndex sync.WaitGroup
@@ -437,7 +437,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 func (v *vault) dropAppliedLocked() {
 	var current []string
 	for _, p := range v.eng.DirtyPaths() {
-		rec, ok := v.index[p]
+		rec, ok := v.index.Get(p)
 		if !ok {
 			continue
 		}

@@ -66,7 +66,7 @@ func TestNineGiBFileSyncs(t *testing.T) {
 
 	vA, vB := a.vaultsNow()[0], b.vaultsNow()[0]
 	vA.mu.Lock()
-	recA, ok := vA.index["disk.img"]
+	recA, ok := vA.index.Get("disk.img")
 	vA.mu.Unlock()
 	if !ok {
 		t.Fatal("A did not record disk.img (too large?)")
@@ -74,7 +74,7 @@ func TestNineGiBFileSyncs(t *testing.T) {
 	waitUntil(t, 30*time.Minute, func() error {
 		vB.mu.Lock()
 		defer vB.mu.Unlock()
-		if r, ok := vB.index["disk.img"]; !ok || r.Hash != recA.Hash {
+		if r, ok := vB.index.Get("disk.img"); !ok || r.Hash != recA.Hash {
 			return os.ErrNotExist
 		}
 		return nil

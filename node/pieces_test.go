@@ -144,7 +144,7 @@ func TestLargeFileSyncsInPieces(t *testing.T) {
 		}
 	}
 	vB2.mu.Lock()
-	rec, ok := vB2.index["big.bin"]
+	rec, ok := vB2.index.Get("big.bin")
 	full := vB2.bodies[second.VersionID(0)]
 	vB2.mu.Unlock()
 	if !ok || rec.Version != second.VersionID(0) {

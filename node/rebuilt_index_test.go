@@ -50,7 +50,7 @@ func TestRebuiltIndexAuthorsNothing(t *testing.T) {
 	seq := v.db.Head(me).Seq
 	before := map[string]vaultdb.Record{}
 	v.mu.Lock()
-	for p, r := range v.index {
+	for p, r := range v.index.All() {
 		before[p] = r
 	}
 	v.mu.Unlock()
@@ -70,7 +70,7 @@ func TestRebuiltIndexAuthorsNothing(t *testing.T) {
 	defer closeNode(n)
 	v = n.vaultsNow()[0]
 	v.mu.Lock()
-	left := len(v.index)
+	left := v.index.Len()
 	v.mu.Unlock()
 	if left != 0 {
 		t.Fatalf("after losing the index, %d folder records remain; the test wants none", left)
@@ -83,7 +83,7 @@ func TestRebuiltIndexAuthorsNothing(t *testing.T) {
 	}
 	v.mu.Lock()
 	for p, want := range before {
-		if got, ok := v.index[p]; !ok || got.Version != want.Version {
+		if got, ok := v.index.Get(p); !ok || got.Version != want.Version {
 			t.Errorf("%s: index version %v (held %v), want %v adopted", p, got.Version, ok, want.Version)
 		}
 	}

@@ -34,7 +34,7 @@ func TestRecreateAfterAppliedDeletionSupersedesIt(t *testing.T) {
 	waitFor(t, "the deletion applied", func() bool {
 		_, err := os.Lstat(f)
 		v.mu.Lock()
-		_, indexed := v.index["f.txt"]
+		_, indexed := v.index.Get("f.txt")
 		v.mu.Unlock()
 		return os.IsNotExist(err) && !indexed
 	})

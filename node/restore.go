@@ -17,6 +17,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/history"
+	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
@@ -156,7 +157,7 @@ func (v *vault) planAll(prefix string, t int64) ([]history.Item, error) {
 	byPath := v.versionsByPathLocked(func(p string) bool { return under(p, prefix) })
 	index := map[string]engine.Disk{}
 	for p := range byPath {
-		if r, ok := v.index[p]; ok {
+		if r, ok := v.index.Get(p); ok {
 			index[p] = diskOf(r)
 		}
 	}
@@ -357,7 +358,7 @@ func listPaths(ps []string) string {
 // them: the index holds the head's content, or nothing for a deletion.
 // v.mu must be held.
 func (v *vault) appliedHeadsLocked(path string) ([]entry.VersionID, bool) {
-	cur, had := v.index[path]
+	cur, had := v.index.Get(path)
 	var ids []entry.VersionID
 	for _, h := range v.graph.Heads(path) {
 		applied := !had
@@ -381,8 +382,8 @@ func (v *vault) appliedHeadsLocked(path string) ([]entry.VersionID, bool) {
 // scan records everything the restore of p writes. v.mu must be held.
 func topNewAncestorLocked(v *vault, p string) string {
 	top := p
-	for d := parentDir(p); d != ""; d = parentDir(d) {
-		if _, ok := v.index[d]; ok {
+	for d := memindex.ParentDir(p); d != ""; d = memindex.ParentDir(d) {
+		if _, ok := v.index.Get(d); ok {
 			break
 		}
 		top = d

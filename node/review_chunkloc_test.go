@@ -32,7 +32,7 @@ func TestReviewChunkLocationLostWhenDuplicateChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.mu.Lock()
-	refs := v.index["a.bin"].Chunks
+	refs := v.index.Rec("a.bin").Chunks
 	v.mu.Unlock()
 	if len(refs) == 0 {
 		t.Fatal("a.bin has no chunks")

@@ -98,7 +98,7 @@ func TestReviewDanglingSupersedesMakeSpuriousConflict(t *testing.T) {
 		t.Errorf("the node wrote %d entries, want %d (no resolution entry is due)", got, written)
 	}
 	v.mu.Lock()
-	heads, index := v.headIDsLocked("f.txt"), v.index["f.txt"].Version
+	heads, index := v.headIDsLocked("f.txt"), v.index.Rec("f.txt").Version
 	v.mu.Unlock()
 	if !slices.Equal(heads, []entry.VersionID{b1}) || index != b1 {
 		t.Errorf("after c1: heads of f.txt %v, index %v; want b1 (%v) alone, applied", heads, index, b1)

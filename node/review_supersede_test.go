@@ -40,7 +40,7 @@ func writeScanned(t *testing.T, v *vault, folderPath, name string, content []byt
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.index[name].Version
+	return v.index.Rec(name).Version
 }
 
 // reviewChunkedVersion is a chunked file version of content (chunks that
@@ -94,7 +94,7 @@ func TestReviewLocalEditSupersedesUnappliedRemoteEdit(t *testing.T) {
 	}
 	v.mu.Lock()
 	heads := v.headIDsLocked("f.txt")
-	local := v.index["f.txt"].Version
+	local := v.index.Rec("f.txt").Version
 	sup := v.bodies[local].Supersedes
 	v.mu.Unlock()
 	if !slices.Equal(sup, []entry.VersionID{a}) {

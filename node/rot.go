@@ -1,7 +1,6 @@
 package node
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
@@ -130,7 +130,7 @@ func (v *vault) moveAside(c folder.Change) (string, error) {
 	if err := v.fs.SyncDir(dir); err != nil {
 		return "", err
 	}
-	return aside, v.fs.SyncDir(parentDir(c.Path))
+	return aside, v.fs.SyncDir(memindex.ParentDir(c.Path))
 }
 
 // repairedLocked notes that path was written again: a damaged file it
@@ -173,12 +173,12 @@ func (v *vault) scrubPass(ctx context.Context, prefix, cursor string, maxBytes i
 	// background slice each minute did for a handful of files (most of an
 	// idle agent's CPU and garbage at 10,000 files; docs/benchmarks.md).
 	v.mu.Lock()
-	paths, more := firstAfter(v.index, cursor, maxFiles, func(p string, r vaultdb.Record) bool {
+	paths, more := v.index.FirstAfter(cursor, maxFiles, func(p string, r vaultdb.Record) bool {
 		return r.Kind == entry.KindFile && under(p, prefix)
 	})
 	items := make([]item, 0, len(paths))
 	for _, p := range paths {
-		items = append(items, item{p, v.index[p]})
+		items = append(items, item{p, v.index.Rec(p)})
 	}
 	v.mu.Unlock()
 	next := ""
@@ -318,7 +318,7 @@ func (v *vault) scrubLoop(ctx context.Context) {
 		case <-tick.C:
 		}
 		v.mu.Lock()
-		total, files := v.counts.bytes, v.counts.files
+		total, files := v.index.Bytes(), v.index.Files()
 		v.mu.Unlock()
 		share := float64(scrubTick) / float64(scrubPeriod)
 		res, next, err := v.scrubPass(ctx, "", cursor,
@@ -373,45 +373,4 @@ func (n *Node) Scrub(ctx context.Context, req api.ScrubRequest) ([]api.ScrubResu
 		out = append(out, res)
 	}
 	return out, nil
-}
-
-// firstAfter returns, in order, the first n paths of index after cursor
-// that keep accepts (all of them when n <= 0), and whether more were left
-// out. It keeps at most n paths at a time (a max-heap of the smallest so
-// far), so a slice of a large folder costs one pass over the index and no
-// sort of it.
-func firstAfter(index map[string]vaultdb.Record, cursor string, n int, keep func(string, vaultdb.Record) bool) (paths []string, more bool) {
-	h := &pathHeap{}
-	for p, r := range index {
-		if p <= cursor || !keep(p, r) {
-			continue
-		}
-		switch {
-		case n <= 0 || h.Len() < n:
-			heap.Push(h, p)
-		case p < (*h)[0]:
-			(*h)[0] = p
-			heap.Fix(h, 0)
-			more = true
-		default:
-			more = true
-		}
-	}
-	paths = []string(*h)
-	slices.Sort(paths)
-	return paths, more
-}
-
-// pathHeap is a max-heap of paths (container/heap).
-type pathHeap []string
-
-func (h pathHeap) Len() int           { return len(h) }
-func (h pathHeap) Less(i, j int) bool { return h[i] > h[j] }
-func (h pathHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *pathHeap) Push(x any)        { *h = append(*h, x.(string)) }
-func (h *pathHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }

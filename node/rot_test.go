@@ -130,7 +130,7 @@ func TestScrubFindsSilentRot(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.mu.Lock()
-	rec := v.index[rel]
+	rec := v.index.Rec(rel)
 	rec.Ctime = info.Ctime
 	v.setIndexLocked(rel, rec)
 	v.mu.Unlock()
@@ -216,7 +216,7 @@ func TestScrubLeavesRacyRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.mu.Lock()
-	rec := v.index[rel]
+	rec := v.index.Rec(rel)
 	rec.Ctime = info.Ctime // as if the write had moved no metadata
 	v.setIndexLocked(rel, rec)
 	v.mu.Unlock()

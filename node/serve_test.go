@@ -94,7 +94,7 @@ func TestServeChunksOnWorkers(t *testing.T) {
 	data := seededBytes(11, 3<<20)
 	auditWriteScanned(t, n, folderPath, "big.bin", data)
 	v.mu.Lock()
-	refs := v.index["big.bin"].Chunks
+	refs := v.index.Rec("big.bin").Chunks
 	v.mu.Unlock()
 	if len(refs) < 2*netsync.ServeAhead {
 		t.Fatalf("big.bin has %d chunks, want over %d", len(refs), 2*netsync.ServeAhead)

@@ -43,7 +43,7 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 		t.Fatal(err)
 	}
 	v.mu.Lock()
-	refs := v.index["big.bin"].Chunks
+	refs := v.index.Rec("big.bin").Chunks
 	v.mu.Unlock()
 	if len(refs) < 3 {
 		t.Fatalf("big.bin has %d chunks, want several", len(refs))

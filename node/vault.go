@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
@@ -90,15 +91,13 @@ type vault struct {
 	roster       *roster.Roster // membership (node/roster): its own lock
 	graph        *protocol.Graph
 	bodies       map[protocol.VersionID]entry.Version
-	inline       inlineCache // recent inline contents (inline.go); bodies hold none
-	replaying    bool        // openVault is folding the stored log in (inline.go)
-	clock        uint64      // highest Lamport clock seen
-	hlc          int64       // latest entry Time seen or written, unix ms (node/clock)
-	index        map[string]vaultdb.Record
-	counts       indexCounts                    // what status reports of index, kept by setIndexLocked
-	children     map[string]map[string]struct{} // dir -> indexed paths directly in it (and dirs leading to indexed paths)
-	grow         chan struct{}                  // closed and replaced whenever the log grows
-	cleaned      chan struct{}                  // closed after the first scan, once the temp files of earlier runs are removed
+	inline       inlineCache     // recent inline contents (inline.go); bodies hold none
+	replaying    bool            // openVault is folding the stored log in (inline.go)
+	clock        uint64          // highest Lamport clock seen
+	hlc          int64           // latest entry Time seen or written, unix ms (node/clock)
+	index        *memindex.Index // the folder index in memory, changed by setIndexLocked alone
+	grow         chan struct{}   // closed and replaced whenever the log grows
+	cleaned      chan struct{}   // closed after the first scan, once the temp files of earlier runs are removed
 	peerVec      map[keys.DeviceID]protocol.Vector
 	heldViaRelay map[keys.DeviceID]map[keys.DeviceID]protocol.Vector // relay -> device -> what the relay says it holds (relayholds.go)
 	waiting      map[waitKey][]byte                                  // entries ahead of their author's head
@@ -503,7 +502,7 @@ func (h *deviceHolding) Superseded() bool {
 }
 
 func (h *deviceHolding) Applied() bool {
-	rec, ok := h.v.index[h.ver.Path]
+	rec, ok := h.v.index.Get(h.ver.Path)
 	return ok && rec.Kind == entry.KindFile && rec.Hash == h.ver.Hash
 }
 

@@ -223,7 +223,7 @@ func (v *vault) keepNow(j keepJob) {
 	}
 	v.mu.Lock()
 	ver, ok := v.bodies[j.id]
-	folderBytes := v.counts.bytes
+	folderBytes := v.index.Bytes()
 	v.mu.Unlock()
 	if !ok || ver.Kind != entry.KindFile || len(ver.Chunks) == 0 {
 		return
@@ -358,9 +358,9 @@ func (v *vault) pruneVersions(ctx context.Context) (versions.PruneResult, error)
 	}
 	k.sincePrune.Store(0)
 	v.mu.Lock()
-	folderBytes := v.counts.bytes
-	current := make(map[string]bool, len(v.index))
-	for _, r := range v.index {
+	folderBytes := v.index.Bytes()
+	current := make(map[string]bool, v.index.Len())
+	for _, r := range v.index.All() {
 		if r.Kind == entry.KindFile && len(r.Chunks) > 0 {
 			current[string(versionKey(r.Version))] = true
 		}
@@ -397,7 +397,7 @@ func (k *keeper) has(c cid.Cid) bool {
 func (v *vault) versionsInfo() api.VersionsInfo {
 	k := v.keep
 	v.mu.Lock()
-	folderBytes := v.counts.bytes
+	folderBytes := v.index.Bytes()
 	v.mu.Unlock()
 	p := *k.policy.Load()
 	info := api.VersionsInfo{Folder: v.cfg.Folder, Policy: p, BudgetBytes: p.BudgetFor(folderBytes),
