@@ -221,7 +221,7 @@ func (n *Node) diagnosePeers(ctx context.Context, vaults []*vault) []api.PeerDia
 	known := map[keys.DeviceID][]string{}
 	var devs []keys.DeviceID
 	for _, v := range vaults {
-		kp := v.book.all()
+		kp := v.book.All()
 		for _, d := range v.roster.Members() {
 			if d == n.id.ID() || slices.Contains(devs, d) {
 				continue

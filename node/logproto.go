@@ -162,7 +162,7 @@ func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, r
 	// a device restarted from an older copy of its home asks here for its
 	// own entries back, and what it had sent before must not hide them.
 	fromBase := v.fromAuthorSeq(dev)
-	if err := f.Send(wire.MsgPeers, v.book.exchange(v.roster.Members(), v.n.id.ID(), dev)); err != nil {
+	if err := f.Send(wire.MsgPeers, v.book.Exchange(v.roster.Members(), v.n.id.ID(), dev)); err != nil {
 		return err
 	}
 	ls := netsync.LogServer{
@@ -285,7 +285,7 @@ func (l *logPull) Status(st wire.LogStatus) error {
 }
 
 func (l *logPull) Peers(ps wire.Peers) error {
-	if err := l.v.book.learn(ps, l.v.n.id.ID(), l.v.roster.IsMember); err != nil {
+	if err := l.v.book.Learn(ps, l.v.n.id.ID(), l.v.roster.IsMember); err != nil {
 		l.v.log.Warn("remembering members' addresses", "peer", l.dev, "err", err)
 	}
 	return nil

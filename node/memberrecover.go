@@ -72,7 +72,7 @@ func (v *vault) fetchesMembershipFrom(d keys.DeviceID) bool {
 	if d == v.n.id.ID() || !v.membershipLost() {
 		return false
 	}
-	_, ok := v.book.all()[d]
+	_, ok := v.book.All()[d]
 	return ok
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/weftsync/weft/node/connect"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/memindex"
+	"github.com/weftsync/weft/node/peerbook"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/node/seal"
 	"github.com/weftsync/weft/protocol"
@@ -313,7 +314,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		graph:      protocol.NewGraph(),
 		bodies:     map[protocol.VersionID]entry.Version{},
 		index:      memindex.New(),
-		book:       newPeerBook(db),
+		book:       peerbook.New(metaStore{db}),
 		grow:       make(chan struct{}),
 		cleaned:    make(chan struct{}),
 		resumed:    make(chan struct{}, 1),
@@ -922,7 +923,7 @@ func (n *Node) dialLoop(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		for _, v := range n.vaultsNow() {
-			known := v.book.all()
+			known := v.book.All()
 			if known == nil {
 				known = map[keys.DeviceID][]string{}
 			}
@@ -968,7 +969,7 @@ func (n *Node) rememberPeer(v *vault, d keys.DeviceID, addrs []ma.Multiaddr) {
 		s = append(s, a.String())
 	}
 	slices.Sort(s)
-	if err := v.book.set(d, s); err != nil {
+	if err := v.book.Set(d, s); err != nil {
 		v.log.Warn("remembering peer addresses", "peer", d, "err", err)
 	}
 }

@@ -66,7 +66,7 @@ func TestPeerExchangeIsOneCommit(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(folderPath, "after.txt"))
 		return err == nil && string(b) == string(data)
 	})
-	known := v.book.all()
+	known := v.book.All()
 	for _, p := range ps.Peers {
 		if len(known[p.Device]) == 0 {
 			t.Fatalf("got no address for %s, want %v", p.Device.Short(), p.Addrs)

@@ -133,7 +133,7 @@ func TestDHTRendezvousSync(t *testing.T) {
 	})
 
 	b := startRendezvousNode(t, hb, servers[2:], logB)
-	if known := va.book.all(); len(known) != 0 {
+	if known := va.book.All(); len(known) != 0 {
 		t.Fatalf("A remembers %v before meeting, want nothing", known)
 	}
 
@@ -162,10 +162,10 @@ func TestDHTRendezvousSync(t *testing.T) {
 		t.Errorf("got met A=%v B=%v, want A or B to have met the other through the DHT", sa.Met, sb.Met)
 	}
 	waitUntil(t, 10*time.Second, func() error {
-		if len(va.book.all()[b.ID()]) == 0 {
+		if len(va.book.All()[b.ID()]) == 0 {
 			return fmt.Errorf("A remembers no address of B")
 		}
-		if len(b.vaultsNow()[0].book.all()[a.ID()]) == 0 {
+		if len(b.vaultsNow()[0].book.All()[a.ID()]) == 0 {
 			return fmt.Errorf("B remembers no address of A")
 		}
 		return nil
@@ -182,7 +182,7 @@ func TestDHTRendezvousSync(t *testing.T) {
 		if got := n.host.Network().Connectedness(c.host.ID()); got == network.Connected {
 			t.Errorf("%s is connected to C, a device of another vault", n.ID().Short())
 		}
-		if _, ok := n.vaultsNow()[0].book.all()[c.ID()]; ok {
+		if _, ok := n.vaultsNow()[0].book.All()[c.ID()]; ok {
 			t.Errorf("%s remembers C, a device of another vault", n.ID().Short())
 		}
 		if n.rdv.Stats().Met[c.host.ID()] {

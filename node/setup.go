@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weftsync/weft/node/connect"
+	"github.com/weftsync/weft/node/peerbook"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/relay"
@@ -170,7 +171,7 @@ func JoinVault(ctx context.Context, h *home.Home, code, folder string) (home.Vau
 		peers := map[string][]string{inv.Inviter.String(): inv.Addrs}
 		b, _ := json.Marshal(peers)
 		u := &vaultdb.Update{}
-		u.SetMeta(knownPeersMeta, b)
+		u.SetMeta(peerbook.MetaKey, b)
 		return db.Commit(u)
 	})
 	if err != nil {

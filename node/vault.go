@@ -12,6 +12,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/memindex"
+	"github.com/weftsync/weft/node/peerbook"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
@@ -80,9 +81,9 @@ type vault struct {
 	// whole (memberrecover.go).
 	tail *ownTail
 	mh   memberHealth
-	// book remembers where members were last reachable (peers.go); it
+	// book remembers where members were last reachable (node/peerbook); it
 	// has its own lock.
-	book *peerBook
+	book *peerbook.Book
 	// fallback is what rescans stand in for an incomplete or stopped
 	// watcher (watchfallback.go); it has its own lock.
 	fallback watchFallback
@@ -509,3 +510,15 @@ func (h *deviceHolding) Applied() bool {
 // Stored is false: a device keeps a version's content in its folder, not
 // as chunks (its version store is history, not what LogStatus promises).
 func (*deviceHolding) Stored() bool { return false }
+
+// metaStore is a vault database's metadata as node/peerbook keeps its
+// list there.
+type metaStore struct{ db *vaultdb.DB }
+
+func (m metaStore) Meta(key string) ([]byte, bool, error) { return m.db.Meta(key) }
+
+func (m metaStore) SetMeta(key string, raw []byte) error {
+	u := &vaultdb.Update{}
+	u.SetMeta(key, raw)
+	return m.db.Commit(u)
+}

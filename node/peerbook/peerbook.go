@@ -1,4 +1,4 @@
-package node
+package peerbook
 
 import (
 	"encoding/json"
@@ -9,15 +9,22 @@ import (
 
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
-	"github.com/weftsync/weft/store/vaultdb"
 )
 
-// knownPeersMeta is the metadata key under which a vault remembers where
-// its members were last reachable.
-const knownPeersMeta = "known-peers"
+// MetaKey is the metadata key under which a vault remembers where its
+// members were last reachable.
+const MetaKey = "known-peers"
 
-// peerBook remembers where a vault's members were last reachable, durably
-// (metadata knownPeersMeta): the dial loop dials them there, doctor shows
+// Store is where a Book keeps its list durably: a vault's metadata.
+type Store interface {
+	// Meta returns the value stored under key, if any.
+	Meta(key string) ([]byte, bool, error)
+	// SetMeta stores raw under key durably.
+	SetMeta(key string, raw []byte) error
+}
+
+// Book remembers where a vault's members were last reachable, durably
+// (metadata MetaKey): the dial loop dials them there, doctor shows
 // them, and peer exchange tells other members. It has its own lock and
 // calls nothing of the vault's while holding it.
 //
@@ -25,20 +32,21 @@ const knownPeersMeta = "known-peers"
 // dialLoop reads it every second, and decoding it each time (JSON and a
 // base58 device ID per member) was, with a few hundred members, most of
 // an idle node's CPU (a quarter of all CPU in a 300-device simulation).
-type peerBook struct {
-	db *vaultdb.DB
+type Book struct {
+	store Store
 
 	mu     sync.Mutex // guards the fields below; serialises read-modify-write of the list
 	loaded bool
 	known  map[keys.DeviceID][]string // address slices clipped: append is safe
 }
 
-func newPeerBook(db *vaultdb.DB) *peerBook { return &peerBook{db: db} }
+// New returns the book kept in store.
+func New(store Store) *Book { return &Book{store: store} }
 
-// all returns the remembered addresses of the vault's members, or nil. The
+// All returns the remembered addresses of the vault's members, or nil. The
 // map is the caller's; the address slices are shared and must not be
 // written in place (append is safe: they are clipped).
-func (b *peerBook) all() map[keys.DeviceID][]string {
+func (b *Book) All() map[keys.DeviceID][]string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return maps.Clone(b.loadLocked())
@@ -46,7 +54,7 @@ func (b *peerBook) all() map[keys.DeviceID][]string {
 
 // loadLocked returns the decoded list, reading it from the database the
 // first time. b.mu must be held.
-func (b *peerBook) loadLocked() map[keys.DeviceID][]string {
+func (b *Book) loadLocked() map[keys.DeviceID][]string {
 	if !b.loaded {
 		b.cacheLocked(b.read())
 		b.loaded = true
@@ -55,7 +63,7 @@ func (b *peerBook) loadLocked() map[keys.DeviceID][]string {
 }
 
 // cacheLocked keeps known (clipped) as the decoded list. b.mu must be held.
-func (b *peerBook) cacheLocked(known map[keys.DeviceID][]string) {
+func (b *Book) cacheLocked(known map[keys.DeviceID][]string) {
 	b.known = nil
 	if known != nil {
 		b.known = make(map[keys.DeviceID][]string, len(known))
@@ -67,8 +75,8 @@ func (b *peerBook) cacheLocked(known map[keys.DeviceID][]string) {
 
 // read decodes the remembered addresses from the database; a missing or
 // undecodable record is an empty list (it is only a hint for dialling).
-func (b *peerBook) read() map[keys.DeviceID][]string {
-	raw, ok, err := b.db.Meta(knownPeersMeta)
+func (b *Book) read() map[keys.DeviceID][]string {
+	raw, ok, err := b.store.Meta(MetaKey)
 	if err != nil || !ok {
 		return nil
 	}
@@ -86,8 +94,8 @@ func (b *peerBook) read() map[keys.DeviceID][]string {
 	return out
 }
 
-// set remembers addrs for d (replacing what was there), durably.
-func (b *peerBook) set(d keys.DeviceID, addrs []string) error {
+// Set remembers addrs for d (replacing what was there), durably.
+func (b *Book) Set(d keys.DeviceID, addrs []string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	cur := maps.Clone(b.loadLocked())
@@ -101,7 +109,7 @@ func (b *peerBook) set(d keys.DeviceID, addrs []string) error {
 	return b.storeLocked(cur)
 }
 
-// learn remembers, from a peer exchange, the addresses of members this
+// Learn remembers, from a peer exchange, the addresses of members this
 // device knows no address for yet, in one durable commit. self and
 // devices that are not members (isMember, asked before the book's lock is
 // taken) are skipped. A member of a vault with hundreds of devices is sent
@@ -110,7 +118,7 @@ func (b *peerBook) set(d keys.DeviceID, addrs []string) error {
 // address held those entries back: in the simulation, S2 with 200 devices
 // built by pairing delivered the edit to its first device only after about
 // 10 s, against 1 s when the devices had no addresses to exchange.
-func (b *peerBook) learn(ps wire.Peers, self keys.DeviceID, isMember func(keys.DeviceID) bool) error {
+func (b *Book) Learn(ps wire.Peers, self keys.DeviceID, isMember func(keys.DeviceID) bool) error {
 	var offered []wire.PeerAddrs
 	for _, p := range ps.Peers {
 		if p.Device != self && len(p.Addrs) > 0 && isMember(p.Device) {
@@ -143,7 +151,7 @@ func (b *peerBook) learn(ps wire.Peers, self keys.DeviceID, isMember func(keys.D
 // storeLocked replaces the remembered addresses with known, durably, and
 // then in memory. b.mu must be held, so that read-modify-write cycles of
 // the list do not lose each other's additions.
-func (b *peerBook) storeLocked(known map[keys.DeviceID][]string) error {
+func (b *Book) storeLocked(known map[keys.DeviceID][]string) error {
 	m := make(map[string][]string, len(known))
 	for k, a := range known {
 		m[k.String()] = a
@@ -152,9 +160,7 @@ func (b *peerBook) storeLocked(known map[keys.DeviceID][]string) error {
 	if err != nil {
 		return fmt.Errorf("encoding known peers: %w", err)
 	}
-	u := &vaultdb.Update{}
-	u.SetMeta(knownPeersMeta, raw)
-	if err := b.db.Commit(u); err != nil {
+	if err := b.store.SetMeta(MetaKey, raw); err != nil {
 		return err
 	}
 	b.cacheLocked(known)
@@ -162,11 +168,11 @@ func (b *peerBook) storeLocked(known map[keys.DeviceID][]string) error {
 	return nil
 }
 
-// exchange lists where members (sorted by device) other than self and to
+// Exchange lists where members (sorted by device) other than self and to
 // are, from what this device remembers, for peer exchange with to.
-func (b *peerBook) exchange(members []keys.DeviceID, self, to keys.DeviceID) wire.Peers {
+func (b *Book) Exchange(members []keys.DeviceID, self, to keys.DeviceID) wire.Peers {
 	var out wire.Peers
-	known := b.all()
+	known := b.All()
 	for _, d := range members {
 		if d == to || d == self || len(known[d]) == 0 {
 			continue
