@@ -604,7 +604,7 @@ func (v *vault) applyVersion(ctx context.Context, id entry.VersionID, ver entry.
 // writeBytes writes merged text at path; the returned record carries the
 // merged content's hash and chunk list.
 func (v *vault) writeBytes(ctx context.Context, path string, like entry.Version, b []byte, cur vaultdb.Record, had bool) (vaultdb.Record, error) {
-	h, err := chunkHasher{keys: v.crypt.chunkKeys()}.Hash(ctx, path, bytes.NewReader(b), int64(len(b)))
+	h, err := chunkHasher{keys: v.crypt.ChunkKeys()}.Hash(ctx, path, bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		return vaultdb.Record{}, err
 	}
@@ -813,7 +813,7 @@ func (v *vault) gatherWindow(ctx context.Context, win []entry.ChunkRef) (map[cid
 		wg.Go(func() {
 			for j := range jobs {
 				env := *j.env
-				b, err := v.crypt.openVerifiedChunk(plainBuf(len(env)-chunk.Overhead), j.c, env)
+				b, err := v.crypt.OpenVerifiedChunk(plainBuf(len(env)-chunk.Overhead), j.c, env)
 				netsync.ReleaseEnvelope(j.env) // the plaintext is in b, never in env
 				mu.Lock()
 				if err != nil {
@@ -973,7 +973,7 @@ func (v *vault) localPlaintextInto(buf []byte, c cid.Cid) ([]byte, error) {
 		return plain, nil
 	}
 	if e, serr := v.keep.envelope(c); serr == nil {
-		if p, oerr := v.crypt.openChunk(c, e); oerr == nil {
+		if p, oerr := v.crypt.OpenChunk(c, e); oerr == nil {
 			return p, nil
 		}
 	}

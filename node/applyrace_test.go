@@ -311,7 +311,7 @@ func TestSaveAfterApplyLeavesALaterPutBack(t *testing.T) {
 	if len(es) != 1 {
 		t.Fatalf("%d entries recorded for the save, want 1", len(es))
 	}
-	body, err := v.crypt.openBody(es[0])
+	body, err := v.crypt.OpenBody(es[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/weftsync/weft/node/keyring"
 	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/engine"
@@ -59,7 +60,7 @@ func newBareVault() *vault {
 	return &vault{
 		index:  memindex.New(),
 		graph:  protocol.NewGraph(),
-		chunks: newFolderChunks(nil, crypt{}),
+		chunks: newFolderChunks(nil, keyring.New()),
 		eng:    engine.New(engine.Config{}),
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/keyring"
 	"github.com/weftsync/weft/node/seal"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/store/vaultdb"
@@ -22,7 +23,7 @@ import (
 // fetch and the vault's own work do not wait on each other.
 type folderChunks struct {
 	fs    folder.FS
-	crypt crypt
+	crypt *keyring.Ring
 
 	mu     sync.Mutex // guards places
 	places map[cid.Cid][]chunkLocation
@@ -50,7 +51,7 @@ type fileStat struct {
 // find one that still holds it).
 const maxChunkLocations = 4
 
-func newFolderChunks(fs folder.FS, cr crypt) *folderChunks {
+func newFolderChunks(fs folder.FS, cr *keyring.Ring) *folderChunks {
 	return &folderChunks{fs: fs, crypt: cr, places: map[cid.Cid][]chunkLocation{}}
 }
 
@@ -139,7 +140,7 @@ func (fc *folderChunks) chunkInto(c cid.Cid, scratch, dst []byte, env bool) (out
 // what it holds now): it reads the plaintext into scratch (grown when
 // short) and, when env, appends the envelope to dst. What the file holds
 // is checked by sealing it and comparing the CID; when only the plaintext
-// is wanted and its identity is known (crypt.ids), by hashing the
+// is wanted and its identity is known (crypt.IDs), by hashing the
 // plaintext and comparing the identity instead, a third of the work. It
 // returns dst with the envelope appended, and the plaintext (in scratch's
 // array, also on error, so the caller can reuse it).
@@ -160,8 +161,8 @@ func (fc *folderChunks) chunkAt(c cid.Cid, loc chunkLocation, scratch, dst []byt
 	if err := readAt(f, buf, loc.offset); err != nil {
 		return dst, buf, fmt.Errorf("reading %s: %w", loc.path, err)
 	}
-	if known, ok := fc.crypt.ids.Get(c); ok {
-		if ek, err := fc.crypt.eps.get(known.Epoch); err == nil {
+	if known, ok := fc.crypt.IDs().Get(c); ok {
+		if ek, err := fc.crypt.Keys(known.Epoch); err == nil {
 			k := chunk.KeysFrom(ek)
 			if !env {
 				if chunk.PlainID(k, buf) != known.ID {
@@ -185,12 +186,12 @@ func (fc *folderChunks) chunkAt(c cid.Cid, loc chunkLocation, scratch, dst []byt
 				return dst, buf, fmt.Errorf("%s no longer holds chunk %s: %w", loc.path, c, errNotLocal)
 			}
 			if s, err := chunk.AppendSealAs(grown, k, known.ID, buf); err == nil && s.CID.Equals(c) {
-				fc.crypt.ids.Add(c, known.Epoch, known.ID, true, seal.ShapeOf(s.Envelope)) // sealed here now
+				fc.crypt.IDs().Add(c, known.Epoch, known.ID, true, seal.ShapeOf(s.Envelope)) // sealed here now
 				return grown[:len(grown)+len(s.Envelope)], buf, nil
 			}
 		}
 	}
-	out, ok, err := fc.crypt.sealLocalAppend(dst, c, buf)
+	out, ok, err := fc.crypt.SealLocalAppend(dst, c, buf)
 	if err != nil {
 		return dst, buf, err
 	}

@@ -173,7 +173,7 @@ func (v *vault) listPiecesAsStored(s *graphsnap.Snapshot, pieced []entryRef) err
 		if err != nil {
 			return fmt.Errorf("graph snapshot: reading an entry that lists pieces: %w", err)
 		}
-		body, err := v.crypt.openStoredBody(e)
+		body, err := v.crypt.OpenStoredBody(e)
 		if err != nil {
 			return fmt.Errorf("graph snapshot: %w", err)
 		}

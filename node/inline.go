@@ -92,7 +92,7 @@ func (v *vault) withInline(id protocol.VersionID, ver entry.Version) (entry.Vers
 	if err != nil {
 		return ver, fmt.Errorf("reading the entry of %s for its content: %w", ver.Path, err)
 	}
-	body, err := v.crypt.openStoredBody(e)
+	body, err := v.crypt.OpenStoredBody(e)
 	if err != nil {
 		return ver, fmt.Errorf("reading the entry of %s for its content: %w", ver.Path, err)
 	}

@@ -452,7 +452,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 		var err error
 		e, err = entry.New(entry.Config{
 			Identity: v.n.id, Vault: v.id, Prev: v.db.Head(self), Clock: clock,
-			Keys: v.crypt.writeKeys(), Time: v.nextEntryTime(), Rand: rand.Reader,
+			Keys: v.crypt.WriteKeys(), Time: v.nextEntryTime(), Rand: rand.Reader,
 		}, listed)
 		if err != nil {
 			return fmt.Errorf("writing entry: %w", err)

@@ -178,7 +178,7 @@ func TestIngestOwnTail(t *testing.T) {
 		body := &entry.Body{Versions: []entry.Version{{Path: "f.txt", Kind: entry.KindFile, Mode: 0o644,
 			Size: uint64(len(c)), Hash: blake3.Sum256(c), Inline: c}}}
 		e, err := entry.New(entry.Config{Identity: n.id, Vault: v.id, Prev: prev, Clock: prev.Clock + 1,
-			Keys: v.crypt.writeKeys(), Time: 1_790_000_000_000, Rand: rand.Reader}, body)
+			Keys: v.crypt.WriteKeys(), Time: 1_790_000_000_000, Rand: rand.Reader}, body)
 		if err != nil {
 			t.Fatal(err)
 		}

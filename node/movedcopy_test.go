@@ -49,7 +49,7 @@ func TestMovedBackCopyDeletedInSameEntry(t *testing.T) {
 	}
 	var got map[string]entry.Kind
 	err := v.db.Range(self, after, after, func(e *entry.Entry) error {
-		b, err := v.crypt.openBody(e)
+		b, err := v.crypt.OpenBody(e)
 		if err != nil {
 			return err
 		}
@@ -106,7 +106,7 @@ func TestMovedBackCopyOntoSameContentRecorded(t *testing.T) {
 	}
 	var vers []entry.Version
 	err := v.db.Range(self, after, after, func(e *entry.Entry) error {
-		b, err := v.crypt.openBody(e)
+		b, err := v.crypt.OpenBody(e)
 		if err != nil {
 			return err
 		}
@@ -163,7 +163,7 @@ func TestDeletedCopyAndTouchedFileIsNoMove(t *testing.T) {
 	}
 	var got []string
 	err := v.db.Range(self, before+1, v.db.Head(self).Seq, func(e *entry.Entry) error {
-		b, err := v.crypt.openBody(e)
+		b, err := v.crypt.OpenBody(e)
 		if err != nil {
 			return err
 		}

@@ -21,10 +21,10 @@ import (
 	"github.com/weftsync/weft/node/clock"
 	"github.com/weftsync/weft/node/connect"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/keyring"
 	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/node/peerbook"
 	"github.com/weftsync/weft/node/roster"
-	"github.com/weftsync/weft/node/seal"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/engine"
@@ -305,7 +305,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		return nil, err
 	}
 	ek := root.Epoch0().Keys(0)
-	cr := crypt{eps: &epochSet{}, ids: seal.NewIDs()}
+	cr := keyring.New()
 	v := &vault{
 		n: n, cfg: hv, id: vk.ID, root: root, ek: ek, ck: chunk.KeysFrom(ek), db: db,
 		crypt: cr, fs: fsys, chunks: newFolderChunks(fsys, cr),
@@ -380,7 +380,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	for author, head := range heads {
 		err := db.Range(author, from[author]+1, head.Seq, func(e *entry.Entry) error {
 			v.opened.replayed++
-			body, err := v.crypt.openStoredBody(e)
+			body, err := v.crypt.OpenStoredBody(e)
 			if err != nil {
 				return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
 			}

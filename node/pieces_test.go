@@ -159,7 +159,7 @@ func TestLargeFileSyncsInPieces(t *testing.T) {
 		if err != nil {
 			t.Fatalf("B after a restart re-creating chunk %s: %v", ref.CID, err)
 		}
-		plain, err := vB2.crypt.openChunk(ref.CID, env)
+		plain, err := vB2.crypt.OpenChunk(ref.CID, env)
 		if err != nil || !bytes.Equal(plain, data[off:off+int(ref.Size)]) {
 			t.Fatalf("B after a restart: chunk at %d does not hold the file's bytes (%v)", off, err)
 		}
@@ -171,7 +171,7 @@ func TestLargeFileSyncsInPieces(t *testing.T) {
 // with v's keys.
 func piecesOf(t *testing.T, v *vault, e *entry.Entry) []cid.Cid {
 	t.Helper()
-	body, err := v.crypt.openBody(e)
+	body, err := v.crypt.OpenBody(e)
 	if err != nil {
 		t.Fatal(err)
 	}

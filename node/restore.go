@@ -252,7 +252,7 @@ func (v *vault) planRestore(ctx context.Context, items []history.Item, dryRun bo
 		var mu sync.Mutex
 		got := map[cid.Cid]bool{}
 		ferr := v.fetchFromPeers(ctx, needOrder, func(c cid.Cid, env []byte) error {
-			b, err := v.crypt.openChunk(c, env)
+			b, err := v.crypt.OpenChunk(c, env)
 			if err != nil {
 				return fmt.Errorf("chunk %s: %w", c, err)
 			}
@@ -464,7 +464,7 @@ func (r *restoreReader) Read(p []byte) (int, error) {
 				// The local file changed since the plan: fetch instead.
 				var mu sync.Mutex
 				err = r.v.fetchFromPeers(r.ctx, []cid.Cid{ref.CID}, func(c cid.Cid, env []byte) error {
-					plain, err := r.v.crypt.openChunk(c, env)
+					plain, err := r.v.crypt.OpenChunk(c, env)
 					mu.Lock()
 					b = plain
 					mu.Unlock()

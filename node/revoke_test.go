@@ -25,6 +25,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/keyring"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -99,12 +100,12 @@ func TestRevoke(t *testing.T) {
 		t.Errorf("revoking twice: got %v, want %v", err, ErrNoSuchDevice)
 	}
 	waitUntil(t, 30*time.Second, func() error {
-		if !isRevoked(vB, idC) || vB.crypt.writeKeys().Epoch != 1 {
-			return fmt.Errorf("B has not learned the revocation (write epoch %d)", vB.crypt.writeKeys().Epoch)
+		if !isRevoked(vB, idC) || vB.crypt.WriteKeys().Epoch != 1 {
+			return fmt.Errorf("B has not learned the revocation (write epoch %d)", vB.crypt.WriteKeys().Epoch)
 		}
 		return nil
 	})
-	if vA.crypt.writeKeys().Epoch != 1 || vA.crypt.writeKeys() != vB.crypt.writeKeys() {
+	if vA.crypt.WriteKeys().Epoch != 1 || vA.crypt.WriteKeys() != vB.crypt.WriteKeys() {
 		t.Fatal("A and B do not share the epoch 1 keys")
 	}
 
@@ -159,7 +160,7 @@ func TestRevoke(t *testing.T) {
 	nE, folderE := joinNode(t, nA)
 	waitFile(t, folderE, "after.bin", big)
 	waitFile(t, folderE, "before.bin", before)
-	if nE.vaultsNow()[0].crypt.writeKeys() != vA.crypt.writeKeys() {
+	if nE.vaultsNow()[0].crypt.WriteKeys() != vA.crypt.WriteKeys() {
 		t.Error("E does not write under A's epoch 1 keys")
 	}
 
@@ -258,8 +259,8 @@ func TestRevoke(t *testing.T) {
 			continue
 		}
 		newEpoch++
-		if _, err := vC.crypt.openBody(e); !errors.Is(err, errUnknownEpoch) {
-			t.Errorf("C opening body %d: got %v, want %v", e.Seq(), err, errUnknownEpoch)
+		if _, err := vC.crypt.OpenBody(e); !errors.Is(err, keyring.ErrUnknownEpoch) {
+			t.Errorf("C opening body %d: got %v, want %v", e.Seq(), err, keyring.ErrUnknownEpoch)
 		}
 		for _, k := range guesses {
 			want := entry.ErrBodyAuth
@@ -270,7 +271,7 @@ func TestRevoke(t *testing.T) {
 				t.Errorf("C opening body %d with guessed epoch-%d keys: got %v, want %v", e.Seq(), k.Epoch, err, want)
 			}
 		}
-		body, err := vB.crypt.openBody(e)
+		body, err := vB.crypt.OpenBody(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,8 +292,8 @@ func TestRevoke(t *testing.T) {
 		if h, _ := chunk.ParseHeader(env); h.Epoch != 1 {
 			t.Errorf("chunk %s sealed in epoch %d, want 1", c, h.Epoch)
 		}
-		if _, err := vC.crypt.openChunk(c, env); !errors.Is(err, errUnknownEpoch) {
-			t.Errorf("C opening chunk %s: got %v, want %v", c, err, errUnknownEpoch)
+		if _, err := vC.crypt.OpenChunk(c, env); !errors.Is(err, keyring.ErrUnknownEpoch) {
+			t.Errorf("C opening chunk %s: got %v, want %v", c, err, keyring.ErrUnknownEpoch)
 		}
 		for _, k := range guesses {
 			_, err := chunk.Open(chunk.KeysFrom(k), c, env)
@@ -315,7 +316,7 @@ func TestRevoke(t *testing.T) {
 		if e.Epoch() != 0 {
 			continue
 		}
-		body, err := vA.crypt.openBody(e)
+		body, err := vA.crypt.OpenBody(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +334,7 @@ func TestRevoke(t *testing.T) {
 		if err != nil {
 			t.Fatalf("A re-creating epoch-0 chunk %s after the revocation: %v", c, err)
 		}
-		if _, err := vC.crypt.openChunk(c, env); err != nil {
+		if _, err := vC.crypt.OpenChunk(c, env); err != nil {
 			t.Errorf("C opening an epoch-0 chunk: %v", err)
 		}
 	}
@@ -597,17 +598,17 @@ func TestRevokeAPIAndRestart(t *testing.T) {
 	if err := n.Scan(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := n.vaultsNow()[0].crypt.writeKeys()
+	want := n.vaultsNow()[0].crypt.WriteKeys()
 	stop()
 
 	n2, _ := startNode(t, h)
 	v := n2.vaultsNow()[0]
-	if got := v.crypt.writeKeys(); got != want || got.Epoch != 1 {
+	if got := v.crypt.WriteKeys(); got != want || got.Epoch != 1 {
 		t.Fatalf("after restart: write epoch %d, want 1 with the same keys", got.Epoch)
 	}
 	epochs := map[uint32]int{}
 	for _, e := range entriesOf(t, v, n2.ID(), 1) {
-		if _, err := v.crypt.openBody(e); err != nil {
+		if _, err := v.crypt.OpenBody(e); err != nil {
 			t.Fatalf("entry %d: %v", e.Seq(), err)
 		}
 		epochs[e.Epoch()]++

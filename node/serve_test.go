@@ -133,7 +133,7 @@ func TestServeChunksOnWorkers(t *testing.T) {
 			if env == nil {
 				continue
 			}
-			got, err := v.crypt.openChunk(cids[i], env)
+			got, err := v.crypt.OpenChunk(cids[i], env)
 			if err != nil {
 				t.Fatalf("workers=%d answer %d: %v", workers, i, err)
 			}
@@ -147,7 +147,7 @@ func TestServeChunksOnWorkers(t *testing.T) {
 	// back to write another file is checked by hashing its plaintext.
 	off = 0
 	for i, r := range refs {
-		if _, ok := v.crypt.ids.Get(r.CID); !ok {
+		if _, ok := v.crypt.IDs().Get(r.CID); !ok {
 			t.Fatalf("chunk %d: identity not known after the scan", i)
 		}
 		got, err := v.localPlaintext(r.CID)

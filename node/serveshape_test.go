@@ -49,7 +49,7 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 		t.Fatalf("big.bin has %d chunks, want several", len(refs))
 	}
 	for _, r := range refs {
-		if k, ok := v.crypt.ids.Get(r.CID); !ok || !k.Shape.Known || k.Shape.Compressed != compressed {
+		if k, ok := v.crypt.IDs().Get(r.CID); !ok || !k.Shape.Known || k.Shape.Compressed != compressed {
 			t.Fatalf("chunk %s: the scan recorded no envelope shape, or not compressed %v (%+v, %v)", r.CID, compressed, k, ok)
 		}
 		env, _, err := v.chunks.chunkInto(r.CID, nil, nil, true)
@@ -66,11 +66,11 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 	// chunk 0's envelope, which the CID check of the other path (and of
 	// every fetcher) refuses. So the envelopes above came from the shape.
 	other := chunk.SumCID([]byte("another chunk"))
-	k0, _ := v.crypt.ids.Get(refs[0].CID)
+	k0, _ := v.crypt.IDs().Get(refs[0].CID)
 	v.chunks.mu.Lock()
 	v.chunks.places[other] = slices.Clone(v.chunks.places[refs[0].CID])
 	v.chunks.mu.Unlock()
-	v.crypt.ids.Add(other, k0.Epoch, k0.ID, k0.Sealed, k0.Shape)
+	v.crypt.IDs().Add(other, k0.Epoch, k0.ID, k0.Sealed, k0.Shape)
 	env, _, err := v.chunks.chunkInto(other, nil, nil, true)
 	if err != nil {
 		t.Fatalf("re-creating by shape under another CID: %v", err)
@@ -84,14 +84,14 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 
 	// A peer's envelope, though true to its CID, records no shape: only
 	// this device's own sealing stands in for the CID check.
-	peerEnv, err := chunk.Seal(v.crypt.chunkKeys(), []byte("a chunk a peer sealed"))
+	peerEnv, err := chunk.Seal(v.crypt.ChunkKeys(), []byte("a chunk a peer sealed"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.crypt.openVerifiedChunk(nil, peerEnv.CID, peerEnv.Envelope); err != nil {
+	if _, err := v.crypt.OpenVerifiedChunk(nil, peerEnv.CID, peerEnv.Envelope); err != nil {
 		t.Fatal(err)
 	}
-	if k, ok := v.crypt.ids.Get(peerEnv.CID); !ok || k.Shape.Known {
+	if k, ok := v.crypt.IDs().Get(peerEnv.CID); !ok || k.Shape.Known {
 		t.Fatalf("a peer's envelope: known %v, shape %+v; want its identity and no shape", ok, k.Shape)
 	}
 

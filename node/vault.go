@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/keyring"
 	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/node/peerbook"
 	"github.com/weftsync/weft/node/roster"
@@ -38,8 +39,8 @@ type vault struct {
 	ek   keys.EpochKeys // epoch 0's keys, fixed at open; code uses the methods of epochs.go
 	ck   chunk.Keys     // epoch 0's chunk keys, likewise
 	// crypt opens and seals under the key epochs this device knows
-	// (epochs.go); it has its own locks.
-	crypt crypt
+	// (node/keyring); it has its own locks.
+	crypt *keyring.Ring
 	// chunks re-creates chunks from the folder's files (folderchunks.go);
 	// it has its own lock, a leaf, and setIndexLocked keeps it current.
 	chunks *folderChunks
@@ -326,7 +327,7 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head, sr
 	if err != nil {
 		return err
 	}
-	body, err := v.crypt.openBody(e)
+	body, err := v.crypt.OpenBody(e)
 	if err != nil {
 		return fmt.Errorf("opening body of %s/%d: %w", author, e.Seq(), err)
 	}
