@@ -12,6 +12,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/store/vaultdb"
@@ -99,62 +100,6 @@ func newOwnTail(self keys.DeviceID, rep vaultdb.OpenReport) *ownTail {
 	return t
 }
 
-// tailInput is what decideTail needs to know.
-type tailInput struct {
-	head        uint64                   // this device's own head
-	heard       map[keys.DeviceID]uint64 // see ownTail.heard
-	peers       []keys.DeviceID          // the vault's other member devices and its relays
-	lostTo      uint64                   // see ownTail.lostTo
-	membersLost bool                     // the membership log is damaged (memberrecover.go)
-	// forked is set once a peer sent an entry of this log other than the
-	// one held here: what it names above the head cannot be taken back.
-	forked bool
-}
-
-// decideTail says whether authoring may open, and if not why. It is pure:
-//
-//   - never while the membership is lost: who else could hold the log is
-//     not known;
-//   - never while a peer named a sequence of this device's log above its
-//     head: those entries are to be taken back first (unless the log has
-//     forked: then they never chain here, and holding would stop this
-//     device for good without mending anything);
-//   - at once when no other device or relay is a member: nobody else can
-//     hold any of the log;
-//   - otherwise once some peer's vector is heard, and, if the database
-//     lost entries of this log at open, once they are back or every peer
-//     has been heard from (then nobody holds them, and no entry with those
-//     numbers exists anywhere).
-func decideTail(in tailInput) (open bool, reason string) {
-	if in.membersLost {
-		return false, "the membership log is damaged; waiting for a member to send it again"
-	}
-	var want uint64
-	var by keys.DeviceID
-	for d, s := range in.heard {
-		if s > want || s == want && d.String() < by.String() {
-			want, by = s, d
-		}
-	}
-	if want > in.head && !in.forked {
-		return false, fmt.Sprintf("%s holds this device's log up to %d, this device up to %d; taking the rest back", by.Short(), want, in.head)
-	}
-	if len(in.peers) == 0 {
-		return true, ""
-	}
-	if len(in.heard) == 0 {
-		return false, "waiting for a peer to say how much of this device's log it holds"
-	}
-	if in.lostTo > in.head {
-		for _, p := range in.peers {
-			if _, ok := in.heard[p]; !ok {
-				return false, fmt.Sprintf("entries %d to %d of this device's log were lost here; waiting for a peer that holds them", in.head+1, in.lostTo)
-			}
-		}
-	}
-	return true, ""
-}
-
 // openAtStart, called once at open after the first tailCheck, skips the
 // rescan an opening gate owes when it opened at once (nobody else can hold
 // this device's log): the first scan records as usual then.
@@ -211,7 +156,7 @@ func (v *vault) tailCheck() {
 	head := v.db.Head(self).Seq
 	t := v.tail
 	t.mu.Lock()
-	open, reason := decideTail(tailInput{head: head, heard: t.heard, peers: peers, lostTo: t.lostTo, membersLost: lost, forked: t.forked})
+	open, reason := engine.AuthoringGate(engine.AuthoringInput{Head: head, Heard: t.heard, Peers: peers, LostTo: t.lostTo, MembersLost: lost, Forked: t.forked})
 	var recovered bool
 	var took, from uint64
 	var source keys.DeviceID

@@ -15,40 +15,6 @@ import (
 	"github.com/weftsync/weft/protocol/keys"
 )
 
-func TestDecideTail(t *testing.T) {
-	a, b := testDevice(t, 1), testDevice(t, 2)
-	tests := []struct {
-		name string
-		in   tailInput
-		open bool
-	}{
-		{"alone opens at once", tailInput{head: 3}, true},
-		{"alone, tail lost: nobody else holds it", tailInput{head: 3, lostTo: 9}, true},
-		{"membership lost holds even alone", tailInput{head: 3, membersLost: true}, false},
-		{"no vector heard yet", tailInput{head: 3, peers: []keys.DeviceID{a}}, false},
-		{"peer holds no more", tailInput{head: 3, peers: []keys.DeviceID{a}, heard: map[keys.DeviceID]uint64{a: 3}}, true},
-		{"peer holds less", tailInput{head: 3, peers: []keys.DeviceID{a}, heard: map[keys.DeviceID]uint64{a: 1}}, true},
-		{"peer holds more: take it back first", tailInput{head: 3, peers: []keys.DeviceID{a}, heard: map[keys.DeviceID]uint64{a: 5}}, false},
-		{"any peer holding more holds", tailInput{head: 5, peers: []keys.DeviceID{a, b}, heard: map[keys.DeviceID]uint64{a: 5, b: 6}}, false},
-		{"forked: what cannot chain is not waited for", tailInput{head: 3, peers: []keys.DeviceID{a}, heard: map[keys.DeviceID]uint64{a: 5}, forked: true}, true},
-		{"a stranger's vector counts too", tailInput{head: 3, peers: []keys.DeviceID{a}, heard: map[keys.DeviceID]uint64{b: 4}}, false},
-		{"lost tail, one of two heard without it", tailInput{head: 3, lostTo: 5, peers: []keys.DeviceID{a, b}, heard: map[keys.DeviceID]uint64{a: 3}}, false},
-		{"lost tail, every peer heard: nobody holds it", tailInput{head: 3, lostTo: 5, peers: []keys.DeviceID{a, b}, heard: map[keys.DeviceID]uint64{a: 3, b: 2}}, true},
-		{"lost tail taken back", tailInput{head: 5, lostTo: 5, peers: []keys.DeviceID{a, b}, heard: map[keys.DeviceID]uint64{a: 5}}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			open, reason := decideTail(tt.in)
-			if open != tt.open {
-				t.Fatalf("got open %v (%q), want %v", open, reason, tt.open)
-			}
-			if !open && reason == "" {
-				t.Fatal("held without a reason")
-			}
-		})
-	}
-}
-
 func testDevice(t *testing.T, seed byte) keys.DeviceID {
 	t.Helper()
 	return testIdentity(t, seed).ID()
