@@ -415,7 +415,9 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		db.Close()
 		return nil, indexErr
 	}
-	v.dropAppliedLocked()
+	// A restart reconciles only what the last run left undone
+	// (engine.Engine.Reopened).
+	v.eng.Reopened(guardIndex{v})
 	if v.membershipLost() {
 		v.mh.lost = true
 		v.log.Warn("membership log damaged; fetching it again from the members this device remembers")
@@ -426,29 +428,6 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	return v, nil
 }
 
-// dropAppliedLocked unmarks, after a restart rebuilt the graph (which marks
-// every path it holds), the paths whose folder index already records their
-// one head: reconciling such a path decides that head with no conflict
-// copy and no merge, and writeDecision finds it applied and writes
-// nothing. So a restart reconciles only what the last run left undone,
-// not every path held (100,000 paths took seconds to pass). A path with
-// several heads, or whose one head is a deletion, stays marked. Changes
-// made on disk while the node was down are the initial scan's to find, as
-// before. v.mu must be held (or v not yet shared).
-func (v *vault) dropAppliedLocked() {
-	var current []string
-	for _, p := range v.eng.DirtyPaths() {
-		rec, ok := v.index.Get(p)
-		if !ok {
-			continue
-		}
-		h, n := v.graph.FirstHead(p)
-		if n == 1 && h.Kind != protocol.KindDeletion && rec.Version == h.ID {
-			current = append(current, p)
-		}
-	}
-	v.eng.Step(engine.Current{Paths: current})
-}
 
 // stopVaults writes each vault's graph snapshot (graphsnap.go), then closes
 // the vaults: Run's last step, once every goroutine that changes a vault

@@ -293,6 +293,7 @@ func (s *sim) restart(d *device, loseIndex bool) error {
 		d.unscanned[p] = true
 	}
 	d.eng.Step(engine.Touched{Paths: d.graph.Paths()})
+	d.eng.Reopened(s.guardIndex(d)) // as node's open: only what the last run left undone
 	s.res.Restarts++
 	s.tracef("dev%d restart (index lost: %v)", d.idx, loseIndex)
 	// The full scan looks at every file on disk and every path the index
