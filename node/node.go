@@ -428,7 +428,6 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	return v, nil
 }
 
-
 // stopVaults writes each vault's graph snapshot (graphsnap.go), then closes
 // the vaults: Run's last step, once every goroutine that changes a vault
 // has returned.
