@@ -15,11 +15,6 @@ import (
 	"github.com/weftsync/weft/protocol/keys"
 )
 
-func testDevice(t *testing.T, seed byte) keys.DeviceID {
-	t.Helper()
-	return testIdentity(t, seed).ID()
-}
-
 func testIdentity(t *testing.T, seed byte) *keys.Identity {
 	t.Helper()
 	id, err := keys.IdentityFromSeed(bytes.Repeat([]byte{seed}, 32))
