@@ -490,12 +490,17 @@ func isStale(h Version, heads []Version, restated []Version, anc Ancestry) bool 
 }
 
 // twinReplaced reports whether k directly and validly supersedes a twin
-// of h: a version at h's path with h's content that h does not descend
-// from, but that descends from every version h restates (h restating at
-// least one). Identical concurrent resolutions of the same heads are one
-// state, recorded twice: a user who replaced or deleted one of them knew
-// everything the other says, so the other is outdated too, whatever
-// exemptions it has. A put-back's (PutBack, PutBackSelf) is one of those:
+// of h: a version t at h's path with h's content, neither descending from
+// the other, that knows what h knows and that h knows what it knows: t
+// descends from every version h restates (h restating at least one), and
+// h descends from every version t supersedes. Identical concurrent
+// resolutions of the same heads are one state, recorded twice: a user who
+// replaced or deleted one of them knew everything the other says, so the
+// other is outdated too, whatever exemptions it has. An older record of
+// the content is no twin: a put-back made by a device that did not know
+// what that record superseded is a new choice, which must meet k as a
+// conflict (TestPutBackOfAnOlderRestatementKept; dropping it lost the
+// content everywhere, as in finding 13). A put-back's (PutBack, PutBackSelf) is one of those:
 // it spares a choice made knowing a copy was gone against a version whose
 // author had replaced an older state of the content, not against one whose
 // author replaced this very state (docs/simulation.md, finding 5: the
@@ -508,21 +513,34 @@ func twinReplaced(k, h Version, restated []Version, anc Ancestry) bool {
 	}
 	for _, p := range k.Supersedes {
 		t, ok := anc.Get(p)
-		if !ok || t.Clock >= k.Clock || t.Path != h.Path || !sameContent(t, h) || anc.Descends(h.ID, p) {
+		if !ok || t.Clock >= k.Clock || t.Path != h.Path || !sameContent(t, h) || anc.Descends(h.ID, p) || anc.Descends(p, h.ID) {
 			continue
 		}
-		twin := true
-		for _, r := range restated {
-			if !anc.Descends(p, r.ID) {
-				twin = false
-				break
-			}
-		}
-		if twin {
+		if knowsAll(anc, p, restated) && knowsAllIDs(anc, h.ID, t.Supersedes) {
 			return true
 		}
 	}
 	return false
+}
+
+// knowsAll reports whether id descends from every version of vs.
+func knowsAll(anc Ancestry, id VersionID, vs []Version) bool {
+	for _, v := range vs {
+		if !anc.Descends(id, v.ID) {
+			return false
+		}
+	}
+	return true
+}
+
+// knowsAllIDs reports whether id descends from every version of ids.
+func knowsAllIDs(anc Ancestry, id VersionID, ids []VersionID) bool {
+	for _, q := range ids {
+		if !anc.Descends(id, q) {
+			return false
+		}
+	}
+	return true
 }
 
 // replaced reports whether k directly and validly supersedes a version at

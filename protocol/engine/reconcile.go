@@ -46,7 +46,7 @@ type Engine struct {
 	now   time.Time
 
 	dirty   map[string]struct{}
-	waiting map[string]time.Time // paths whose heads await history, and since when
+	waiting map[string]historyWait // paths whose heads await history
 	errs    map[string]string    // path -> the error its last carry-out met
 	inPass  int                  // paths of the current pass not settled yet
 }
@@ -73,7 +73,7 @@ func New(cfg Config) *Engine {
 		rules:   cfg.Rules.OrDefault(),
 		fold:    fold,
 		dirty:   map[string]struct{}{},
-		waiting: map[string]time.Time{},
+		waiting: map[string]historyWait{},
 		errs:    map[string]string{},
 	}
 }
@@ -246,10 +246,19 @@ type Decided struct {
 	WaitBegan bool
 }
 
+// historyWait is one path's wait for history: since when, and for which
+// missing versions. A version missing that the wait was not for starts it
+// again: it may link the heads too.
+type historyWait struct {
+	since   time.Time
+	missing []protocol.VersionID
+}
+
 // Decide decides path on the state v shows: nothing to do, wait for
 // history, or the decision of the rules (conflict copies named from the
 // graph, so every device names them alike). A path that waits is dirty
-// again; its wait ends when it settles (Settled). The shell
+// again; its wait ends when it settles (Settled), or no longer awaits
+// history. The shell
 // calls it once per path of a pass, and again when a scan made a
 // decision stale.
 func (e *Engine) Decide(path string, v View) (Decided, error) {
@@ -259,19 +268,23 @@ func (e *Engine) Decide(path string, v View) (Decided, error) {
 	}
 	var began bool
 	if AwaitsHistory(g, path) {
-		since, ok := e.waiting[path]
-		if !ok {
-			since, began = e.now, true
-			e.waiting[path] = since
+		missing := g.Dangling(path)
+		w, ok := e.waiting[path]
+		if !ok || !within(missing, w.missing) {
+			w, began = historyWait{since: e.now, missing: missing}, true
+			e.waiting[path] = w
 		}
-		if !WaitOver(since, e.now) {
+		if !WaitOver(w.since, e.now) {
 			e.dirty[path] = struct{}{}
 			return Decided{Act: ActWait, WaitBegan: began}, nil
 		}
+	} else {
+		delete(e.waiting, path)
 	}
-	// A wait that is over stays over until the path settles: a decision
-	// made stale by a local change and made again at once must not wait
-	// anew.
+	// A wait that is over stays over while the same versions are missing,
+	// until the path settles: a decision made stale by a local change and
+	// made again at once, or one whose carry-out failed, does not wait
+	// anew; a newly missing version starts it again.
 	cur, had := v.Lookup(path)
 	dec, err := e.rules.Resolve(g, path, cur, had, g.NameUse)
 	if err != nil {
@@ -353,6 +366,16 @@ func (e *Engine) Errs(fn func(path, err string)) {
 
 // Waiting reports whether path waits for history, and since when.
 func (e *Engine) Waiting(path string) (time.Time, bool) {
-	t, ok := e.waiting[path]
-	return t, ok
+	w, ok := e.waiting[path]
+	return w.since, ok
+}
+
+// within reports whether every ID of a is in b.
+func within(a, b []protocol.VersionID) bool {
+	for _, id := range a {
+		if !slices.Contains(b, id) {
+			return false
+		}
+	}
+	return true
 }

@@ -216,25 +216,33 @@ func concurrentHolder(d *device, a acceptedDeletion) bool {
 	return false
 }
 
-// twinOfReplaced reports whether version id is a twin of a version the
+// twinOfReplaced reports whether version id is a twin of a version t the
 // deletion del directly supersedes: the same content at the same path,
-// knowing everything that version restates (at least one version). The
-// deletion's user saw that state, so a twin of it is not a version the
-// user had not seen.
+// neither descending from the other, t knowing every version id restates
+// (at least one) and id knowing every version t supersedes. The deletion's
+// user saw that state, so a twin of it is not a version the user had not
+// seen. (The checker's own statement of the rule protocol.Resolve's
+// twinReplaced applies.)
 func twinOfReplaced(g *protocol.Graph, del protocol.Version, id protocol.VersionID) bool {
 	v, ok := g.Get(id)
 	if !ok {
 		return false
 	}
+	rs := g.Restates(id)
+	if len(rs) == 0 {
+		return false
+	}
 	for _, p := range del.Supersedes {
-		pv, ok := g.Get(p)
-		if !ok || pv.Path != v.Path || pv.Kind != v.Kind || pv.ContentHash != v.ContentHash {
+		t, ok := g.Get(p)
+		if !ok || t.Path != v.Path || t.Kind != v.Kind || t.ContentHash != v.ContentHash || g.Descends(id, p) || g.Descends(p, id) {
 			continue
 		}
-		rs := g.Restates(p)
-		twin := len(rs) > 0
+		twin := true
 		for _, r := range rs {
-			twin = twin && g.Descends(id, r.ID)
+			twin = twin && g.Descends(p, r.ID)
+		}
+		for _, q := range t.Supersedes {
+			twin = twin && g.Descends(id, q)
 		}
 		if twin {
 			return true
