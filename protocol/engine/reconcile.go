@@ -47,8 +47,8 @@ type Engine struct {
 
 	dirty   map[string]struct{}
 	waiting map[string]historyWait // paths whose heads await history
-	errs    map[string]string    // path -> the error its last carry-out met
-	inPass  int                  // paths of the current pass not settled yet
+	errs    map[string]string      // path -> the error its last carry-out met
+	inPass  int                    // paths of the current pass not settled yet
 }
 
 // Config is what an Engine is made with.
