@@ -94,16 +94,16 @@ func TestLayering(t *testing.T) {
 // server (node/api), the doctor's rules (node/doctor), the rules of
 // history and restore (node/history), a vault's membership
 // (node/roster), the scan's sealing pipeline (node/seal), the clock
-// rules (node/clock), the remembered addresses (node/peerbook) and the
-// key epochs (node/keyring) free of the agent they describe: no node (the shell), no libp2p, no database.
-// The CLI and the benchmarks
-// read them without linking an agent, and the rules stay testable without
-// a network or a disk.
+// rules (node/clock), the remembered addresses (node/peerbook), the key
+// epochs (node/keyring) and the content pipeline (node/content) free of
+// the agent they describe: no node (the shell), no libp2p, no database.
+// The CLI and the benchmarks read them without linking an agent, and the
+// rules stay testable without a network or a disk.
 func TestAgentVocabularyStandsAlone(t *testing.T) {
 	bans := []string{"github.com/libp2p/", "github.com/syndtr/goleveldb", module + "/store/", module + "/relay"}
 	for _, p := range listPackages(t) {
 		switch strings.TrimPrefix(p.ImportPath, module+"/") {
-		case "node/api", "node/doctor", "node/history", "node/roster", "node/seal", "node/clock", "node/peerbook", "node/keyring":
+		case "node/api", "node/doctor", "node/history", "node/roster", "node/seal", "node/clock", "node/peerbook", "node/keyring", "node/content":
 		default:
 			continue
 		}

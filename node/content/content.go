@@ -1,0 +1,254 @@
+package content
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/weftsync/weft/internal/netsync"
+	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/entry"
+)
+
+// Sources are where a chunk's plaintext can come from.
+type Sources interface {
+	// Local returns chunk c's plaintext from this device (its folder, its
+	// version store), read into buf's array when it has room, or an
+	// error when it does not hold it.
+	Local(buf []byte, c cid.Cid) ([]byte, error)
+	// Fetch asks the connected peers for cids and calls got with each
+	// envelope as it arrives, its CID verified; the envelope is lent (valid
+	// only during the call). An error got returns ends the fetch.
+	Fetch(ctx context.Context, cids []cid.Cid, got func(c cid.Cid, env []byte) error) error
+	// Open opens a fetched envelope of c (its CID verified), writing the
+	// plaintext into buf's array when it has room.
+	Open(buf []byte, c cid.Cid, env []byte) ([]byte, error)
+	// Pending adds d to the count of chunks waiting to be fetched.
+	Pending(d int)
+}
+
+// Reader yields a file version's plaintext in order: inline bytes, or
+// its chunks (Produce). stop releases the producer; it must be called.
+func Reader(ctx context.Context, src Sources, ver entry.Version) (io.Reader, func()) {
+	if len(ver.Chunks) == 0 {
+		return bytes.NewReader(ver.Inline), func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pw.CloseWithError(Produce(ctx, src, ver.Chunks, pw))
+	}()
+	return pr, func() {
+		cancel()
+		_ = pr.Close()
+		<-done
+	}
+}
+
+// window is how many chunks one fetch asks for: about 2 MiB, of which the
+// writer holds one and the gatherer the next.
+const window = 32
+
+// Produce writes the plaintext of refs to w, window by window. While the
+// writer writes one window, a gatherer it owns makes the next (from local
+// files, or fetched from peers and opened on GOMAXPROCS workers), so the
+// disk, the network and the CPU work at once instead of in turn; at most
+// two windows are held (one written, one gathered).
+func Produce(ctx context.Context, src Sources, refs []entry.ChunkRef, w io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	type gathered struct {
+		win   []entry.ChunkRef
+		plain map[cid.Cid][]byte
+		err   error
+	}
+	ready := make(chan gathered)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(ready)
+		for start := 0; start < len(refs); start += window {
+			win := refs[start:min(start+window, len(refs))]
+			plain, err := gatherWindow(ctx, src, win)
+			select {
+			case ready <- gathered{win: win, plain: plain, err: err}:
+			case <-ctx.Done():
+				releasePlain(plain)
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	defer func() {
+		cancel()
+		for g := range ready {
+			releasePlain(g.plain)
+		}
+		wg.Wait()
+	}()
+	written := 0
+	for g := range ready {
+		if g.err != nil {
+			return g.err
+		}
+		for _, r := range g.win {
+			b := g.plain[r.CID]
+			if len(b) != int(r.Size) {
+				releasePlain(g.plain)
+				return fmt.Errorf("chunk %s: %d bytes, want %d", r.CID, len(b), r.Size)
+			}
+			if _, err := w.Write(b); err != nil {
+				releasePlain(g.plain)
+				return err
+			}
+		}
+		releasePlain(g.plain)
+		written += len(g.win)
+	}
+	if written < len(refs) {
+		return ctx.Err() // the gatherer stopped for it
+	}
+	return nil
+}
+
+// plainPools recycle the plaintext buffers of fetched chunks, in three
+// size classes (up to 64, 128 and 256 KiB) so that a window of average
+// chunks does not hold maximum-size buffers.
+var plainPools [3]sync.Pool
+
+// plainClass is the size class of a plaintext of n bytes: its pool and
+// buffer size.
+func plainClass(n int) (int, int) {
+	for i := range 2 {
+		if size := chunk.AvgSize << i; n <= size {
+			return i, size
+		}
+	}
+	return 2, chunk.MaxSize
+}
+
+// plainBuf returns a buffer from the pool of n bytes' class, empty.
+func plainBuf(n int) []byte {
+	i, size := plainClass(n)
+	if b, ok := plainPools[i].Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, size)
+}
+
+// releasePlain gives a window's plaintext buffers back to their pools
+// (those of a class's size; local reads and decompressed chunks have
+// others).
+func releasePlain(plain map[cid.Cid][]byte) {
+	for _, b := range plain {
+		if i, size := plainClass(cap(b)); cap(b) == size {
+			b = b[:0]
+			plainPools[i].Put(&b)
+		}
+	}
+}
+
+// gatherWindow returns the plaintext of each distinct chunk of win: from
+// src.Local where it has it, else fetched (src.Fetch) and opened on
+// GOMAXPROCS workers (src.Open: the fetch has verified each envelope's
+// CID as it arrived; the workers make every other check).
+func gatherWindow(ctx context.Context, src Sources, win []entry.ChunkRef) (map[cid.Cid][]byte, error) {
+	plain := make(map[cid.Cid][]byte, len(win))
+	var need []cid.Cid
+	for _, r := range win {
+		if _, ok := plain[r.CID]; ok || slices.Contains(need, r.CID) {
+			continue
+		}
+		if b, err := src.Local(plainBuf(int(r.Size)), r.CID); err == nil {
+			plain[r.CID] = b
+			continue
+		}
+		need = append(need, r.CID)
+	}
+	if len(need) == 0 {
+		return plain, nil
+	}
+	src.Pending(len(need))
+	type fetched struct {
+		c   cid.Cid
+		env *[]byte // from netsync.CopyEnvelope, given back once opened
+	}
+	var (
+		mu      sync.Mutex // guards plain and openErr while the workers run
+		openErr error
+		failed  atomic.Bool
+		jobs    = make(chan fetched, window)
+		wg      sync.WaitGroup
+	)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for j := range jobs {
+				env := *j.env
+				b, err := src.Open(plainBuf(len(env)-chunk.Overhead), j.c, env)
+				netsync.ReleaseEnvelope(j.env) // the plaintext is in b, never in env
+				mu.Lock()
+				if err != nil {
+					if openErr == nil {
+						openErr = fmt.Errorf("chunk %s: %w", j.c, err)
+					}
+					failed.Store(true)
+				} else {
+					plain[j.c] = b
+				}
+				mu.Unlock()
+				if err == nil {
+					src.Pending(-1)
+				}
+			}
+		})
+	}
+	// The envelope is lent (valid only during the call): it goes to the
+	// openers in a pooled copy, which they give back once opened.
+	err := src.Fetch(ctx, need, func(c cid.Cid, env []byte) error {
+		if failed.Load() {
+			return errChunkUnopened
+		}
+		buf := netsync.CopyEnvelope(env)
+		select {
+		case jobs <- fetched{c, buf}:
+			return nil
+		case <-ctx.Done():
+			netsync.ReleaseEnvelope(buf)
+			return ctx.Err()
+		}
+	})
+	close(jobs)
+	wg.Wait()
+	if openErr != nil {
+		err = openErr
+	}
+	if err != nil {
+		src.Pending(-(len(need) - countIn(plain, need)))
+		return plain, err
+	}
+	return plain, nil
+}
+
+// errChunkUnopened stops a fetch once a fetched chunk failed to open (the
+// error that says why is the opener's).
+var errChunkUnopened = errors.New("a fetched chunk did not open")
+
+func countIn(m map[cid.Cid][]byte, cs []cid.Cid) int {
+	n := 0
+	for _, c := range cs {
+		if _, ok := m[c]; ok {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,158 @@
+package content
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/entry"
+)
+
+// fakeSources holds some chunks locally and serves the rest as "peers":
+// an envelope is the chunk's plaintext behind chunk.Overhead bytes.
+type fakeSources struct {
+	local, remote map[cid.Cid][]byte
+	openFails     cid.Cid // Open of this chunk fails
+
+	mu      sync.Mutex
+	pending int
+	fetched []cid.Cid
+}
+
+func (f *fakeSources) Local(buf []byte, c cid.Cid) ([]byte, error) {
+	if b, ok := f.local[c]; ok {
+		return append(buf[:0], b...), nil
+	}
+	return nil, errors.New("not here")
+}
+
+func (f *fakeSources) Fetch(ctx context.Context, cids []cid.Cid, got func(cid.Cid, []byte) error) error {
+	for _, c := range cids {
+		b, ok := f.remote[c]
+		if !ok {
+			return fmt.Errorf("chunk %s: no peer has it", c)
+		}
+		f.mu.Lock()
+		f.fetched = append(f.fetched, c)
+		f.mu.Unlock()
+		env := append(make([]byte, chunk.Overhead), b...)
+		if err := got(c, env); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *fakeSources) Open(buf []byte, c cid.Cid, env []byte) ([]byte, error) {
+	if c.Equals(f.openFails) {
+		return nil, errors.New("tag mismatch")
+	}
+	return append(buf[:0], env[chunk.Overhead:]...), nil
+}
+
+func (f *fakeSources) Pending(d int) {
+	f.mu.Lock()
+	f.pending += d
+	f.mu.Unlock()
+}
+
+// chunks makes n distinct chunks and their refs; every third is local.
+func chunks(n int) (refs []entry.ChunkRef, want []byte, src *fakeSources) {
+	src = &fakeSources{local: map[cid.Cid][]byte{}, remote: map[cid.Cid][]byte{}}
+	for i := range n {
+		b := bytes.Repeat([]byte{byte(i)}, 100+i)
+		c := chunk.SumCID(b)
+		if i%3 == 0 {
+			src.local[c] = b
+		} else {
+			src.remote[c] = b
+		}
+		refs = append(refs, entry.ChunkRef{CID: c, Size: uint32(len(b))})
+		want = append(want, b...)
+	}
+	return refs, want, src
+}
+
+// Produce writes every chunk in order, across windows, taking local ones
+// from Local and fetching only the rest, each once even when a window
+// lists it twice; nothing stays counted as pending.
+func TestProduceInOrder(t *testing.T) {
+	refs, want, src := chunks(2*window + 5)
+	refs = append(refs, refs[1], refs[0]) // repeated chunks (a file with a repeated block)
+	want = append(want, src.remote[refs[1].CID]...)
+	want = append(want, src.local[refs[0].CID]...)
+	var out bytes.Buffer
+	if err := Produce(context.Background(), src, refs, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Fatalf("produced %d bytes, not the chunks in order (%d bytes)", out.Len(), len(want))
+	}
+	seen := map[string]int{}
+	for _, c := range src.fetched {
+		seen[c.String()]++
+		if _, ok := src.local[c]; ok {
+			t.Errorf("fetched %s, which was local", c)
+		}
+	}
+	for c, n := range seen {
+		if n > 2 { // once in its own window, once more in the last window at most
+			t.Errorf("fetched %s %d times", c, n)
+		}
+	}
+	if src.pending != 0 {
+		t.Errorf("pending %d after the content was produced, want 0", src.pending)
+	}
+}
+
+// A chunk that does not open ends the content with the opener's error,
+// and what was counted pending is uncounted.
+func TestProduceOpenFailure(t *testing.T) {
+	refs, _, src := chunks(10)
+	src.openFails = refs[4].CID
+	err := Produce(context.Background(), src, refs, io.Discard)
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("tag mismatch")) {
+		t.Fatalf("got %v, want the opener's error", err)
+	}
+	if src.pending != 0 {
+		t.Errorf("pending %d after a failed window, want 0", src.pending)
+	}
+}
+
+// A chunk whose plaintext is not the size the entry lists is refused.
+func TestProduceWrongSize(t *testing.T) {
+	refs, _, src := chunks(4)
+	refs[2].Size++
+	if err := Produce(context.Background(), src, refs, io.Discard); err == nil {
+		t.Fatal("a chunk of the wrong size was written")
+	}
+}
+
+// Reader yields the same bytes; stop releases the producer even when the
+// reader stops early (no goroutine is left writing to the pipe).
+func TestReader(t *testing.T) {
+	refs, want, src := chunks(window + 3)
+	r, stop := Reader(context.Background(), src, entry.Version{Chunks: refs})
+	got, err := io.ReadAll(r)
+	stop()
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, err %v; want %d bytes", len(got), err, len(want))
+	}
+	r, stop = Reader(context.Background(), src, entry.Version{Chunks: refs})
+	if _, err := r.Read(make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	stop() // returns only once the producer has ended
+	inline, stop := Reader(context.Background(), src, entry.Version{Inline: []byte("small")})
+	if b, _ := io.ReadAll(inline); string(b) != "small" {
+		t.Fatalf("inline content read as %q", b)
+	}
+	stop()
+}
