@@ -17,6 +17,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/content"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/keeper"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
@@ -520,8 +521,8 @@ func (v *vault) commitIndex(recs ...indexed) error {
 func (v *vault) appliedLocked(path string, old vaultdb.Record, had bool, rec vaultdb.Record) {
 	v.noteAppliedLocked(path, old, had, rec)
 	v.setIndexLocked(path, rec)
-	if j, ok := keepJobFor(old, had, rec); ok {
-		v.keep.enqueue(j)
+	if j, ok := keeper.JobFor(old, had, rec); ok {
+		v.keep.Enqueue(j)
 	}
 }
 
@@ -551,7 +552,7 @@ func (v *vault) applyVersion(ctx context.Context, id entry.VersionID, ver entry.
 		if !had {
 			return vaultdb.Record{}, nil
 		}
-		v.keepBeforeReplace(cur, had)
+		v.keep.KeepBeforeReplace(cur, had)
 		if err := a.Delete(ctx, ver.Path); err != nil {
 			return vaultdb.Record{}, err
 		}
@@ -583,7 +584,7 @@ func (v *vault) applyVersion(ctx context.Context, id entry.VersionID, ver entry.
 			cur.Chunks = ver.Chunks
 			return cur, nil
 		}
-		v.keepBeforeReplace(cur, had)
+		v.keep.KeepBeforeReplace(cur, had)
 		content, stop := v.contentReader(ctx, ver)
 		defer stop()
 		out, err := a.WriteFile(ctx, folder.FileVersion{
@@ -612,7 +613,7 @@ func (v *vault) writeBytes(ctx context.Context, path string, like entry.Version,
 	if had && cur.Kind == entry.KindFile && cur.Hash == ver.Hash {
 		return cur, nil
 	}
-	v.keepBeforeReplace(cur, had)
+	v.keep.KeepBeforeReplace(cur, had)
 	out, err := v.applier.WriteFile(ctx, folder.FileVersion{Path: path, Size: int64(len(b)), MTime: v.n.now().UnixNano(), Executable: ver.Mode&0o111 != 0}, bytes.NewReader(b))
 	if err != nil {
 		return vaultdb.Record{}, err
@@ -776,7 +777,7 @@ func (v *vault) localPlaintextInto(buf []byte, c cid.Cid) ([]byte, error) {
 	if err == nil {
 		return plain, nil
 	}
-	if e, serr := v.keep.envelope(c); serr == nil {
+	if e, serr := v.keep.Envelope(c); serr == nil {
 		if p, oerr := v.crypt.OpenChunk(c, e); oerr == nil {
 			return p, nil
 		}
@@ -807,7 +808,7 @@ func (v *vault) appendLocalEnvelope(dst []byte, c cid.Cid, scratch []byte) (out,
 	}
 	out, scratch, err = v.chunks.chunkInto(c, scratch, dst, true)
 	if err != nil {
-		if e, serr := v.keep.envelope(c); serr == nil {
+		if e, serr := v.keep.Envelope(c); serr == nil {
 			return append(dst, e...), scratch, nil
 		}
 		return dst, scratch, err

@@ -97,7 +97,7 @@ func (v *vault) writeSmallFiles(ctx context.Context, batch []decided, rest, resc
 	for _, d := range batch {
 		// As applyVersion does: a chunked file replaced by a small one
 		// goes to the version store first (its content is in no log).
-		v.keepBeforeReplace(d.cur, d.had)
+		v.keep.KeepBeforeReplace(d.cur, d.had)
 		ws = append(ws, folder.FileWrite{
 			Version: folder.FileVersion{Path: d.path, Size: int64(d.winner.Size), MTime: d.winner.MTime, Executable: d.winner.Mode&0o111 != 0},
 			Content: bytes.NewReader(d.winner.Inline),

@@ -173,7 +173,7 @@ func (n *Node) folderFacts(v *vault, fs api.FolderStatus, asked string, onePath 
 		}
 	}
 	fo.Rollbacks = v.relayRollbacks()
-	fo.Versions = v.versionsInfo()
+	fo.Versions = v.keep.Info()
 	if m := n.monitor(); m != nil {
 		fo.Skipped, fo.Unsettled, fo.Watcher.OverflowRescans, fo.Watcher.Failed = m.scanProblems(v)
 	}

@@ -101,7 +101,7 @@ func (w *contentWhere) InFolder(c cid.Cid) bool {
 	return w.v.chunks.has(c)
 }
 
-func (w *contentWhere) Kept(c cid.Cid) bool { return w.v.keep.has(c) }
+func (w *contentWhere) Kept(c cid.Cid) bool { return w.v.keep.Has(c) }
 
 func (w *contentWhere) Reach() (devices, relays bool) {
 	if !w.known {

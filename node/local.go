@@ -15,6 +15,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/keeper"
 	"github.com/weftsync/weft/node/seal"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/engine"
@@ -495,10 +496,10 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 		return fmt.Errorf("committing scan: %w", err)
 	}
 	v.mu.Lock()
-	var keeps []keepJob
+	var keeps []keeper.Job
 	for i, p := range paths {
 		old, had := v.index.Get(p)
-		if j, ok := keepJobFor(old, had, records[i]); ok {
+		if j, ok := keeper.JobFor(old, had, records[i]); ok {
 			keeps = append(keeps, j)
 		}
 		v.setIndexLocked(p, records[i])
@@ -518,7 +519,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 	}
 	v.mu.Unlock()
 	for _, j := range keeps {
-		v.keep.enqueue(j)
+		v.keep.Enqueue(j)
 	}
 	if e != nil {
 		v.n.events.Publish(api.Event{Type: api.EventEntryWritten, Folder: v.cfg.Folder, Count: len(versions), Seq: e.Seq()})

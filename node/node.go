@@ -154,7 +154,7 @@ type nodeStats struct {
 	chunksServed      atomic.Int64
 	chunksFetched     atomic.Int64
 	chunkBytesFetched atomic.Int64
-	versionScrubBytes atomic.Uint64 // local version stores re-verified (versions.go)
+	versionScrubBytes atomic.Uint64 // local version stores re-verified (node/keeper)
 	versionCorrupt    atomic.Uint64 // their chunks found corrupt
 }
 
@@ -445,7 +445,7 @@ func (n *Node) closeVaults() {
 		if err := v.db.Close(); err != nil {
 			n.log.Warn("closing vault database", "folder", v.cfg.Folder, "err", err)
 		}
-		if err := v.keep.close(); err != nil {
+		if err := v.keep.Close(); err != nil {
 			n.log.Warn("closing the version store", "folder", v.cfg.Folder, "err", err)
 		}
 	}
@@ -654,7 +654,7 @@ func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 		v.watch(ctx, !n.cfg.NoWatcher, n.cfg.Settle, n.cfg.RescanEvery, firstScan)
 	})
 	wg.Go(func() { v.tailLoop(ctx) })
-	wg.Go(func() { v.keepLoop(ctx) })
+	wg.Go(func() { v.keep.Run(ctx) })
 	wg.Go(func() { v.reconcileLoop(ctx) })
 }
 

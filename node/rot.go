@@ -337,8 +337,8 @@ func (v *vault) scrubLoop(ctx context.Context) {
 		// the folder's: it holds copies (a damaged one is fetched again,
 		// not lost), and an idle agent should not re-read a small store
 		// every few minutes.
-		if k := v.keep; k != nil && k.store != nil {
-			if _, _, err := v.scrubKept(ctx, max(int64(float64(k.store.Usage().Bytes)*share)+1, scrubMinVersionBytes)); err != nil && ctx.Err() == nil {
+		if v.keep.Available() {
+			if _, _, err := v.keep.Scrub(ctx, max(int64(float64(v.keep.StoreBytes())*share)+1, scrubMinVersionBytes)); err != nil && ctx.Err() == nil {
 				v.log.Warn("scrubbing the version store", "err", err)
 			}
 		}
@@ -365,7 +365,7 @@ func (n *Node) Scrub(ctx context.Context, req api.ScrubRequest) ([]api.ScrubResu
 			return out, fmt.Errorf("scrubbing %s: %w", v.cfg.Folder, err)
 		}
 		if rel == "" {
-			if res.VersionBytes, res.VersionCorrupt, err = v.scrubKept(ctx, 0); err != nil {
+			if res.VersionBytes, res.VersionCorrupt, err = v.keep.Scrub(ctx, 0); err != nil {
 				return out, fmt.Errorf("scrubbing the version store of %s: %w", v.cfg.Folder, err)
 			}
 			res.Seconds = time.Since(start).Seconds()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/keeper"
 	"github.com/weftsync/weft/node/keyring"
 	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/node/peerbook"
@@ -118,7 +119,7 @@ type vault struct {
 	stop         folderStop             // why the folder guard stopped the folder (folderguard.go)
 	corrupt      map[string]corruptFile // damaged files being written again (rot.go)
 
-	keep *keeper // the local version store and its queue (versions.go); set at open
+	keep *keeper.Keeper // the local version store and its queue (node/keeper); set at open
 
 	refused refusals // members refusing this device (revoked.go)
 	// entryRefused is when peers' refusals of entries were logged

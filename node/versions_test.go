@@ -30,7 +30,7 @@ func randomBytes(seed uint64, n int) []byte {
 func keptEdit(t *testing.T, v *vault, clk *testClock, folderPath, rel string, content []byte, at time.Time) {
 	t.Helper()
 	edit(t, v, clk, folderPath, rel, content, at)
-	if err := v.keep.flush(context.Background()); err != nil {
+	if err := v.keep.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -171,7 +171,7 @@ func TestLocalVersionsDedupEdits(t *testing.T) {
 		copy(content[off:], randomBytes(uint64(100+i), 64))
 		keptEdit(t, v, clk, folderPath, "doc.bin", content, base.Add(time.Duration(i+1)*time.Minute))
 	}
-	info := v.versionsInfo()
+	info := v.keep.Info()
 	if info.Versions != 101 {
 		t.Fatalf("%d versions kept, want 101", info.Versions)
 	}
