@@ -40,6 +40,14 @@ type Config struct {
 	// bytes Result.Digest is the hash of.
 	Trace io.Writer
 
+	// StopAnywhere lets a device also stop and start again between any two
+	// operations (a shutdown, a power cut), and once more before the heal,
+	// with entries it received and has not applied yet: what
+	// engine.Engine.Reopened must keep dirty.
+	// Off, devices restart only when killed in a reconcile or losing their
+	// index, and the seeds of earlier findings keep their schedules.
+	StopAnywhere bool
+
 	// TestOnlyNoApplyRace makes the devices record a save that lands
 	// right after an apply by the usual rule, never asking their
 	// engine.RecentApplies: a device with the rule left out, for the test
@@ -234,6 +242,8 @@ func (s *sim) schedule() error {
 		case r < 94:
 			dt := time.Duration(s.rng.IntN(15000)) * time.Millisecond
 			s.now = s.now.Add(dt)
+		case r == 96 && s.cfg.StopAnywhere:
+			err = s.restart(d, false)
 		case r < 97:
 			d.online = !d.online
 			s.tracef("dev%d online=%v", d.idx, d.online)
@@ -471,6 +481,14 @@ func (s *sim) sendUpTo(from, to, author *device, upTo uint64) error {
 func (s *sim) heal() error {
 	for _, d := range s.devs {
 		d.online = true
+		if s.cfg.StopAnywhere {
+			// Stopped once more with whatever it has not applied: nothing
+			// arriving later touches those paths again, so what the
+			// restart drops is never carried out.
+			if err := s.restart(d, false); err != nil {
+				return err
+			}
+		}
 	}
 	for round := 1; round <= maxHealRounds; round++ {
 		s.res.HealRounds = round
