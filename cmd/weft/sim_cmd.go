@@ -30,6 +30,7 @@ func simCmd(g *globals) *cobra.Command {
 		out      string
 		nSeeds   int
 		trace    string
+		stopAny  bool
 	)
 	var names []string
 	for k, v := range simulation.Scenarios {
@@ -49,7 +50,7 @@ func simCmd(g *globals) *cobra.Command {
 				if cmd.Flags().Changed("seed") {
 					first = seed
 				}
-				return runEngineSim(cmd, detsim.Config{Devices: devices, Steps: steps}, first, nSeeds, trace, jsonFile)
+				return runEngineSim(cmd, detsim.Config{Devices: devices, Steps: steps, StopAnywhere: stopAny}, first, nSeeds, trace, jsonFile)
 			}
 			if cmd.Flags().Changed("replay") {
 				seed = replay
@@ -117,6 +118,7 @@ func simCmd(g *globals) *cobra.Command {
 	f.StringVar(&out, "out", ".", "directory for the default JSON and SVG outputs")
 	f.IntVar(&nSeeds, "seeds", 1000, "engine: how many seeds to run, from --seed")
 	f.StringVar(&trace, "trace", "", "engine: write the trace of the (single) seed to this file (- for standard output)")
+	f.BoolVar(&stopAny, "stop-anywhere", false, "engine: devices also stop and start between any two operations, with entries not applied yet (the schedules of TestSeedsStopAnywhere)")
 	_ = g
 	return cmd
 }
@@ -157,7 +159,11 @@ func runEngineSim(cmd *cobra.Command, cfg detsim.Config, first uint64, n int, tr
 		sum = detsim.RunSeeds(cfg, first, n)
 	}
 	t := sum.Totals
-	fmt.Fprintf(w, "weft sim engine --seed %d --seeds %d\n", first, n)
+	stop := ""
+	if cfg.StopAnywhere {
+		stop = " --stop-anywhere"
+	}
+	fmt.Fprintf(w, "weft sim engine --seed %d --seeds %d%s\n", first, n, stop)
 	fmt.Fprintf(w, "%-16s %s\n", "digest", t.Digest)
 	for _, row := range []struct {
 		name string
@@ -171,7 +177,7 @@ func runEngineSim(cmd *cobra.Command, cfg detsim.Config, first uint64, n int, tr
 		fmt.Fprintf(w, "%-16s %d\n", row.name, row.n)
 	}
 	for _, r := range sum.Failed {
-		fmt.Fprintf(w, "seed %d: %s\n  replay: weft sim engine --seed %d --seeds 1 --trace seed-%d.trace\n", r.Seed, strings.Join(r.Failures, "; "), r.Seed, r.Seed)
+		fmt.Fprintf(w, "seed %d: %s\n  replay: weft sim engine --seed %d --seeds 1%s --trace seed-%d.trace\n", r.Seed, strings.Join(r.Failures, "; "), r.Seed, stop, r.Seed)
 	}
 	if jsonFile != "" {
 		b, err := json.MarshalIndent(sum, "", "  ")

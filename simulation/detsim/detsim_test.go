@@ -51,7 +51,7 @@ func TestSeedsStopAnywhere(t *testing.T) {
 		if i == 5 {
 			break
 		}
-		t.Errorf("seed %d failed: %s", r.Seed, strings.Join(r.Failures, "; "))
+		t.Errorf("seed %d failed (replay: weft sim engine --stop-anywhere --seed %d --trace FILE): %s", r.Seed, r.Seed, strings.Join(r.Failures, "; "))
 	}
 	if sum.Totals.Restarts == 0 {
 		t.Fatal("no device restarted: the schedules do not exercise the rule")
