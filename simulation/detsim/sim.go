@@ -41,9 +41,10 @@ type Config struct {
 	Trace io.Writer
 
 	// StopAnywhere lets a device also stop and start again between any two
-	// operations (a shutdown, a power cut), and once more before the heal,
-	// with entries it received and has not applied yet: what
-	// engine.Engine.Reopened must keep dirty.
+	// operations (a shutdown, a power cut), and before the heal every
+	// device receives everything and stops before applying it: entries
+	// received and not applied, what engine.Engine.Reopened must keep
+	// dirty.
 	// Off, devices restart only when killed in a reconcile or losing their
 	// index, and the seeds of earlier findings keep their schedules.
 	StopAnywhere bool
@@ -481,10 +482,19 @@ func (s *sim) sendUpTo(from, to, author *device, upTo uint64) error {
 func (s *sim) heal() error {
 	for _, d := range s.devs {
 		d.online = true
-		if s.cfg.StopAnywhere {
-			// Stopped once more with whatever it has not applied: nothing
-			// arriving later touches those paths again, so what the
-			// restart drops is never carried out.
+	}
+	if s.cfg.StopAnywhere {
+		// Every device receives everything, then stops before applying
+		// any of it: nothing arriving later touches those paths again,
+		// so what the restart drops is never carried out.
+		for _, from := range s.devs {
+			for _, to := range s.devs {
+				if err := s.send(from, to, true); err != nil {
+					return err
+				}
+			}
+		}
+		for _, d := range s.devs {
 			if err := s.restart(d, false); err != nil {
 				return err
 			}
