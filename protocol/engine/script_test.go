@@ -23,9 +23,10 @@ var update = flag.Bool("update", false, "rewrite the expected output of testdata
 //
 // Commands (devices are a, b, c; versions are DEV:SEQ):
 //
-//	engine [MIN]                   a new engine; the mass-delete guard holds
+//	engine [MIN] [casefold]        a new engine; the mass-delete guard holds
 //	                               deletions of more than half of a folder
-//	                               of more than MIN files (default 3)
+//	                               of more than MIN files (default 3);
+//	                               casefold: names differing in case are one
 //	file ID PATH BYTE [SUP...]     a file version folded in (Touched), its
 //	                               clock after every version before it
 //	delete ID PATH [SUP...]        a deletion folded in (Touched)
@@ -47,15 +48,22 @@ func TestGoldenEngineScripts(t *testing.T) {
 		return func(cmd string) (string, error) {
 			args := strings.Fields(cmd)
 			if args[0] == "engine" {
-				min := 3
-				if len(args) > 1 {
-					n, err := strconv.Atoi(args[1])
+				min, fold := 3, false
+				for _, a := range args[1:] {
+					if a == "casefold" {
+						fold = true
+						continue
+					}
+					n, err := strconv.Atoi(a)
 					if err != nil {
 						return "", err
 					}
 					min = n
 				}
 				w = newScriptWorld(min)
+				if fold {
+					w.e.fold = strings.ToLower
+				}
 				return "", nil
 			}
 			if w == nil {
