@@ -328,6 +328,13 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	}
 	v.mh.damaged = memberDamaged(report)
 	v.openKeeper()
+	// closeStores closes what the vault opened when opening it fails: the
+	// version store too, or a later open of the folder in this process
+	// would find its lock held and run without local versions.
+	closeStores := func() {
+		_ = v.keep.Close()
+		db.Close()
+	}
 	v.learnEpochs() // the epoch keys this device holds, from the membership log
 	policy, err := loadMassDeletePolicy(db)
 	if err != nil {
@@ -335,18 +342,18 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	}
 	folding, err := folder.Probe(fsys)
 	if err != nil {
-		db.Close()
+		closeStores()
 		return nil, fmt.Errorf("probing the folder's file system: %w", err)
 	}
 	v.folding = folding
 	v.eng = engine.New(engine.Config{Rules: n.rules, MassDelete: policy, Fold: folding.Key})
 	idx := indexView{v}
 	if v.scanner, err = folder.NewScanner(folder.ScannerConfig{FS: fsys, Index: idx, Hasher: epochHasher{v}, Folding: folding, Logger: v.log}); err != nil {
-		db.Close()
+		closeStores()
 		return nil, err
 	}
 	if v.applier, err = folder.NewApplier(folder.ApplierConfig{FS: fsys, Index: idx, Folding: folding, Logger: v.log}); err != nil {
-		db.Close()
+		closeStores()
 		return nil, err
 	}
 	// The folder index loads on a second core while the graph is rebuilt
@@ -365,7 +372,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	})
 	fail := func(err error) (*vault, error) {
 		loadIndex.Wait()
-		db.Close()
+		closeStores()
 		return nil, err
 	}
 	// Rebuild the graph from the log: every entry opens with the vault's
@@ -412,7 +419,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	}
 	loadIndex.Wait()
 	if indexErr != nil {
-		db.Close()
+		closeStores()
 		return nil, indexErr
 	}
 	// A restart reconciles only what the last run left undone

@@ -99,6 +99,7 @@ func Produce(ctx context.Context, src Sources, refs []entry.ChunkRef, w io.Write
 	written := 0
 	for g := range ready {
 		if g.err != nil {
+			releasePlain(g.plain)
 			return g.err
 		}
 		for _, r := range g.win {

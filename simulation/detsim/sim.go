@@ -91,8 +91,11 @@ type Result struct {
 	// edits that happened to follow an apply as fast).
 	RacingSaves int `json:"racing_saves"`
 	ApplyRaces  int `json:"apply_races"`
-	HealRounds  int `json:"heal_rounds"`
-	Files       int `json:"files_at_end"`
+	// Stops counts the devices stopped between two operations
+	// (StopAnywhere), not counting the stop before the heal.
+	Stops      int `json:"stops,omitempty"`
+	HealRounds int `json:"heal_rounds"`
+	Files      int `json:"files_at_end"`
 }
 
 // OK reports whether every check passed.
@@ -244,6 +247,7 @@ func (s *sim) schedule() error {
 			dt := time.Duration(s.rng.IntN(15000)) * time.Millisecond
 			s.now = s.now.Add(dt)
 		case r == 96 && s.cfg.StopAnywhere:
+			s.res.Stops++
 			err = s.restart(d, false)
 		case r < 97:
 			d.online = !d.online
@@ -580,6 +584,7 @@ func RunSeeds(cfg Config, first uint64, n int) Summary {
 		t.Waits += r.Waits
 		t.Adoptions += r.Adoptions
 		t.Restarts += r.Restarts
+		t.Stops += r.Stops
 		t.Holds += r.Holds
 		t.Accepts += r.Accepts
 		t.Rejects += r.Rejects
