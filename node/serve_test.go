@@ -11,6 +11,7 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/weftsync/weft/internal/netsync"
+	"github.com/weftsync/weft/internal/testbytes"
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/wire"
@@ -91,7 +92,7 @@ func TestServeChunksOnWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := n.vaultsNow()[0]
-	data := seededBytes(11, 3<<20)
+	data := testbytes.Seeded(11, 3<<20)
 	auditWriteScanned(t, n, folderPath, "big.bin", data)
 	v.mu.Lock()
 	refs := v.index.Rec("big.bin").Chunks
@@ -165,7 +166,7 @@ func TestServeChunksOnWorkers(t *testing.T) {
 	}
 
 	p := filepath.Join(folderPath, "big.bin")
-	overwriteKeepingStat(t, p, 0, seededBytes(12, len(data)))
+	overwriteKeepingStat(t, p, 0, testbytes.Seeded(12, len(data)))
 	var sink frameSink
 	if err := serve(&sink, 4); err != nil {
 		t.Fatal(err)

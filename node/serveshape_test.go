@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/weftsync/weft/internal/testbytes"
 	"github.com/weftsync/weft/protocol/chunk"
 )
 
@@ -25,7 +26,7 @@ func TestServeRecreatesBySealShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("stored", func(t *testing.T) { testServeBySealShape(t, random, false) })
-	t.Run("compressed", func(t *testing.T) { testServeBySealShape(t, textBytes(600<<10), true) })
+	t.Run("compressed", func(t *testing.T) { testServeBySealShape(t, testbytes.Text(600<<10), true) })
 }
 
 func testServeBySealShape(t *testing.T, content []byte, compressed bool) {

@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/ipfs/go-cid"
 	"lukechampine.com/blake3"
 
+	"github.com/weftsync/weft/internal/testbytes"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -46,24 +45,6 @@ func sequentialSeal(t *testing.T, k chunk.Keys, data []byte) ([32]byte, []Ref) {
 		refs = append(refs, Ref{ID: s.ID, CID: s.CID, Size: uint32(len(b)), Shape: ShapeOf(s.Envelope)})
 	}
 	return blake3.Sum256(data), refs
-}
-
-func seededBytes(seed uint64, n int) []byte {
-	r := rand.New(rand.NewPCG(seed, 1))
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
-}
-
-// textBytes is compressible: Seal compresses its chunks.
-func textBytes(n int) []byte {
-	var sb strings.Builder
-	for i := 0; sb.Len() < n; i++ {
-		fmt.Fprintf(&sb, "line %d of a note that weft keeps in sync, peer to peer.\n", i)
-	}
-	return []byte(sb.String()[:n])
 }
 
 // oneByteReader returns at most n bytes per Read, to cut blocks at odd
@@ -101,11 +82,11 @@ func TestSealFileMatchesSequential(t *testing.T) {
 	}{
 		{"empty", nil},
 		{"one byte", []byte{7}},
-		{"under one chunk", seededBytes(1, 20<<10)},
-		{"random 5 MiB", seededBytes(2, 5<<20)},
-		{"random, exactly two blocks", seededBytes(3, 2*sealBlockSize)},
-		{"random, a block and a byte", seededBytes(4, sealBlockSize+1)},
-		{"text 5 MiB", textBytes(5 << 20)},
+		{"under one chunk", testbytes.Seeded(1, 20<<10)},
+		{"random 5 MiB", testbytes.Seeded(2, 5<<20)},
+		{"random, exactly two blocks", testbytes.Seeded(3, 2*sealBlockSize)},
+		{"random, a block and a byte", testbytes.Seeded(4, sealBlockSize+1)},
+		{"text 5 MiB", testbytes.Text(5 << 20)},
 		{"zeros 3 MiB (max-size chunks)", make([]byte, 3<<20)},
 	}
 	for _, tt := range tests {
@@ -156,7 +137,7 @@ func (c *changingReader) Read(p []byte) (int, error) {
 // and scans again).
 func TestSealFileOfAFileChangingMidScan(t *testing.T) {
 	k := sealTestKeys(2)
-	r := &changingReader{data: seededBytes(5, 6<<20)}
+	r := &changingReader{data: testbytes.Seeded(5, 6<<20)}
 	hash, got, err := File(context.Background(), k, r, nil, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -183,11 +164,11 @@ func reuseOf(refs []Ref) map[ReuseKey]cid.Cid {
 // on random and on compressible data, after an overwrite and an insertion.
 func TestSealFileReuseMatchesFreshSealing(t *testing.T) {
 	k := sealTestKeys(2)
-	for _, base := range [][]byte{seededBytes(6, 6<<20), textBytes(6 << 20)} {
+	for _, base := range [][]byte{testbytes.Seeded(6, 6<<20), testbytes.Text(6 << 20)} {
 		_, before := sequentialSeal(t, k, base)
 		overwrite := bytes.Clone(base)
-		copy(overwrite[3<<20+12345:], seededBytes(7, 1<<20))
-		insert := append(append(bytes.Clone(base[:3<<20+12345]), seededBytes(8, 1_000_000)...), base[3<<20+12345:]...)
+		copy(overwrite[3<<20+12345:], testbytes.Seeded(7, 1<<20))
+		insert := append(append(bytes.Clone(base[:3<<20+12345]), testbytes.Seeded(8, 1_000_000)...), base[3<<20+12345:]...)
 		for _, edited := range [][]byte{overwrite, insert} {
 			wantHash, want := sequentialSeal(t, k, edited)
 			hash, got, err := File(context.Background(), k, bytes.NewReader(edited), reuseOf(before), 2)
@@ -208,7 +189,7 @@ func TestSealFileReuseMatchesFreshSealing(t *testing.T) {
 // (shown by a map that lies), and one of another size is.
 func TestSealFileTakesReusedCIDs(t *testing.T) {
 	k := sealTestKeys(2)
-	data := seededBytes(9, 1<<20)
+	data := testbytes.Seeded(9, 1<<20)
 	_, refs := sequentialSeal(t, k, data)
 	lie := chunk.SumCID([]byte("not this chunk"))
 	prev := map[ReuseKey]cid.Cid{
@@ -229,13 +210,13 @@ func TestSealFileTakesReusedCIDs(t *testing.T) {
 
 func TestSealFileReadError(t *testing.T) {
 	boom := errors.New("disk on fire")
-	r := io.MultiReader(bytes.NewReader(seededBytes(10, 3<<20)), errReader{boom})
+	r := io.MultiReader(bytes.NewReader(testbytes.Seeded(10, 3<<20)), errReader{boom})
 	if _, _, err := File(context.Background(), sealTestKeys(2), r, nil, 2); !errors.Is(err, boom) {
 		t.Errorf("got %v, want the read error", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := File(ctx, sealTestKeys(2), bytes.NewReader(seededBytes(10, 3<<20)), nil, 2); !errors.Is(err, context.Canceled) {
+	if _, _, err := File(ctx, sealTestKeys(2), bytes.NewReader(testbytes.Seeded(10, 3<<20)), nil, 2); !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
 }

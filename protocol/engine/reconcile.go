@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -194,11 +195,7 @@ func (e *Engine) HasReady() bool { return len(e.dirty) > 0 }
 // deletions, and the rest is ordered by Order. A path the pass leaves
 // unsettled is dirty again by its Failed event.
 func (e *Engine) Ready(v View) Ready {
-	paths := make([]string, 0, len(e.dirty))
-	for p := range e.dirty {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths) // the pass never depends on map order
+	paths := slices.Sorted(maps.Keys(e.dirty)) // the pass never depends on map order
 	clear(e.dirty)
 	e.Deletes.Release(paths, v)
 	g := v.Graph()
@@ -332,14 +329,7 @@ func (e *Engine) IsDirty(path string) bool {
 }
 
 // DirtyPaths lists the paths waiting for a decision, in order.
-func (e *Engine) DirtyPaths() []string {
-	out := make([]string, 0, len(e.dirty))
-	for p := range e.dirty {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
-}
+func (e *Engine) DirtyPaths() []string { return slices.Sorted(maps.Keys(e.dirty)) }
 
 // Pending is how many paths still need a decision carried out: the dirty
 // ones, or the current pass's unsettled ones when they are more.
@@ -354,12 +344,7 @@ func (e *Engine) Err(path string) (string, bool) {
 
 // Errs calls fn for each path with an error, in path order.
 func (e *Engine) Errs(fn func(path, err string)) {
-	ps := make([]string, 0, len(e.errs))
-	for p := range e.errs {
-		ps = append(ps, p)
-	}
-	slices.Sort(ps)
-	for _, p := range ps {
+	for _, p := range slices.Sorted(maps.Keys(e.errs)) {
 		fn(p, e.errs[p])
 	}
 }

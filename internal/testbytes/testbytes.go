@@ -1,4 +1,4 @@
-package node
+package testbytes
 
 import (
 	"fmt"
@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// seededBytes is n bytes of seeded random content: incompressible.
-func seededBytes(seed uint64, n int) []byte {
+// Seeded is n bytes of seeded random content: incompressible, and the
+// same for the same seed.
+func Seeded(seed uint64, n int) []byte {
 	r := rand.New(rand.NewPCG(seed, 1))
 	b := make([]byte, n)
 	for i := range b {
@@ -16,8 +17,9 @@ func seededBytes(seed uint64, n int) []byte {
 	return b
 }
 
-// textBytes is compressible: Seal compresses its chunks.
-func textBytes(n int) []byte {
+// Text is n bytes of numbered lines: compressible (a sealed chunk of it is
+// compressed).
+func Text(n int) []byte {
 	var sb strings.Builder
 	for i := 0; sb.Len() < n; i++ {
 		fmt.Fprintf(&sb, "line %d of a note that weft keeps in sync, peer to peer.\n", i)
