@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weftsync/weft/internal/svgchart"
 )
 
 var weftBin string
@@ -212,7 +214,7 @@ func TestReadProcSelf(t *testing.T) {
 
 func TestChartIsWellFormed(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "c.svg")
-	svg := lineChart("a < b & c", "x", "y", []svgLine{{name: "one", pts: cdf([]float64{3, 1, 2})}, {name: "two", pts: [][2]float64{{0, 0}, {1, 7}}}})
+	svg := svgchart.Lines("a < b & c", "x", "y", []svgchart.Line{{Name: "one", Points: svgchart.CDF([]float64{3, 1, 2})}, {Name: "two", Points: [][2]float64{{0, 0}, {1, 7}}}})
 	if err := os.WriteFile(p, []byte(svg), 0o644); err != nil {
 		t.Fatal(err)
 	}

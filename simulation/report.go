@@ -6,7 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/weftsync/weft/internal/svgchart"
 )
 
 // WriteTable prints res as a two-column table.
@@ -63,39 +64,11 @@ func WriteSVGs(dir string, res *Result) error {
 	return os.WriteFile(filepath.Join(dir, "convergence.svg"), []byte(lineChart(title+": convergence", "time (s)", "share of expected observations made", res.Convergence)), 0o644)
 }
 
-// lineChart draws pts (y in [0,1]) as a step line in a small SVG.
+// lineChart draws pts (y in [0,1]) as a step line (internal/svgchart).
 func lineChart(title, xlabel, ylabel string, pts []Point) string {
-	const W, H, L, R, T, B = 640.0, 400.0, 70.0, 20.0, 40.0, 50.0
-	xmax := 1.0
-	for _, p := range pts {
-		xmax = max(xmax, p.T)
+	xy := make([][2]float64, len(pts))
+	for i, p := range pts {
+		xy[i] = [2]float64{p.T, p.Share}
 	}
-	x := func(v float64) float64 { return L + v/xmax*(W-L-R) }
-	y := func(v float64) float64 { return H - B - v*(H-T-B) }
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", W, H)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/><text x="%.0f" y="22" font-size="14">%s</text>`+"\n", L, esc(title))
-	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", L, y(0), W-R, y(0), L, y(0), L, y(1))
-	for i := 0; i <= 4; i++ {
-		f := float64(i) / 4
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%.2f</text><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", L-6, y(f)+4, f, L, y(f), W-R, y(f))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%.4g</text>`+"\n", x(f*xmax), y(0)+18, f*xmax)
-	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", (L+W-R)/2, H-10, esc(xlabel))
-	fmt.Fprintf(&b, `<text transform="translate(16 %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", (T+H-B)/2, esc(ylabel))
-	if len(pts) > 0 {
-		b.WriteString(`<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="`)
-		prev := 0.0
-		for _, p := range pts {
-			fmt.Fprintf(&b, "%.1f,%.1f %.1f,%.1f ", x(p.T), y(prev), x(p.T), y(p.Share))
-			prev = p.Share
-		}
-		b.WriteString("\"/>\n")
-	}
-	b.WriteString("</svg>\n")
-	return b.String()
-}
-
-func esc(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+	return svgchart.Lines(title, xlabel, ylabel, []svgchart.Line{{Name: ylabel, Points: svgchart.Steps(xy)}})
 }
