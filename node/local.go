@@ -15,6 +15,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/folder/watch"
 	"github.com/weftsync/weft/node/keeper"
 	"github.com/weftsync/weft/node/seal"
 	"github.com/weftsync/weft/protocol/chunk"
@@ -557,8 +558,8 @@ func (v *vault) watch(ctx context.Context, useWatcher bool, settle time.Duration
 	recheck := time.NewTicker(guardRecheck)
 	defer recheck.Stop()
 	for {
-		var batches <-chan folder.Batch
-		var w *folder.Watcher
+		var batches <-chan watch.Batch
+		var w *watch.Watcher
 		wctx, stopWatcher := context.WithCancel(ctx)
 		done := make(chan struct{})
 		if useWatcher {
@@ -595,11 +596,11 @@ func (v *vault) watch(ctx context.Context, useWatcher bool, settle time.Duration
 }
 
 // awaitReady waits for a new watcher's first batch, the one saying its
-// watches are in place (folder.Batch.Ready), and consumes it. It returns
+// watches are in place (watch.Batch.Ready), and consumes it. It returns
 // batches, or nil when the watcher stopped without one (it could not
 // watch the folder: periodic rescans cover it), and returns at once for a
 // nil batches (no watcher) or when ctx ends.
-func awaitReady(ctx context.Context, batches <-chan folder.Batch) <-chan folder.Batch {
+func awaitReady(ctx context.Context, batches <-chan watch.Batch) <-chan watch.Batch {
 	if batches == nil {
 		return nil
 	}
@@ -623,10 +624,10 @@ func awaitReady(ctx context.Context, batches <-chan folder.Batch) <-chan folder.
 // closed once the watcher has stopped.
 //
 // With deferWalk the watcher adds no watches itself: the first scan adds
-// them as it walks (folder.WatcherConfig.DeferWalk, through the returned
+// them as it walks (watch.Config.DeferWalk, through the returned
 // watcher's WatchDir).
-func (v *vault) startWatcher(ctx context.Context, settle time.Duration, done chan<- struct{}, deferWalk bool) (<-chan folder.Batch, *folder.Watcher) {
-	w, err := folder.NewWatcher(folder.WatcherConfig{
+func (v *vault) startWatcher(ctx context.Context, settle time.Duration, done chan<- struct{}, deferWalk bool) (<-chan watch.Batch, *watch.Watcher) {
+	w, err := watch.New(watch.Config{
 		Dir: v.cfg.Folder, Settle: settle, Logger: v.log, DeferWalk: deferWalk,
 		Ignored: func(p string, isDir bool) bool {
 			ig := v.scanner.Ignore()
@@ -658,7 +659,7 @@ func (v *vault) startWatcher(ctx context.Context, settle time.Duration, done cha
 // find until ctx ends (false) or the folder guard lets a stopped folder
 // run again (true, signalled on v.resumed by whichever call of the guard
 // saw it).
-func (v *vault) watchUntilResumed(ctx context.Context, batches <-chan folder.Batch, rescan, recheck <-chan time.Time) bool {
+func (v *vault) watchUntilResumed(ctx context.Context, batches <-chan watch.Batch, rescan, recheck <-chan time.Time) bool {
 	for {
 		var err error
 		select {

@@ -16,7 +16,7 @@ import (
 // lost its watcher altogether: the watcher stopped with "no space left on
 // device", changes went unseen until the next full rescan 10 minutes
 // later, and status said in-sync. Now the watcher watches what it can and
-// names the subtrees it could not (folder.WatcherConfig.OnUnwatched); a
+// names the subtrees it could not (watch.Config.OnUnwatched); a
 // watcher that cannot run at all leaves the whole folder unwatched. Either
 // way weft rescans what is not watched, every fallbackEvery or, when
 // those rescans take long, every fallbackCostFactor times the last one's

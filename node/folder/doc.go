@@ -1,6 +1,6 @@
 // Package folder is the IO edge between one synced folder on disk and the
 // rest of a device: it walks the folder and reports what changed (Scanner),
-// watches it for edits (Watcher), and writes versions that arrived from
+// watches it for edits (node/folder/watch), and writes versions that arrived from
 // peers (Applier), durably and without ever overwriting a local edit.
 //
 // The package knows nothing about entries, chunks, encryption or the

@@ -90,7 +90,7 @@ func LoadIgnore(fsys FS, prev *Ignore) (*Ignore, error) {
 // an ignored directory is ignored too: callers that walk skip the
 // directory and never ask.
 func (ig *Ignore) Match(path string, isDir bool) bool {
-	if isInternal(path) {
+	if IsInternal(path) {
 		return true
 	}
 	if ig == nil || ig.n == 0 {

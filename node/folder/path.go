@@ -73,15 +73,15 @@ func ValidPath(p string) error {
 	if !norm.NFC.IsNormalString(p) {
 		return fmt.Errorf("%w: %q", ErrNotNFC, p)
 	}
-	if isInternal(p) {
+	if IsInternal(p) {
 		return fmt.Errorf("%w: %q", ErrInternalPath, p)
 	}
 	return nil
 }
 
-// isInternal reports whether p is WorkDir, below it, or has a component
+// IsInternal reports whether p is WorkDir, below it, or has a component
 // starting with TempPrefix.
-func isInternal(p string) bool {
+func IsInternal(p string) bool {
 	if p == WorkDir || strings.HasPrefix(p, WorkDir+"/") {
 		return true
 	}

@@ -157,7 +157,7 @@ func (s *Scanner) Ignore() *Ignore {
 }
 
 // ScanWatching is Scan calling watch(dir) for every directory just before
-// it lists it (Watcher.WatchDir of a DeferWalk watcher): the directories
+// it lists it (watch.Watcher.WatchDir of a DeferWalk watcher): the directories
 // the scan enters are those a watcher watches (not ignored, not internal,
 // no symlink followed). watch may be called from several goroutines at
 // once.
@@ -412,7 +412,7 @@ func (w *walk) seenBelow(d string) {
 // entry handles one path found on disk.
 func (w *walk) entry(p string, info FileInfo) error {
 	isDir := info.Kind == KindDir
-	if isInternal(p) {
+	if IsInternal(p) {
 		// Ancestors are never internal here (the walk does not enter an
 		// internal directory), so only the name itself can be a temp.
 		if _, name := splitPath(p); !isDir && strings.HasPrefix(name, TempPrefix) {

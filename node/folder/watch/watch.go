@@ -1,4 +1,4 @@
-package folder
+package watch
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/weftsync/weft/node/folder"
 )
 
 // DefaultSettle is how long a path must be quiet before the watcher
@@ -41,8 +42,8 @@ type Batch struct {
 	Ready  bool
 }
 
-// WatcherConfig configures a Watcher.
-type WatcherConfig struct {
+// Config configures a Watcher.
+type Config struct {
 	// Dir is the folder on disk (required).
 	Dir string
 	// Settle is the quiet time before a path is reported; default
@@ -81,7 +82,7 @@ const retryUnwatched = 10 * time.Second
 // Watcher watches a folder recursively with fsnotify, adding directories
 // as they appear, and reports changed paths once they have settled.
 type Watcher struct {
-	cfg WatcherConfig
+	cfg Config
 	out chan Batch
 	// lazy is set while Run runs with DeferWalk (WatchDir's state).
 	lazy atomic.Pointer[lazyWatches]
@@ -145,7 +146,7 @@ func (l *watchLoop) takeFailed() error {
 }
 
 // NewWatcher returns a Watcher; Run starts it.
-func NewWatcher(cfg WatcherConfig) (*Watcher, error) {
+func New(cfg Config) (*Watcher, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("folder: watcher config needs Dir")
 	}
@@ -358,7 +359,7 @@ func (l *watchLoop) rel(name string) (string, bool) {
 }
 
 func (l *watchLoop) ignored(p string, isDir bool) bool {
-	if isInternal(p) {
+	if folder.IsInternal(p) {
 		return true
 	}
 	return l.w.cfg.Ignored != nil && l.w.cfg.Ignored(p, isDir)

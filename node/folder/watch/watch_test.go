@@ -1,4 +1,4 @@
-package folder
+package watch
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/weftsync/weft/node/folder"
 )
 
 func TestSettler(t *testing.T) {
@@ -94,7 +95,7 @@ func (t *fakeTimer) Stop() bool          { return true }
 func TestWatchLoopDeterministic(t *testing.T) {
 	dir := t.TempDir()
 	clk := newFakeClock()
-	w, err := NewWatcher(WatcherConfig{Dir: dir, Clock: clk})
+	w, err := New(Config{Dir: dir, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestWatchLoopDeterministic(t *testing.T) {
 
 	events <- fsnotify.Event{Name: filepath.Join(dir, "a.txt"), Op: fsnotify.Write}
 	events <- fsnotify.Event{Name: filepath.Join(dir, ".weft", "db"), Op: fsnotify.Write}
-	events <- fsnotify.Event{Name: filepath.Join(dir, "d", TempPrefix+"1"), Op: fsnotify.Write}
+	events <- fsnotify.Event{Name: filepath.Join(dir, "d", folder.TempPrefix+"1"), Op: fsnotify.Write}
 	<-clk.made
 	clk.advance(99 * time.Millisecond)
 	events <- fsnotify.Event{Name: filepath.Join(dir, "b.txt"), Op: fsnotify.Write}
@@ -159,7 +160,7 @@ func TestWatcherReal(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "existing"), 0o755)
 	os.MkdirAll(filepath.Join(dir, ".weft"), 0o755)
-	w, err := NewWatcher(WatcherConfig{Dir: dir, Settle: 20 * time.Millisecond,
+	w, err := New(Config{Dir: dir, Settle: 20 * time.Millisecond,
 		Ignored: func(p string, isDir bool) bool { return filepath.Ext(p) == ".log" }})
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +233,7 @@ func TestWatcherReal(t *testing.T) {
 // first scan and the watches being added is not missed.
 func TestWatcherFirstBatchIsReady(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWatcher(WatcherConfig{Dir: dir, Settle: 20 * time.Millisecond})
+	w, err := New(Config{Dir: dir, Settle: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +263,7 @@ func TestWatcherDeferWalk(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "b/c/old.txt"), []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWatcher(WatcherConfig{Dir: dir, Settle: 20 * time.Millisecond, DeferWalk: true})
+	w, err := New(Config{Dir: dir, Settle: 20 * time.Millisecond, DeferWalk: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,13 +274,17 @@ func TestWatcherDeferWalk(t *testing.T) {
 		t.Fatalf("first batch %+v, want Ready", b)
 	}
 
-	fsys, err := OpenOS(dir)
+	fsys, err := folder.OpenOS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := folder.NewScanner(folder.ScannerConfig{FS: fsys, Index: folder.MapIndex{}, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	var watched []string
-	res, err := newScanner(t, fsys, MapIndex{}).ScanWatching(ctx, func(d string) {
+	res, err := sc.ScanWatching(ctx, func(d string) {
 		mu.Lock()
 		watched = append(watched, d)
 		mu.Unlock()
@@ -324,7 +329,7 @@ func TestWatcherDeferWalkFails(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("a file"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWatcher(WatcherConfig{Dir: dir, Settle: 20 * time.Millisecond, DeferWalk: true})
+	w, err := New(Config{Dir: dir, Settle: 20 * time.Millisecond, DeferWalk: true})
 	if err != nil {
 		t.Fatal(err)
 	}
