@@ -104,12 +104,6 @@ func (v *vault) reconcile(ctx context.Context) {
 	v.n.events.Publish(api.Event{Type: api.EventReconciled, Folder: v.cfg.Folder})
 }
 
-// winnerIsDeletionLocked is engine.IsDeletion over this vault's graph.
-// v.mu must be held.
-func (v *vault) winnerIsDeletionLocked(path string) bool {
-	return engine.IsDeletion(v.graph, path)
-}
-
 func (v *vault) reconcileOne(ctx context.Context, path string) {
 	defer v.noteApply(time.Now())
 	err := v.reconcilePath(ctx, path)
@@ -150,14 +144,6 @@ func (v *vault) unsettledLocked(path string, err error) (report bool) {
 	waiting := errors.Is(err, errWaitingForHistory) || errors.Is(err, errDecisionStale) || errors.Is(err, errHomeFull)
 	v.eng.Step(engine.Failed{Path: path, Err: err, Waiting: waiting})
 	return !waiting && !errors.Is(err, folder.ErrLocalChange)
-}
-
-// takenLocked answers the core's "what does this conflict-copy name
-// hold?" from the replicated state (the version graph's live heads), so
-// every device names conflict copies alike, and a name that already holds
-// the loser's content is reused instead of copied again. v.mu must be held.
-func (v *vault) takenLocked(name string, content protocol.Version) protocol.NameUse {
-	return v.graph.NameUse(name, content)
 }
 
 // conflictCopy is one conflict copy of a decision, as node/ carries it out.

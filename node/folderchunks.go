@@ -96,26 +96,20 @@ func (fc *folderChunks) has(c cid.Cid) bool {
 }
 
 // envelope re-creates a chunk's envelope from a folder file only (what
-// the keeper copies into the version store).
+// the keeper copies into the version store), newly allocated.
 func (fc *folderChunks) envelope(c cid.Cid) ([]byte, error) {
-	_, env, err := fc.chunk(c)
-	return env, err
+	env, _, err := fc.chunkInto(c, nil, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	return env, nil
 }
 
 var errNotLocal = errors.New("chunk not held locally")
 
-// chunk re-creates chunk c from a file of the folder that the index says
-// holds it. Both results are newly allocated.
-func (fc *folderChunks) chunk(c cid.Cid) (plain, env []byte, err error) {
-	env, plain, err = fc.chunkInto(c, nil, nil, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	return plain, env, nil
-}
-
-// chunkInto is chunk reading the plaintext into scratch (grown when
-// short) and, when env, appending the envelope to dst. It returns dst
+// chunkInto re-creates chunk c from a file of the folder that the index
+// says holds it, reading the plaintext into scratch (grown when short)
+// and, when env, appending the envelope to dst. It returns dst
 // with the envelope appended and the plaintext, which aliases scratch's
 // array.
 func (fc *folderChunks) chunkInto(c cid.Cid, scratch, dst []byte, env bool) (out, plain []byte, err error) {

@@ -97,7 +97,7 @@ func (v *vault) pathState(p string) doctor.PathState {
 	hs := v.graph.Heads(p)
 	pv.Heads = len(hs)
 	if len(hs) > 0 {
-		if dec, err := v.resolveLocked(p); err == nil {
+		if dec, err := v.eng.Resolve(p, guardIndex{v}); err == nil {
 			pv.Winner = dec.Winner.ID
 			ver := v.bodies[dec.Winner.ID]
 			pv.Kind, pv.Size, pv.Chunks = ver.Kind, ver.Size, len(ver.Chunks)

@@ -252,11 +252,12 @@ func (v *vault) withMovedCopies(changes []folder.Change) (_ []folder.Change, mov
 		rename bool // the file is the copy renamed there (sameFileMoved)
 	}
 	var candidates []candidate
+	copies := v.index.ConflictCopies()
 	for _, c := range changes {
 		if c.Type == folder.Deleted || c.New.Kind != folder.KindFile {
 			continue
 		}
-		for _, q := range v.index.ConflictCopies() {
+		for _, q := range copies {
 			if !isConflictCopyOf(q, c.Path) {
 				continue
 			}

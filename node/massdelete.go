@@ -48,7 +48,7 @@ func (g guardIndex) Lookup(p string) (engine.Disk, bool) {
 
 func (g guardIndex) Files() int                      { return g.v.index.Files() }
 func (g guardIndex) DeletionConfirmed(p string) bool { return g.v.deletionConfirmedLocked(p) }
-func (g guardIndex) WinnerIsDeletion(p string) bool  { return g.v.winnerIsDeletionLocked(p) }
+func (g guardIndex) WinnerIsDeletion(p string) bool  { return engine.IsDeletion(g.v.graph, p) }
 func (g guardIndex) Graph() *protocol.Graph          { return g.v.graph }
 
 // loadMassDeletePolicy reads the folder's stored policy (the default when

@@ -180,8 +180,6 @@ func (e *Engine) Tick(now time.Time) { e.now = now }
 type Ready struct {
 	Plan
 	Guard IncomingVerdict
-	// Paths are every path the pass took, held ones included.
-	Paths []string
 	// Withheld are the pass's deletions the guard holds (left out of
 	// Plan).
 	Withheld []string
@@ -215,7 +213,7 @@ func (e *Engine) Ready(v View) Ready {
 			}
 		}
 	}
-	return Ready{Plan: Order(paths, dels, verdict.Apply, e.fold), Guard: verdict, Paths: paths, Withheld: withheld}
+	return Ready{Plan: Order(paths, dels, verdict.Apply, e.fold), Guard: verdict, Withheld: withheld}
 }
 
 // Advance ends the pass rd: what it left unsettled is dirty again and
@@ -252,12 +250,13 @@ type historyWait struct {
 }
 
 // Decide decides path on the state v shows: nothing to do, wait for
-// history, or the decision of the rules (conflict copies named from the
-// graph, so every device names them alike). A path that waits is dirty
-// again; its wait ends when it settles (Settled), or no longer awaits
-// history. The shell
-// calls it once per path of a pass, and again when a scan made a
-// decision stale.
+// history, or the decision of the rules (Resolve). A path that waits is
+// dirty again. A wait that is over stays over while the same versions are
+// missing, until the path settles (Settled) or no longer awaits history:
+// a decision made stale by a local change and made again at once, or one
+// whose carry-out failed, does not wait anew; a newly missing version
+// starts it again. The shell calls Decide once per path of a pass, and
+// again when a scan made a decision stale.
 func (e *Engine) Decide(path string, v View) (Decided, error) {
 	g := v.Graph()
 	if len(g.Heads(path)) == 0 {
@@ -278,16 +277,21 @@ func (e *Engine) Decide(path string, v View) (Decided, error) {
 	} else {
 		delete(e.waiting, path)
 	}
-	// A wait that is over stays over while the same versions are missing,
-	// until the path settles: a decision made stale by a local change and
-	// made again at once, or one whose carry-out failed, does not wait
-	// anew; a newly missing version starts it again.
-	cur, had := v.Lookup(path)
-	dec, err := e.rules.Resolve(g, path, cur, had, g.NameUse)
+	dec, err := e.Resolve(path, v)
 	if err != nil {
 		return Decided{}, err
 	}
 	return Decided{Act: ActCarryOut, Decision: dec}, nil
+}
+
+// Resolve is the rules' decision of path's heads on the state v shows,
+// conflict copies named from the graph so every device names them alike.
+// It changes nothing in the engine: what the doctor shows of a path is
+// what a pass would decide.
+func (e *Engine) Resolve(path string, v View) (protocol.Decision, error) {
+	g := v.Graph()
+	cur, had := v.Lookup(path)
+	return e.rules.Resolve(g, path, cur, had, g.NameUse)
 }
 
 // Supersedes is what a local change at path supersedes by the engine's
@@ -318,9 +322,6 @@ func (e *Engine) Applied(g *protocol.Graph, path string, old Disk, had bool, app
 		return e.Supersedes(g, path, old, had)
 	})
 }
-
-// Rules are the decisions the engine runs.
-func (e *Engine) Rules() Rules { return e.rules }
 
 // IsDirty reports whether path waits for a decision.
 func (e *Engine) IsDirty(path string) bool {
