@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -89,21 +90,27 @@ func SealEpochSecret(rand io.Reader, to DeviceID, vault VaultID, epoch uint32, s
 // epoch of vault. Any failure (wrong size, another recipient, vault or
 // epoch, altered bytes) is ErrSealedSecret.
 func (i *Identity) OpenEpochSecret(vault VaultID, epoch uint32, sealed []byte) (EpochSecret, error) {
+	return openEpochSecret(i.priv, i.ID(), vault, epoch, sealed)
+}
+
+// openEpochSecret opens a secret sealed to me, whose ed25519 private key
+// is priv.
+func openEpochSecret(priv ed25519.PrivateKey, me DeviceID, vault VaultID, epoch uint32, sealed []byte) (EpochSecret, error) {
 	var s EpochSecret
 	if len(sealed) != SealedSecretSize {
 		return s, fmt.Errorf("%w: %d bytes, want %d", ErrSealedSecret, len(sealed), SealedSecretSize)
 	}
-	priv := i.X25519Private()
-	myX, err := curve25519.X25519(priv[:], curve25519.Basepoint)
+	x := x25519Private(priv)
+	myX, err := curve25519.X25519(x[:], curve25519.Basepoint)
 	if err != nil {
 		panic("keys: invariant: X25519 with the base point cannot fail: " + err.Error())
 	}
 	ephPub := sealed[:32]
-	shared, err := curve25519.X25519(priv[:], ephPub)
+	shared, err := curve25519.X25519(x[:], ephPub)
 	if err != nil {
 		return s, fmt.Errorf("%w: low-order ephemeral key", ErrSealedSecret)
 	}
-	key, nonce := sealKey(shared, vault, epoch, i.ID(), ephPub, myX)
+	key, nonce := sealKey(shared, vault, epoch, me, ephPub, myX)
 	aead, err := chacha20poly1305.NewX(key[:])
 	if err != nil {
 		panic("keys: invariant: XChaCha20-Poly1305 rejects a 32-byte key: " + err.Error())

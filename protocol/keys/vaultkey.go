@@ -63,3 +63,17 @@ func (p VaultPublicKey) Verify(msg, sig []byte) bool {
 // Matches reports whether p is the public key of the vault named v, that is
 // whether p hashes to v. It needs no secret.
 func (v VaultID) Matches(p VaultPublicKey) bool { return p.ID() == v }
+
+// Recipient is the vault key as the recipient of sealed epoch secrets. An
+// ed25519 public key like a device's, it has the same X25519 form, so an
+// epoch secret is sealed to it exactly as to a device (SealEpochSecret):
+// in a recoverable vault every new epoch's secret is also sealed to it, so
+// that the recovery phrase, which alone derives the vault key, opens every
+// epoch (docs/security.md, "Recovery").
+func (p VaultPublicKey) Recipient() DeviceID { return DeviceID(p) }
+
+// OpenEpochSecret opens a secret sealed to the vault key's Recipient for
+// epoch of vault. Any failure is ErrSealedSecret.
+func (k *VaultKey) OpenEpochSecret(vault VaultID, epoch uint32, sealed []byte) (EpochSecret, error) {
+	return openEpochSecret(k.priv, k.Public().Recipient(), vault, epoch, sealed)
+}

@@ -2,6 +2,8 @@ package keys
 
 import (
 	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
 	"encoding/hex"
 	"testing"
 )
@@ -100,4 +102,32 @@ func unhex(t *testing.T, s string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestVaultKeyOpensWhatIsSealedToIt: an epoch secret sealed to the vault
+// key's Recipient opens with the vault key (what the recovery phrase
+// derives), and with no device key.
+func TestVaultKeyOpensWhatIsSealedToIt(t *testing.T) {
+	root := RootSecret{4, 5, 6}
+	vk := root.VaultKey()
+	vault := root.Vault().ID
+	secret := EpochSecret{9, 9, 9}
+	sealed, err := SealEpochSecret(rand.Reader, vk.Public().Recipient(), vault, 3, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := vk.OpenEpochSecret(vault, 3, sealed)
+	if err != nil || got != secret {
+		t.Fatalf("vault key: %v", err)
+	}
+	if _, err := vk.OpenEpochSecret(vault, 4, sealed); !errors.Is(err, ErrSealedSecret) {
+		t.Errorf("another epoch: got %v, want %v", err, ErrSealedSecret)
+	}
+	id, err := GenerateIdentity(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := id.OpenEpochSecret(vault, 3, sealed); !errors.Is(err, ErrSealedSecret) {
+		t.Errorf("a device key: got %v, want %v", err, ErrSealedSecret)
+	}
 }

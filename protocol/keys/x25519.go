@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"crypto/ed25519"
 	"crypto/sha512"
 	"fmt"
 	"math/big"
@@ -73,8 +74,11 @@ func (d DeviceID) X25519() ([32]byte, error) {
 
 // X25519Private returns the device's private key as an X25519 scalar,
 // clamped. The caller must keep it secret.
-func (i *Identity) X25519Private() [32]byte {
-	h := sha512.Sum512(i.priv.Seed())
+func (i *Identity) X25519Private() [32]byte { return x25519Private(i.priv) }
+
+// x25519Private is the X25519 scalar of an ed25519 private key, clamped.
+func x25519Private(priv ed25519.PrivateKey) [32]byte {
+	h := sha512.Sum512(priv.Seed())
 	var s [32]byte
 	copy(s[:], h[:32])
 	s[0] &= 248

@@ -1,9 +1,11 @@
 package member
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/weftsync/weft/protocol/keys"
 )
@@ -35,17 +37,29 @@ func (s *State) checkAddKeys(r Record) error {
 	return nil
 }
 
-// checkRevokeKeys checks a revocation's sealed keys: exactly one to each
-// member that remains, sorted by device ID.
-func (s *State) checkRevokeKeys(r Record) error {
+// revokeRecipients returns who a revocation of d seals the new epoch's
+// secret to, in ID order: every member that remains and, in a recoverable
+// vault, the vault key (so the recovery phrase opens every epoch).
+func (s *State) revokeRecipients(d keys.DeviceID) []keys.DeviceID {
 	var want []keys.DeviceID
-	for _, d := range s.Members() {
-		if d != r.Device {
-			want = append(want, d)
+	for _, m := range s.Members() {
+		if m != d {
+			want = append(want, m)
 		}
 	}
+	if s.Recoverable() {
+		want = append(want, s.vault.Recipient())
+		slices.SortFunc(want, func(a, b keys.DeviceID) int { return bytes.Compare(a[:], b[:]) })
+	}
+	return want
+}
+
+// checkRevokeKeys checks a revocation's sealed keys: exactly one to each
+// recipient revokeRecipients names, sorted by device ID.
+func (s *State) checkRevokeKeys(r Record) error {
+	want := s.revokeRecipients(r.Device)
 	if len(r.Keys) != len(want) {
-		return fmt.Errorf("%w: revocation seals %d keys for %d remaining members", ErrBadOp, len(r.Keys), len(want))
+		return fmt.Errorf("%w: revocation seals %d keys for %d recipients (remaining members, and the vault key of a recoverable vault)", ErrBadOp, len(r.Keys), len(want))
 	}
 	for i, k := range r.Keys {
 		if k.Device != want[i] {
@@ -95,10 +109,7 @@ func (s *State) RevokeOp(rand io.Reader, d keys.DeviceID, upto uint64) (Record, 
 	}
 	epoch := s.Epoch + 1
 	op := Record{Op: OpRevoke, Device: d, Epoch: epoch, Upto: upto}
-	for _, m := range s.Members() {
-		if m == d {
-			continue
-		}
+	for _, m := range s.revokeRecipients(d) {
 		sealed, err := keys.SealEpochSecret(rand, m, s.Vault, epoch, secret)
 		if err != nil {
 			return Record{}, secret, fmt.Errorf("sealing epoch %d to %s: %w", epoch, m, err)
@@ -164,7 +175,7 @@ func (s *State) EpochSecrets(id *keys.Identity, root keys.RootSecret) (map[uint3
 					open(r.Epoch, k.Sealed)
 				}
 			}
-		case OpAdd:
+		case OpAdd, OpRecover:
 			if r.Device == me {
 				for i, k := range r.Keys {
 					open(uint32(i+1), k.Sealed)
@@ -173,4 +184,29 @@ func (s *State) EpochSecrets(id *keys.Identity, root keys.RootSecret) (map[uint3
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// recoverySecrets opens every epoch secret of a recoverable vault with the
+// vault key: epoch n > 0 from the revocation that started it, which sealed
+// it to the vault key too (revokeRecipients). Epoch 0 derives from the
+// root secret and is not in the map.
+func (s *State) recoverySecrets(vk *keys.VaultKey) (map[uint32]keys.EpochSecret, error) {
+	to := vk.Public().Recipient()
+	out := map[uint32]keys.EpochSecret{}
+	for _, r := range s.records {
+		if r.Op != OpRevoke {
+			continue
+		}
+		for _, k := range r.Keys {
+			if k.Device != to {
+				continue
+			}
+			secret, err := vk.OpenEpochSecret(s.Vault, r.Epoch, k.Sealed)
+			if err != nil {
+				return nil, fmt.Errorf("epoch %d: %w", r.Epoch, err)
+			}
+			out[r.Epoch] = secret
+		}
+	}
+	return out, nil
 }

@@ -23,6 +23,16 @@ var (
 	// with its vault key: it was altered, or made for another admin.
 	ErrVaultSignature = errors.New("membership record: bad genesis vault signature")
 
+	// ErrNotRecoverable means a recovery was asked of a vault made
+	// without FlagRecoverable: its devices hold the root secret, so the
+	// phrase is not what only its owner has (docs/security.md, "Recovery").
+	ErrNotRecoverable = errors.New("the vault was made before recovery existed: its recovery phrase cannot admit a device")
+	// ErrLastAdmin means a record would leave the vault without an admin.
+	ErrLastAdmin = errors.New("membership record: the vault's last admin cannot give up the role")
+	// ErrBadName means a device name is empty, too long, not UTF-8 or has
+	// control characters.
+	ErrBadName = errors.New("device name")
+
 	// ErrRevokedEntry means an entry was signed by a revoked device after
 	// the last sequence number its revocation keeps (Record.Upto).
 	ErrRevokedEntry = errors.New("entry signed by a revoked device after its revocation")

@@ -136,7 +136,7 @@ func TestApplyRejects(t *testing.T) {
 		{"unknown op", func() Record { return s.Next(admin, Record{Op: 77}, 1) }, ErrBadOp},
 		{"unknown format", func() Record {
 			r := s.Next(admin, Record{Op: OpAdd, Device: outsider.ID(), Role: RoleMember}, 1)
-			r.Format = 2
+			r.Format = 3
 			r.Sign(admin)
 			return r
 		}, ErrUnknownFormat},
@@ -299,6 +299,18 @@ func FuzzDecodeRecord(f *testing.F) {
 	admin := must(keys.GenerateIdentity(seeded(1)))
 	f.Add(Genesis(admin, vaultKey, 1).Encode())
 	f.Add([]byte{0x80})
+	// Format 2: a named, recoverable genesis and a recovery.
+	g2 := GenesisWith(admin, vaultKey, "laptop", FlagRecoverable|FlagMembersInvite, 1)
+	f.Add(g2.Encode())
+	rs := NewState(vault)
+	if err := rs.Apply(g2); err != nil {
+		f.Fatal(err)
+	}
+	rec, err := rs.Recover(seeded(3), must(keys.GenerateIdentity(seeded(3))), vaultRoot, "new laptop", 2)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(rec.Encode())
 	for _, r := range revokedFixtureRecords() {
 		f.Add(r.Encode()) // revoke with sealed keys and upto; add with sealed keys
 	}

@@ -2,6 +2,7 @@ package member
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/fxamacker/cbor/v2"
@@ -12,8 +13,15 @@ import (
 	"github.com/weftsync/weft/protocol/keys"
 )
 
-// Format is the record format version this code writes and accepts.
-const Format = 1
+// Record formats. Format 1 is the first; format 2 adds a device name
+// (Name) and the vault's settings (Flags) and the operations that use
+// them. This code accepts both, and writes format 1 whenever a record
+// needs nothing of format 2, so that a log stays readable by devices that
+// know format 1 only until something needs the new fields.
+const (
+	Format  = 1 // the first format
+	Format2 = 2 // adds Name and Flags, and OpRecover, OpSetRole, OpRename, OpSettings
+)
 
 // MaxRecordSize bounds an encoded record; checked before decoding. A
 // record holding MaxKeys sealed epoch secrets fits.
@@ -33,6 +41,12 @@ const (
 	OpRevoke      Op = 3 // revoke Device; starts key epoch Epoch; Device's entries after Upto are void
 	OpAddRelay    Op = 4 // Relay serves the vault
 	OpRemoveRelay Op = 5 // Relay no longer serves the vault
+
+	// Format 2 only.
+	OpRecover  Op = 6 // Device (the signer) is admitted as admin by the vault key: the recovery phrase
+	OpSetRole  Op = 7 // Device's role becomes Role
+	OpRename   Op = 8 // Device's name becomes Name
+	OpSettings Op = 9 // the vault's settings become Flags
 )
 
 func (o Op) String() string {
@@ -47,6 +61,14 @@ func (o Op) String() string {
 		return "add-relay"
 	case OpRemoveRelay:
 		return "remove-relay"
+	case OpRecover:
+		return "recover"
+	case OpSetRole:
+		return "set-role"
+	case OpRename:
+		return "rename"
+	case OpSettings:
+		return "settings"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
@@ -89,13 +111,80 @@ type Record struct {
 	Upto   uint64        // OpRevoke: the revoked device's last accepted sequence number
 	Keys   []SealedKey   // OpRevoke, OpAdd: sealed epoch secrets (see SealedKey)
 	Time   int64         // signer's wall clock, unix milliseconds (informational)
-	// VaultKey and VaultSig are set in a genesis only, nil otherwise:
-	// the vault's public key (32 bytes, keys.VaultPublicKey), which must
-	// hash to Vault, and its signature (64 bytes) of vaultSigningBytes.
+	// Name and Flags exist in format 2 only (zero in format 1).
+	Name  string // OpGenesis, OpAdd, OpRecover (optional), OpRename: the device's name
+	Flags uint64 // OpGenesis, OpSettings: the vault's settings (Flag*)
+	// VaultKey and VaultSig are set in a genesis and a recovery only, nil
+	// otherwise: the vault's public key (32 bytes, keys.VaultPublicKey),
+	// which must hash to Vault, and its signature (64 bytes) of
+	// vaultSigningBytes.
 	VaultKey []byte
 	VaultSig []byte
 	Signer   keys.DeviceID
 	Sig      []byte
+}
+
+// recordV1 is a format-1 record's encoding: Record without Name and Flags.
+type recordV1 struct {
+	_        struct{} `cbor:",toarray"`
+	Format   uint8
+	Vault    keys.VaultID
+	Seq      uint64
+	Prev     []byte
+	Op       Op
+	Device   keys.DeviceID
+	Role     Role
+	Relay    string
+	Epoch    uint32
+	Upto     uint64
+	Keys     []SealedKey
+	Time     int64
+	VaultKey []byte
+	VaultSig []byte
+	Signer   keys.DeviceID
+	Sig      []byte
+}
+
+// Array lengths of the two formats' encodings.
+const (
+	fieldsV1 = 16
+	fieldsV2 = 18
+)
+
+// Vault settings (Record.Flags). Unknown bits are refused.
+const (
+	// FlagRecoverable: the vault's recovery phrase can admit a device
+	// (OpRecover), and every new epoch's secret is also sealed to the vault
+	// key, so the phrase opens every epoch. Set at genesis only: it says
+	// that devices of the vault hold no root secret (they are given the
+	// derived keys.VaultSecrets), which only a vault made that way can
+	// promise (docs/security.md, "Recovery").
+	FlagRecoverable uint64 = 1 << 0
+	// FlagMembersInvite: every member may admit devices as members (not
+	// as admins); otherwise only admins admit.
+	FlagMembersInvite uint64 = 1 << 1
+
+	knownFlags = FlagRecoverable | FlagMembersInvite
+)
+
+// marshal encodes r in its format's array.
+func (r Record) marshal() []byte {
+	var v any = r
+	if r.Format == Format {
+		if r.Name != "" || r.Flags != 0 {
+			panic("member: invariant: a format-1 record with a name or flags")
+		}
+		v = recordV1{
+			Format: r.Format, Vault: r.Vault, Seq: r.Seq, Prev: r.Prev, Op: r.Op, Device: r.Device,
+			Role: r.Role, Relay: r.Relay, Epoch: r.Epoch, Upto: r.Upto, Keys: r.Keys, Time: r.Time,
+			VaultKey: r.VaultKey, VaultSig: r.VaultSig, Signer: r.Signer, Sig: r.Sig,
+		}
+	}
+	b, err := encMode.Marshal(v)
+	if err != nil {
+		panic("member: invariant: encoding a record cannot fail: " + err.Error())
+	}
+	return b
 }
 
 // SealedKey is one epoch secret sealed to one device
@@ -111,6 +200,8 @@ type SealedKey struct {
 }
 
 const sigDomain = "weft/member/v1\x00"
+
+var errNotArray = errors.New("not a CBOR array")
 
 var (
 	encMode cbor.EncMode
@@ -137,11 +228,7 @@ func init() {
 // signingBytes is what the signature covers: the record with Sig empty.
 func (r Record) signingBytes() []byte {
 	r.Sig = nil
-	b, err := encMode.Marshal(r)
-	if err != nil {
-		panic("member: invariant: encoding a record cannot fail: " + err.Error())
-	}
-	return append([]byte(sigDomain), b...)
+	return append([]byte(sigDomain), r.marshal()...)
 }
 
 // Sign fills Signer and Sig.
@@ -151,13 +238,7 @@ func (r *Record) Sign(id *keys.Identity) {
 }
 
 // Encode returns the canonical bytes of a signed record.
-func (r Record) Encode() []byte {
-	b, err := encMode.Marshal(r)
-	if err != nil {
-		panic("member: invariant: encoding a record cannot fail: " + err.Error())
-	}
-	return b
-}
+func (r Record) Encode() []byte { return r.marshal() }
 
 // CID names a record: CIDv1, dag-cbor, BLAKE3-256 of its encoding.
 func (r Record) CID() cid.Cid {
@@ -179,11 +260,33 @@ func Decode(b []byte) (Record, error) {
 	if len(b) > MaxRecordSize {
 		return r, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxRecordSize)
 	}
-	if err := decMode.Unmarshal(b, &r); err != nil {
-		return r, fmt.Errorf("decoding membership record: %w", err)
+	major, n, _, ok := cborHead(b)
+	if !ok || major != 4 {
+		return r, fmt.Errorf("decoding membership record: %w", errNotArray)
 	}
-	if r.Format != Format {
-		return r, fmt.Errorf("%w: %d", ErrUnknownFormat, r.Format)
+	switch n {
+	case fieldsV1:
+		var v recordV1
+		if err := decMode.Unmarshal(b, &v); err != nil {
+			return r, fmt.Errorf("decoding membership record: %w", err)
+		}
+		r = Record{
+			Format: v.Format, Vault: v.Vault, Seq: v.Seq, Prev: v.Prev, Op: v.Op, Device: v.Device,
+			Role: v.Role, Relay: v.Relay, Epoch: v.Epoch, Upto: v.Upto, Keys: v.Keys, Time: v.Time,
+			VaultKey: v.VaultKey, VaultSig: v.VaultSig, Signer: v.Signer, Sig: v.Sig,
+		}
+		if r.Format != Format {
+			return r, fmt.Errorf("%w: %d in a format-1 array", ErrUnknownFormat, r.Format)
+		}
+	case fieldsV2:
+		if err := decMode.Unmarshal(b, &r); err != nil {
+			return r, fmt.Errorf("decoding membership record: %w", err)
+		}
+		if r.Format != Format2 {
+			return r, fmt.Errorf("%w: %d in a format-2 array", ErrUnknownFormat, r.Format)
+		}
+	default:
+		return r, fmt.Errorf("%w: an array of %d fields", ErrUnknownFormat, n)
 	}
 	if r.Keys != nil && len(r.Keys) == 0 {
 		// An empty array and null would both mean "no keys"; only null
@@ -198,7 +301,7 @@ func Decode(b []byte) (Record, error) {
 	if !bytes.Equal(r.Encode(), b) {
 		return r, ErrNonCanonical
 	}
-	if r.Op == OpGenesis {
+	if r.Op == OpGenesis || r.Op == OpRecover {
 		if err := r.checkVaultProof(); err != nil {
 			return r, err
 		}

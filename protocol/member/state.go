@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ipfs/go-cid"
 
@@ -22,12 +25,58 @@ type State struct {
 	revoked map[keys.DeviceID]bool
 	upto    map[keys.DeviceID]uint64 // revoked device -> last accepted sequence number
 	relays  []string
+	names   map[keys.DeviceID]string
+	flags   uint64             // the vault's settings (Flag*)
+	vault   keys.VaultPublicKey // from the genesis
 	records []Record
 }
 
 // NewState returns the empty membership of vault.
 func NewState(vault keys.VaultID) *State {
-	return &State{Vault: vault, members: map[keys.DeviceID]Role{}, revoked: map[keys.DeviceID]bool{}, upto: map[keys.DeviceID]uint64{}}
+	return &State{
+		Vault: vault, members: map[keys.DeviceID]Role{}, revoked: map[keys.DeviceID]bool{},
+		upto: map[keys.DeviceID]uint64{}, names: map[keys.DeviceID]string{},
+	}
+}
+
+// Name returns d's name as membership records it ("" when none was
+// given: a format-1 vault, or a device added without one). A revoked
+// device keeps its last name.
+func (s *State) Name(d keys.DeviceID) string { return s.names[d] }
+
+// Flags returns the vault's settings (Flag*).
+func (s *State) Flags() uint64 { return s.flags }
+
+// Recoverable reports whether the vault's recovery phrase can admit a
+// device (FlagRecoverable).
+func (s *State) Recoverable() bool { return s.flags&FlagRecoverable != 0 }
+
+// VaultKey returns the vault's public key, from the genesis.
+func (s *State) VaultKey() keys.VaultPublicKey { return s.vault }
+
+// Admins returns the current admins sorted by device ID.
+func (s *State) Admins() []keys.DeviceID {
+	var out []keys.DeviceID
+	for _, d := range s.Members() {
+		if s.members[d] == RoleAdmin {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// CanAdmit reports whether d may sign a record admitting a device with
+// role: an admin always, a member only a member and only when the vault
+// lets every member invite (FlagMembersInvite).
+func (s *State) CanAdmit(d keys.DeviceID, role Role) bool {
+	switch r, ok := s.members[d]; {
+	case !ok:
+		return false
+	case r == RoleAdmin:
+		return true
+	default:
+		return role == RoleMember && s.flags&FlagMembersInvite != 0
+	}
 }
 
 // Role returns d's role and whether d is a current member.
@@ -67,7 +116,7 @@ func (s *State) Records() []Record { return s.records }
 // (ErrVaultSignature), and an operation that makes no sense in this state.
 // On error the state is unchanged.
 func (s *State) Apply(r Record) error {
-	if r.Format != Format {
+	if r.Format != Format && r.Format != Format2 {
 		return fmt.Errorf("%w: %d", ErrUnknownFormat, r.Format)
 	}
 	if r.Vault != s.Vault {
@@ -90,8 +139,21 @@ func (s *State) Apply(r Record) error {
 		return err
 	}
 	switch r.Op {
-	case OpGenesis, OpAdd:
+	case OpGenesis, OpAdd, OpRecover:
 		s.members[r.Device] = r.Role
+		if r.Name != "" {
+			s.names[r.Device] = r.Name
+		}
+		if r.Op == OpGenesis {
+			s.flags = r.Flags
+			copy(s.vault[:], r.VaultKey)
+		}
+	case OpSetRole:
+		s.members[r.Device] = r.Role
+	case OpRename:
+		s.names[r.Device] = r.Name
+	case OpSettings:
+		s.flags = r.Flags
 	case OpRevoke:
 		delete(s.members, r.Device)
 		s.revoked[r.Device] = true
@@ -109,11 +171,32 @@ func (s *State) Apply(r Record) error {
 }
 
 func (s *State) checkOp(r Record) error {
+	if r.Op >= OpRecover && r.Format < Format2 {
+		return fmt.Errorf("%w: %s needs format %d", ErrBadOp, r.Op, Format2)
+	}
 	if r.Op != OpRevoke && (r.Epoch != 0 || r.Upto != 0) {
 		return fmt.Errorf("%w: %s with an epoch or upto", ErrBadOp, r.Op)
 	}
-	if r.Op != OpRevoke && r.Op != OpAdd && len(r.Keys) > 0 {
+	if r.Op != OpRevoke && r.Op != OpAdd && r.Op != OpRecover && len(r.Keys) > 0 {
 		return fmt.Errorf("%w: %s with sealed keys", ErrBadOp, r.Op)
+	}
+	if r.Op != OpGenesis && r.Op != OpSettings && r.Flags != 0 {
+		return fmt.Errorf("%w: %s with vault settings", ErrBadOp, r.Op)
+	}
+	if r.Flags&^knownFlags != 0 {
+		return fmt.Errorf("%w: unknown vault settings %#x", ErrBadOp, r.Flags&^knownFlags)
+	}
+	switch r.Op {
+	case OpGenesis, OpAdd, OpRecover, OpRename:
+		if r.Name != "" || r.Op == OpRename {
+			if err := CheckName(r.Name); err != nil {
+				return fmt.Errorf("%w: %w", ErrBadOp, err)
+			}
+		}
+	default:
+		if r.Name != "" {
+			return fmt.Errorf("%w: %s with a device name", ErrBadOp, r.Op)
+		}
 	}
 	if s.Seq == 0 {
 		if r.Op != OpGenesis || r.Device != r.Signer || r.Role != RoleAdmin {
@@ -121,22 +204,38 @@ func (s *State) checkOp(r Record) error {
 		}
 		return r.checkVaultProof()
 	}
+	if r.Op == OpRecover {
+		return s.checkRecover(r)
+	}
 	if r.VaultKey != nil || r.VaultSig != nil {
 		return fmt.Errorf("%w: %s with a vault key or signature", ErrBadOp, r.Op)
 	}
-	if role, ok := s.members[r.Signer]; !ok || role != RoleAdmin {
-		return ErrNotAdmin
+	signerRole, signerIsMember := s.members[r.Signer]
+	switch r.Op {
+	case OpAdd:
+		// Checked below against the role it admits.
+	case OpRename:
+		if r.Signer != r.Device && signerRole != RoleAdmin {
+			return fmt.Errorf("%w: only the device itself or an admin renames it", ErrNotAdmin)
+		}
+		if !signerIsMember {
+			return ErrNotAdmin
+		}
+	default:
+		if !signerIsMember || signerRole != RoleAdmin {
+			return ErrNotAdmin
+		}
 	}
 	switch r.Op {
 	case OpAdd:
 		if r.Role != RoleMember && r.Role != RoleAdmin {
 			return fmt.Errorf("%w: unknown role %d", ErrBadOp, r.Role)
 		}
-		if s.revoked[r.Device] {
-			return fmt.Errorf("%w: %s", ErrRevoked, r.Device)
+		if !s.CanAdmit(r.Signer, r.Role) {
+			return ErrNotAdmin
 		}
-		if _, ok := s.members[r.Device]; ok {
-			return fmt.Errorf("%w: %s is already a member", ErrBadOp, r.Device)
+		if err := s.checkNewcomer(r.Device); err != nil {
+			return err
 		}
 		if err := s.checkAddKeys(r); err != nil {
 			return err
@@ -154,6 +253,28 @@ func (s *State) checkOp(r Record) error {
 		if err := s.checkRevokeKeys(r); err != nil {
 			return err
 		}
+	case OpSetRole:
+		cur, ok := s.members[r.Device]
+		if !ok {
+			return fmt.Errorf("%w: %s is not a member", ErrBadOp, r.Device)
+		}
+		if r.Role != RoleMember && r.Role != RoleAdmin {
+			return fmt.Errorf("%w: unknown role %d", ErrBadOp, r.Role)
+		}
+		if r.Role == cur {
+			return fmt.Errorf("%w: %s is already %s", ErrBadOp, r.Device, cur)
+		}
+		if cur == RoleAdmin && len(s.Admins()) == 1 {
+			return ErrLastAdmin
+		}
+	case OpRename:
+		if _, ok := s.members[r.Device]; !ok {
+			return fmt.Errorf("%w: %s is not a member", ErrBadOp, r.Device)
+		}
+	case OpSettings:
+		if r.Flags&FlagRecoverable != s.flags&FlagRecoverable {
+			return fmt.Errorf("%w: whether a vault is recoverable is fixed when it is made", ErrBadOp)
+		}
 	case OpAddRelay:
 		if r.Relay == "" || slices.Contains(s.relays, r.Relay) {
 			return fmt.Errorf("%w: relay %q is empty or already listed", ErrBadOp, r.Relay)
@@ -168,19 +289,75 @@ func (s *State) checkOp(r Record) error {
 	return nil
 }
 
-// Next makes the record that follows the state's head, signed by admin.
+// checkRecover checks a recovery: the vault is recoverable, the vault key
+// admits the signer itself as admin, the signer is new to the vault, and
+// it carries every epoch secret after 0 as an add does.
+func (s *State) checkRecover(r Record) error {
+	if !s.Recoverable() {
+		return ErrNotRecoverable
+	}
+	if r.Device != r.Signer || r.Role != RoleAdmin {
+		return fmt.Errorf("%w: a recovery admits its signer as admin", ErrBadOp)
+	}
+	if err := r.checkVaultProof(); err != nil {
+		return err
+	}
+	if err := s.checkNewcomer(r.Device); err != nil {
+		return err
+	}
+	return s.checkAddKeys(r)
+}
+
+// checkNewcomer refuses to admit a member, or a device that was revoked
+// (it never comes back under the same key).
+func (s *State) checkNewcomer(d keys.DeviceID) error {
+	if s.revoked[d] {
+		return fmt.Errorf("%w: %s", ErrRevoked, d)
+	}
+	if _, ok := s.members[d]; ok {
+		return fmt.Errorf("%w: %s is already a member", ErrBadOp, d)
+	}
+	return nil
+}
+
+// MaxNameLen bounds a device name, in bytes.
+const MaxNameLen = 64
+
+// CheckName checks a device name: 1 to MaxNameLen bytes of UTF-8, no
+// control characters, no space at either end.
+func CheckName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrBadName)
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrBadName, len(name), MaxNameLen)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: not UTF-8", ErrBadName)
+	case strings.TrimSpace(name) != name:
+		return fmt.Errorf("%w: %q starts or ends with a space", ErrBadName, name)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return fmt.Errorf("%w: %q has a control character", ErrBadName, name)
+	}
+	return nil
+}
+
+// Next makes the record that follows the state's head, signed by signer.
 // Only the operation fields of op are read (Op, Device, Role, Relay, Epoch,
-// Upto, Keys).
-// The result still has to pass Apply.
-func (s *State) Next(admin *keys.Identity, op Record, timeMs int64) Record {
+// Upto, Keys, Name, Flags). The record is format 1 unless it needs format
+// 2 (a format-2 operation, a name or settings). The result still has to
+// pass Apply.
+func (s *State) Next(signer *keys.Identity, op Record, timeMs int64) Record {
 	r := Record{
 		Format: Format, Vault: s.Vault, Seq: s.Seq + 1, Prev: s.Head.Bytes(),
 		Op: op.Op, Device: op.Device, Role: op.Role, Relay: op.Relay, Epoch: op.Epoch,
-		Upto: op.Upto, Keys: op.Keys, Time: timeMs,
+		Upto: op.Upto, Keys: op.Keys, Time: timeMs, Name: op.Name, Flags: op.Flags,
+	}
+	if r.Op >= OpRecover || r.Name != "" || r.Flags != 0 {
+		r.Format = Format2
 	}
 	if len(r.Keys) == 0 {
 		r.Keys = nil // the canonical "no keys"
 	}
-	r.Sign(admin)
+	r.Sign(signer)
 	return r
 }
