@@ -279,11 +279,11 @@ func (n *Node) openVaults() error {
 // state from its log (from the graph snapshot and the entries after it,
 // where the snapshot is current: graphsnap.go).
 func (n *Node) openVault(hv home.Vault) (*vault, error) {
-	root, err := n.cfg.Home.RootSecret(hv)
+	secrets, err := n.cfg.Home.VaultSecrets(hv)
 	if err != nil {
 		return nil, err
 	}
-	vk := root.Vault()
+	vk := secrets.Vault()
 	db, report, err := vaultdb.Open(hv.DBDir(), vk.ID)
 	if err != nil {
 		return nil, err
@@ -304,13 +304,13 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		db.Close()
 		return nil, err
 	}
-	ek := root.Epoch0().Keys(0)
+	ek := secrets.Epoch0().Keys(0)
 	cr := keyring.New()
 	v := &vault{
-		n: n, cfg: hv, id: vk.ID, root: root, ek: ek, ck: chunk.KeysFrom(ek), db: db,
+		n: n, cfg: hv, id: vk.ID, secrets: secrets, ek: ek, ck: chunk.KeysFrom(ek), db: db,
 		crypt: cr, fs: fsys, chunks: newFolderChunks(fsys, cr),
 		log:        n.log.With("folder", hv.Folder),
-		roster:     roster.New(n.id, root, db.MemberState(), db, n.now),
+		roster:     roster.New(n.id, secrets, db.MemberState(), db, n.now),
 		graph:      protocol.NewGraph(),
 		bodies:     map[protocol.VersionID]entry.Version{},
 		index:      memindex.New(),

@@ -106,7 +106,7 @@ func (n *Node) handlePair(s network.Stream) {
 		f.SendError(wire.CodeInternal, "the inviter could not record the new member")
 		return
 	}
-	wrapped, err := inv.Wrap(rand.Reader, dev, v.root[:])
+	wrapped, err := inv.Wrap(rand.Reader, dev, v.secrets.Bytes())
 	if err != nil {
 		f.SendError(wire.CodeInternal, "wrapping keys")
 		return
@@ -131,7 +131,7 @@ func (n *Node) handlePair(s network.Stream) {
 
 // Joined is what a successful join returns.
 type Joined struct {
-	Root    keys.RootSecret
+	Secrets keys.VaultSecrets
 	Records []member.Record
 	Inviter peer.AddrInfo
 }
@@ -139,8 +139,8 @@ type Joined struct {
 // RequestJoin dials the inviter named in inv from host h (identity id),
 // proves the code, and returns the vault keys and membership. It checks
 // everything it receives: the records chain and are signed by the admin,
-// the last one admits this device, and the root secret derives the
-// records' vault ID. It changes nothing on disk.
+// the last one admits this device, and the secrets name the records'
+// vault (whose genesis proves its ID). It changes nothing on disk.
 func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member.Invite) (Joined, error) {
 	var j Joined
 	pid, err := PeerIDOf(inv.Inviter)
@@ -189,11 +189,19 @@ func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member
 	if err != nil {
 		return j, err
 	}
-	if len(secret) != len(j.Root) {
-		return j, fmt.Errorf("pairing: vault secret of %d bytes", len(secret))
+	switch len(secret) {
+	case keys.VaultSecretsSize:
+		if j.Secrets, err = keys.ParseVaultSecrets(secret); err != nil {
+			return j, fmt.Errorf("pairing: %w", err)
+		}
+	case len(keys.RootSecret{}):
+		// An inviter older than recovery sends the root secret; this
+		// device keeps only what a member needs of it.
+		j.Secrets = keys.RootSecret(secret).Secrets()
+	default:
+		return j, fmt.Errorf("pairing: vault secrets of %d bytes", len(secret))
 	}
-	copy(j.Root[:], secret)
-	state := member.NewState(j.Root.Vault().ID)
+	state := member.NewState(j.Secrets.Vault().ID)
 	for i, raw := range acc.Records {
 		r, err := member.Decode(raw)
 		if err != nil {
@@ -207,8 +215,8 @@ func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member
 	if !state.IsMember(id.ID()) {
 		return j, errors.New("pairing: the membership records do not admit this device")
 	}
-	if role, _ := state.Role(inv.Inviter); role != member.RoleAdmin {
-		return j, errors.New("pairing: the inviter is not the vault's admin")
+	if !state.CanAdmit(inv.Inviter, member.RoleMember) {
+		return j, errors.New("pairing: the inviter may not admit devices to the vault")
 	}
 	j.Inviter = info
 	return j, nil

@@ -60,7 +60,8 @@ func (n *Node) rendezvousPeers(static []peer.AddrInfo) []peer.AddrInfo {
 type rendezvousVault struct{ v *vault }
 
 // RendezvousKey is the vault's rendezvous key (keys.VaultKeys.Rendezvous),
-// derived from its root secret, so it never changes with key epochs.
+// derived from its root secret (a member holds it: keys.VaultSecrets), so
+// it never changes with key epochs.
 func (r rendezvousVault) RendezvousKey() [32]byte       { return r.v.rendezvousKey() }
 func (r rendezvousVault) Members() []keys.DeviceID      { return r.v.roster.Members() }
 func (r rendezvousVault) IsMember(d keys.DeviceID) bool { return r.v.roster.IsMember(d) }
@@ -70,5 +71,6 @@ func (r rendezvousVault) Remember(d keys.DeviceID, addrs []ma.Multiaddr) {
 }
 
 // rendezvousKey is the vault's rendezvous key (keys.VaultKeys.Rendezvous),
-// derived from its root secret, so it never changes with key epochs.
-func (v *vault) rendezvousKey() [32]byte { return v.root.Vault().Rendezvous }
+// derived from its root secret (a member holds it: keys.VaultSecrets), so
+// it never changes with key epochs.
+func (v *vault) rendezvousKey() [32]byte { return v.secrets.Vault().Rendezvous }

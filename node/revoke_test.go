@@ -237,16 +237,16 @@ func TestRevoke(t *testing.T) {
 	}
 	// D got the new epoch's secret in the record that admitted it.
 	st := vA.membersCopy(t)
-	dSecrets, err := st.EpochSecrets(idD, vA.root)
-	aSecrets, _ := st.EpochSecrets(nA.id, vA.root)
+	dSecrets, err := st.EpochSecrets(idD, vA.secrets.Epoch0())
+	aSecrets, _ := st.EpochSecrets(nA.id, vA.secrets.Epoch0())
 	if err != nil || len(dSecrets) != 2 || dSecrets[1] != aSecrets[1] {
 		t.Errorf("D's epoch secrets: got %d epochs, %v; want epochs 0 and 1 as A has them", len(dSecrets), err)
 	}
 
 	// C, handed everything written afterwards, opens none of it.
-	root := vC.root
-	guesses := []keys.EpochKeys{root.Epoch0().Keys(1), keys.EpochSecret(root).Keys(1)}
-	if cs, err := vC.membersCopy(t).EpochSecrets(nC.id, root); err == nil {
+	sec := vC.secrets
+	guesses := []keys.EpochKeys{sec.Epoch0().Keys(1), keys.EpochSecret(sec.Vault().Rendezvous).Keys(1)}
+	if cs, err := vC.membersCopy(t).EpochSecrets(nC.id, sec.Epoch0()); err == nil {
 		for e, s := range cs {
 			guesses = append(guesses, s.Keys(e), s.Keys(1))
 		}

@@ -20,8 +20,10 @@ import (
 
 // InitVault creates a new vault syncing folder: a fresh root secret, this
 // device as its admin, and relays (multiaddrs ending in /p2p/ID) recorded
-// in its membership. It returns the root secret, whose recovery phrase the
-// caller shows once.
+// in its membership. The vault is recoverable (member.FlagRecoverable):
+// the home keeps only the secrets a member holds (keys.VaultSecrets), and
+// the root secret is returned for the caller to show once as the recovery
+// phrase, never stored.
 func InitVault(h *home.Home, folder string, now time.Time, relays ...string) (keys.RootSecret, home.Vault, error) {
 	for _, a := range relays {
 		if _, _, err := relay.ParseAddr(a); err != nil {
@@ -36,13 +38,13 @@ func InitVault(h *home.Home, folder string, now time.Time, relays ...string) (ke
 	if err != nil {
 		return keys.RootSecret{}, home.Vault{}, err
 	}
-	hv, err := h.AddVaultPrepared(root, folder, func(hv home.Vault) error {
+	hv, err := h.AddVaultPrepared(root.Secrets(), folder, func(hv home.Vault) error {
 		db, _, err := vaultdb.Open(hv.DBDir(), hv.ID)
 		if err != nil {
 			return err
 		}
 		defer db.Close()
-		if err := db.AppendMember(member.Genesis(id, root.VaultKey(), now.UnixMilli())); err != nil {
+		if err := db.AppendMember(member.GenesisWith(id, root.VaultKey(), "", member.FlagRecoverable, now.UnixMilli())); err != nil {
 			return fmt.Errorf("recording the vault's first member: %w", err)
 		}
 		for _, a := range relays {
@@ -157,7 +159,7 @@ func JoinVault(ctx context.Context, h *home.Home, code, folder string) (home.Vau
 	// The membership and the inviter's addresses are in the database
 	// before the vault is visible: a crash part-way leaves no half-made
 	// vault for an agent to open (AddVaultPrepared).
-	hv, err := h.AddVaultPrepared(j.Root, folder, func(hv home.Vault) error {
+	hv, err := h.AddVaultPrepared(j.Secrets, folder, func(hv home.Vault) error {
 		db, _, err := vaultdb.Open(hv.DBDir(), hv.ID)
 		if err != nil {
 			return err

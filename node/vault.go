@@ -33,12 +33,12 @@ import (
 // Locking: mu guards the derived state. IO on the folder and the network
 // happens without mu held; the database serialises itself.
 type vault struct {
-	n    *Node
-	cfg  home.Vault
-	id   keys.VaultID
-	root keys.RootSecret
-	ek   keys.EpochKeys // epoch 0's keys, fixed at open; code uses the methods of epochs.go
-	ck   chunk.Keys     // epoch 0's chunk keys, likewise
+	n       *Node
+	cfg     home.Vault
+	id      keys.VaultID
+	secrets keys.VaultSecrets // what a member holds of the vault: never the root secret
+	ek      keys.EpochKeys    // epoch 0's keys, fixed at open; code uses the methods of epochs.go
+	ck      chunk.Keys        // epoch 0's chunk keys, likewise
 	// crypt opens and seals under the key epochs this device knows
 	// (node/keyring); it has its own locks.
 	crypt *keyring.Ring

@@ -111,7 +111,7 @@ func (c *Cluster) recordBatch(d *Device, records []member.Record) error {
 	hv := d.hv
 	if hv.ID == (keys.VaultID{}) {
 		var err error
-		if hv, err = d.home.AddVault(c.Root, d.Folder); err != nil {
+		if hv, err = d.home.AddVault(c.Root.Secrets(), d.Folder); err != nil {
 			return err
 		}
 	}

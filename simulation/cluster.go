@@ -208,7 +208,7 @@ func (c *Cluster) Join(ctx context.Context, natted bool) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("device %d joining: %w", d.Index, err)
 	}
-	if err := c.record(d, j.Root, j.Records); err != nil {
+	if err := c.record(d, j.Secrets, j.Records); err != nil {
 		return nil, err
 	}
 	// The pairing link goes: the device's links are the topology's.
@@ -219,11 +219,11 @@ func (c *Cluster) Join(ctx context.Context, natted bool) (*Device, error) {
 }
 
 // record writes the vault into d's home with the given membership.
-func (c *Cluster) record(d *Device, root keys.RootSecret, records []member.Record) error {
+func (c *Cluster) record(d *Device, secrets keys.VaultSecrets, records []member.Record) error {
 	hv := d.hv
 	if hv.ID == (keys.VaultID{}) {
 		var err error
-		if hv, err = d.home.AddVault(root, d.Folder); err != nil {
+		if hv, err = d.home.AddVault(secrets, d.Folder); err != nil {
 			return err
 		}
 	}
@@ -336,7 +336,7 @@ func (c *Cluster) RecordAll() error {
 	records := db.MemberRecords()
 	db.Close()
 	for _, d := range devs[1:] {
-		if err := c.record(d, c.Root, records); err != nil {
+		if err := c.record(d, c.Root.Secrets(), records); err != nil {
 			return err
 		}
 	}

@@ -104,7 +104,7 @@ func dumpHomes(w io.Writer, dir string, devices int, keep func(path string) bool
 		if err != nil {
 			return err
 		}
-		root, err := h.RootSecret(vs[0])
+		root, err := h.VaultSecrets(vs[0])
 		if err != nil {
 			return err
 		}

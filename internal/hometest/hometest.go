@@ -80,7 +80,7 @@ func PairHomes(t *testing.T, initVault InitVault, dir string) (a, b *home.Home) 
 	if err := dba.Close(); err != nil {
 		t.Fatal(err)
 	}
-	hvb, err := b.AddVault(root, filepath.Join(dir, "b", "folder"))
+	hvb, err := b.AddVault(root.Secrets(), filepath.Join(dir, "b", "folder"))
 	if err != nil {
 		t.Fatal(err)
 	}

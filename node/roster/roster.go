@@ -37,10 +37,10 @@ type Log interface {
 // Roster is one vault's membership on this device. It is safe for
 // concurrent use.
 type Roster struct {
-	self *keys.Identity
-	root keys.RootSecret
-	log  Log
-	now  func() time.Time
+	self    *keys.Identity
+	secrets keys.VaultSecrets
+	log     Log
+	now     func() time.Time
 
 	mu    sync.Mutex // guards state
 	state *member.State
@@ -48,10 +48,10 @@ type Roster struct {
 
 // New returns the roster of the vault whose membership state is folded
 // from its stored records (vaultdb.DB.MemberState), for device self, which
-// holds the vault's root secret. New records go to log; now stamps the
+// holds the vault's secrets. New records go to log; now stamps the
 // records this device signs.
-func New(self *keys.Identity, root keys.RootSecret, state *member.State, log Log, now func() time.Time) *Roster {
-	return &Roster{self: self, root: root, log: log, now: now, state: state}
+func New(self *keys.Identity, secrets keys.VaultSecrets, state *member.State, log Log, now func() time.Time) *Roster {
+	return &Roster{self: self, secrets: secrets, log: log, now: now, state: state}
 }
 
 // IsMember reports whether d is a current member.
@@ -140,7 +140,7 @@ func (r *Roster) Accepted(author keys.DeviceID, head uint64) uint64 {
 func (r *Roster) EpochSecrets() (map[uint32]keys.EpochSecret, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.state.EpochSecrets(r.self, r.root)
+	return r.state.EpochSecrets(r.self, r.secrets.Epoch0())
 }
 
 // Ingest applies a membership record received from a peer and returns it,
@@ -188,7 +188,7 @@ func (r *Roster) Admit(d keys.DeviceID) (member.Record, error) {
 	defer r.mu.Unlock()
 	// A sealed secret that did not open matters only if the new device
 	// needs that epoch, which AddOp reports.
-	secrets, openErr := r.state.EpochSecrets(r.self, r.root)
+	secrets, openErr := r.state.EpochSecrets(r.self, r.secrets.Epoch0())
 	op, err := r.state.AddOp(rand.Reader, d, member.RoleMember, secrets)
 	if err != nil {
 		return member.Record{}, errors.Join(err, openErr)

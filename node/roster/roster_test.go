@@ -49,7 +49,7 @@ func newVault(t *testing.T, admin *keys.Identity) (*Roster, *memLog, keys.RootSe
 		t.Fatal(err)
 	}
 	log := &memLog{recs: []member.Record{g}}
-	return New(admin, root, st, log, func() time.Time { return t0 }), log, root
+	return New(admin, root.Secrets(), st, log, func() time.Time { return t0 }), log, root
 }
 
 // TestRosterChanges: only an admin changes the membership; every change
@@ -75,7 +75,7 @@ func TestRosterChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mine := New(dev, root, st, &memLog{}, func() time.Time { return t0 })
+	mine := New(dev, root.Secrets(), st, &memLog{}, func() time.Time { return t0 })
 	if _, err := mine.Change(member.Record{Op: member.OpAddRelay, Relay: "/ip4/127.0.0.1/tcp/1/p2p/x"}); !errors.Is(err, ErrNotAdmin) {
 		t.Fatalf("a member's change: %v, want ErrNotAdmin", err)
 	}
@@ -132,7 +132,7 @@ func TestRosterIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := &memLog{}
-	r := New(dev, root, st, log, func() time.Time { return t0 })
+	r := New(dev, root.Secrets(), st, log, func() time.Time { return t0 })
 	if r.IsMember(dev.ID()) || !r.Lost() {
 		t.Fatalf("before its admission arrives the device is lost: member %v, lost %v", r.IsMember(dev.ID()), r.Lost())
 	}

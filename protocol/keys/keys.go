@@ -200,3 +200,57 @@ func (s EpochSecret) Keys(epoch uint32) EpochKeys {
 		ChunkID: derive32(s[:], info(infoChunkID)),
 	}
 }
+
+// VaultSecrets is what a member device holds of a vault: everything the
+// root secret gives except the vault key. In a recoverable vault
+// (member.FlagRecoverable) devices hold only this, so the recovery phrase
+// (the root secret) stays the one thing that signs as the vault and opens
+// every epoch, and a revoked device cannot use it (docs/security.md,
+// "Recovery"). It has the root secret's Vault and Epoch0, so code that
+// needs only those takes either.
+type VaultSecrets struct {
+	vault  VaultKeys
+	epoch0 EpochSecret
+}
+
+// VaultSecretsSize is the size of VaultSecrets' encoding.
+const VaultSecretsSize = 3 * 32
+
+// Secrets derives what a member device holds of the vault.
+func (r RootSecret) Secrets() VaultSecrets {
+	return VaultSecrets{vault: r.Vault(), epoch0: r.Epoch0()}
+}
+
+// Vault returns the vault-wide subkeys.
+func (s VaultSecrets) Vault() VaultKeys { return s.vault }
+
+// Epoch0 returns the secret of the vault's first key epoch.
+func (s VaultSecrets) Epoch0() EpochSecret { return s.epoch0 }
+
+// Bytes encodes s: vault ID (32) || rendezvous key (32) || epoch 0 secret
+// (32). The caller must keep it secret.
+func (s VaultSecrets) Bytes() []byte {
+	out := make([]byte, 0, VaultSecretsSize)
+	out = append(out, s.vault.ID[:]...)
+	out = append(out, s.vault.Rendezvous[:]...)
+	return append(out, s.epoch0[:]...)
+}
+
+// ParseVaultSecrets decodes what Bytes encodes. Nothing in it can be
+// checked without the root secret: the vault ID is checked against the
+// vault's genesis when the membership arrives.
+func ParseVaultSecrets(b []byte) (VaultSecrets, error) {
+	var s VaultSecrets
+	if len(b) != VaultSecretsSize {
+		return s, fmt.Errorf("vault secrets: %d bytes, want %d", len(b), VaultSecretsSize)
+	}
+	copy(s.vault.ID[:], b[:32])
+	copy(s.vault.Rendezvous[:], b[32:64])
+	copy(s.epoch0[:], b[64:])
+	return s, nil
+}
+
+// NewVaultSecrets assembles VaultSecrets from their parts (a key file).
+func NewVaultSecrets(id VaultID, rendezvous [32]byte, epoch0 EpochSecret) VaultSecrets {
+	return VaultSecrets{vault: VaultKeys{ID: id, Rendezvous: rendezvous}, epoch0: epoch0}
+}

@@ -117,3 +117,19 @@ func TestParseVaultID(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseVaultSecrets: what an inviter sends (after its AEAD opens)
+// parses or is refused, and what parses encodes back to its bytes.
+func FuzzParseVaultSecrets(f *testing.F) {
+	f.Add(RootSecret{1}.Secrets().Bytes())
+	f.Add(make([]byte, 32))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := ParseVaultSecrets(b)
+		if err != nil {
+			return
+		}
+		if got := s.Bytes(); string(got) != string(b) {
+			t.Fatalf("round trip: %x, want %x", got, b)
+		}
+	})
+}

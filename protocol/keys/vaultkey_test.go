@@ -3,8 +3,8 @@ package keys
 import (
 	"crypto/ed25519"
 	"crypto/rand"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"testing"
 )
 

@@ -146,15 +146,16 @@ func (s *State) AddOp(rand io.Reader, d keys.DeviceID, role Role, secrets map[ui
 }
 
 // EpochSecrets recovers from the membership log every epoch secret id may
-// know: epoch 0 from root, each later epoch from a revocation that sealed
+// know: epoch 0 as given (keys.RootSecret.Epoch0 or
+// keys.VaultSecrets.Epoch0), each later epoch from a revocation that sealed
 // it to id or from the add record that admitted id. Epochs id was never
 // given (it was revoked, or the log has none for it) are absent. A sealed
 // secret addressed to id that does not open is reported in the error
 // (wrapping keys.ErrSealedSecret), and the secrets that did open are still
 // returned.
-func (s *State) EpochSecrets(id *keys.Identity, root keys.RootSecret) (map[uint32]keys.EpochSecret, error) {
+func (s *State) EpochSecrets(id *keys.Identity, epoch0 keys.EpochSecret) (map[uint32]keys.EpochSecret, error) {
 	me := id.ID()
-	out := map[uint32]keys.EpochSecret{0: root.Epoch0()}
+	out := map[uint32]keys.EpochSecret{0: epoch0}
 	var errs []error
 	open := func(epoch uint32, sealed []byte) {
 		if _, ok := out[epoch]; ok {

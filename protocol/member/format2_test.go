@@ -30,7 +30,7 @@ func recoverableFixture(t *testing.T) (s *State, admin, dev *keys.Identity, epoc
 // secret signer knows.
 func admit(t *testing.T, s *State, signer, d *keys.Identity, role Role, name string) {
 	t.Helper()
-	secrets, err := s.EpochSecrets(signer, vaultRoot)
+	secrets, err := s.EpochSecrets(signer, vaultRoot.Epoch0())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestRecover(t *testing.T) {
 		t.Errorf("name %q", s.Name(fresh.ID()))
 	}
 	// The recovered device reads every epoch from the log and its own key.
-	secrets, err := s.EpochSecrets(fresh, vaultRoot)
+	secrets, err := s.EpochSecrets(fresh, vaultRoot.Epoch0())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	apply(t, s, r2)
-	got, err := s.EpochSecrets(again, vaultRoot)
+	got, err := s.EpochSecrets(again, vaultRoot.Epoch0())
 	if err != nil || len(got) != 3 || got[1] != epoch1 {
 		t.Fatalf("after two revocations: %d secrets, %v", len(got), err)
 	}
@@ -255,7 +255,7 @@ func TestSetRole(t *testing.T) {
 		t.Fatalf("admins: %d, want 2", len(got))
 	}
 	// The new admin admits devices; with two admins, one may step down.
-	secrets, err := s.EpochSecrets(third, vaultRoot)
+	secrets, err := s.EpochSecrets(third, vaultRoot.Epoch0())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestSettings(t *testing.T) {
 	s, admin, _, _ := recoverableFixture(t)
 	m := identity(t, 3)
 	admit(t, s, admin, m, RoleMember, "")
-	secrets, err := s.EpochSecrets(m, vaultRoot)
+	secrets, err := s.EpochSecrets(m, vaultRoot.Epoch0())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func revokedFixtureRecords() []Record {
 		panic(err)
 	}
 	apply(s.Next(admin, op, 3000))
-	secrets, err := s.EpochSecrets(admin, keys.RootSecret{1})
+	secrets, err := s.EpochSecrets(admin, keys.RootSecret{1}.Epoch0())
 	if err != nil {
 		panic(err)
 	}
@@ -69,7 +69,7 @@ func TestRevokeEpochSecrets(t *testing.T) {
 	if _, ok := s.Upto(kept.ID()); ok {
 		t.Fatal("Upto of a member: got ok")
 	}
-	want, err := s.EpochSecrets(admin, root)
+	want, err := s.EpochSecrets(admin, root.Epoch0())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,12 +77,12 @@ func TestRevokeEpochSecrets(t *testing.T) {
 		t.Fatalf("admin's secrets: got %d epochs", len(want))
 	}
 	for name, id := range map[string]*keys.Identity{"kept member": kept, "added after the revocation": late} {
-		got, err := s.EpochSecrets(id, root)
+		got, err := s.EpochSecrets(id, root.Epoch0())
 		if err != nil || len(got) != 2 || got[1] != want[1] {
 			t.Errorf("%s: got %d secrets (epoch 1 equal: %v), %v; want both epochs", name, len(got), got[1] == want[1], err)
 		}
 	}
-	got, err := s.EpochSecrets(revoked, root)
+	got, err := s.EpochSecrets(revoked, root.Epoch0())
 	if err != nil || len(got) != 1 {
 		t.Errorf("revoked device: got %d secrets, %v; want epoch 0 only", len(got), err)
 	}
@@ -108,7 +108,7 @@ func TestRevokeEpochSecrets(t *testing.T) {
 			t.Fatalf("record %d: %v", i, err)
 		}
 	}
-	if _, err := bad.EpochSecrets(kept, root); !errors.Is(err, keys.ErrSealedSecret) {
+	if _, err := bad.EpochSecrets(kept, root.Epoch0()); !errors.Is(err, keys.ErrSealedSecret) {
 		t.Errorf("altered sealed key: got %v, want %v", err, keys.ErrSealedSecret)
 	}
 }
@@ -189,7 +189,7 @@ func TestRevokeKeyRules(t *testing.T) {
 		if err := s.Apply(s.Next(admin, add, 1)); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.EpochSecrets(late, keys.RootSecret{})
+		got, err := s.EpochSecrets(late, keys.RootSecret{}.Epoch0())
 		if err != nil || got[1] != secret {
 			t.Fatalf("late device's epoch 1: got %x, %v; want %x", got[1], err, secret)
 		}

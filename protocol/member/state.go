@@ -26,7 +26,7 @@ type State struct {
 	upto    map[keys.DeviceID]uint64 // revoked device -> last accepted sequence number
 	relays  []string
 	names   map[keys.DeviceID]string
-	flags   uint64             // the vault's settings (Flag*)
+	flags   uint64              // the vault's settings (Flag*)
 	vault   keys.VaultPublicKey // from the genesis
 	records []Record
 }

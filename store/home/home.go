@@ -27,7 +27,8 @@ var (
 const (
 	deviceKeyFile = "device.key"
 	vaultsDir     = "vaults"
-	rootKeyFile   = "root.key"
+	rootKeyFile   = "root.key"      // vaults made before recovery: the root secret
+	secretsFile   = "vault.secrets" // what a member device holds (keys.VaultSecrets)
 	vaultFile     = "vault.json"
 	// vaultsLockFile serialises AddVault calls (see AddVaultPrepared).
 	vaultsLockFile = "vaults.lock"
@@ -93,15 +94,16 @@ type Vault struct {
 // DBDir is where the vault's database lives.
 func (v Vault) DBDir() string { return filepath.Join(v.Dir, dbDir) }
 
-// AddVault records a new vault for folder with its root secret. The folder
+// AddVault records a new vault for folder with its secrets (what a member
+// device holds: never the root secret). The folder
 // is created if missing. It refuses a folder that is already synced, nested
 // in or around another synced folder, or that holds the home.
-func (h *Home) AddVault(root keys.RootSecret, folder string) (Vault, error) {
-	return h.AddVaultPrepared(root, folder, nil)
+func (h *Home) AddVault(secrets keys.VaultSecrets, folder string) (Vault, error) {
+	return h.AddVaultPrepared(secrets, folder, nil)
 }
 
 // AddVaultPrepared is AddVault with prepare run once the vault's directory
-// and root secret exist and before vault.json, which makes the vault
+// and secrets exist and before vault.json, which makes the vault
 // visible to Vaults, is written: what prepare writes (the vault's first
 // database records) is in place before any agent can open the vault, and
 // a crash before vault.json leaves a directory Vaults skips. If prepare
@@ -112,7 +114,7 @@ func (h *Home) AddVault(root keys.RootSecret, folder string) (Vault, error) {
 // and the loser's cleanup would remove the winner's directory. Holding
 // it, a vault directory without vault.json can only be what an
 // interrupted add left, and is cleared.
-func (h *Home) AddVaultPrepared(root keys.RootSecret, folder string, prepare func(Vault) error) (Vault, error) {
+func (h *Home) AddVaultPrepared(secrets keys.VaultSecrets, folder string, prepare func(Vault) error) (Vault, error) {
 	abs, err := filepath.Abs(folder)
 	if err != nil {
 		return Vault{}, fmt.Errorf("folder %s: %w", folder, err)
@@ -129,7 +131,7 @@ func (h *Home) AddVaultPrepared(root keys.RootSecret, folder string, prepare fun
 	if err != nil && !errors.Is(err, ErrNoVaults) {
 		return Vault{}, err
 	}
-	vk := root.Vault()
+	vk := secrets.Vault()
 	for _, v := range existing {
 		if v.ID == vk.ID {
 			return Vault{}, fmt.Errorf("vault %s is already on this device, syncing %s", v.IDHex, v.Folder)
@@ -151,7 +153,7 @@ func (h *Home) AddVaultPrepared(root keys.RootSecret, folder string, prepare fun
 	if err := os.RemoveAll(v.Dir); err != nil { // an interrupted add's leftovers
 		return Vault{}, fmt.Errorf("clearing vault %s: %w", v.IDHex, err)
 	}
-	if err := keyfile.SaveRootSecret(filepath.Join(v.Dir, rootKeyFile), root); err != nil {
+	if err := keyfile.SaveVaultSecrets(filepath.Join(v.Dir, secretsFile), secrets); err != nil {
 		return Vault{}, err
 	}
 	if prepare != nil {
@@ -212,9 +214,29 @@ func (h *Home) Vaults() ([]Vault, error) {
 	return out, nil
 }
 
-// RootSecret loads a vault's root secret.
-func (h *Home) RootSecret(v Vault) (keys.RootSecret, error) {
-	return keyfile.LoadRootSecret(filepath.Join(v.Dir, rootKeyFile))
+// VaultSecrets loads a vault's secrets. A vault added before recovery
+// existed holds its root secret instead (root.key), from which they derive;
+// such a vault keeps it (its other devices hold it too, so removing this
+// copy would protect nothing: docs/security.md, "Recovery").
+func (h *Home) VaultSecrets(v Vault) (keys.VaultSecrets, error) {
+	s, err := keyfile.LoadVaultSecrets(filepath.Join(v.Dir, secretsFile))
+	if !errors.Is(err, fs.ErrNotExist) {
+		if err == nil && s.Vault().ID != v.ID {
+			return s, fmt.Errorf("vault %s: %w: its secrets name vault %s", v.IDHex, keyfile.ErrCorrupt, s.Vault().ID)
+		}
+		return s, err
+	}
+	root, rerr := keyfile.LoadRootSecret(filepath.Join(v.Dir, rootKeyFile))
+	if rerr != nil {
+		if errors.Is(rerr, fs.ErrNotExist) {
+			return s, err // name the file this version writes
+		}
+		return s, rerr
+	}
+	if root.Vault().ID != v.ID {
+		return s, fmt.Errorf("vault %s: %w: its root secret names vault %s", v.IDHex, keyfile.ErrCorrupt, root.Vault().ID)
+	}
+	return root.Secrets(), nil
 }
 
 // APIInfo is how a CLI command reaches the running agent.

@@ -19,13 +19,13 @@ func TestAddVaultPrepared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.AddVault(keys.RootSecret{1}, filepath.Join(dir, "first")); err != nil {
+	if _, err := h.AddVault(keys.RootSecret{1}.Secrets(), filepath.Join(dir, "first")); err != nil {
 		t.Fatal(err)
 	}
 
 	boom := errors.New("recording membership: disk full")
 	var seen Vault
-	_, err = h.AddVaultPrepared(keys.RootSecret{2}, filepath.Join(dir, "second"), func(v Vault) error {
+	_, err = h.AddVaultPrepared(keys.RootSecret{2}.Secrets(), filepath.Join(dir, "second"), func(v Vault) error {
 		seen = v
 		if vs, err := h.Vaults(); err != nil || len(vs) != 1 {
 			t.Errorf("during prepare: Vaults = %d vaults, %v; want only the first", len(vs), err)
@@ -42,7 +42,7 @@ func TestAddVaultPrepared(t *testing.T) {
 		t.Errorf("what prepare wrote is gone: %v", err)
 	}
 
-	_, err = h.AddVaultPrepared(keys.RootSecret{3}, filepath.Join(dir, "third"), func(v Vault) error {
+	_, err = h.AddVaultPrepared(keys.RootSecret{3}.Secrets(), filepath.Join(dir, "third"), func(v Vault) error {
 		seen = v
 		return boom
 	})
@@ -58,19 +58,19 @@ func TestAddVaultPrepared(t *testing.T) {
 	if err := os.MkdirAll(half, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(half, rootKeyFile), []byte("partial"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(half, secretsFile), []byte("partial"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if vs, err := h.Vaults(); err != nil || len(vs) != 2 {
 		t.Errorf("with a half-made vault directory: %d vaults, %v; want the 2 complete ones", len(vs), err)
 	}
 	// Adding that vault again clears what the interrupted add left.
-	v, err := h.AddVault(keys.RootSecret{4}, filepath.Join(dir, "fourth"))
+	v, err := h.AddVault(keys.RootSecret{4}.Secrets(), filepath.Join(dir, "fourth"))
 	if err != nil {
 		t.Fatalf("adding over a half-made vault directory: %v", err)
 	}
-	if got, err := h.RootSecret(v); err != nil || got != (keys.RootSecret{4}) {
-		t.Errorf("root secret after adding over leftovers: %v", err)
+	if got, err := h.VaultSecrets(v); err != nil || got != (keys.RootSecret{4}).Secrets() {
+		t.Errorf("secrets after adding over leftovers: %v", err)
 	}
 }
 
@@ -86,7 +86,7 @@ func TestAddVaultConcurrent(t *testing.T) {
 	inPrepare, release := make(chan struct{}), make(chan struct{})
 	first := make(chan error, 1)
 	go func() {
-		_, err := h.AddVaultPrepared(root, filepath.Join(dir, "a"), func(Vault) error {
+		_, err := h.AddVaultPrepared(root.Secrets(), filepath.Join(dir, "a"), func(Vault) error {
 			close(inPrepare)
 			<-release
 			return nil
@@ -96,7 +96,7 @@ func TestAddVaultConcurrent(t *testing.T) {
 	<-inPrepare
 	second := make(chan error, 1)
 	go func() {
-		_, err := h.AddVault(root, filepath.Join(dir, "b"))
+		_, err := h.AddVault(root.Secrets(), filepath.Join(dir, "b"))
 		second <- err
 	}()
 	close(release)
@@ -110,7 +110,7 @@ func TestAddVaultConcurrent(t *testing.T) {
 	if err != nil || len(vs) != 1 || vs[0].Folder != filepath.Join(dir, "a") {
 		t.Fatalf("vaults after both adds: %+v, %v", vs, err)
 	}
-	if _, err := h.RootSecret(vs[0]); err != nil {
+	if _, err := h.VaultSecrets(vs[0]); err != nil {
 		t.Errorf("the winner's root secret: %v", err)
 	}
 }

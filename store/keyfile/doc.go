@@ -1,5 +1,6 @@
-// Package keyfile saves and loads secret files: a device's identity key and
-// a vault's root secret.
+// Package keyfile saves and loads secret files: a device's identity key,
+// a vault's secrets as a member device holds them, and (in vaults made
+// before recovery existed) a vault's root secret.
 //
 // Every file is written whole or not at all (a temporary file in the same
 // directory, created 0600, written, fsynced, renamed over the old one, then
@@ -19,6 +20,12 @@
 //	weft-root-secret v1
 //	secret <64 hex digits>
 //	vault <64 hex digits: the vault ID derived from the secret>
+//
+//	weft-vault-secrets v1
+//	vault <64 hex digits: the vault ID>
+//	rendezvous <64 hex digits>
+//	epoch0 <64 hex digits>
+//	check <16 hex digits: SHA-256 of the kind and the three values>
 //
 // Each line ends in "\n" ("\r\n" is accepted on load). The last line holds
 // a value derived from the secret, so a damaged secret is caught on load

@@ -2,6 +2,7 @@ package keyfile
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"regexp"
@@ -12,9 +13,10 @@ import (
 
 // File kinds, the first word of a key file's first line.
 const (
-	kindDevice = "weft-device-key"
-	kindRoot   = "weft-root-secret"
-	version    = "v1"
+	kindDevice  = "weft-device-key"
+	kindRoot    = "weft-root-secret"
+	kindSecrets = "weft-vault-secrets"
+	version     = "v1"
 )
 
 var versionRE = regexp.MustCompile(`^v[0-9]+$`)
@@ -85,6 +87,57 @@ func LoadRootSecret(path string) (keys.RootSecret, error) {
 	return r, nil
 }
 
+// SaveVaultSecrets saves what a member device holds of a vault
+// (keys.VaultSecrets) to path (see Save and the format in the package
+// comment).
+func SaveVaultSecrets(path string, s keys.VaultSecrets) error {
+	e0 := s.Epoch0()
+	rv := s.Vault().Rendezvous
+	return Save(path, encode(kindSecrets,
+		"vault", s.Vault().ID.String(),
+		"rendezvous", hex.EncodeToString(rv[:]),
+		"epoch0", hex.EncodeToString(e0[:]),
+		"check", secretsCheck(s)))
+}
+
+// secretsCheck is the check line of a vault-secrets file: nothing in the
+// secrets derives from the rest, so a checksum stands in for the derived
+// last line of the other kinds and catches a damaged value on load.
+func secretsCheck(s keys.VaultSecrets) string {
+	sum := sha256.Sum256(append([]byte(kindSecrets+"\x00"), s.Bytes()...))
+	return hex.EncodeToString(sum[:8])
+}
+
+// LoadVaultSecrets loads what SaveVaultSecrets saved, with the same errors
+// as LoadIdentity.
+func LoadVaultSecrets(path string) (keys.VaultSecrets, error) {
+	data, err := Load(path)
+	if err != nil {
+		return keys.VaultSecrets{}, err
+	}
+	v, err := decode(path, data, kindSecrets, "vault", "rendezvous", "epoch0", "check")
+	if err != nil {
+		return keys.VaultSecrets{}, err
+	}
+	id, err := decodeHex32(path, "vault", v[0])
+	if err != nil {
+		return keys.VaultSecrets{}, err
+	}
+	rv, err := decodeHex32(path, "rendezvous", v[1])
+	if err != nil {
+		return keys.VaultSecrets{}, err
+	}
+	e0, err := decodeHex32(path, "epoch0", v[2])
+	if err != nil {
+		return keys.VaultSecrets{}, err
+	}
+	out := keys.NewVaultSecrets(keys.VaultID(id), rv, keys.EpochSecret(e0))
+	if secretsCheck(out) != v[3] {
+		return keys.VaultSecrets{}, fmt.Errorf("key file %s: %w: the check line does not match the secrets", path, ErrCorrupt)
+	}
+	return out, nil
+}
+
 // encode builds a key file: the header line, then one "name value" line
 // per pair.
 func encode(kind string, pairs ...string) []byte {
@@ -110,7 +163,7 @@ func decode(path string, data []byte, kind string, names ...string) ([]string, e
 	switch {
 	case len(hdr) != 2 || !strings.HasPrefix(hdr[0], "weft-"):
 		return nil, fmt.Errorf("key file %s: %w: the first line is not %q: not a weft key file", path, ErrCorrupt, kind+" "+version)
-	case hdr[0] != kind && (hdr[0] == kindDevice || hdr[0] == kindRoot):
+	case hdr[0] != kind && (hdr[0] == kindDevice || hdr[0] == kindRoot || hdr[0] == kindSecrets):
 		return nil, fmt.Errorf("key file %s: %w: it holds a %s, want a %s", path, ErrWrongKind, hdr[0], kind)
 	case hdr[0] != kind:
 		return nil, fmt.Errorf("key file %s: %w: the first line is not %q", path, ErrCorrupt, kind+" "+version)

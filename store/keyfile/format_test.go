@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -184,4 +185,57 @@ func TestTypedLoadsCheckPermissions(t *testing.T) {
 	if _, err := LoadIdentity(path); !errors.Is(err, ErrInsecurePermissions) {
 		t.Errorf("got %v, want ErrInsecurePermissions", err)
 	}
+}
+
+func TestVaultSecretsRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "vault.secrets")
+	root := keys.RootSecret{7, 7, 7}
+	s := root.Secrets()
+	if err := SaveVaultSecrets(path, s); err != nil {
+		t.Fatalf("SaveVaultSecrets: %v", err)
+	}
+	got, err := LoadVaultSecrets(path)
+	if err != nil {
+		t.Fatalf("LoadVaultSecrets: %v", err)
+	}
+	if got != s || got.Vault() != root.Vault() || got.Epoch0() != root.Epoch0() {
+		t.Errorf("got %x, want %x", got.Bytes(), s.Bytes())
+	}
+	data, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), hexOf(root[:])) {
+		t.Errorf("the file holds the root secret")
+	}
+	// One flipped digit in any value is caught by the check line.
+	lines := strings.Split(string(data), "\n")
+	for i := 1; i <= 3; i++ {
+		bad := slices.Clone(lines)
+		n, v, _ := strings.Cut(bad[i], " ")
+		d := "0"
+		if v[0] == '0' {
+			d = "1"
+		}
+		bad[i] = n + " " + d + v[1:]
+		p := filepath.Join(t.TempDir(), "bad.secrets")
+		if err := Save(p, []byte(strings.Join(bad, "\n"))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadVaultSecrets(p); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("flipped %s: got %v, want %v", n, err, ErrCorrupt)
+		}
+	}
+	if _, err := LoadRootSecret(path); !errors.Is(err, ErrWrongKind) {
+		t.Errorf("loaded as a root secret: got %v, want %v", err, ErrWrongKind)
+	}
+}
+
+func hexOf(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(b))
+	for _, c := range b {
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return string(out)
 }
