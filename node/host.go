@@ -15,6 +15,8 @@ const (
 	ProtoLog   p2pprotocol.ID = wire.ProtoLog
 	ProtoChunk p2pprotocol.ID = wire.ProtoChunk
 	ProtoPair  p2pprotocol.ID = wire.ProtoPair
+	// ProtoRecover: a holder of the recovery phrase joins (recover.go).
+	ProtoRecover p2pprotocol.ID = wire.ProtoRecover
 )
 
 // PeerIDOf returns the libp2p peer ID of a device.

@@ -188,7 +188,7 @@ func (v *vault) ingestMember(raw []byte) error {
 		return err
 	}
 	v.memberApplied(*r)
-	if r.Op == member.OpAdd {
+	if r.Op == member.OpAdd || r.Op == member.OpRecover {
 		v.n.goRun(func(context.Context) { v.n.syncWithDevice(r.Device) })
 	}
 	return nil

@@ -35,6 +35,9 @@ const (
 	ProtoLog   p2pprotocol.ID = wire.ProtoLog
 	ProtoChunk p2pprotocol.ID = wire.ProtoChunk
 	ProtoRelay p2pprotocol.ID = wire.ProtoRelay
+	// ProtoRecover: a holder of a vault's recovery phrase joins it
+	// (recover.go).
+	ProtoRecover p2pprotocol.ID = wire.ProtoRecover
 )
 
 // DHTPrefix is the protocol prefix of weft's own Kademlia DHT: it is not
@@ -243,10 +246,10 @@ func (r *Relay) newHost() (host.Host, error) {
 	opts, err := p2p.Base{
 		Identity:  r.id,
 		Listen:    listen,
-		Protocols: []p2pprotocol.ID{ProtoLog, ProtoChunk, ProtoRelay},
+		Protocols: []p2pprotocol.ID{ProtoLog, ProtoChunk, ProtoRelay, ProtoRecover},
 		Total:     rcmgr.BaseLimit{StreamsInbound: 4096, StreamsOutbound: 4096, Streams: 8192, Memory: 512 << 20},
 		PerPeer:   rcmgr.BaseLimit{StreamsInbound: 32, StreamsOutbound: 32, Streams: 64, Memory: 64 << 20},
-		Override:  map[p2pprotocol.ID]p2p.ProtocolLimits{ProtoRelay: enrollLimits},
+		Override:  map[p2pprotocol.ID]p2p.ProtocolLimits{ProtoRelay: enrollLimits, ProtoRecover: recoverLimits},
 		Peer:      peerLimits,
 		Stranger:  strangerLimits,
 		Gater:     r.bans,
@@ -343,6 +346,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	r.host.SetStreamHandler(ProtoRelay, r.handleEnroll)
 	r.host.SetStreamHandler(ProtoLog, r.handleLog)
 	r.host.SetStreamHandler(ProtoChunk, r.handleChunk)
+	r.host.SetStreamHandler(ProtoRecover, r.handleRecover)
 	defer r.host.RemoveStreamHandler(ProtoRelay)
 	defer r.host.RemoveStreamHandler(ProtoLog)
 	defer r.host.RemoveStreamHandler(ProtoChunk)

@@ -37,6 +37,13 @@ var (
 		Total:   rcmgr.BaseLimit{StreamsInbound: 256, StreamsOutbound: 16, Streams: 256, Memory: 40 << 20},
 		PerPeer: rcmgr.BaseLimit{StreamsInbound: 4, StreamsOutbound: 4, Streams: 8, Memory: 12 << 20},
 	}
+	// recoverLimits: a recovery is one short stream when a person
+	// recovers a vault with its phrase; the opener is a stranger until
+	// its proof checks (one signature check), and it reads one record.
+	recoverLimits = p2p.ProtocolLimits{
+		Total:   rcmgr.BaseLimit{StreamsInbound: 32, StreamsOutbound: 8, Streams: 32, Memory: 4 << 20},
+		PerPeer: rcmgr.BaseLimit{StreamsInbound: 4, StreamsOutbound: 4, Streams: 8, Memory: 1 << 20},
+	}
 	// peerLimits hold one identity across its connections and protocols
 	// (see node/connect/host.go): a device needs a log and a few chunk streams per
 	// vault, an enroll, and the circuits it relays.

@@ -36,6 +36,9 @@ const (
 	RateLimited = "rate-limited"
 	// BadInvite: a pairing proof matched no valid invite code.
 	BadInvite = "bad-invite"
+	// BadRecovery: a recovery (/weft/recover/1) whose proof or record
+	// failed, or for a vault not served here.
+	BadRecovery = "bad-recovery"
 	// NoMemory: the resource manager refused the memory for a frame.
 	NoMemory = "no-memory"
 	// Timeout: the peer sent no complete first message in time.

@@ -69,7 +69,8 @@ var (
 	// at once per identity (a stream's resources are freed only once both
 	// sides closed it, so quick retries overlap), 32 in all; each carries
 	// one request of at most wire.MaxPairRequestFrame bytes, and its
-	// attempts are rate-limited (node/strangers.go).
+	// attempts are rate-limited (node/strangers.go). Recovery
+	// (/weft/recover/1) is as rare and shares the same limits.
 	pairLimits = p2p.ProtocolLimits{
 		Total:   rcmgr.BaseLimit{StreamsInbound: 32, StreamsOutbound: 32, Streams: 64, Memory: 4 << 20},
 		PerPeer: rcmgr.BaseLimit{StreamsInbound: 8, StreamsOutbound: 8, Streams: 16, Memory: 1 << 20},
@@ -200,10 +201,10 @@ func HostOptions(cfg HostConfig) ([]libp2p.Option, error) {
 	opts, err := p2p.Base{
 		Identity:  cfg.Identity,
 		Listen:    listen,
-		Protocols: []p2pprotocol.ID{wire.ProtoLog, wire.ProtoChunk, wire.ProtoPair},
+		Protocols: []p2pprotocol.ID{wire.ProtoLog, wire.ProtoChunk, wire.ProtoPair, wire.ProtoRecover},
 		Total:     rcmgr.BaseLimit{StreamsInbound: 256, StreamsOutbound: 256, Streams: 512, Memory: 256 << 20},
 		PerPeer:   rcmgr.BaseLimit{StreamsInbound: 32, StreamsOutbound: 32, Streams: 64, Memory: 64 << 20},
-		Override:  map[p2pprotocol.ID]p2p.ProtocolLimits{wire.ProtoPair: pairLimits},
+		Override:  map[p2pprotocol.ID]p2p.ProtocolLimits{wire.ProtoPair: pairLimits, wire.ProtoRecover: pairLimits},
 		Peer:      PeerLimits,
 		Stranger:  strangerLimits,
 		Gater:     gater(cfg.Gater),

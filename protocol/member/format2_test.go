@@ -341,3 +341,23 @@ func TestSettings(t *testing.T) {
 		t.Errorf("settings on a relay record: got %v, want %v", err, ErrBadOp)
 	}
 }
+
+func TestRecoveryProof(t *testing.T) {
+	s, _, dev, _ := recoverableFixture(t)
+	from, to := identity(t, 7).ID(), identity(t, 8).ID()
+	g := s.Records()[0]
+	proof := RecoveryProof(vaultKey, from, to)
+	if err := CheckRecoveryProof(g, from, to, proof); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckRecoveryProof(g, from, dev.ID(), proof); !errors.Is(err, ErrVaultSignature) {
+		t.Errorf("shown to another peer: got %v, want %v", err, ErrVaultSignature)
+	}
+	if err := CheckRecoveryProof(g, from, to, RecoveryProof(keys.RootSecret{9}.VaultKey(), from, to)); !errors.Is(err, ErrVaultSignature) {
+		t.Errorf("another vault's key: got %v, want %v", err, ErrVaultSignature)
+	}
+	old, _, _ := fixture(t)
+	if err := CheckRecoveryProof(old.Records()[0], from, to, proof); !errors.Is(err, ErrNotRecoverable) {
+		t.Errorf("a format-1 vault: got %v, want %v", err, ErrNotRecoverable)
+	}
+}

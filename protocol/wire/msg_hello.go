@@ -55,6 +55,9 @@ const (
 	// loses nothing.
 	CodeLogForked   ErrorCode = 9
 	CodeRateLimited ErrorCode = 10 // pairing: too many attempts from this identity or in total; try again later
+	// CodeNotRecoverable: recovery asked of a vault made without
+	// member.FlagRecoverable.
+	CodeNotRecoverable ErrorCode = 11
 )
 
 // ReasonNotMember is the one answer (with CodeNotMember) to a Hello from a

@@ -71,6 +71,10 @@ func TestMessageGolden(t *testing.T) {
 			func(p []byte) (any, error) { return ParsePeers(p) }},
 		{"pair accept", PairAccept{WrappedKeys: []byte{7}, Records: [][]byte{{1}, {2, 3}}}, "0107" + "02" + "0101" + "020203",
 			func(p []byte) (any, error) { return ParsePairAccept(p) }},
+		{"recover proof", RecoverProof{Proof: []byte{9, 9}}, "020909",
+			func(p []byte) (any, error) { return ParseRecoverProof(p) }},
+		{"member log", MemberLog{Records: [][]byte{{1}, {2, 3}}}, "02" + "0101" + "020203",
+			func(p []byte) (any, error) { return ParseMemberLog(p) }},
 		{"enroll", Enroll{Vault: keys.VaultID{0xcc}, Records: [][]byte{{1, 2}}}, "cc" + zeros(31) + "01" + "020102",
 			func(p []byte) (any, error) { return ParseEnroll(p) }},
 		{"relay status", RelayStatus{Vault: keys.VaultID{0xcc}, Bytes: 300, BytesLimit: 1000, Entries: 2, EntriesLimit: 0, Full: true}, "cc" + zeros(31) + "ac02" + "e807" + "02" + "00" + "01",
@@ -149,6 +153,8 @@ func FuzzParseMessages(f *testing.F) {
 	f.Add(Chunk{CID: c1, Envelope: []byte("x")}.AppendBinary(nil))
 	f.Add(PairAccept{WrappedKeys: []byte{1}, Records: [][]byte{{1}}}.AppendBinary(nil))
 	f.Add(Enroll{Records: [][]byte{{1}, {2, 3}}}.AppendBinary(nil))
+	f.Add(RecoverProof{Proof: make([]byte, 64)}.AppendBinary(nil))
+	f.Add(MemberLog{Records: [][]byte{{1}, {2, 3}}}.AppendBinary(nil))
 	f.Add(RelayStatus{Bytes: 1 << 40, Full: true}.AppendBinary(nil))
 	f.Add(Holds{Devices: []DeviceHolds{{Device: keys.DeviceID{1}, Vector: []VectorEntry{{Seq: 2}, {Author: keys.DeviceID{3}, Seq: 9}}}, {Device: keys.DeviceID{2}}}}.AppendBinary(nil))
 	f.Fuzz(func(t *testing.T, p []byte) {
@@ -184,6 +190,10 @@ func FuzzParseMessages(f *testing.F) {
 		check(rs, err)
 		ho, err := ParseHolds(p)
 		check(ho, err)
+		rp, err := ParseRecoverProof(p)
+		check(rp, err)
+		ml, err := ParseMemberLog(p)
+		check(ml, err)
 	})
 }
 

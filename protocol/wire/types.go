@@ -70,6 +70,12 @@ const (
 	// MsgMember carries one encoded membership record
 	// (protocol/member.Record) on /weft/log/1, before entries.
 	MsgMember MsgType = 0x32
+	// MsgRecoverProof opens /weft/recover/1 after the Hello: the vault
+	// key's proof. Layout in msg_recover.go.
+	MsgRecoverProof MsgType = 0x33
+	// MsgMemberLog carries a vault's whole membership log on
+	// /weft/recover/1. Layout in msg_recover.go.
+	MsgMemberLog MsgType = 0x34
 
 	// 0x40..0x4f: peer exchange.
 
@@ -111,6 +117,8 @@ var msgNames = map[MsgType]string{
 	MsgPairRequest:  "PairRequest",
 	MsgPairAccept:   "PairAccept",
 	MsgMember:       "Member",
+	MsgRecoverProof: "RecoverProof",
+	MsgMemberLog:    "MemberLog",
 	MsgPeers:        "Peers",
 	MsgWantChunks:   "WantChunks",
 	MsgChunk:        "Chunk",
@@ -147,4 +155,7 @@ const (
 	ProtoPair  = "/weft/pair/1"
 	ProtoRelay = "/weft/relay/1"
 	ProtoClock = "/weft/clock/1"
+	// ProtoRecover: a holder of the recovery phrase asks for the
+	// membership log and appends its recover record (msg_recover.go).
+	ProtoRecover = "/weft/recover/1"
 )
