@@ -61,12 +61,17 @@ type apiBackend struct{ *Node }
 var _ api.Backend = apiBackend{}
 
 // Invite makes an invite code for the API.
-func (b apiBackend) Invite(vault keys.VaultID, ttl time.Duration) (api.InviteResponse, error) {
-	inv, err := b.Node.Invite(vault, ttl)
+func (b apiBackend) Invite(vault keys.VaultID, ttl time.Duration, confirm bool) (api.InviteResponse, error) {
+	inv, err := b.Node.Invite(vault, ttl, confirm)
 	if err != nil {
 		return api.InviteResponse{}, err
 	}
 	return api.InviteResponse{Code: inv.String(), Expires: time.Unix(inv.Expires, 0).UTC()}, nil
+}
+
+// DecideJoin approves or denies a waiting join for the API.
+func (b apiBackend) DecideJoin(req api.JoinDecision, approve bool) (api.WaitingJoin, error) {
+	return b.Node.DecideJoin(req.Device, approve)
 }
 
 // Conflicts lists the conflict copies in every folder, by folder and path.

@@ -565,7 +565,7 @@ func (n *Node) Run(ctx context.Context) error {
 
 	n.host.SetStreamHandler(ProtoLog, n.owned(n.handleLog))
 	n.host.SetStreamHandler(ProtoChunk, n.owned(func(_ context.Context, s network.Stream) { n.handleChunk(s) }))
-	n.host.SetStreamHandler(ProtoPair, n.owned(func(_ context.Context, s network.Stream) { n.handlePair(s) }))
+	n.host.SetStreamHandler(ProtoPair, n.owned(n.handlePair))
 	n.host.SetStreamHandler(ProtoRecover, n.owned(func(_ context.Context, s network.Stream) { n.handleRecover(s) }))
 	n.host.SetStreamHandler(ProtoClock, n.owned(func(_ context.Context, s network.Stream) { n.handleClock(s) }))
 	n.host.Network().Notify(&network.NotifyBundle{

@@ -188,13 +188,13 @@ func keysOf(t *testing.T, h host.Host) keys.DeviceID {
 func joinAsMember(t *testing.T, n *Node) (host.Host, *keys.Identity) {
 	t.Helper()
 	h, id := outsiderHost(t)
-	inv, err := n.Invite(keys.VaultID{}, time.Minute)
+	inv, err := n.Invite(keys.VaultID{}, time.Minute, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := RequestJoin(ctx, h, id, inv); err != nil {
+	if _, err := RequestJoin(ctx, h, id, inv, nil); err != nil {
 		t.Fatal(err)
 	}
 	return h, id

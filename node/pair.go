@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/weftsync/weft/internal/refusal"
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/protocol/wire"
@@ -22,16 +24,29 @@ import (
 // Pairing (/weft/pair/1). `weft invite` asks the running agent for a
 // one-time code; the joining device dials the inviter at the addresses in
 // the code, proves it holds the code's secret, and receives the vault's
-// root secret wrapped under a key derived from the code, with the
-// membership records, the last of which (signed by the inviter, the
-// vault's admin) admits it. A code works once, until it expires.
+// secrets wrapped under a key derived from the code, with the membership
+// records, the last of which (signed by the inviter, an admin) admits it.
+// A code works once, until it expires. A code made with confirmation
+// (`weft invite --confirm`) holds each join until a person approves it
+// (roster.Invites.Decide), showing on both devices the words the code and
+// the joiner give (member.Invite.Words).
+
+// ConfirmWait bounds how long a join waits for approval: longer than a
+// person takes to compare a few words, short enough that a forgotten one
+// ends.
+const ConfirmWait = 10 * time.Minute
+
+// joinTimeout bounds a join that does not wait for approval: reaching the
+// inviter and its answer.
+const joinTimeout = 30 * time.Second
 
 // DefaultInviteTTL is how long an invite code is valid.
 const DefaultInviteTTL = time.Hour
 
 // Invite issues a one-time code for vault v (the first vault when vaultID
-// is the zero value), valid for ttl.
-func (n *Node) Invite(vaultID keys.VaultID, ttl time.Duration) (member.Invite, error) {
+// is the zero value), valid for ttl; with confirm, each join by it waits
+// for approval (ApproveJoin).
+func (n *Node) Invite(vaultID keys.VaultID, ttl time.Duration, confirm bool) (member.Invite, error) {
 	v := n.vault(vaultID)
 	if v == nil && vaultID == (keys.VaultID{}) && len(n.vaultsNow()) > 0 {
 		v = n.vaultsNow()[0]
@@ -39,8 +54,8 @@ func (n *Node) Invite(vaultID keys.VaultID, ttl time.Duration) (member.Invite, e
 	if v == nil {
 		return member.Invite{}, fmt.Errorf("no vault %s on this device", vaultID)
 	}
-	if role, ok := v.roster.Role(n.id.ID()); !ok || role != member.RoleAdmin {
-		return member.Invite{}, errors.New("only the vault's admin (the device that created it) can invite")
+	if !v.roster.CanAdmit(n.id.ID()) {
+		return member.Invite{}, errors.New("only the vault's admins can invite (`weft devices` lists them)")
 	}
 	if ttl <= 0 {
 		ttl = DefaultInviteTTL
@@ -53,12 +68,48 @@ func (n *Node) Invite(vaultID keys.VaultID, ttl time.Duration) (member.Invite, e
 	if err != nil {
 		return member.Invite{}, err
 	}
-	n.invites.Add(inv, v.id)
+	n.invites.Add(inv, v.id, confirm)
 	return inv, nil
 }
 
+// WaitingJoins lists the joins waiting for approval.
+func (n *Node) WaitingJoins() []api.WaitingJoin {
+	var out []api.WaitingJoin
+	for _, j := range n.invites.Waiting() {
+		w := api.WaitingJoin{Device: j.Joiner.String(), Words: j.Words, Since: j.Since.UTC()}
+		if v := n.vault(j.Vault); v != nil {
+			w.Folder = v.cfg.Folder
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// DecideJoin approves or denies the waiting join of the device whose
+// peer ID is, or starts with, prefix.
+func (n *Node) DecideJoin(prefix string, approve bool) (api.WaitingJoin, error) {
+	var match []api.WaitingJoin
+	for _, w := range n.WaitingJoins() {
+		if strings.HasPrefix(w.Device, prefix) && prefix != "" {
+			match = append(match, w)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return api.WaitingJoin{}, fmt.Errorf("no join of a device %q waits for approval (`weft devices pending` lists them)", prefix)
+	case 1:
+	default:
+		return api.WaitingJoin{}, fmt.Errorf("%d waiting joins match %q; give more of the device ID", len(match), prefix)
+	}
+	d, err := keys.ParseDeviceID(match[0].Device)
+	if err != nil {
+		return api.WaitingJoin{}, err
+	}
+	return match[0], n.invites.Decide(d, approve)
+}
+
 // handlePair answers a pairing stream.
-func (n *Node) handlePair(s network.Stream) {
+func (n *Node) handlePair(ctx context.Context, s network.Stream) {
 	defer s.Close()
 	remote := s.Conn().RemotePeer()
 	dev, err := DeviceIDOf(remote)
@@ -87,11 +138,19 @@ func (n *Node) handlePair(s network.Stream) {
 		n.refuse(s, refusal.Malformed, dev, err)
 		return
 	}
-	inv, vid, err := n.invites.Take(dev, req.Proof, n.now())
+	taken, err := n.invites.Take(dev, req.Proof, n.now())
 	if err != nil {
 		f.SendError(wire.CodeInviteInvalid, err.Error())
 		n.refuse(s, refusal.BadInvite, dev, err)
 		return
+	}
+	inv, vid := taken.Invite, taken.Vault
+	var words string
+	if j := taken.Join; j != nil {
+		words = j.Words
+		if !n.awaitApproval(ctx, s, f, j) {
+			return
+		}
 	}
 	_ = s.SetDeadline(time.Now().Add(time.Minute)) // the network's clock, as above
 	f.SetCounter(n.counters(dev))
@@ -123,8 +182,8 @@ func (n *Node) handlePair(s network.Stream) {
 	}
 	n.admitLimits(remote)
 	n.rememberPeer(v, dev, n.host.Peerstore().Addrs(remote))
-	n.log.Info("device joined", "peer", dev, "folder", v.cfg.Folder)
-	n.events.Publish(api.Event{Type: api.EventPeerJoined, Peer: dev.String(), Folder: v.cfg.Folder})
+	n.log.Info("device joined", "peer", dev, "folder", v.cfg.Folder, "words", words)
+	n.events.Publish(api.Event{Type: api.EventPeerJoined, Peer: dev.String(), Folder: v.cfg.Folder, Words: words})
 	// Start syncing with the new member right away.
 	n.goRun(func(ctx context.Context) { n.syncWith(ctx, remote) })
 }
@@ -140,8 +199,11 @@ type Joined struct {
 // proves the code, and returns the vault keys and membership. It checks
 // everything it receives: the records chain and are signed by the admin,
 // the last one admits this device, and the secrets name the records'
-// vault (whose genesis proves its ID). It changes nothing on disk.
-func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member.Invite) (Joined, error) {
+// vault (whose genesis proves its ID). It changes nothing on disk. When
+// the inviter holds the join for approval (a code made with --confirm),
+// onPending (if set) gets the words this device should show, and
+// RequestJoin waits up to ConfirmWait and a minute for the decision.
+func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member.Invite, onPending func(words string)) (Joined, error) {
 	var j Joined
 	pid, err := PeerIDOf(inv.Inviter)
 	if err != nil {
@@ -158,14 +220,20 @@ func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member
 	if len(info.Addrs) == 0 {
 		return j, errors.New("the invite code names no usable address for the inviter")
 	}
-	if err := h.Connect(ctx, info); err != nil {
+	dialCtx, cancel := context.WithTimeout(ctx, joinTimeout)
+	defer cancel()
+	if err := h.Connect(dialCtx, info); err != nil {
 		return j, fmt.Errorf("reaching the inviting device (is `weft up` running there?): %w", err)
 	}
-	s, err := h.NewStream(ctx, pid, ProtoPair)
+	s, err := h.NewStream(dialCtx, pid, ProtoPair)
 	if err != nil {
 		return j, fmt.Errorf("opening pairing stream: %w", err)
 	}
 	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(joinTimeout))
+	// ctx ending (the user interrupting `weft join`) ends the wait too.
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
 	f := wire.NewConn(s, &peerCounters{})
 	if err := f.Send(wire.MsgPairRequest, wire.PairRequest{Proof: inv.Proof(id.ID())}); err != nil {
 		return j, err
@@ -173,13 +241,33 @@ func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member
 	if err := f.Flush(); err != nil {
 		return j, err
 	}
-	p, err := f.Expect(wire.MsgPairAccept)
-	if err != nil {
+	refused := func(err error) error {
 		var we wire.Error
 		if errors.As(err, &we) {
-			return j, fmt.Errorf("the inviting device refused: %s", we.Reason)
+			if we.Code == wire.CodeJoinDenied {
+				return fmt.Errorf("the join was not approved: %s", we.Reason)
+			}
+			return fmt.Errorf("the inviting device refused: %s", we.Reason)
 		}
-		return j, fmt.Errorf("pairing: %w", err)
+		return fmt.Errorf("pairing: %w", err)
+	}
+	t, p, err := f.Read()
+	if err != nil {
+		return j, refused(err)
+	}
+	if t == wire.MsgPairPending {
+		if len(p) != 0 {
+			return j, fmt.Errorf("pairing: %w: a PairPending with a payload", wire.ErrUnexpected)
+		}
+		if onPending != nil {
+			onPending(inv.Words(id.ID()))
+		}
+		_ = s.SetDeadline(time.Now().Add(ConfirmWait + time.Minute)) // the inviter's wait, and a margin
+		if p, err = f.Expect(wire.MsgPairAccept); err != nil {
+			return j, refused(err)
+		}
+	} else if t != wire.MsgPairAccept {
+		return j, fmt.Errorf("pairing: %w: got %s, want %s", wire.ErrUnexpected, t, wire.MsgPairAccept)
 	}
 	acc, err := wire.ParsePairAccept(p)
 	if err != nil {
@@ -220,4 +308,38 @@ func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member
 	}
 	j.Inviter = info
 	return j, nil
+}
+
+// awaitApproval holds a join of a confirm code until a person decides it
+// (DecideJoin), tells the joiner it waits (PairPending) and announces it
+// (event join-pending). It returns whether the join was approved; when
+// not, the joiner has been told why.
+func (n *Node) awaitApproval(ctx context.Context, s network.Stream, f *wire.Conn, j *roster.Join) bool {
+	_ = s.SetDeadline(time.Now().Add(ConfirmWait + time.Minute)) // the network's clock
+	if err := f.SendRaw(wire.MsgPairPending, nil); err != nil {
+		return false
+	}
+	if err := f.Flush(); err != nil {
+		return false
+	}
+	folder := ""
+	if v := n.vault(j.Vault); v != nil {
+		folder = v.cfg.Folder
+	}
+	n.log.Info("a device asks to join; approve it with `weft devices approve` if it shows these words", "peer", j.Joiner, "folder", folder, "words", j.Words)
+	n.events.Publish(api.Event{Type: api.EventJoinPending, Peer: j.Joiner.String(), Folder: folder, Words: j.Words})
+	ctx, cancel := context.WithTimeout(ctx, ConfirmWait)
+	defer cancel()
+	// A joiner that gives up (closes the stream) withdraws its join.
+	go func() {
+		_, _ = s.Read(make([]byte, 1))
+		cancel()
+	}()
+	if err := n.invites.Wait(ctx, j); err != nil {
+		f.SendError(wire.CodeJoinDenied, err.Error())
+		_ = f.Flush()
+		n.log.Info("join not approved", "peer", j.Joiner, "folder", folder, "why", err)
+		return false
+	}
+	return true
 }

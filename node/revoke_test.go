@@ -362,14 +362,14 @@ func joinHome(t *testing.T, n *Node) (*home.Home, string, home.Vault) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := n.Invite(keys.VaultID{}, time.Minute)
+	inv, err := n.Invite(keys.VaultID{}, time.Minute, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	folderPath := filepath.Join(dir, "folder")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	hv, err := JoinVault(ctx, h, inv.String(), folderPath)
+	hv, err := JoinVault(ctx, h, inv.String(), folderPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

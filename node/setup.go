@@ -133,7 +133,9 @@ func pickVault(h *home.Home, prefix string) (home.Vault, error) {
 // folder: it reaches the inviting device, proves the code, and records the
 // vault's keys and membership in the home. The next (or running) `weft up`
 // syncs the folder.
-func JoinVault(ctx context.Context, h *home.Home, code, folder string) (home.Vault, error) {
+// onPending is RequestJoin's: a code made with --confirm makes the join
+// wait for approval, and the caller shows the words.
+func JoinVault(ctx context.Context, h *home.Home, code, folder string, onPending func(words string)) (home.Vault, error) {
 	inv, err := member.ParseInvite(code)
 	if err != nil {
 		return home.Vault{}, err
@@ -150,9 +152,7 @@ func JoinVault(ctx context.Context, h *home.Home, code, folder string) (home.Vau
 		return home.Vault{}, err
 	}
 	defer hst.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	j, err := RequestJoin(ctx, hst, id, inv)
+	j, err := RequestJoin(ctx, hst, id, inv, onPending)
 	if err != nil {
 		return home.Vault{}, err
 	}

@@ -190,7 +190,7 @@ func (c *Cluster) Join(ctx context.Context, natted bool) (*Device, error) {
 			return nil, err
 		}
 	}
-	inv, err := an.Invite(keys.VaultID{}, time.Minute)
+	inv, err := an.Invite(keys.VaultID{}, time.Minute, false)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +203,7 @@ func (c *Cluster) Join(ctx context.Context, natted bool) (*Device, error) {
 	// The device is on for pairing (as `weft join` runs) and off again
 	// until Start.
 	c.Net.SetDown(d.Peer, false)
-	j, err := node.RequestJoin(jctx, d.Host, id, inv)
+	j, err := node.RequestJoin(jctx, d.Host, id, inv, nil)
 	c.Net.SetDown(d.Peer, true)
 	if err != nil {
 		return nil, fmt.Errorf("device %d joining: %w", d.Index, err)

@@ -162,7 +162,7 @@ func upCmd(g *globals) *cobra.Command {
 
 func inviteCmd(g *globals) *cobra.Command {
 	var ttl time.Duration
-	var qr bool
+	var qr, confirm bool
 	c := &cobra.Command{
 		Use:   "invite",
 		Short: "Print a one-time code that lets another device join (needs `weft up` running)",
@@ -173,7 +173,7 @@ func inviteCmd(g *globals) *cobra.Command {
 				return err
 			}
 			var resp api.InviteResponse
-			if err := cl.post("/v1/invite", map[string]any{"ttl_seconds": int(ttl.Seconds())}, &resp); err != nil {
+			if err := cl.post("/v1/invite", map[string]any{"ttl_seconds": int(ttl.Seconds()), "confirm": confirm}, &resp); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
@@ -183,12 +183,16 @@ func inviteCmd(g *globals) *cobra.Command {
 				}
 			}
 			fmt.Fprintf(out, "On the other device run: weft join CODE FOLDER\nThe code works once, until %s.\n", resp.Expires.Local().Format(time.DateTime))
+			if confirm {
+				fmt.Fprintln(out, "Each join waits for your approval: `weft devices pending` lists them with the words the joining device shows; `weft devices approve ID` lets it in.")
+			}
 			fmt.Fprintln(out, resp.Code)
 			return nil
 		},
 	}
 	c.Flags().DurationVar(&ttl, "ttl", node.DefaultInviteTTL, "how long the code stays valid")
 	c.Flags().BoolVar(&qr, "qr", false, "also print the code as a QR code")
+	c.Flags().BoolVar(&confirm, "confirm", false, "make each join wait for approval here (weft devices approve), comparing words both devices show")
 	return c
 }
 
@@ -202,7 +206,9 @@ func joinCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			hv, err := node.JoinVault(cmd.Context(), h, args[0], args[1])
+			hv, err := node.JoinVault(cmd.Context(), h, args[0], args[1], func(words string) {
+				fmt.Fprintf(cmd.OutOrStdout(), "Waiting for approval on the inviting device (up to %v).\nIt must show these words beside this join; approve only if they match:\n\n  %s\n\n", node.ConfirmWait, words)
+			})
 			if err != nil {
 				return err
 			}
@@ -298,7 +304,7 @@ func conflictsCmd(g *globals) *cobra.Command {
 }
 
 func devicesCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "devices",
 		Short: "List the devices of each vault",
 		Args:  usageArgs(cobra.NoArgs),
@@ -321,6 +327,71 @@ func devicesCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Folder, d.ID, d.Role, self)
 			}
 			return tw.Flush()
+		},
+	}
+	c.AddCommand(pendingJoinsCmd(g), decideJoinCmd(g, true), decideJoinCmd(g, false))
+	return c
+}
+
+func pendingJoinsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "pending",
+		Short: "List the joins waiting for approval (codes made with `weft invite --confirm`)",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			var js []api.WaitingJoin
+			if err := cl.get("/v1/joins", &js); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, js)
+			}
+			if len(js) == 0 {
+				fmt.Fprintln(out, "No join waits for approval.")
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "FOLDER\tDEVICE\tWORDS\tWAITING\t")
+			for _, j := range js {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", j.Folder, j.Device, j.Words, time.Since(j.Since).Round(time.Second))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "\nApprove a join only if the joining device shows the same words: weft devices approve DEVICE")
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{\"folder\", \"device\", \"words\", \"since\"}]")
+	return c
+}
+
+func decideJoinCmd(g *globals, approve bool) *cobra.Command {
+	use, short, path, done := "approve DEVICE", "Let a waiting join in (compare the words first: weft devices pending)", "/v1/joins/approve", "Approved"
+	if !approve {
+		use, short, path, done = "deny DEVICE", "Refuse a waiting join; the joining device is told", "/v1/joins/deny", "Denied"
+	}
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			var j api.WaitingJoin
+			if err := cl.post(path, api.JoinDecision{Device: args[0]}, &j); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s the join of %s to %s (words: %s).\n", done, j.Device, j.Folder, j.Words)
+			return nil
 		},
 	}
 }

@@ -99,7 +99,7 @@ func runDemo(ctx context.Context, out io.Writer, g *globals, keep bool) error {
 	if err != nil {
 		return err
 	}
-	inv, err := a.node.Invite(keys.VaultID{}, 10*time.Minute)
+	inv, err := a.node.Invite(keys.VaultID{}, 10*time.Minute, false)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func runDemo(ctx context.Context, out io.Writer, g *globals, keep bool) error {
 		return err
 	}
 	t0 := time.Now()
-	if _, err := node.JoinVault(ctx, hB, inv.String(), filepath.Join(dir, "phone")); err != nil {
+	if _, err := node.JoinVault(ctx, hB, inv.String(), filepath.Join(dir, "phone"), nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "3. \"phone\" joined with the code in %s\n", since(t0))

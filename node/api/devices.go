@@ -8,6 +8,22 @@ type InviteResponse struct {
 	Expires time.Time `json:"expires"`
 }
 
+// WaitingJoin is a join waiting for approval (GET /v1/joins): a device
+// that used a code made with `weft invite --confirm`.
+type WaitingJoin struct {
+	Folder string    `json:"folder"`
+	Device string    `json:"device"` // the joining device's peer ID
+	Words  string    `json:"words"`  // what the joining device shows too: compare before approving
+	Since  time.Time `json:"since"`
+}
+
+// JoinDecision is the body of POST /v1/joins/approve and /v1/joins/deny.
+type JoinDecision struct {
+	// Device is the joining device's peer ID, or a prefix of it naming
+	// one waiting join.
+	Device string `json:"device"`
+}
+
 // Device is one member of a vault.
 type Device struct {
 	Folder string `json:"folder"`

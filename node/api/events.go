@@ -24,6 +24,9 @@ const (
 	EventPeerConnected    EventType = "peer-connected"
 	EventPeerDisconnected EventType = "peer-disconnected"
 	EventPeerJoined       EventType = "peer-joined"
+	// EventJoinPending: a device used a code made with --confirm and
+	// waits for approval; Words is what it shows.
+	EventJoinPending      EventType = "join-pending"
 	EventPeerStatus       EventType = "peer-status"
 	EventReconciled       EventType = "reconciled"
 	EventWatcherRescan    EventType = "watcher-rescan"
@@ -64,6 +67,9 @@ type Event struct {
 	Bytes  int64     `json:"bytes,omitempty"`
 	Seq    uint64    `json:"seq,omitempty"`
 	Error  string    `json:"error,omitempty"`
+	// Words: join-pending and peer-joined of a confirmed join, the words
+	// both devices show (member.Invite.Words).
+	Words string `json:"words,omitempty"`
 }
 
 // Bus fans events out. Observers run synchronously inside publish and

@@ -16,6 +16,7 @@ func (h handlers) invite(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Vault      string `json:"vault"`
 		TTLSeconds int    `json:"ttl_seconds"`
+		Confirm    bool   `json:"confirm"`
 	}
 	// An empty or unreadable body asks for the defaults.
 	_ = json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req)
@@ -23,12 +24,26 @@ func (h handlers) invite(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	inv, err := h.b.Invite(vid, time.Duration(req.TTLSeconds)*time.Second)
+	inv, err := h.b.Invite(vid, time.Duration(req.TTLSeconds)*time.Second, req.Confirm)
 	if err != nil {
 		fail(w, err, http.StatusBadRequest)
 		return
 	}
 	writeJSON(w, inv)
+}
+
+func (h handlers) decideJoin(w http.ResponseWriter, r *http.Request, approve bool) {
+	var req JoinDecision
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil || req.Device == "" {
+		fail(w, fmt.Errorf("want a JSON body {\"device\": PEERID or a prefix}"), http.StatusBadRequest)
+		return
+	}
+	j, err := h.b.DecideJoin(req, approve)
+	if err != nil {
+		fail(w, err, http.StatusBadRequest)
+		return
+	}
+	writeJSON(w, j)
 }
 
 // vaultID parses a vault ID of a request; "" is the zero ID (the only

@@ -34,7 +34,13 @@ type Backend interface {
 	Subscribe() (<-chan Event, func())
 	// Invite makes a one-time invite code for vault (the zero ID: the only
 	// vault) valid for ttl (0: the default).
-	Invite(vault keys.VaultID, ttl time.Duration) (InviteResponse, error)
+	// With confirm, each join by the code waits for approval.
+	Invite(vault keys.VaultID, ttl time.Duration, confirm bool) (InviteResponse, error)
+	// WaitingJoins lists the joins waiting for approval, oldest first.
+	WaitingJoins() []WaitingJoin
+	// DecideJoin approves or denies the waiting join of the device req
+	// names.
+	DecideJoin(req JoinDecision, approve bool) (WaitingJoin, error)
 	Conflicts() []Conflict
 	Devices() []Device
 	Scan(ctx context.Context, req ScanRequest) ([]ScanResult, error)
@@ -188,6 +194,9 @@ func routes(b Backend, metrics http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, b.Status()) })
 	mux.HandleFunc("POST /v1/invite", h.invite)
+	mux.HandleFunc("GET /v1/joins", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, b.WaitingJoins()) })
+	mux.HandleFunc("POST /v1/joins/approve", func(w http.ResponseWriter, r *http.Request) { h.decideJoin(w, r, true) })
+	mux.HandleFunc("POST /v1/joins/deny", func(w http.ResponseWriter, r *http.Request) { h.decideJoin(w, r, false) })
 	mux.HandleFunc("GET /v1/conflicts", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, b.Conflicts()) })
 	mux.HandleFunc("GET /v1/devices", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, b.Devices()) })
 	mux.HandleFunc("GET /v1/events", h.eventStream)

@@ -181,11 +181,23 @@ func (r *Roster) Change(op member.Record) (member.Record, error) {
 	return r.signLocked(op)
 }
 
+// CanAdmit reports whether d may admit devices as members: an admin, or
+// any member when the vault lets every member invite
+// (member.FlagMembersInvite).
+func (r *Roster) CanAdmit(d keys.DeviceID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state.CanAdmit(d, member.RoleMember)
+}
+
 // Admit records d as a new member, with every key epoch after 0 sealed to
-// it. Only an admin may.
+// it. Only a device that CanAdmit may (ErrNotAdmin).
 func (r *Roster) Admit(d keys.DeviceID) (member.Record, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.state.CanAdmit(r.self.ID(), member.RoleMember) {
+		return member.Record{}, ErrNotAdmin
+	}
 	// A sealed secret that did not open matters only if the new device
 	// needs that epoch, which AddOp reports.
 	secrets, openErr := r.state.EpochSecrets(r.self, r.secrets.Epoch0())
@@ -193,7 +205,11 @@ func (r *Roster) Admit(d keys.DeviceID) (member.Record, error) {
 	if err != nil {
 		return member.Record{}, errors.Join(err, openErr)
 	}
-	return r.signLocked(op)
+	rec := r.state.Next(r.self, op, r.now().UnixMilli())
+	if err := r.storeLocked(rec); err != nil {
+		return member.Record{}, err
+	}
+	return rec, nil
 }
 
 // Revoke records d's revocation: it keeps d's entries up to upto (this

@@ -120,6 +120,26 @@ func init() {
 	}
 }
 
+// Words returns n words of the BIP-39 English list, the i-th named by bits
+// 11i to 11i+10 of b (big-endian). It panics when b has fewer than 11n
+// bits. Short authentication strings use it: words a person compares
+// between two screens.
+func Words(b []byte, n int) []string {
+	if len(b)*8 < 11*n {
+		panic(fmt.Sprintf("keys: Words: %d bytes cannot give %d words", len(b), n))
+	}
+	out := make([]string, n)
+	for i := range n {
+		var idx uint16
+		for j := range 11 {
+			bit := 11*i + j
+			idx = idx<<1 | uint16(b[bit/8]>>(7-bit%8)&1)
+		}
+		out[i] = wordList[idx]
+	}
+	return out
+}
+
 // GenerateRootSecret draws a new root secret from rand (crypto/rand.Reader
 // in production, a seeded source in tests).
 func GenerateRootSecret(rand io.Reader) (RootSecret, error) {

@@ -361,3 +361,30 @@ func TestRecoveryProof(t *testing.T) {
 		t.Errorf("a format-1 vault: got %v, want %v", err, ErrNotRecoverable)
 	}
 }
+
+func TestInviteWords(t *testing.T) {
+	inv, err := NewInvite(seeded(9), identity(t, 1).ID(), []string{"/ip4/127.0.0.1/tcp/1"}, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := identity(t, 2).ID(), identity(t, 3).ID()
+	wa := inv.Words(a)
+	if len(strings.Fields(wa)) != SASWords || wa != inv.Words(a) {
+		t.Fatalf("words %q: want %d, the same each time", wa, SASWords)
+	}
+	if wa == inv.Words(b) {
+		t.Errorf("two joiners get the same words %q", wa)
+	}
+	other, _ := NewInvite(seeded(10), inv.Inviter, nil, 5000)
+	if wa == other.Words(a) {
+		t.Errorf("two codes give one joiner the same words %q", wa)
+	}
+	// keys.Words reads 11 bits per word, big-endian: all ones is the
+	// list's last word, 0x00 0x20 is index 1.
+	if got := keys.Words([]byte{0xff, 0xff}, 1)[0]; got != "zoo" {
+		t.Errorf("all ones: %q, want zoo", got)
+	}
+	if got := keys.Words([]byte{0x00, 0x20}, 1)[0]; got != "ability" {
+		t.Errorf("index 1: %q, want ability", got)
+	}
+}

@@ -110,6 +110,25 @@ func (inv Invite) Proof(joiner keys.DeviceID) []byte {
 	return m.Sum(nil)
 }
 
+// SASWords is how many words Words gives: 44 bits.
+const SASWords = 4
+
+// Words is the short authentication string of a join with this code by
+// joiner: four BIP-39 words that the inviting device shows beside a join
+// waiting for approval (`weft invite --confirm`) and the joining device
+// shows while it waits, so a person can tell their own device's join from
+// that of someone else who saw the code. They bind the code's secret and
+// both devices; someone else who saw the code gets other words for its
+// own device and, not knowing the real joiner's key beforehand, cannot
+// choose one whose words match (44 bits).
+func (inv Invite) Words(joiner keys.DeviceID) string {
+	m := hmac.New(sha256.New, inv.Secret[:])
+	m.Write([]byte("weft/pair/v1 sas\x00"))
+	m.Write(inv.Inviter[:])
+	m.Write(joiner[:])
+	return strings.Join(keys.Words(m.Sum(nil), SASWords), " ")
+}
+
 // CheckProof verifies a joiner's proof in constant time.
 func (inv Invite) CheckProof(joiner keys.DeviceID, proof []byte) error {
 	if !hmac.Equal(inv.Proof(joiner), proof) {

@@ -58,6 +58,9 @@ const (
 	// CodeNotRecoverable: recovery asked of a vault made without
 	// member.FlagRecoverable.
 	CodeNotRecoverable ErrorCode = 11
+	// CodeJoinDenied: pairing: the join waited for approval and was denied,
+	// or no one approved it in time, or another device's was approved.
+	CodeJoinDenied ErrorCode = 12
 )
 
 // ReasonNotMember is the one answer (with CodeNotMember) to a Hello from a

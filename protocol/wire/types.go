@@ -76,6 +76,10 @@ const (
 	// MsgMemberLog carries a vault's whole membership log on
 	// /weft/recover/1. Layout in msg_recover.go.
 	MsgMemberLog MsgType = 0x34
+	// MsgPairPending tells a joiner on /weft/pair/1 that its join waits
+	// for a person's approval on the inviting device (`weft invite
+	// --confirm`); a PairAccept or an Error follows. Empty payload.
+	MsgPairPending MsgType = 0x35
 
 	// 0x40..0x4f: peer exchange.
 
@@ -119,6 +123,7 @@ var msgNames = map[MsgType]string{
 	MsgMember:       "Member",
 	MsgRecoverProof: "RecoverProof",
 	MsgMemberLog:    "MemberLog",
+	MsgPairPending:  "PairPending",
 	MsgPeers:        "Peers",
 	MsgWantChunks:   "WantChunks",
 	MsgChunk:        "Chunk",
