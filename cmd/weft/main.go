@@ -90,7 +90,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().BoolVar(&g.debug, "debug", false, "log at debug level")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return exitUsage{err} })
 	root.AddCommand(
-		initCmd(g), upCmd(g), inviteCmd(g), joinCmd(g), recoverCmd(g), statusCmd(g),
+		initCmd(g), upCmd(g), inviteCmd(g), joinCmd(g), recoverCmd(g), adminCmd(g), settingsCmd(g), statusCmd(g),
 		conflictsCmd(g), devicesCmd(g), scanCmd(g), versionCmd(), demoCmd(g),
 	)
 	root.AddCommand(eventsCmd(g), doctorCmd(g))

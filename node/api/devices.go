@@ -24,6 +24,34 @@ type JoinDecision struct {
 	Device string `json:"device"`
 }
 
+// RoleRequest is the body of POST /v1/admins.
+type RoleRequest struct {
+	// Vault is the vault's hex ID (or a prefix); empty means the only one.
+	Vault string `json:"vault,omitempty"`
+	// Device names a member as RevokeRequest does.
+	Device string `json:"device"`
+	// Admin: true makes it an admin, false a member.
+	Admin bool `json:"admin"`
+}
+
+// VaultSettings is a vault's settings (GET and POST /v1/settings).
+type VaultSettings struct {
+	Folder string `json:"folder"`
+	Vault  string `json:"vault"`
+	// Recoverable: the recovery phrase can admit a device (fixed when the
+	// vault was made).
+	Recoverable bool `json:"recoverable"`
+	// MembersInvite: every member may invite devices as members.
+	MembersInvite bool `json:"members_invite"`
+}
+
+// SettingsRequest is the body of POST /v1/settings: a setting left out
+// keeps its value.
+type SettingsRequest struct {
+	Vault         string `json:"vault,omitempty"`
+	MembersInvite *bool  `json:"members_invite,omitempty"`
+}
+
 // Device is one member of a vault.
 type Device struct {
 	Folder string `json:"folder"`

@@ -38,6 +38,11 @@ type Backend interface {
 	Invite(vault keys.VaultID, ttl time.Duration, confirm bool) (InviteResponse, error)
 	// WaitingJoins lists the joins waiting for approval, oldest first.
 	WaitingJoins() []WaitingJoin
+	// SetRole makes a member an admin, or an admin a member.
+	SetRole(req RoleRequest) (Device, error)
+	// Settings lists each vault's settings; ChangeSettings changes one's.
+	Settings() []VaultSettings
+	ChangeSettings(req SettingsRequest) (VaultSettings, error)
 	// DecideJoin approves or denies the waiting join of the device req
 	// names.
 	DecideJoin(req JoinDecision, approve bool) (WaitingJoin, error)
@@ -194,6 +199,31 @@ func routes(b Backend, metrics http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, b.Status()) })
 	mux.HandleFunc("POST /v1/invite", h.invite)
+	mux.HandleFunc("POST /v1/admins", func(w http.ResponseWriter, r *http.Request) {
+		var req RoleRequest
+		if !decode(w, r, 4096, "role request", false, &req) {
+			return
+		}
+		d, err := b.SetRole(req)
+		if err != nil {
+			fail(w, err, http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, d)
+	})
+	mux.HandleFunc("GET /v1/settings", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, b.Settings()) })
+	mux.HandleFunc("POST /v1/settings", func(w http.ResponseWriter, r *http.Request) {
+		var req SettingsRequest
+		if !decode(w, r, 4096, "settings request", false, &req) {
+			return
+		}
+		s, err := b.ChangeSettings(req)
+		if err != nil {
+			fail(w, err, http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, s)
+	})
 	mux.HandleFunc("GET /v1/joins", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, b.WaitingJoins()) })
 	mux.HandleFunc("POST /v1/joins/approve", func(w http.ResponseWriter, r *http.Request) { h.decideJoin(w, r, true) })
 	mux.HandleFunc("POST /v1/joins/deny", func(w http.ResponseWriter, r *http.Request) { h.decideJoin(w, r, false) })

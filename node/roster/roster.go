@@ -181,6 +181,13 @@ func (r *Roster) Change(op member.Record) (member.Record, error) {
 	return r.signLocked(op)
 }
 
+// Flags returns the vault's settings (member.Flag*).
+func (r *Roster) Flags() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state.Flags()
+}
+
 // CanAdmit reports whether d may admit devices as members: an admin, or
 // any member when the vault lets every member invite
 // (member.FlagMembersInvite).
