@@ -135,6 +135,18 @@ func (v *vault) memberLostMessage() *api.PathMessage {
 		Reason: "the membership log (member/members.log) is damaged; fetching it again from a member"}
 }
 
+// memberForkMessage is the status error once a membership fork was seen
+// (roster.Fork), or nil.
+func (v *vault) memberForkMessage() *api.PathMessage {
+	f := v.roster.Fork()
+	if f == nil {
+		return nil
+	}
+	return &api.PathMessage{Code: api.CodeMembershipForked, Reason: fmt.Sprintf(
+		"two admins changed the vault's membership at the same time: record %d here is a %s by %s, a peer holds a %s by %s instead, so devices disagree about who is a member",
+		f.Seq, f.Held.Op, f.Held.Signer.Short(), f.Other.Op, f.Other.Signer.Short())}
+}
+
 // logHealthStatus adds to a folder's status what the membership and the
 // authoring gate say: lost membership is an error (the device cannot tell
 // who its peers are, so nothing it reports is in sync); local changes
@@ -152,6 +164,11 @@ func (v *vault) logHealthStatus(fs *api.FolderStatus) {
 		return
 	}
 	if m := v.forkMessage(); m != nil { // entryrefusals.go
+		fs.Errors = append(fs.Errors, *m)
+		fs.State, fs.Error = "error", m.Reason
+		return
+	}
+	if m := v.memberForkMessage(); m != nil {
 		fs.Errors = append(fs.Errors, *m)
 		fs.State, fs.Error = "error", m.Reason
 		return

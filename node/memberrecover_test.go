@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/rand"
 	"io"
 	"log/slog"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/member"
 )
 
 // A membership log whose genesis is garbled leaves the device knowing no
@@ -62,3 +65,61 @@ func TestDamagedMembershipIsReported(t *testing.T) {
 		t.Fatalf("errors %+v, want one coded %s", fs.Errors, api.CodeMembershipLost)
 	}
 }
+
+// Two admins who change the membership at the same moment fork it. The
+// device that is sent the other admin's record must not go on showing
+// in-sync: its folder is in error with code membership-forked, and the
+// record it holds stands.
+func TestMembershipForkIsReported(t *testing.T) {
+	h, _ := testHome(t)
+	n, err := New(Config{Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: "-",
+		NoWatcher: true, NoDHT: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		n.closeVaults()
+		n.host.Close()
+	}()
+	v := n.vaultsNow()[0]
+	second, err := keys.GenerateIdentity(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.admit(second.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.SetRole(api.RoleRequest{Device: second.ID().String(), Admin: true}); err != nil {
+		t.Fatal(err)
+	}
+	// The second admin signs on the head both hold...
+	st := member.NewState(v.id)
+	for _, r := range v.roster.Records() {
+		if err := st.Apply(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	theirs := st.Next(second, member.Record{Op: member.OpAddRelay, Relay: "/ip4/127.0.0.1/tcp/9/p2p/" + second.ID().String()}, 1)
+	// ...while this device signs another record there.
+	if _, err := n.ChangeSettings(api.SettingsRequest{MembersInvite: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	v.mu.Lock()
+	v.scanned = true // as after the first scan
+	v.mu.Unlock()
+	if fs := n.Status().Folders[0]; fs.State == "error" {
+		t.Fatalf("error before any fork: %+v", fs.Errors)
+	}
+	if err := v.ingestMember(theirs.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	fs := n.Status().Folders[0]
+	if fs.State != "error" || len(fs.Errors) == 0 || fs.Errors[0].Code != api.CodeMembershipForked {
+		t.Fatalf("state %q, errors %+v; want error coded %s", fs.State, fs.Errors, api.CodeMembershipForked)
+	}
+	if s := n.Settings()[0]; !s.MembersInvite || len(v.roster.Relays()) != 0 {
+		t.Fatalf("the record held here must stand: %+v, relays %v", s, v.roster.Relays())
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -18,11 +18,14 @@ const (
 	CodeCorrupt        = "corrupt"         // a file found damaged on disk, being written again
 	CodeOwnLogForked   = "own-log-forked"  // a peer holds another history of this device's log
 	CodeMembershipLost = "membership-lost" // the membership log is damaged here, being fetched again
-	CodeLogUnconfirmed = "log-unconfirmed" // local changes wait until this device knows its own log is whole
-	CodeRelayFull      = "relay-full"      // a relay's quota is full while it lacks what this device holds
-	CodeRevoked        = "revoked"         // the vault no longer accepts this device
-	CodeWatcherLimit   = "watcher-limit"   // some of the folder is not watched: the system's watch limit
-	CodeWatcherFailed  = "watcher-failed"  // the watcher is not running at all
+	// CodeMembershipForked: two admins changed the membership at the same
+	// moment; a peer holds another record at a sequence number held here.
+	CodeMembershipForked = "membership-forked"
+	CodeLogUnconfirmed   = "log-unconfirmed" // local changes wait until this device knows its own log is whole
+	CodeRelayFull        = "relay-full"      // a relay's quota is full while it lacks what this device holds
+	CodeRevoked          = "revoked"         // the vault no longer accepts this device
+	CodeWatcherLimit     = "watcher-limit"   // some of the folder is not watched: the system's watch limit
+	CodeWatcherFailed    = "watcher-failed"  // the watcher is not running at all
 )
 
 // Codes of a path whose last apply failed (weft retries it).

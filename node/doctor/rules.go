@@ -331,18 +331,19 @@ func folderHealth(fo FolderFacts) []api.Finding {
 // codeFindings says how doctor reports each folder error code of status,
 // and what to do about it.
 var codeFindings = map[string]struct{ severity, fix string }{
-	api.CodeMarkerMissing:  {api.SeverityProblem, "put the real folder back (mount its drive, move it back): weft resumes by itself; if this really is the folder now, run `weft folder reset FOLDER`"},
-	api.CodeMarkerForeign:  {api.SeverityProblem, "check that FOLDER is the folder this vault syncs; if it is, run `weft folder reset FOLDER`"},
-	api.CodeUnreadable:     {api.SeverityProblem, "make the folder readable again (check its drive, mount and permissions); weft resumes by itself"},
-	api.CodeMassDelete:     {api.SeverityProblem, "run `weft deletions` to see them, then `weft deletions accept` to let them go through or `weft deletions reject` to bring the files back"},
-	api.CodeCorrupt:        {api.SeverityProblem, "check the disk (SMART, dmesg); weft writes the recorded version again from local chunks, peers or the relay, and keeps the damaged copy in .weft/corrupt/ for you to compare or delete"},
-	api.CodeOwnLogForked:   {api.SeverityProblem, "give this device a new identity: stop weft here, move its home aside (keep it until the files are safe), `weft join` the vault again into the same folder with an invite from the admin (its files are scanned and synced as the new device's), then revoke the old identity on the admin (`weft revoke OLD-ID`)"},
-	api.CodeWatcherFailed:  {api.SeverityProblem, "see the agent's log for why the watcher stopped (the reason above); `weft scan` records changes at once, and restarting the agent starts a new watcher"},
-	api.CodeWatcherLimit:   {api.SeverityProblem, "raise the system's file watch limit (the reason above says how); weft watches the rest again by itself within 10 s"},
-	api.CodeHomeDiskFull:   {api.SeverityProblem, "free space on the disk that holds weft's home (see the path above; `df -h` shows it): weft resumes by itself, and nothing recorded or sent is lost meanwhile"},
-	api.CodeMembershipLost: {api.SeverityProblem, "start a device that is a member (or the relay) so this one can fetch the membership log again"},
-	api.CodeRevoked:        {api.SeverityProblem, "ask an admin of the vault to add this device again (`weft invite` there, `weft join` here, into a new folder); files already here stay as they are"},
-	api.CodeLogUnconfirmed: {api.SeverityWarning, "keep a member or the relay reachable: local changes are recorded once this device knows its own log is whole"},
+	api.CodeMarkerMissing:    {api.SeverityProblem, "put the real folder back (mount its drive, move it back): weft resumes by itself; if this really is the folder now, run `weft folder reset FOLDER`"},
+	api.CodeMarkerForeign:    {api.SeverityProblem, "check that FOLDER is the folder this vault syncs; if it is, run `weft folder reset FOLDER`"},
+	api.CodeUnreadable:       {api.SeverityProblem, "make the folder readable again (check its drive, mount and permissions); weft resumes by itself"},
+	api.CodeMassDelete:       {api.SeverityProblem, "run `weft deletions` to see them, then `weft deletions accept` to let them go through or `weft deletions reject` to bring the files back"},
+	api.CodeCorrupt:          {api.SeverityProblem, "check the disk (SMART, dmesg); weft writes the recorded version again from local chunks, peers or the relay, and keeps the damaged copy in .weft/corrupt/ for you to compare or delete"},
+	api.CodeOwnLogForked:     {api.SeverityProblem, "give this device a new identity: stop weft here, move its home aside (keep it until the files are safe), `weft join` the vault again into the same folder with an invite from the admin (its files are scanned and synced as the new device's), then revoke the old identity on the admin (`weft revoke OLD-ID`)"},
+	api.CodeWatcherFailed:    {api.SeverityProblem, "see the agent's log for why the watcher stopped (the reason above); `weft scan` records changes at once, and restarting the agent starts a new watcher"},
+	api.CodeWatcherLimit:     {api.SeverityProblem, "raise the system's file watch limit (the reason above says how); weft watches the rest again by itself within 10 s"},
+	api.CodeHomeDiskFull:     {api.SeverityProblem, "free space on the disk that holds weft's home (see the path above; `df -h` shows it): weft resumes by itself, and nothing recorded or sent is lost meanwhile"},
+	api.CodeMembershipLost:   {api.SeverityProblem, "start a device that is a member (or the relay) so this one can fetch the membership log again"},
+	api.CodeMembershipForked: {api.SeverityProblem, "two admins changed the membership at once and devices now disagree about it (the reason names both changes); this version does not mend that: make the vault anew from one device (`weft init` into a new folder, move the files, invite the others) and keep membership changes to one device at a time"},
+	api.CodeRevoked:          {api.SeverityProblem, "ask an admin of the vault to add this device again (`weft invite` there, `weft join` here, into a new folder); files already here stay as they are"},
+	api.CodeLogUnconfirmed:   {api.SeverityWarning, "keep a member or the relay reachable: local changes are recorded once this device knows its own log is whole"},
 }
 
 func nextLimit(dirs int) int { return max(524288, dirs*2) }

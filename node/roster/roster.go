@@ -42,8 +42,56 @@ type Roster struct {
 	log     Log
 	now     func() time.Time
 
-	mu    sync.Mutex // guards state
+	mu    sync.Mutex // guards state and fork
 	state *member.State
+	fork  *Fork // the first fork seen, nil while none
+}
+
+// Fork is a membership record a peer holds at a sequence number where this
+// device holds another, both valid on the same history before them: two
+// admins changed the membership at the same moment (docs/pairing.md, "Two
+// admins at the same moment"). The held record stands here; devices that
+// got the other first keep it, so they disagree about the membership.
+type Fork struct {
+	Seq   uint64
+	Held  member.Record
+	Other member.Record
+}
+
+// Fork returns the first membership fork this device has seen, or nil.
+func (r *Roster) Fork() *Fork {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fork
+}
+
+// noteForkLocked checks raw, a record at seq that this device already
+// holds a record at: another record that is valid on the history before
+// seq is a fork, remembered (the first one). Identical bytes, and bytes
+// that are no valid record there, are not. r.mu must be held.
+func (r *Roster) noteForkLocked(seq uint64, raw []byte) {
+	recs := r.state.Records()
+	if r.fork != nil || seq == 0 || seq > uint64(len(recs)) {
+		return
+	}
+	held := recs[seq-1]
+	if string(held.Encode()) == string(raw) {
+		return
+	}
+	other, err := member.Decode(raw)
+	if err != nil {
+		return
+	}
+	before := member.NewState(r.state.Vault)
+	for _, rec := range recs[:seq-1] {
+		if before.Apply(rec) != nil {
+			return
+		}
+	}
+	if before.Apply(other) != nil {
+		return
+	}
+	r.fork = &Fork{Seq: seq, Held: held, Other: other}
 }
 
 // New returns the roster of the vault whose membership state is folded
@@ -148,12 +196,15 @@ func (r *Roster) EpochSecrets() (map[uint32]keys.EpochSecret, error) {
 // is dropped before it is decoded: several streams deliver the same new
 // record, and decoding (a CBOR decode, a canonical re-encode, and for a
 // genesis a signature check) was a large share of CPU at 1,000 members.
-// Dropping it unchecked loses nothing: a decoded one was dropped unchecked
-// as well (a fork at a held sequence is not detected here either way; the
-// held record stands). An error from the log is returned as it is, so the
-// caller can tell a full disk.
+// Dropping it loses nothing: the held record stands. Only bytes that
+// differ from the held record's are decoded and checked, to notice a fork
+// (noteForkLocked, Fork). An error from the log is returned as it is, so
+// the caller can tell a full disk.
 func (r *Roster) Ingest(raw []byte) (*member.Record, error) {
 	if seq, ok := member.PeekSeq(raw); ok && seq <= r.Seq() {
+		r.mu.Lock()
+		r.noteForkLocked(seq, raw)
+		r.mu.Unlock()
 		return nil, nil
 	}
 	rec, err := member.Decode(raw)
@@ -163,8 +214,8 @@ func (r *Roster) Ingest(raw []byte) (*member.Record, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if rec.Seq <= r.state.Seq {
-		// Already held (or a fork, which AppendMember would report; the
-		// held record stands).
+		// Held meanwhile (or a fork; the held record stands).
+		r.noteForkLocked(rec.Seq, raw)
 		return nil, nil
 	}
 	if err := r.storeLocked(rec); err != nil {

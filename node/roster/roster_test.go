@@ -169,3 +169,51 @@ func TestRosterMatch(t *testing.T) {
 		t.Errorf("empty: %v", err)
 	}
 }
+
+// TestRosterNoticesAFork: two admins each sign a record on the same head;
+// each roster keeps its own and notices the other's as a fork. The same
+// record again, and a record that is not valid there, are no fork.
+func TestRosterNoticesAFork(t *testing.T) {
+	admin, second := newIdentity(t), newIdentity(t)
+	a, _, root := newVault(t, admin)
+	if _, err := a.Admit(second.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Change(member.Record{Op: member.OpSetRole, Device: second.ID(), Role: member.RoleAdmin}); err != nil {
+		t.Fatal(err)
+	}
+	st := member.NewState(root.Vault().ID)
+	for _, rec := range a.Records() {
+		if err := st.Apply(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := New(second, root.Secrets(), st, &memLog{}, func() time.Time { return t0 })
+	if got, err := b.Ingest(a.Records()[2].Encode()); err != nil || got != nil || b.Fork() != nil {
+		t.Fatalf("a held record again: %v, %v, fork %+v", got, err, b.Fork())
+	}
+	// Both sign seq 4 at once.
+	ra, err := a.Change(member.Record{Op: member.OpAddRelay, Relay: "/ip4/127.0.0.1/tcp/1/p2p/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := b.Change(member.Record{Op: member.OpAddRelay, Relay: "/ip4/127.0.0.1/tcp/2/p2p/y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := ra
+	forged.Relay = "/ip4/127.0.0.1/tcp/3/p2p/z" // signature no longer valid
+	if _, err := b.Ingest(forged.Encode()); err != nil || b.Fork() != nil {
+		t.Fatalf("an invalid record at a held seq: %v, fork %+v", err, b.Fork())
+	}
+	if _, err := b.Ingest(ra.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	f := b.Fork()
+	if f == nil || f.Seq != 4 || f.Held.CID() != rb.CID() || f.Other.CID() != ra.CID() {
+		t.Fatalf("fork: %+v", f)
+	}
+	if b.Seq() != 4 || b.Relays()[0] != rb.Relay {
+		t.Fatalf("the held record must stand: seq %d, relays %v", b.Seq(), b.Relays())
+	}
+}
