@@ -43,6 +43,29 @@ func (n *Node) SetRole(req api.RoleRequest) (api.Device, error) {
 	return api.Device{Folder: v.cfg.Folder, ID: d.String(), Role: role.String(), Self: d == n.id.ID()}, nil
 }
 
+// Rename records a new name for the device req names (this device when
+// Device is empty): a device renames itself, an admin any member.
+func (n *Node) Rename(req api.RenameRequest) (api.Device, error) {
+	v, err := n.pickVaultByPrefix(req.Vault)
+	if err != nil {
+		return api.Device{}, err
+	}
+	d := n.id.ID()
+	if req.Device != "" {
+		if d, err = v.roster.Match(req.Device); err != nil {
+			return api.Device{}, err
+		}
+	}
+	r, err := v.roster.Rename(d, req.Name)
+	if err != nil {
+		return api.Device{}, err
+	}
+	v.memberApplied(r)
+	role, _ := v.roster.Role(d)
+	n.log.Info("device renamed", "peer", d, "name", req.Name, "folder", v.cfg.Folder)
+	return api.Device{Folder: v.cfg.Folder, ID: d.String(), Name: req.Name, Role: role.String(), Self: d == n.id.ID()}, nil
+}
+
 // Settings returns each vault's settings.
 func (n *Node) Settings() []api.VaultSettings {
 	out := []api.VaultSettings{}

@@ -96,7 +96,7 @@ func (b apiBackend) Devices() []api.Device {
 	for _, v := range b.vaultsNow() {
 		for _, d := range v.roster.Members() {
 			role, _ := v.roster.Role(d)
-			out = append(out, api.Device{Folder: v.cfg.Folder, ID: d.String(), Role: role.String(), Self: d == b.id.ID()})
+			out = append(out, api.Device{Folder: v.cfg.Folder, ID: d.String(), Name: v.roster.Name(d), Role: role.String(), Self: d == b.id.ID()})
 		}
 	}
 	return out

@@ -219,6 +219,7 @@ func (n *Node) folderFacts(v *vault, fs api.FolderStatus, asked string, onePath 
 // connected ones (at most 2 s, all at once).
 func (n *Node) diagnosePeers(ctx context.Context, vaults []*vault) []api.PeerDiagnosis {
 	known := map[keys.DeviceID][]string{}
+	names := map[keys.DeviceID]string{}
 	var devs []keys.DeviceID
 	for _, v := range vaults {
 		kp := v.book.All()
@@ -228,13 +229,14 @@ func (n *Node) diagnosePeers(ctx context.Context, vaults []*vault) []api.PeerDia
 			}
 			devs = append(devs, d)
 			known[d] = kp[d]
+			names[d] = v.roster.Name(d)
 		}
 	}
 	st := n.Status()
 	out := make([]api.PeerDiagnosis, len(devs))
 	var wg sync.WaitGroup
 	for i, d := range devs {
-		p := api.PeerDiagnosis{ID: d.String(), Connection: "offline", Addrs: known[d]}
+		p := api.PeerDiagnosis{ID: d.String(), Name: names[d], Connection: "offline", Addrs: known[d]}
 		if p.Addrs == nil {
 			p.Addrs = []string{}
 		}

@@ -86,7 +86,16 @@ func (v *vault) history(path string) (api.History, error) {
 	if err := v.entryTimes().Fill(p.Versions); err != nil {
 		return api.History{}, err
 	}
-	return history.List(p, v.n.id.ID(), &contentWhere{v: v})
+	h, err := history.List(p, v.n.id.ID(), &contentWhere{v: v})
+	if err != nil {
+		return h, err
+	}
+	for i := range h.Versions {
+		if d, err := keys.ParseDeviceID(h.Versions[i].Author); err == nil {
+			h.Versions[i].AuthorName = v.roster.Name(d)
+		}
+	}
+	return h, nil
 }
 
 // contentWhere is history.Where for one vault: the folder index's chunk

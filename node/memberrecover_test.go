@@ -86,7 +86,7 @@ func TestMembershipForkIsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v.admit(second.ID()); err != nil {
+	if err := v.admit(second.ID(), ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n.SetRole(api.RoleRequest{Device: second.ID().String(), Admin: true}); err != nil {

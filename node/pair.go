@@ -76,7 +76,7 @@ func (n *Node) Invite(vaultID keys.VaultID, ttl time.Duration, confirm bool) (me
 func (n *Node) WaitingJoins() []api.WaitingJoin {
 	var out []api.WaitingJoin
 	for _, j := range n.invites.Waiting() {
-		w := api.WaitingJoin{Device: j.Joiner.String(), Words: j.Words, Since: j.Since.UTC()}
+		w := api.WaitingJoin{Device: j.Joiner.String(), Name: j.Name, Words: j.Words, Since: j.Since.UTC()}
 		if v := n.vault(j.Vault); v != nil {
 			w.Folder = v.cfg.Folder
 		}
@@ -138,7 +138,14 @@ func (n *Node) handlePair(ctx context.Context, s network.Stream) {
 		n.refuse(s, refusal.Malformed, dev, err)
 		return
 	}
-	taken, err := n.invites.Take(dev, req.Proof, n.now())
+	if req.Name != "" {
+		if err := member.CheckName(req.Name); err != nil {
+			f.SendError(wire.CodeProtocol, err.Error())
+			n.refuse(s, refusal.Malformed, dev, err)
+			return
+		}
+	}
+	taken, err := n.invites.Take(dev, req.Name, req.Proof, n.now())
 	if err != nil {
 		f.SendError(wire.CodeInviteInvalid, err.Error())
 		n.refuse(s, refusal.BadInvite, dev, err)
@@ -160,7 +167,7 @@ func (n *Node) handlePair(ctx context.Context, s network.Stream) {
 		f.SendError(wire.CodeInviteInvalid, "the vault of this invite code is no longer on the inviting device")
 		return
 	}
-	if err := v.admit(dev); err != nil {
+	if err := v.admit(dev, req.Name); err != nil {
 		n.log.Error("admitting device", "peer", dev, "err", err)
 		f.SendError(wire.CodeInternal, "the inviter could not record the new member")
 		return
@@ -182,8 +189,8 @@ func (n *Node) handlePair(ctx context.Context, s network.Stream) {
 	}
 	n.admitLimits(remote)
 	n.rememberPeer(v, dev, n.host.Peerstore().Addrs(remote))
-	n.log.Info("device joined", "peer", dev, "folder", v.cfg.Folder, "words", words)
-	n.events.Publish(api.Event{Type: api.EventPeerJoined, Peer: dev.String(), Folder: v.cfg.Folder, Words: words})
+	n.log.Info("device joined", "peer", dev, "name", req.Name, "folder", v.cfg.Folder, "words", words)
+	n.events.Publish(api.Event{Type: api.EventPeerJoined, Peer: dev.String(), Name: req.Name, Folder: v.cfg.Folder, Words: words})
 	// Start syncing with the new member right away.
 	n.goRun(func(ctx context.Context) { n.syncWith(ctx, remote) })
 }
@@ -203,7 +210,7 @@ type Joined struct {
 // the inviter holds the join for approval (a code made with --confirm),
 // onPending (if set) gets the words this device should show, and
 // RequestJoin waits up to ConfirmWait and a minute for the decision.
-func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member.Invite, onPending func(words string)) (Joined, error) {
+func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member.Invite, name string, onPending func(words string)) (Joined, error) {
 	var j Joined
 	pid, err := PeerIDOf(inv.Inviter)
 	if err != nil {
@@ -235,7 +242,7 @@ func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
 	f := wire.NewConn(s, &peerCounters{})
-	if err := f.Send(wire.MsgPairRequest, wire.PairRequest{Proof: inv.Proof(id.ID())}); err != nil {
+	if err := f.Send(wire.MsgPairRequest, wire.PairRequest{Proof: inv.Proof(id.ID()), Name: name}); err != nil {
 		return j, err
 	}
 	if err := f.Flush(); err != nil {
@@ -326,8 +333,8 @@ func (n *Node) awaitApproval(ctx context.Context, s network.Stream, f *wire.Conn
 	if v := n.vault(j.Vault); v != nil {
 		folder = v.cfg.Folder
 	}
-	n.log.Info("a device asks to join; approve it with `weft devices approve` if it shows these words", "peer", j.Joiner, "folder", folder, "words", j.Words)
-	n.events.Publish(api.Event{Type: api.EventJoinPending, Peer: j.Joiner.String(), Folder: folder, Words: j.Words})
+	n.log.Info("a device asks to join; approve it with `weft devices approve` if it shows these words", "peer", j.Joiner, "name", j.Name, "folder", folder, "words", j.Words)
+	n.events.Publish(api.Event{Type: api.EventJoinPending, Peer: j.Joiner.String(), Name: j.Name, Folder: folder, Words: j.Words})
 	ctx, cancel := context.WithTimeout(ctx, ConfirmWait)
 	defer cancel()
 	// A joiner that gives up (closes the stream) withdraws its join.

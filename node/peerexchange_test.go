@@ -32,7 +32,7 @@ func TestPeerExchangeIsOneCommit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := v.admit(other.ID()); err != nil {
+		if err := v.admit(other.ID(), ""); err != nil {
 			t.Fatal(err)
 		}
 		ps.Peers = append(ps.Peers, wire.PeerAddrs{Device: other.ID(), Addrs: []string{fmt.Sprintf("/ip4/192.0.2.%d/tcp/4001", i%250+1)}})

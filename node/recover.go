@@ -68,8 +68,9 @@ func (n *Node) handleRecover(s network.Stream) {
 	}
 	n.admitLimits(remote)
 	n.rememberPeer(v, dev, n.host.Peerstore().Addrs(remote))
-	n.log.Info("device recovered the vault with its recovery phrase", "peer", dev, "folder", v.cfg.Folder)
-	n.events.Publish(api.Event{Type: api.EventPeerJoined, Peer: dev.String(), Folder: v.cfg.Folder})
+	name := v.roster.Name(dev)
+	n.log.Info("device recovered the vault with its recovery phrase", "peer", dev, "name", name, "folder", v.cfg.Folder)
+	n.events.Publish(api.Event{Type: api.EventPeerJoined, Peer: dev.String(), Name: name, Folder: v.cfg.Folder})
 }
 
 // recoverTarget is a vault's membership as /weft/recover/1 serves it.

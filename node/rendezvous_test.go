@@ -104,7 +104,7 @@ func TestDHTRendezvousSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := InitVault(hc, filepath.Join(dir, "c", "folder"), time.Now()); err != nil {
+	if _, _, err := InitVault(hc, filepath.Join(dir, "c", "folder"), "", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	c := startRendezvousNode(t, hc, servers[:1], logC)

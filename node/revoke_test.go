@@ -369,7 +369,7 @@ func joinHome(t *testing.T, n *Node) (*home.Home, string, home.Vault) {
 	folderPath := filepath.Join(dir, "folder")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	hv, err := JoinVault(ctx, h, inv.String(), folderPath, nil)
+	hv, err := JoinVault(ctx, h, inv.String(), folderPath, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

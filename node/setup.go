@@ -20,11 +20,16 @@ import (
 
 // InitVault creates a new vault syncing folder: a fresh root secret, this
 // device as its admin, and relays (multiaddrs ending in /p2p/ID) recorded
-// in its membership. The vault is recoverable (member.FlagRecoverable):
+// in its membership, this device named name ("" for none). The vault is recoverable (member.FlagRecoverable):
 // the home keeps only the secrets a member holds (keys.VaultSecrets), and
 // the root secret is returned for the caller to show once as the recovery
 // phrase, never stored.
-func InitVault(h *home.Home, folder string, now time.Time, relays ...string) (keys.RootSecret, home.Vault, error) {
+func InitVault(h *home.Home, folder, name string, now time.Time, relays ...string) (keys.RootSecret, home.Vault, error) {
+	if name != "" {
+		if err := member.CheckName(name); err != nil {
+			return keys.RootSecret{}, home.Vault{}, err
+		}
+	}
 	for _, a := range relays {
 		if _, _, err := relay.ParseAddr(a); err != nil {
 			return keys.RootSecret{}, home.Vault{}, err
@@ -44,7 +49,7 @@ func InitVault(h *home.Home, folder string, now time.Time, relays ...string) (ke
 			return err
 		}
 		defer db.Close()
-		if err := db.AppendMember(member.GenesisWith(id, root.VaultKey(), "", member.FlagRecoverable, now.UnixMilli())); err != nil {
+		if err := db.AppendMember(member.GenesisWith(id, root.VaultKey(), name, member.FlagRecoverable, now.UnixMilli())); err != nil {
 			return fmt.Errorf("recording the vault's first member: %w", err)
 		}
 		for _, a := range relays {
@@ -131,11 +136,11 @@ func pickVault(h *home.Home, prefix string) (home.Vault, error) {
 
 // JoinVault enrols this device in the vault an invite code names, syncing
 // folder: it reaches the inviting device, proves the code, and records the
-// vault's keys and membership in the home. The next (or running) `weft up`
-// syncs the folder.
+// vault's keys and membership in the home, asking to be named name (""
+// for none). The next (or running) `weft up` syncs the folder.
 // onPending is RequestJoin's: a code made with --confirm makes the join
 // wait for approval, and the caller shows the words.
-func JoinVault(ctx context.Context, h *home.Home, code, folder string, onPending func(words string)) (home.Vault, error) {
+func JoinVault(ctx context.Context, h *home.Home, code, folder, name string, onPending func(words string)) (home.Vault, error) {
 	inv, err := member.ParseInvite(code)
 	if err != nil {
 		return home.Vault{}, err
@@ -152,7 +157,7 @@ func JoinVault(ctx context.Context, h *home.Home, code, folder string, onPending
 		return home.Vault{}, err
 	}
 	defer hst.Close()
-	j, err := RequestJoin(ctx, hst, id, inv, onPending)
+	j, err := RequestJoin(ctx, hst, id, inv, name, onPending)
 	if err != nil {
 		return home.Vault{}, err
 	}

@@ -28,8 +28,12 @@ func (n *Node) Status() api.Status {
 	}
 	members := map[keys.DeviceID]bool{}
 	relays := map[keys.DeviceID]bool{}
+	names := map[keys.DeviceID]string{}
 	set := n.vaults.Load()
 	for _, v := range set.list {
+		if st.Name == "" {
+			st.Name = v.roster.Name(n.id.ID())
+		}
 		fs := v.status()
 		if len(n.connectedMembers(v)) == 0 && len(v.roster.Members()) > 1 && fs.State == "in-sync" {
 			fs.State = "offline"
@@ -38,6 +42,9 @@ func (n *Node) Status() api.Status {
 		for _, d := range v.roster.Members() {
 			if d != n.id.ID() {
 				members[d] = true
+				if name := v.roster.Name(d); name != "" && names[d] == "" {
+					names[d] = name
+				}
 			}
 		}
 		for _, r := range v.relays() {
@@ -58,7 +65,7 @@ func (n *Node) Status() api.Status {
 		}
 		n.mu.Lock()
 		p := api.PeerStatus{
-			ID: d.String(), Role: role, Connection: "offline", InSync: n.peerInSync(d),
+			ID: d.String(), Name: names[d], Role: role, Connection: "offline", InSync: n.peerInSync(d),
 			BytesSent: ps.counters.bytesSent.Load(), BytesReceived: ps.counters.bytesReceived.Load(),
 			MsgsSent: ps.counters.msgsSent.Load(), MsgsReceived: ps.counters.msgsReceived.Load(),
 		}

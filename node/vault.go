@@ -194,9 +194,10 @@ func (v *vault) ingestMember(raw []byte) error {
 	return nil
 }
 
-// admit records a new member, admitted by this device (an admin).
-func (v *vault) admit(d keys.DeviceID) error {
-	r, err := v.roster.Admit(d) // seals the epoch secrets after 0 to d
+// admit records a new member named name ("" for none), admitted by this
+// device.
+func (v *vault) admit(d keys.DeviceID, name string) error {
+	r, err := v.roster.Admit(d, name) // seals the epoch secrets after 0 to d
 	if err != nil {
 		return err
 	}

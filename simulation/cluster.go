@@ -115,7 +115,7 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, hv, err := node.InitVault(d.home, d.Folder, time.Now())
+	root, hv, err := node.InitVault(d.home, d.Folder, "", time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("creating the vault: %w", err)
 	}
@@ -203,7 +203,7 @@ func (c *Cluster) Join(ctx context.Context, natted bool) (*Device, error) {
 	// The device is on for pairing (as `weft join` runs) and off again
 	// until Start.
 	c.Net.SetDown(d.Peer, false)
-	j, err := node.RequestJoin(jctx, d.Host, id, inv, nil)
+	j, err := node.RequestJoin(jctx, d.Host, id, inv, "", nil)
 	c.Net.SetDown(d.Peer, true)
 	if err != nil {
 		return nil, fmt.Errorf("device %d joining: %w", d.Index, err)

@@ -24,6 +24,7 @@ import (
 
 func initCmd(g *globals) *cobra.Command {
 	var relays []string
+	var nameArg string
 	c := &cobra.Command{
 		Use:   "init FOLDER",
 		Short: "Create a vault that syncs FOLDER and show its recovery phrase once",
@@ -33,7 +34,11 @@ func initCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			root, hv, err := node.InitVault(h, args[0], time.Now(), relays...)
+			name, err := deviceName(nameArg)
+			if err != nil {
+				return err
+			}
+			root, hv, err := node.InitVault(h, args[0], name, time.Now(), relays...)
 			if err != nil {
 				return err
 			}
@@ -57,6 +62,7 @@ func initCmd(g *globals) *cobra.Command {
 		},
 	}
 	c.Flags().StringArrayVar(&relays, "relay", nil, "relay multiaddr ending in /p2p/ID to record in the vault (repeatable)")
+	nameFlag(c, &nameArg)
 	return c
 }
 
@@ -197,7 +203,8 @@ func inviteCmd(g *globals) *cobra.Command {
 }
 
 func joinCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var nameArg string
+	c := &cobra.Command{
 		Use:   "join CODE FOLDER",
 		Short: "Join a vault with an invite code and sync it into FOLDER",
 		Args:  usageArgs(cobra.ExactArgs(2)),
@@ -206,7 +213,11 @@ func joinCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			hv, err := node.JoinVault(cmd.Context(), h, args[0], args[1], func(words string) {
+			name, err := deviceName(nameArg)
+			if err != nil {
+				return err
+			}
+			hv, err := node.JoinVault(cmd.Context(), h, args[0], args[1], name, func(words string) {
 				fmt.Fprintf(cmd.OutOrStdout(), "Waiting for approval on the inviting device (up to %v).\nIt must show these words beside this join; approve only if they match:\n\n  %s\n\n", node.ConfirmWait, words)
 			})
 			if err != nil {
@@ -224,6 +235,8 @@ func joinCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	nameFlag(c, &nameArg)
+	return c
 }
 
 func statusCmd(g *globals) *cobra.Command {
@@ -245,7 +258,11 @@ func statusCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return writeJSON(out, st)
 			}
-			fmt.Fprintf(out, "device %s\n\n", st.Device)
+			if st.Name != "" {
+				fmt.Fprintf(out, "device %s (%s)\n\n", st.Name, st.Device)
+			} else {
+				fmt.Fprintf(out, "device %s\n\n", st.Device)
+			}
 			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "FOLDER\tSTATE\tFILES\tBYTES\tPENDING\tWRITTEN\tSAFE\tCONFLICTS")
 			for _, f := range st.Folders {
@@ -261,9 +278,9 @@ func statusCmd(g *globals) *cobra.Command {
 			}
 			fmt.Fprintln(out)
 			tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PEER\tROLE\tCONNECTION\tIN SYNC\tSENT\tRECEIVED")
+			fmt.Fprintln(tw, "PEER\tNAME\tROLE\tCONNECTION\tIN SYNC\tSENT\tRECEIVED")
 			for _, p := range st.Peers {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", p.ID, p.Role, p.Connection, p.InSync, doctor.HumanSize(p.BytesSent), doctor.HumanSize(p.BytesReceived))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", p.ID, orDash(p.Name), p.Role, p.Connection, p.InSync, doctor.HumanSize(p.BytesSent), doctor.HumanSize(p.BytesReceived))
 			}
 			return tw.Flush()
 		},
@@ -318,18 +335,18 @@ func devicesCmd(g *globals) *cobra.Command {
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "FOLDER\tDEVICE\tROLE\t")
+			fmt.Fprintln(tw, "FOLDER\tDEVICE\tNAME\tROLE\t")
 			for _, d := range ds {
 				self := ""
 				if d.Self {
 					self = "(this device)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Folder, d.ID, d.Role, self)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Folder, d.ID, orDash(d.Name), d.Role, self)
 			}
 			return tw.Flush()
 		},
 	}
-	c.AddCommand(pendingJoinsCmd(g), decideJoinCmd(g, true), decideJoinCmd(g, false))
+	c.AddCommand(pendingJoinsCmd(g), decideJoinCmd(g, true), decideJoinCmd(g, false), renameCmd(g))
 	return c
 }
 
@@ -357,9 +374,9 @@ func pendingJoinsCmd(g *globals) *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "FOLDER\tDEVICE\tWORDS\tWAITING\t")
+			fmt.Fprintln(tw, "FOLDER\tDEVICE\tNAME\tWORDS\tWAITING\t")
 			for _, j := range js {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", j.Folder, j.Device, j.Words, time.Since(j.Since).Round(time.Second))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", j.Folder, j.Device, orDash(j.Name), j.Words, time.Since(j.Since).Round(time.Second))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -85,6 +85,9 @@ func printDiagnosis(w io.Writer, d api.Diagnosis) {
 		fmt.Fprintf(w, "  %s%s\n", wt, disk)
 	}
 	for _, p := range d.Peers {
+		if p.Name != "" {
+			p.ID = p.Name + " (" + p.ID + ")"
+		}
 		if !p.Reachable {
 			seen := "never seen"
 			if p.LastSeen != nil {

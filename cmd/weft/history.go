@@ -56,6 +56,9 @@ func printHistory(w io.Writer, h api.History) {
 	fmt.Fprintln(tw, "ID\tTIME\tDEVICE\tKIND\tSIZE\tCONTENT\tSTATE")
 	for _, v := range h.Versions {
 		dev := v.AuthorShort
+		if v.AuthorName != "" {
+			dev = v.AuthorName + " (" + v.AuthorShort + ")"
+		}
 		if v.Self {
 			dev += " (this device)"
 		}

@@ -17,7 +17,7 @@ import (
 )
 
 func recoverCmd(g *globals) *cobra.Command {
-	var from string
+	var from, nameArg string
 	c := &cobra.Command{
 		Use:   "recover FOLDER --from ADDR",
 		Short: "Get a vault back with its recovery phrase, as an admin, and sync it into FOLDER",
@@ -38,11 +38,15 @@ recovery existed can be recovered (docs/security.md, "Recovery").`,
 			if err != nil {
 				return err
 			}
+			name, err := deviceName(nameArg)
+			if err != nil {
+				return err
+			}
 			root, err := readPhrase(cmd.InOrStdin(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			hv, err := node.RecoverVault(cmd.Context(), h, root, args[0], from, "", time.Now())
+			hv, err := node.RecoverVault(cmd.Context(), h, root, args[0], from, name, time.Now())
 			if err != nil {
 				return err
 			}
@@ -61,6 +65,7 @@ recovery existed can be recovered (docs/security.md, "Recovery").`,
 		},
 	}
 	c.Flags().StringVar(&from, "from", "", "the vault's relay or a running device of it: a multiaddr ending in /p2p/ID")
+	nameFlag(c, &nameArg)
 	return c
 }
 

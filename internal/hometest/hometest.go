@@ -34,7 +34,7 @@ func (l *SyncLog) String() string {
 
 // InitVault is node.InitVault (this package cannot import node: node's own
 // tests use it).
-type InitVault func(h *home.Home, folder string, now time.Time, relays ...string) (keys.RootSecret, home.Vault, error)
+type InitVault func(h *home.Home, folder, name string, now time.Time, relays ...string) (keys.RootSecret, home.Vault, error)
 
 // PairHomes makes two homes under dir that are members of one vault: a
 // creates it with initVault, b is added by a's signed record (what pairing
@@ -50,7 +50,7 @@ func PairHomes(t *testing.T, initVault InitVault, dir string) (a, b *home.Home) 
 	if b, err = home.Open(filepath.Join(dir, "b", "home")); err != nil {
 		t.Fatal(err)
 	}
-	root, hva, err := initVault(a, filepath.Join(dir, "a", "folder"), time.Now())
+	root, hva, err := initVault(a, filepath.Join(dir, "a", "folder"), "", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,9 @@ type InviteResponse struct {
 // that used a code made with `weft invite --confirm`.
 type WaitingJoin struct {
 	Folder string    `json:"folder"`
-	Device string    `json:"device"` // the joining device's peer ID
-	Words  string    `json:"words"`  // what the joining device shows too: compare before approving
+	Device string    `json:"device"`         // the joining device's peer ID
+	Name   string    `json:"name,omitempty"` // the name it asks for
+	Words  string    `json:"words"`          // what the joining device shows too: compare before approving
 	Since  time.Time `json:"since"`
 }
 
@@ -32,6 +33,14 @@ type RoleRequest struct {
 	Device string `json:"device"`
 	// Admin: true makes it an admin, false a member.
 	Admin bool `json:"admin"`
+}
+
+// RenameRequest is the body of POST /v1/devices/rename.
+type RenameRequest struct {
+	Vault string `json:"vault,omitempty"`
+	// Device names a member as RevokeRequest does; empty is this device.
+	Device string `json:"device,omitempty"`
+	Name   string `json:"name"`
 }
 
 // VaultSettings is a vault's settings (GET and POST /v1/settings).
@@ -56,6 +65,7 @@ type SettingsRequest struct {
 type Device struct {
 	Folder string `json:"folder"`
 	ID     string `json:"id"`
+	Name   string `json:"name,omitempty"` // as the membership records it
 	Role   string `json:"role"`
 	Self   bool   `json:"self"`
 }

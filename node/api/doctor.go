@@ -53,7 +53,8 @@ type WatcherHealth struct {
 // PeerDiagnosis is how one member is reached.
 type PeerDiagnosis struct {
 	ID         string     `json:"id"`
-	Connection string     `json:"connection"` // as in the status
+	Name       string     `json:"name,omitempty"` // as the membership records it
+	Connection string     `json:"connection"`     // as in the status
 	Reachable  bool       `json:"reachable"`
 	Addrs      []string   `json:"addrs"` // where this device remembers it listens
 	LastSeen   *time.Time `json:"last_seen"`

@@ -62,11 +62,13 @@ type Event struct {
 	Folder string    `json:"folder,omitempty"`
 	Path   string    `json:"path,omitempty"`
 	Peer   string    `json:"peer,omitempty"`
-	Kind   string    `json:"kind,omitempty"`
-	Count  int       `json:"count,omitempty"`
-	Bytes  int64     `json:"bytes,omitempty"`
-	Seq    uint64    `json:"seq,omitempty"`
-	Error  string    `json:"error,omitempty"`
+	// Name is Peer's name as the membership records it, where known.
+	Name  string `json:"name,omitempty"`
+	Kind  string `json:"kind,omitempty"`
+	Count int    `json:"count,omitempty"`
+	Bytes int64  `json:"bytes,omitempty"`
+	Seq   uint64 `json:"seq,omitempty"`
+	Error string `json:"error,omitempty"`
 	// Words: join-pending and peer-joined of a confirmed join, the words
 	// both devices show (member.Invite.Words).
 	Words string `json:"words,omitempty"`

@@ -23,9 +23,11 @@ type HistoryVersion struct {
 	// clock, node/clock.go). A claim, not a fact; see docs/history.md.
 	Time time.Time `json:"time"`
 	// Author is the device ID of the author, AuthorShort its short form,
-	// Self whether it is this device. Devices have no names in weft yet.
+	// Self whether it is this device, AuthorName its name as the
+	// membership records it now ("" when it has none).
 	Author      string `json:"author"`
 	AuthorShort string `json:"author_short"`
+	AuthorName  string `json:"author_name,omitempty"`
 	Self        bool   `json:"self"`
 	// Kind is file, dir, symlink or deletion.
 	Kind string `json:"kind"`

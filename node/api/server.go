@@ -40,6 +40,8 @@ type Backend interface {
 	WaitingJoins() []WaitingJoin
 	// SetRole makes a member an admin, or an admin a member.
 	SetRole(req RoleRequest) (Device, error)
+	// Rename records a device's new name in its vault's membership.
+	Rename(req RenameRequest) (Device, error)
 	// Settings lists each vault's settings; ChangeSettings changes one's.
 	Settings() []VaultSettings
 	ChangeSettings(req SettingsRequest) (VaultSettings, error)
@@ -205,6 +207,18 @@ func routes(b Backend, metrics http.Handler) *http.ServeMux {
 			return
 		}
 		d, err := b.SetRole(req)
+		if err != nil {
+			fail(w, err, http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, d)
+	})
+	mux.HandleFunc("POST /v1/devices/rename", func(w http.ResponseWriter, r *http.Request) {
+		var req RenameRequest
+		if !decode(w, r, 4096, "rename request", false, &req) {
+			return
+		}
+		d, err := b.Rename(req)
 		if err != nil {
 			fail(w, err, http.StatusBadRequest)
 			return

@@ -5,6 +5,7 @@ import "time"
 // Status is the shape of `weft status --json` and GET /v1/status.
 type Status struct {
 	Device  string         `json:"device"`
+	Name    string         `json:"name,omitempty"` // this device's name in its vaults' membership (the first vault's that has one)
 	Addrs   []string       `json:"addrs"`
 	Folders []FolderStatus `json:"folders"`
 	Peers   []PeerStatus   `json:"peers"`
@@ -43,8 +44,9 @@ type PathMessage struct {
 // PeerStatus is one peer's state.
 type PeerStatus struct {
 	ID            string     `json:"id"`
-	Role          string     `json:"role"`       // device, relay
-	Connection    string     `json:"connection"` // lan, direct, holepunched, relayed, offline
+	Name          string     `json:"name,omitempty"` // as the membership records it
+	Role          string     `json:"role"`           // device, relay
+	Connection    string     `json:"connection"`     // lan, direct, holepunched, relayed, offline
 	BytesSent     int64      `json:"bytes_sent"`
 	BytesReceived int64      `json:"bytes_received"`
 	MsgsSent      int64      `json:"messages_sent"`

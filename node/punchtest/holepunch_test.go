@@ -333,7 +333,7 @@ func TestReservationKeptAndRestored(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := node.InitVault(h, filepath.Join(t.TempDir(), "folder"), time.Now()); err != nil {
+		if _, _, err := node.InitVault(h, filepath.Join(t.TempDir(), "folder"), "", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		d := startSimDevice(t, h, router, "/ip4/2.2.0.1/udp/8000/quic-v1", []string{relayAddr}, logs, "A")

@@ -40,6 +40,7 @@ const MaxWaitingJoins = 4
 // Join is a join of a confirm code waiting for a person's approval.
 type Join struct {
 	Joiner keys.DeviceID
+	Name   string // the name the joiner asks for ("" for none)
 	Vault  keys.VaultID
 	Words  string    // member.Invite.Words: what both devices show
 	Since  time.Time // when it asked
@@ -73,7 +74,7 @@ func (iv *Invites) Add(inv member.Invite, vault keys.VaultID, confirm bool) {
 // confirmation gets a waiting Join (the same joiner asking again replaces
 // its earlier wait). It fails if no code matches, or the matching one
 // expired, was used, or has MaxWaitingJoins waiting.
-func (iv *Invites) Take(joiner keys.DeviceID, proof []byte, now time.Time) (Taken, error) {
+func (iv *Invites) Take(joiner keys.DeviceID, name string, proof []byte, now time.Time) (Taken, error) {
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
 	for _, c := range iv.list {
@@ -99,7 +100,7 @@ func (iv *Invites) Take(joiner keys.DeviceID, proof []byte, now time.Time) (Take
 		if len(c.joins) >= MaxWaitingJoins {
 			return Taken{}, fmt.Errorf("%d joins with this code already wait for approval on the inviting device", len(c.joins))
 		}
-		t.Join = &Join{Joiner: joiner, Vault: c.vault, Words: c.inv.Words(joiner), Since: now, code: c, decided: make(chan struct{})}
+		t.Join = &Join{Joiner: joiner, Name: name, Vault: c.vault, Words: c.inv.Words(joiner), Since: now, code: c, decided: make(chan struct{})}
 		c.joins = append(c.joins, t.Join)
 		return t, nil
 	}
@@ -144,7 +145,7 @@ func (iv *Invites) Waiting() []Join {
 	var out []Join
 	for _, c := range iv.list {
 		for _, j := range c.joins {
-			out = append(out, Join{Joiner: j.Joiner, Vault: j.Vault, Words: j.Words, Since: j.Since})
+			out = append(out, Join{Joiner: j.Joiner, Name: j.Name, Vault: j.Vault, Words: j.Words, Since: j.Since})
 		}
 	}
 	slices.SortFunc(out, func(a, b Join) int { return a.Since.Compare(b.Since) })

@@ -30,17 +30,17 @@ func TestInvites(t *testing.T) {
 	expired := newCode(t0.Add(time.Minute))
 	iv.Add(expired, keys.VaultID{8}, false)
 
-	if _, err := iv.Take(joiner.ID(), code.Proof(other.ID()), t0); err == nil || !strings.Contains(err.Error(), "no such invite") {
+	if _, err := iv.Take(joiner.ID(), "", code.Proof(other.ID()), t0); err == nil || !strings.Contains(err.Error(), "no such invite") {
 		t.Fatalf("a proof made for another device: %v", err)
 	}
-	got, err := iv.Take(joiner.ID(), code.Proof(joiner.ID()), t0)
+	got, err := iv.Take(joiner.ID(), "", code.Proof(joiner.ID()), t0)
 	if err != nil || got.Vault != vault || got.Join != nil {
 		t.Fatalf("the right proof: vault %v, join %v, %v", got.Vault, got.Join, err)
 	}
-	if _, err := iv.Take(joiner.ID(), code.Proof(joiner.ID()), t0); err == nil || !strings.Contains(err.Error(), "already used") {
+	if _, err := iv.Take(joiner.ID(), "", code.Proof(joiner.ID()), t0); err == nil || !strings.Contains(err.Error(), "already used") {
 		t.Fatalf("the code a second time: %v", err)
 	}
-	if _, err := iv.Take(other.ID(), expired.Proof(other.ID()), t0.Add(2*time.Minute)); err == nil {
+	if _, err := iv.Take(other.ID(), "", expired.Proof(other.ID()), t0.Add(2*time.Minute)); err == nil {
 		t.Fatal("an expired code was taken")
 	}
 }
@@ -57,7 +57,7 @@ func TestInvitesConfirm(t *testing.T) {
 	iv.Add(inv, keys.VaultID{7}, true)
 	take := func(id *keys.Identity) *Join {
 		t.Helper()
-		got, err := iv.Take(id.ID(), inv.Proof(id.ID()), t0)
+		got, err := iv.Take(id.ID(), "", inv.Proof(id.ID()), t0)
 		if err != nil || got.Join == nil {
 			t.Fatalf("take: join %v, %v", got.Join, err)
 		}
@@ -81,7 +81,7 @@ func TestInvitesConfirm(t *testing.T) {
 	if err := <-results; err == nil || !strings.Contains(err.Error(), "another device") {
 		t.Fatalf("the other join: %v", err)
 	}
-	if _, err := iv.Take(late.ID(), inv.Proof(late.ID()), t0); err == nil || !strings.Contains(err.Error(), "already used") {
+	if _, err := iv.Take(late.ID(), "", inv.Proof(late.ID()), t0); err == nil || !strings.Contains(err.Error(), "already used") {
 		t.Fatalf("the code after an approval: %v", err)
 	}
 	if err := iv.Decide(thief.ID(), true); !errors.Is(err, ErrNoSuchJoin) {
@@ -91,7 +91,7 @@ func TestInvitesConfirm(t *testing.T) {
 	// Denied, and withdrawn when no one decides.
 	inv2, _ := member.NewInvite(rand.Reader, inviter.ID(), nil, t0.Add(time.Hour).Unix())
 	iv.Add(inv2, keys.VaultID{7}, true)
-	got, err := iv.Take(real.ID(), inv2.Proof(real.ID()), t0)
+	got, err := iv.Take(real.ID(), "", inv2.Proof(real.ID()), t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestInvitesConfirm(t *testing.T) {
 	if err := iv.Wait(context.Background(), got.Join); err == nil || !strings.Contains(err.Error(), "denied") {
 		t.Fatalf("denied join: %v", err)
 	}
-	got, _ = iv.Take(real.ID(), inv2.Proof(real.ID()), t0)
+	got, _ = iv.Take(real.ID(), "", inv2.Proof(real.ID()), t0)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := iv.Wait(ctx, got.Join); err == nil || len(iv.Waiting()) != 0 {
@@ -110,7 +110,7 @@ func TestInvitesConfirm(t *testing.T) {
 	// At most MaxWaitingJoins wait on one code.
 	for i := range MaxWaitingJoins + 1 {
 		id := newIdentity(t)
-		_, err := iv.Take(id.ID(), inv2.Proof(id.ID()), t0)
+		_, err := iv.Take(id.ID(), "", inv2.Proof(id.ID()), t0)
 		if (err != nil) != (i == MaxWaitingJoins) {
 			t.Fatalf("join %d: %v", i, err)
 		}

@@ -224,12 +224,42 @@ func (r *Roster) Ingest(raw []byte) (*member.Record, error) {
 	return &rec, nil
 }
 
+// Rename records d's new name. A device renames itself; an admin renames
+// any member (ErrNotAdmin otherwise).
+func (r *Roster) Rename(d keys.DeviceID, name string) (member.Record, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d != r.self.ID() {
+		if err := r.adminLocked(); err != nil {
+			return member.Record{}, err
+		}
+	}
+	if !r.state.IsMember(d) {
+		return member.Record{}, fmt.Errorf("device %s: %w", d.Short(), ErrNoSuchDevice)
+	}
+	if err := member.CheckName(name); err != nil {
+		return member.Record{}, err
+	}
+	rec := r.state.Next(r.self, member.Record{Op: member.OpRename, Device: d, Name: name}, r.now().UnixMilli())
+	if err := r.storeLocked(rec); err != nil {
+		return member.Record{}, err
+	}
+	return rec, nil
+}
+
 // Change signs op as the next membership record, stores it and applies it.
 // Only an admin may (ErrNotAdmin).
 func (r *Roster) Change(op member.Record) (member.Record, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.signLocked(op)
+}
+
+// Name returns d's name in the membership ("" when it has none).
+func (r *Roster) Name(d keys.DeviceID) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state.Name(d)
 }
 
 // Flags returns the vault's settings (member.Flag*).
@@ -248,9 +278,10 @@ func (r *Roster) CanAdmit(d keys.DeviceID) bool {
 	return r.state.CanAdmit(d, member.RoleMember)
 }
 
-// Admit records d as a new member, with every key epoch after 0 sealed to
-// it. Only a device that CanAdmit may (ErrNotAdmin).
-func (r *Roster) Admit(d keys.DeviceID) (member.Record, error) {
+// Admit records d as a new member named name ("" for none), with every
+// key epoch after 0 sealed to it. Only a device that CanAdmit may
+// (ErrNotAdmin).
+func (r *Roster) Admit(d keys.DeviceID, name string) (member.Record, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.state.CanAdmit(r.self.ID(), member.RoleMember) {
@@ -263,6 +294,12 @@ func (r *Roster) Admit(d keys.DeviceID) (member.Record, error) {
 	if err != nil {
 		return member.Record{}, errors.Join(err, openErr)
 	}
+	if name != "" {
+		if err := member.CheckName(name); err != nil {
+			return member.Record{}, err
+		}
+	}
+	op.Name = name
 	rec := r.state.Next(r.self, op, r.now().UnixMilli())
 	if err := r.storeLocked(rec); err != nil {
 		return member.Record{}, err

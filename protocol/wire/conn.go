@@ -60,8 +60,9 @@ const (
 	// MaxHelloFrame bounds a Hello (about 40 bytes) and the first frame of
 	// any stream from a peer not yet checked: a PairRequest (at most 67).
 	MaxHelloFrame = 4 << 10
-	// MaxPairRequestFrame bounds a PairRequest: type, proof length, proof.
-	MaxPairRequestFrame = 1 + 1 + 64
+	// MaxPairRequestFrame bounds a PairRequest: type, proof length, proof,
+	// name length, name.
+	MaxPairRequestFrame = 1 + 1 + 64 + 1 + 64
 	// MaxLogRequestFrame bounds a LogRequest of MaxVectorAuthors authors.
 	MaxLogRequestFrame = 1 + binary.MaxVarintLen64 + MaxVectorAuthors*(32+binary.MaxVarintLen64) + binary.MaxVarintLen64
 	// MaxWantChunksFrame bounds a WantChunks of MaxWant CIDs.

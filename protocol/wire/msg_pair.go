@@ -1,5 +1,7 @@
 package wire
 
+import "fmt"
+
 // MaxMemberRecords bounds the membership records in a PairAccept.
 const MaxMemberRecords = 4096
 
@@ -7,22 +9,42 @@ const MaxMemberRecords = 4096
 const MaxMemberRecord = 4096
 
 // PairRequest is the joining device's proof that it holds an invite code
-// (protocol/member.Invite.Proof).
+// (protocol/member.Invite.Proof), and the name it asks to be admitted
+// under.
 //
 // Payload layout:
 //
 //	proof length (uvarint) | proof bytes (at most 64)
+//	[ name length (uvarint, 1 to 64) | name (UTF-8) ]   absent when it has none
 type PairRequest struct {
 	Proof []byte
+	Name  string
 }
 
-// AppendBinary appends the payload of r to b.
-func (r PairRequest) AppendBinary(b []byte) []byte { return appendBytes(b, r.Proof) }
+// MaxDeviceName bounds a device name in bytes (protocol/member.MaxNameLen).
+const MaxDeviceName = 64
 
-// ParsePairRequest parses a PairRequest payload.
+// AppendBinary appends the payload of r to b.
+func (r PairRequest) AppendBinary(b []byte) []byte {
+	b = appendBytes(b, r.Proof)
+	if r.Name != "" {
+		b = appendBytes(b, []byte(r.Name))
+	}
+	return b
+}
+
+// ParsePairRequest parses a PairRequest payload. It checks the name's
+// length only; protocol/member.CheckName checks the rest.
 func ParsePairRequest(p []byte) (PairRequest, error) {
 	ps := parser{b: p}
 	r := PairRequest{Proof: ps.bytesField("proof", 64)}
+	if ps.err == nil && len(ps.b) > 0 {
+		name := ps.bytesField("name", MaxDeviceName)
+		if ps.err == nil && len(name) == 0 {
+			return PairRequest{}, fmt.Errorf("%w: an empty name is sent as none", ErrMalformedPayload)
+		}
+		r.Name = string(name)
+	}
 	if err := ps.end(); err != nil {
 		return PairRequest{}, err
 	}

@@ -67,6 +67,8 @@ func TestMessageGolden(t *testing.T) {
 			func(p []byte) (any, error) { return ParseChunkMissing(p) }},
 		{"pair request", PairRequest{Proof: []byte{9, 9}}, "020909",
 			func(p []byte) (any, error) { return ParsePairRequest(p) }},
+		{"pair request with a name", PairRequest{Proof: []byte{9, 9}, Name: "ab"}, "020909" + "026162",
+			func(p []byte) (any, error) { return ParsePairRequest(p) }},
 		{"peers", Peers{Peers: []PeerAddrs{{Device: keys.DeviceID{1}, Addrs: []string{"/ip4/1.2.3.4/tcp/1"}}}}, "01" + "01" + zeros(31) + "01" + "12" + hex.EncodeToString([]byte("/ip4/1.2.3.4/tcp/1")),
 			func(p []byte) (any, error) { return ParsePeers(p) }},
 		{"pair accept", PairAccept{WrappedKeys: []byte{7}, Records: [][]byte{{1}, {2, 3}}}, "0107" + "02" + "0101" + "020203",
@@ -128,6 +130,8 @@ func TestMessageRejects(t *testing.T) {
 		{"chunk no cid", func(p []byte) error { _, err := ParseChunk(p); return err }, h("")},
 		{"missing trailing", func(p []byte) error { _, err := ParseChunkMissing(p); return err }, append(ChunkMissing{CID: c1}.AppendBinary(nil), 0)},
 		{"pair proof too long", func(p []byte) error { _, err := ParsePairRequest(p); return err }, append([]byte{65}, make([]byte, 65)...)},
+		{"pair request with an empty name", func(p []byte) error { _, err := ParsePairRequest(p); return err }, h("01090" + "0")},
+		{"pair request name too long", func(p []byte) error { _, err := ParsePairRequest(p); return err }, append(h("010941"), make([]byte, 65)...)},
 		{"peers unsorted", func(p []byte) error { _, err := ParsePeers(p); return err }, h("02" + "02" + zeros(31) + "00" + "01" + zeros(31) + "00")},
 		{"peers too many addrs", func(p []byte) error { _, err := ParsePeers(p); return err }, append(h("01"+zeros(32)+"11"), bytes.Repeat([]byte{0}, 17)...)},
 		{"pair accept record too long", func(p []byte) error { _, err := ParsePairAccept(p); return err }, h("0001ffff01")},
@@ -152,6 +156,7 @@ func FuzzParseMessages(f *testing.F) {
 	f.Add(WantChunks{CIDs: []cid.Cid{c1, c1}}.AppendBinary(nil))
 	f.Add(Chunk{CID: c1, Envelope: []byte("x")}.AppendBinary(nil))
 	f.Add(PairAccept{WrappedKeys: []byte{1}, Records: [][]byte{{1}}}.AppendBinary(nil))
+	f.Add(PairRequest{Proof: make([]byte, 32), Name: "laptop"}.AppendBinary(nil))
 	f.Add(Enroll{Records: [][]byte{{1}, {2, 3}}}.AppendBinary(nil))
 	f.Add(RecoverProof{Proof: make([]byte, 64)}.AppendBinary(nil))
 	f.Add(MemberLog{Records: [][]byte{{1}, {2, 3}}}.AppendBinary(nil))
