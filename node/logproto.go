@@ -270,6 +270,16 @@ func (l *logPull) Entry(payload []byte) error {
 
 func (l *logPull) Status(st wire.LogStatus) error {
 	vec := vectorFromWire(st.Vector)
+	// A peer that now holds more in full may now have the chunks a failed
+	// fetch lacked: a relay that fetched them from their author after it
+	// offered the entry. The next pass retries at once instead of at the
+	// next reconcile tick (up to reconcileRetry later).
+	grew := false
+	for a, seq := range vec {
+		if seq > l.told[a] {
+			grew = true
+		}
+	}
 	if l.told != nil && !l.relay {
 		for a, seq := range vec {
 			l.told[a] = seq
@@ -281,6 +291,9 @@ func (l *logPull) Status(st wire.LogStatus) error {
 	l.v.checkWithheld(l.dev, vec) // rollback.go
 	l.v.peerHolds(l.dev, vec)
 	l.v.memberStatus(l.dev, st.MemberSeq) // memberrecover.go
+	if grew {
+		l.v.kick()
+	}
 	return nil
 }
 

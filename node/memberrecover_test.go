@@ -11,6 +11,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
+	"github.com/weftsync/weft/protocol/wire"
 )
 
 // A membership log whose genesis is garbled leaves the device knowing no
@@ -123,3 +124,52 @@ func TestMembershipForkIsReported(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A peer's LogStatus that says it holds more in full wakes the reconcile
+// loop at once: a relay that offered an entry before it had the entry's
+// chunks (it fetches them from the author afterwards) has them now, and a
+// fetch that failed for want of them is retried without waiting for the
+// reconcile tick (measured: docs/benchmarks.md, "B2 through the relay
+// behind NATs"). A status that says nothing new does not.
+func TestHeldGrowthKicksReconcile(t *testing.T) {
+	h, _ := testHome(t)
+	n, err := New(Config{Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: "-",
+		NoWatcher: true, NoDHT: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		n.closeVaults()
+		n.host.Close()
+	}()
+	v := n.vaultsNow()[0]
+	drain := func() bool {
+		select {
+		case <-v.kicked:
+			return true
+		default:
+			return false
+		}
+	}
+	drain()
+	author := keys.DeviceID{7}
+	pull := &logPull{v: v, dev: keys.DeviceID{9}, relay: true}
+	status := func(seq uint64) {
+		t.Helper()
+		if err := pull.Status(wire.LogStatus{Vector: []wire.VectorEntry{{Author: author, Seq: seq}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status(3)
+	if !drain() {
+		t.Fatal("a first status holding entries did not kick")
+	}
+	status(3)
+	if drain() {
+		t.Fatal("the same status again kicked")
+	}
+	status(4)
+	if !drain() {
+		t.Fatal("a status holding one more entry did not kick")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -412,4 +413,69 @@ func TestSyncThroughRelayBehindNATs(t *testing.T) {
 		}
 	}
 	requireReservations(t, lab.relay, a, b)
+}
+
+// TestMeasureEditsThroughRelayBehindNATs is a measurement, not a test: it
+// runs only with WEFT_MEASURE=1 (docs/benchmarks.md, "B2 through the relay
+// behind NATs") and asserts nothing about time. Two devices, each behind
+// its own masquerading router, and a relay, as in
+// TestSyncThroughRelayBehindNATs; once they are in sync, one appends 1 KiB
+// to a note 20 times, 500 ms apart (B2's edit), and the time from the
+// write to the other device's file holding it is logged, each way, with
+// its median and 95th percentile.
+func TestMeasureEditsThroughRelayBehindNATs(t *testing.T) {
+	if os.Getenv("WEFT_MEASURE") != "1" {
+		t.Skip("a measurement: WEFT_MEASURE=1 runs it")
+	}
+	requireNetns(t, "iptables")
+	lab := newNATLab(t)
+	lab.checkNAT(t)
+	rl := startRelay(t, lab.relay, "--listen", "/ip4/"+natRelayIP+"/tcp/"+natRelayPort, "--metrics", natMetrics)
+	a, b := newDevice(t, "a"), newDevice(t, "b")
+	a.netns = lab.a
+	a.upArgs = []string{"--listen", "/ip4/" + natDeviceAIP + "/tcp/4001", "--mdns=false"}
+	a.must("init", a.folder, "--relay", rl.addr())
+	a.up()
+	lines := strings.Split(strings.TrimSpace(a.must("invite")), "\n")
+	b.netns = lab.a
+	b.must("join", lines[len(lines)-1], b.folder)
+	b.netns = lab.b
+	b.upArgs = []string{"--listen", "/ip4/" + natDeviceBIP + "/tcp/4001", "--mdns=false"}
+	b.up()
+	a.write("note.md", []byte("# note\n"))
+	waitHas(t, b, map[string][]byte{"note.md": []byte("# note\n")}, 2*time.Minute)
+	for _, dir := range []struct {
+		name     string
+		from, to *device
+	}{{"a -> b", a, b}, {"b -> a", b, a}} {
+		body, _ := os.ReadFile(dir.from.folder + "/note.md")
+		var lat []time.Duration
+		for i := range 20 {
+			body = append(body, fmt.Appendf(nil, "%04d %s\n", i, strings.Repeat("x", 1018))...)
+			start := time.Now()
+			dir.from.writeAtomic("note.md", body)
+			for {
+				got, _ := os.ReadFile(dir.to.folder + "/note.md")
+				if len(got) == len(body) {
+					break
+				}
+				if time.Since(start) > 30*time.Second {
+					t.Fatalf("%s: edit %d did not arrive in 30 s", dir.name, i)
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			lat = append(lat, time.Since(start))
+			time.Sleep(500 * time.Millisecond)
+		}
+		sorted := slices.Clone(lat)
+		slices.Sort(sorted)
+		t.Logf("%s through the relay: p50 %v, p95 %v, max %v (all: %v)", dir.name,
+			sorted[len(sorted)/2].Round(time.Millisecond), sorted[len(sorted)*95/100].Round(time.Millisecond),
+			sorted[len(sorted)-1].Round(time.Millisecond), lat)
+	}
+	for _, d := range []*device{a, b} {
+		for _, p := range d.status().Peers {
+			t.Logf("%s: peer %s (%s) %s, in_sync %v", d.name, p.ID, p.Role, p.Connection, p.InSync)
+		}
+	}
 }
