@@ -189,6 +189,9 @@ func (v *vault) ingestMember(raw []byte) error {
 	}
 	v.memberApplied(*r)
 	if r.Op == member.OpAdd || r.Op == member.OpRecover {
+		// Every device says who joined, not only the one that admitted it.
+		v.log.Info("device joined", "peer", r.Device, "name", r.Name, "op", r.Op, "by", r.Signer)
+		v.n.events.Publish(api.Event{Type: api.EventPeerJoined, Peer: r.Device.String(), Name: r.Name, Folder: v.cfg.Folder})
 		v.n.goRun(func(context.Context) { v.n.syncWithDevice(r.Device) })
 	}
 	return nil

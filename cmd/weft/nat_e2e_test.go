@@ -473,9 +473,58 @@ func TestMeasureEditsThroughRelayBehindNATs(t *testing.T) {
 			sorted[len(sorted)/2].Round(time.Millisecond), sorted[len(sorted)*95/100].Round(time.Millisecond),
 			sorted[len(sorted)-1].Round(time.Millisecond), lat)
 	}
+	// The relay's cost per relayed megabyte: 64 MiB of random bytes from
+	// a to b, the relay's CPU seconds (utime + stime) and memory around it.
+	cpu0 := procCPU(t, rl.cmd.Process.Pid)
+	big := randBytes(rand.New(rand.NewPCG(64, 1)), 64<<20)
+	start := time.Now()
+	a.write("big.bin", big)
+	waitHas(t, b, map[string][]byte{"big.bin": big}, 5*time.Minute)
+	took := time.Since(start)
+	cpu := procCPU(t, rl.cmd.Process.Pid) - cpu0
+	hwm, rss := procMem(t, rl.cmd.Process.Pid)
+	t.Logf("64 MiB a -> relay -> b: %v (%.1f MiB/s); relay CPU %.2f s (%.1f ms per relayed MiB), relay peak RSS %d MiB, RSS now %d MiB",
+		took.Round(time.Millisecond), 64/took.Seconds(), cpu, 1000*cpu/64, hwm>>10, rss>>10)
 	for _, d := range []*device{a, b} {
 		for _, p := range d.status().Peers {
 			t.Logf("%s: peer %s (%s) %s, in_sync %v", d.name, p.ID, p.Role, p.Connection, p.InSync)
 		}
 	}
+}
+
+// procCPU is a process's user and system CPU seconds (/proc/PID/stat).
+func procCPU(t *testing.T, pid int) float64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the command name (which may hold spaces) in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100 // USER_HZ, 100 on Linux
+}
+
+// procMem is a process's peak and current resident set, in KiB.
+func procMem(t *testing.T, pid int) (hwm, rss int64) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		n, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmHWM:":
+			hwm = n
+		case "VmRSS:":
+			rss = n
+		}
+	}
+	return hwm, rss
 }
