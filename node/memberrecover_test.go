@@ -72,16 +72,7 @@ func TestDamagedMembershipIsReported(t *testing.T) {
 // in-sync: its folder is in error with code membership-forked, and the
 // record it holds stands.
 func TestMembershipForkIsReported(t *testing.T) {
-	h, _ := testHome(t)
-	n, err := New(Config{Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: "-",
-		NoWatcher: true, NoDHT: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		n.closeVaults()
-		n.host.Close()
-	}()
+	n := quietNode(t)
 	v := n.vaultsNow()[0]
 	second, err := keys.GenerateIdentity(rand.Reader)
 	if err != nil {
@@ -132,16 +123,7 @@ func ptr[T any](v T) *T { return &v }
 // reconcile tick (measured: docs/benchmarks.md, "B2 through the relay
 // behind NATs"). A status that says nothing new does not.
 func TestHeldGrowthKicksReconcile(t *testing.T) {
-	h, _ := testHome(t)
-	n, err := New(Config{Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: "-",
-		NoWatcher: true, NoDHT: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		n.closeVaults()
-		n.host.Close()
-	}()
+	n := quietNode(t)
 	v := n.vaultsNow()[0]
 	drain := func() bool {
 		select {
@@ -172,4 +154,21 @@ func TestHeldGrowthKicksReconcile(t *testing.T) {
 	if !drain() {
 		t.Fatal("a status holding one more entry did not kick")
 	}
+}
+
+// quietNode opens a node on a test home without running it (no watcher,
+// no DHT, no API, no log), closed when the test ends.
+func quietNode(t *testing.T) *Node {
+	t.Helper()
+	h, _ := testHome(t)
+	n, err := New(Config{Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: "-",
+		NoWatcher: true, NoDHT: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		n.closeVaults()
+		n.host.Close()
+	})
+	return n
 }

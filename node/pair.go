@@ -108,25 +108,37 @@ func (n *Node) DecideJoin(prefix string, approve bool) (api.WaitingJoin, error) 
 	return match[0], n.invites.Decide(d, approve)
 }
 
-// handlePair answers a pairing stream.
-func (n *Node) handlePair(ctx context.Context, s network.Stream) {
-	defer s.Close()
+// acceptStranger starts answering a stream of the protocols strangers
+// are meant to use (pairing, recovery): the opener is a stranger until its
+// proof checks, so its attempts are rate-limited before anything is read
+// (pairing's limits, shared), and it has helloTimeout to send what it
+// must. ok is false once the stream is refused.
+func (n *Node) acceptStranger(s network.Stream) (dev keys.DeviceID, f *wire.Conn, ok bool) {
 	remote := s.Conn().RemotePeer()
 	dev, err := DeviceIDOf(remote)
 	if err != nil {
 		n.refuseRead(s, remote, fmt.Errorf("%w: %w", refusal.ErrNotDevice, err))
-		return
+		return dev, nil, false
 	}
-	// The joiner is a stranger until its proof checks: its attempts are
-	// rate-limited before anything is read, and its request may be at
-	// most wire.MaxPairRequestFrame bytes, sent within helloTimeout.
-	f := inboundConn(s)
+	f = inboundConn(s)
 	if err := n.strangers.allowPair(dev, n.now()); err != nil {
-		f.SendError(wire.CodeRateLimited, "too many pairing attempts; try again in a minute")
+		f.SendError(wire.CodeRateLimited, "too many attempts; try again in a minute")
 		n.refuse(s, refusal.RateLimited, dev, err)
-		return
+		return dev, nil, false
 	}
 	_ = s.SetDeadline(time.Now().Add(helloTimeout)) // the network's clock, not n.now (which tests may skew)
+	return dev, f, true
+}
+
+// handlePair answers a pairing stream. The joiner's request may be at
+// most wire.MaxPairRequestFrame bytes.
+func (n *Node) handlePair(ctx context.Context, s network.Stream) {
+	defer s.Close()
+	dev, f, ok := n.acceptStranger(s)
+	if !ok {
+		return
+	}
+	remote := s.Conn().RemotePeer()
 	p, err := f.ExpectLimit(wire.MsgPairRequest, wire.MaxPairRequestFrame)
 	if err != nil {
 		n.refuseRead(s, dev, err)

@@ -36,19 +36,11 @@ import (
 // held here is answered as a failed proof.
 func (n *Node) handleRecover(s network.Stream) {
 	defer s.Close()
+	dev, f, ok := n.acceptStranger(s)
+	if !ok {
+		return
+	}
 	remote := s.Conn().RemotePeer()
-	dev, err := DeviceIDOf(remote)
-	if err != nil {
-		n.refuseRead(s, remote, fmt.Errorf("%w: %w", refusal.ErrNotDevice, err))
-		return
-	}
-	f := inboundConn(s)
-	if err := n.strangers.allowPair(dev, n.now()); err != nil {
-		f.SendError(wire.CodeRateLimited, "too many attempts; try again in a minute")
-		n.refuse(s, refusal.RateLimited, dev, err)
-		return
-	}
-	_ = s.SetDeadline(time.Now().Add(helloTimeout)) // the network's clock, not n.now (which tests may skew)
 	h, err := f.ReadHello()
 	if err != nil {
 		n.refuseRead(s, dev, err)
