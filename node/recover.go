@@ -96,6 +96,12 @@ func RecoverVault(ctx context.Context, h *home.Home, root keys.RootSecret, folde
 	if err != nil {
 		return home.Vault{}, err
 	}
+	// Everything that can fail here is checked before the answerer
+	// admits this device: a recover record stored there cannot be taken
+	// back (a retry then finds the device admitted: RequestRecover).
+	if err := h.CheckNewVault(root.Vault().ID, folder); err != nil {
+		return home.Vault{}, err
+	}
 	hst, err := connect.NewHost(connect.HostConfig{Identity: id, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}})
 	if err != nil {
 		return home.Vault{}, err

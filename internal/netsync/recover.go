@@ -69,6 +69,9 @@ func ServeRecover(c *wire.Conn, self, opener keys.DeviceID, t RecoverTarget) err
 		return err
 	}
 	p, err = c.ExpectLimit(wire.MsgMember, wire.MaxMemberRecord+8)
+	if errors.Is(err, io.EOF) {
+		return nil // the opener was admitted already (a retry): the log was all it needed
+	}
 	if err != nil {
 		return err
 	}
@@ -104,7 +107,8 @@ func sendMemberLog(c *wire.Conn, recs []member.Record) error {
 	return c.Flush()
 }
 
-// RequestRecover runs the recovering device's side after the Hello: id is
+// RequestRecover runs the recovering device's side after the Hello (the
+// caller closes the stream when it returns): id is
 // the new device, answerer the device or relay asked, root the vault's
 // root secret (from the recovery phrase), name the new device's name (""
 // for none). It returns the membership log with its recover record last,
@@ -118,9 +122,14 @@ func RequestRecover(c *wire.Conn, rand io.Reader, id *keys.Identity, answerer ke
 	if err := c.Flush(); err != nil {
 		return nil, err
 	}
-	state, _, err := readMemberLog(c, vk.Public().ID())
+	state, held, err := readMemberLog(c, vk.Public().ID())
 	if err != nil {
 		return nil, err
+	}
+	if role, ok := state.Role(id.ID()); ok && role == member.RoleAdmin {
+		// A retry after a recovery whose answer was lost: the answerer
+		// holds this device's recover record already.
+		return held, nil
 	}
 	rec, err := state.Recover(rand, id, root, name, nowMs)
 	if err != nil {

@@ -63,6 +63,14 @@ func recoverPair(t *testing.T, target RecoverTarget, answerer, opener *keys.Iden
 	return recs, err, <-served
 }
 
+// TestRecordLimitsAgree: a membership record member allows travels in
+// every message that carries one.
+func TestRecordLimitsAgree(t *testing.T) {
+	if wire.MaxMemberRecord != member.MaxRecordSize {
+		t.Fatalf("wire.MaxMemberRecord %d, member.MaxRecordSize %d", wire.MaxMemberRecord, member.MaxRecordSize)
+	}
+}
+
 func TestRecover(t *testing.T) {
 	root := keys.RootSecret{5}
 	admin, relayID, fresh := newID(t, 1), newID(t, 2), newID(t, 3)
@@ -80,6 +88,12 @@ func TestRecover(t *testing.T) {
 	}
 	if role, _ := target.s.Role(fresh.ID()); role != member.RoleAdmin {
 		t.Fatalf("the answerer does not hold the recovered device as admin")
+	}
+	// A retry (the answer was lost): the device is admitted already, gets
+	// the log, and nothing more is recorded.
+	again, err, serr := recoverPair(t, target, relayID, fresh, root)
+	if err != nil || serr != nil || len(again) != 2 || len(target.Records()) != 2 {
+		t.Fatalf("retry: %d records, %v; served: %v; answerer holds %d", len(again), err, serr, len(target.Records()))
 	}
 
 	t.Run("wrong phrase", func(t *testing.T) {

@@ -66,12 +66,16 @@ func (r *Roster) Fork() *Fork {
 }
 
 // noteForkLocked checks raw, a record at seq that this device already
-// holds a record at: another record that is valid on the history before
-// seq is a fork, remembered (the first one). Identical bytes, and bytes
-// that are no valid record there, are not. r.mu must be held.
+// holds a record at: another record on the same previous record, signed
+// by a device that is an admin now, is a fork, remembered (the first
+// one). Identical bytes, and anything else, are not: a member could
+// otherwise sign a record nobody holds (its own rename at an old
+// sequence number) and put every device in error. The checks are cheap
+// (one decode, one signature) and run only on bytes that differ from the
+// held record's, and only until a fork is seen. r.mu must be held.
 func (r *Roster) noteForkLocked(seq uint64, raw []byte) {
 	recs := r.state.Records()
-	if r.fork != nil || seq == 0 || seq > uint64(len(recs)) {
+	if r.fork != nil || seq <= 1 || seq > uint64(len(recs)) {
 		return
 	}
 	held := recs[seq-1]
@@ -79,16 +83,10 @@ func (r *Roster) noteForkLocked(seq uint64, raw []byte) {
 		return
 	}
 	other, err := member.Decode(raw)
-	if err != nil {
+	if err != nil || other.Seq != seq || other.Vault != held.Vault || string(other.Prev) != string(held.Prev) {
 		return
 	}
-	before := member.NewState(r.state.Vault)
-	for _, rec := range recs[:seq-1] {
-		if before.Apply(rec) != nil {
-			return
-		}
-	}
-	if before.Apply(other) != nil {
+	if role, ok := r.state.Role(other.Signer); !ok || role != member.RoleAdmin || !other.SignatureValid() {
 		return
 	}
 	r.fork = &Fork{Seq: seq, Held: held, Other: other}

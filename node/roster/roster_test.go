@@ -206,6 +206,22 @@ func TestRosterNoticesAFork(t *testing.T) {
 	if _, err := b.Ingest(forged.Encode()); err != nil || b.Fork() != nil {
 		t.Fatalf("an invalid record at a held seq: %v, fork %+v", err, b.Fork())
 	}
+	// A record at that sequence number signed by a device that is no
+	// admin here (a member's own rename, which nobody holds) is no fork.
+	member3 := newIdentity(t)
+	if _, err := a.Admit(member3.ID(), ""); err != nil {
+		t.Fatal(err)
+	}
+	stm := member.NewState(root.Vault().ID)
+	for _, rec := range a.Records()[:3] {
+		if err := stm.Apply(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bogus := stm.Next(member3, member.Record{Op: member.OpRename, Device: member3.ID(), Name: "x"}, 1)
+	if _, err := b.Ingest(bogus.Encode()); err != nil || b.Fork() != nil {
+		t.Fatalf("a member's record at a held seq: %v, fork %+v", err, b.Fork())
+	}
 	if _, err := b.Ingest(ra.Encode()); err != nil {
 		t.Fatal(err)
 	}

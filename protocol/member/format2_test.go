@@ -293,7 +293,7 @@ func TestRename(t *testing.T) {
 	if err := s.Apply(s.Next(m, Record{Op: OpRename, Device: n.ID(), Name: "mine"}, 4)); !errors.Is(err, ErrNotAdmin) {
 		t.Errorf("member renaming another: got %v, want %v", err, ErrNotAdmin)
 	}
-	for _, name := range []string{"", " pad", "tab\there", strings.Repeat("x", MaxNameLen+1), "\xff"} {
+	for _, name := range []string{"", " pad", "tab\there", strings.Repeat("x", MaxNameLen+1), "\xff", "evil\u202egnp.exe", "zero\u200bwidth", "two\u2028lines"} {
 		if err := s.Apply(s.Next(m, Record{Op: OpRename, Device: m.ID(), Name: name}, 4)); !errors.Is(err, ErrBadName) {
 			t.Errorf("name %q: got %v, want %v", name, err, ErrBadName)
 		}
@@ -358,7 +358,12 @@ func TestRecoveryProof(t *testing.T) {
 	}
 	old, _, _ := fixture(t)
 	if err := CheckRecoveryProof(old.Records()[0], from, to, proof); !errors.Is(err, ErrNotRecoverable) {
-		t.Errorf("a format-1 vault: got %v, want %v", err, ErrNotRecoverable)
+		t.Errorf("a format-1 vault, the right phrase: got %v, want %v", err, ErrNotRecoverable)
+	}
+	// Without the phrase, an older vault answers as any failed proof: the
+	// answer says nothing of the vault.
+	if err := CheckRecoveryProof(old.Records()[0], from, to, make([]byte, 64)); !errors.Is(err, ErrVaultSignature) {
+		t.Errorf("a format-1 vault, no phrase: got %v, want %v", err, ErrVaultSignature)
 	}
 }
 

@@ -231,6 +231,10 @@ func (r Record) signingBytes() []byte {
 	return append([]byte(sigDomain), r.marshal()...)
 }
 
+// SignatureValid reports whether Sig is Signer's signature of the record.
+// It checks nothing else (State.Apply does).
+func (r Record) SignatureValid() bool { return r.Signer.Verify(r.signingBytes(), r.Sig) }
+
 // Sign fills Signer and Sig.
 func (r *Record) Sign(id *keys.Identity) {
 	r.Signer = id.ID()

@@ -29,14 +29,13 @@ func RecoveryProof(vk *keys.VaultKey, from, to keys.DeviceID) []byte {
 }
 
 // CheckRecoveryProof checks a RecoveryProof against the vault key that the
-// vault's genesis carries: ErrNotRecoverable for a vault made without
-// FlagRecoverable, ErrVaultSignature for a proof that does not verify.
+// vault's genesis carries (every genesis does): ErrVaultSignature for a
+// proof that does not verify, and only then ErrNotRecoverable for a vault
+// made without FlagRecoverable, so that someone without the phrase learns
+// nothing of the vault from the answer.
 func CheckRecoveryProof(genesis Record, from, to keys.DeviceID, proof []byte) error {
 	if genesis.Op != OpGenesis {
 		return fmt.Errorf("%w: the first record is not a genesis", ErrBadOp)
-	}
-	if genesis.Flags&FlagRecoverable == 0 {
-		return ErrNotRecoverable
 	}
 	var pub keys.VaultPublicKey
 	if len(genesis.VaultKey) != len(pub) {
@@ -45,6 +44,9 @@ func CheckRecoveryProof(genesis Record, from, to keys.DeviceID, proof []byte) er
 	copy(pub[:], genesis.VaultKey)
 	if !pub.Verify(recoverProofBytes(genesis.Vault, from, to), proof) {
 		return fmt.Errorf("%w: recovery proof", ErrVaultSignature)
+	}
+	if genesis.Flags&FlagRecoverable == 0 {
+		return ErrNotRecoverable
 	}
 	return nil
 }

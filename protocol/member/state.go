@@ -320,11 +320,20 @@ func (s *State) checkNewcomer(d keys.DeviceID) error {
 	return nil
 }
 
+// unhidden reports the characters a name may not hold because they hide
+// or rearrange what a person reads beside it (the words of a waiting
+// join): controls, format characters (bidirectional overrides, zero-width
+// joiners) and line and paragraph separators.
+func unhidden(r rune) bool {
+	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
 // MaxNameLen bounds a device name, in bytes.
 const MaxNameLen = 64
 
 // CheckName checks a device name: 1 to MaxNameLen bytes of UTF-8, no
-// control characters, no space at either end.
+// control, format or separator characters (unhidden), no space at either
+// end.
 func CheckName(name string) error {
 	switch {
 	case name == "":
@@ -335,8 +344,8 @@ func CheckName(name string) error {
 		return fmt.Errorf("%w: not UTF-8", ErrBadName)
 	case strings.TrimSpace(name) != name:
 		return fmt.Errorf("%w: %q starts or ends with a space", ErrBadName, name)
-	case strings.IndexFunc(name, unicode.IsControl) >= 0:
-		return fmt.Errorf("%w: %q has a control character", ErrBadName, name)
+	case strings.IndexFunc(name, unhidden) >= 0:
+		return fmt.Errorf("%w: %q has a control, format or line-separator character (which can hide or reorder what is shown)", ErrBadName, name)
 	}
 	return nil
 }

@@ -5,8 +5,11 @@ import "fmt"
 // MaxMemberRecords bounds the membership records in a PairAccept.
 const MaxMemberRecords = 4096
 
-// MaxMemberRecord bounds one encoded membership record.
-const MaxMemberRecord = 4096
+// MaxMemberRecord bounds one encoded membership record: the size
+// protocol/member allows one (member.MaxRecordSize), so that a record with
+// many sealed keys (a revocation in a vault of dozens of devices, an add
+// or recover record after dozens of epochs) still travels.
+const MaxMemberRecord = 16 << 10
 
 // PairRequest is the joining device's proof that it holds an invite code
 // (protocol/member.Invite.Proof), and the name it asks to be admitted

@@ -127,24 +127,9 @@ func (h *Home) AddVaultPrepared(secrets keys.VaultSecrets, folder string, prepar
 		return Vault{}, err
 	}
 	defer lock.Close()
-	existing, err := h.Vaults()
-	if err != nil && !errors.Is(err, ErrNoVaults) {
-		return Vault{}, err
-	}
 	vk := secrets.Vault()
-	for _, v := range existing {
-		if v.ID == vk.ID {
-			return Vault{}, fmt.Errorf("vault %s is already on this device, syncing %s", v.IDHex, v.Folder)
-		}
-		if v.Folder == abs {
-			return Vault{}, fmt.Errorf("%s: %w", abs, ErrFolderInVault)
-		}
-		if within(abs, v.Folder) || within(v.Folder, abs) {
-			return Vault{}, fmt.Errorf("%s and %s: %w", abs, v.Folder, ErrFolderNested)
-		}
-	}
-	if within(h.Dir, abs) || within(abs, h.Dir) || abs == h.Dir {
-		return Vault{}, fmt.Errorf("%s and home %s: %w", abs, h.Dir, ErrFolderNested)
+	if err := h.checkNewVault(vk.ID, abs); err != nil {
+		return Vault{}, err
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return Vault{}, fmt.Errorf("creating folder %s: %w", abs, err)
@@ -166,6 +151,42 @@ func (h *Home) AddVaultPrepared(secrets keys.VaultSecrets, folder string, prepar
 		return Vault{}, errors.Join(fmt.Errorf("saving vault config: %w", err), h.RemoveVault(v))
 	}
 	return v, nil
+}
+
+// CheckNewVault runs AddVault's checks of vault id and folder without
+// adding anything: a caller that must do something irrevocable elsewhere
+// before it can add the vault (`weft recover` admits this device on a
+// peer) checks first. AddVault checks again under its lock.
+func (h *Home) CheckNewVault(id keys.VaultID, folder string) error {
+	abs, err := filepath.Abs(folder)
+	if err != nil {
+		return fmt.Errorf("folder %s: %w", folder, err)
+	}
+	return h.checkNewVault(id, abs)
+}
+
+// checkNewVault refuses a vault already here, a folder already synced,
+// nested in or around another synced folder, or around the home.
+func (h *Home) checkNewVault(id keys.VaultID, abs string) error {
+	existing, err := h.Vaults()
+	if err != nil && !errors.Is(err, ErrNoVaults) {
+		return err
+	}
+	for _, v := range existing {
+		if v.ID == id {
+			return fmt.Errorf("vault %s is already on this device, syncing %s", v.IDHex, v.Folder)
+		}
+		if v.Folder == abs {
+			return fmt.Errorf("%s: %w", abs, ErrFolderInVault)
+		}
+		if within(abs, v.Folder) || within(v.Folder, abs) {
+			return fmt.Errorf("%s and %s: %w", abs, v.Folder, ErrFolderNested)
+		}
+	}
+	if within(h.Dir, abs) || within(abs, h.Dir) || abs == h.Dir {
+		return fmt.Errorf("%s and home %s: %w", abs, h.Dir, ErrFolderNested)
+	}
+	return nil
 }
 
 // within reports whether path is strictly inside dir.
