@@ -23,6 +23,7 @@ import (
 // not list, and the checks below fail on any value it does not allow.
 type statusDoc struct {
 	Device  string   `json:"device"`
+	Name    string   `json:"name"`
 	Addrs   []string `json:"addrs"`
 	Folders []struct {
 		Path            string `json:"path"`
@@ -49,6 +50,7 @@ type statusDoc struct {
 	} `json:"folders"`
 	Peers []struct {
 		ID            string     `json:"id"`
+		Name          string     `json:"name"`
 		Role          string     `json:"role"`
 		Connection    string     `json:"connection"`
 		BytesSent     int64      `json:"bytes_sent"`
