@@ -90,6 +90,27 @@ func TestLayering(t *testing.T) {
 	}
 }
 
+// TestEnrolLinksNoAgent keeps node/enrol, which puts a device into a
+// vault while no agent runs, free of the node shell: it reaches a running
+// agent only over the network, as a device elsewhere would.
+func TestEnrolLinksNoAgent(t *testing.T) {
+	found := false
+	for _, p := range listPackages(t) {
+		if p.ImportPath != module+"/node/enrol" {
+			continue
+		}
+		found = true
+		for _, dep := range p.Deps {
+			if dep == module+"/node" {
+				t.Errorf("%s imports %s (directly or not): it must not link the agent", p.ImportPath, dep)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("package node/enrol not listed")
+	}
+}
+
 // TestAgentVocabularyStandsAlone keeps the local API's vocabulary and
 // server (node/api), the doctor's rules (node/doctor), the rules of
 // history and restore (node/history), a vault's membership

@@ -261,7 +261,7 @@ func absent(t *testing.T, p string) {
 }
 
 // folderFiles lists the regular files in a folder, outside weft's own
-// directories.
+// directories and its temp files.
 func folderFiles(t *testing.T, root string) []string {
 	t.Helper()
 	var out []string
@@ -272,7 +272,9 @@ func folderFiles(t *testing.T, root string) []string {
 		if d.IsDir() && p == filepath.Join(root, folder.WorkDir) {
 			return filepath.SkipDir // weft's own files (the folder marker), never synced
 		}
-		if d.Type().IsRegular() {
+		if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), folder.TempPrefix) {
+			// A temp file is a write in progress (the vault retries a
+			// failed path), removed when it fails: never a synced file.
 			rel, _ := filepath.Rel(root, p)
 			out = append(out, rel)
 		}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftsync/weft/node/enrol"
+
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -43,7 +45,7 @@ func testHome(t testing.TB) (*home.Home, string) {
 		t.Fatal(err)
 	}
 	folderPath := filepath.Join(dir, "folder")
-	if _, _, err := InitVault(h, folderPath, "", time.Now()); err != nil {
+	if _, _, err := enrol.InitVault(h, folderPath, "", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return h, folderPath
@@ -194,7 +196,7 @@ func joinAsMember(t *testing.T, n *Node) (host.Host, *keys.Identity) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := RequestJoin(ctx, h, id, inv, "", nil); err != nil {
+	if _, err := enrol.RequestJoin(ctx, h, id, inv, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	return h, id

@@ -8,13 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/weftsync/weft/internal/refusal"
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/enrol"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
@@ -30,15 +28,6 @@ import (
 // (`weft invite --confirm`) holds each join until a person approves it
 // (roster.Invites.Decide), showing on both devices the words the code and
 // the joiner give (member.Invite.Words).
-
-// ConfirmWait bounds how long a join waits for approval: longer than a
-// person takes to compare a few words, short enough that a forgotten one
-// ends.
-const ConfirmWait = 10 * time.Minute
-
-// joinTimeout bounds a join that does not wait for approval: reaching the
-// inviter and its answer.
-const joinTimeout = 30 * time.Second
 
 // DefaultInviteTTL is how long an invite code is valid.
 const DefaultInviteTTL = time.Hour
@@ -207,134 +196,12 @@ func (n *Node) handlePair(ctx context.Context, s network.Stream) {
 	n.goRun(func(ctx context.Context) { n.syncWith(ctx, remote) })
 }
 
-// Joined is what a successful join returns.
-type Joined struct {
-	Secrets keys.VaultSecrets
-	Records []member.Record
-	Inviter peer.AddrInfo
-}
-
-// RequestJoin dials the inviter named in inv from host h (identity id),
-// proves the code, and returns the vault keys and membership. It checks
-// everything it receives: the records chain and are signed by the admin,
-// the last one admits this device, and the secrets name the records'
-// vault (whose genesis proves its ID). It changes nothing on disk. When
-// the inviter holds the join for approval (a code made with --confirm),
-// onPending (if set) gets the words this device should show, and
-// RequestJoin waits up to ConfirmWait and a minute for the decision.
-func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member.Invite, name string, onPending func(words string)) (Joined, error) {
-	var j Joined
-	pid, err := PeerIDOf(inv.Inviter)
-	if err != nil {
-		return j, err
-	}
-	info := peer.AddrInfo{ID: pid}
-	for _, a := range inv.Addrs {
-		m, err := ma.NewMultiaddr(a)
-		if err != nil {
-			continue
-		}
-		info.Addrs = append(info.Addrs, m)
-	}
-	if len(info.Addrs) == 0 {
-		return j, errors.New("the invite code names no usable address for the inviter")
-	}
-	dialCtx, cancel := context.WithTimeout(ctx, joinTimeout)
-	defer cancel()
-	if err := h.Connect(dialCtx, info); err != nil {
-		return j, fmt.Errorf("reaching the inviting device (is `weft up` running there?): %w", err)
-	}
-	s, err := h.NewStream(dialCtx, pid, ProtoPair)
-	if err != nil {
-		return j, fmt.Errorf("opening pairing stream: %w", err)
-	}
-	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(joinTimeout))
-	// ctx ending (the user interrupting `weft join`) ends the wait too.
-	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
-	defer stop()
-	f := wire.NewConn(s, &peerCounters{})
-	if err := f.Send(wire.MsgPairRequest, wire.PairRequest{Proof: inv.Proof(id.ID()), Name: name}); err != nil {
-		return j, err
-	}
-	if err := f.Flush(); err != nil {
-		return j, err
-	}
-	refused := func(err error) error {
-		var we wire.Error
-		if errors.As(err, &we) {
-			if we.Code == wire.CodeJoinDenied {
-				return fmt.Errorf("the join was not approved: %s", we.Reason)
-			}
-			return fmt.Errorf("the inviting device refused: %s", we.Reason)
-		}
-		return fmt.Errorf("pairing: %w", err)
-	}
-	t, p, err := f.Read()
-	if err != nil {
-		return j, refused(err)
-	}
-	if t == wire.MsgPairPending {
-		if len(p) != 0 {
-			return j, fmt.Errorf("pairing: %w: a PairPending with a payload", wire.ErrUnexpected)
-		}
-		if onPending != nil {
-			onPending(inv.Words(id.ID()))
-		}
-		_ = s.SetDeadline(time.Now().Add(ConfirmWait + time.Minute)) // the inviter's wait, and a margin
-		if p, err = f.Expect(wire.MsgPairAccept); err != nil {
-			return j, refused(err)
-		}
-	} else if t != wire.MsgPairAccept {
-		return j, fmt.Errorf("pairing: %w: got %s, want %s", wire.ErrUnexpected, t, wire.MsgPairAccept)
-	}
-	acc, err := wire.ParsePairAccept(p)
-	if err != nil {
-		return j, err
-	}
-	secret, err := inv.Unwrap(id.ID(), acc.WrappedKeys)
-	if err != nil {
-		return j, err
-	}
-	switch len(secret) {
-	case keys.VaultSecretsSize:
-		if j.Secrets, err = keys.ParseVaultSecrets(secret); err != nil {
-			return j, fmt.Errorf("pairing: %w", err)
-		}
-	case len(keys.RootSecret{}):
-		// An inviter older than recovery sends the root secret; this
-		// device keeps only what a member needs of it.
-		j.Secrets = keys.RootSecret(secret).Secrets()
-	default:
-		return j, fmt.Errorf("pairing: vault secrets of %d bytes", len(secret))
-	}
-	state := member.NewState(j.Secrets.Vault().ID)
-	for i, raw := range acc.Records {
-		r, err := member.Decode(raw)
-		if err != nil {
-			return j, fmt.Errorf("membership record %d: %w", i+1, err)
-		}
-		if err := state.Apply(r); err != nil {
-			return j, fmt.Errorf("membership record %d: %w", i+1, err)
-		}
-		j.Records = append(j.Records, r)
-	}
-	if !state.IsMember(id.ID()) {
-		return j, errors.New("pairing: the membership records do not admit this device")
-	}
-	if !state.CanAdmit(inv.Inviter, member.RoleMember) {
-		return j, errors.New("pairing: the inviter may not admit devices to the vault")
-	}
-	j.Inviter = info
-	return j, nil
-}
-
 // awaitApproval holds a join of a confirm code until a person decides it
 // (DecideJoin), tells the joiner it waits (PairPending) and announces it
 // (event join-pending). It returns whether the join was approved; when
 // not, the joiner has been told why.
 func (n *Node) awaitApproval(ctx context.Context, s network.Stream, f *wire.Conn, j *roster.Join) bool {
-	_ = s.SetDeadline(time.Now().Add(ConfirmWait + time.Minute)) // the network's clock
+	_ = s.SetDeadline(time.Now().Add(enrol.ConfirmWait + time.Minute)) // the network's clock
 	if err := f.SendRaw(wire.MsgPairPending, nil); err != nil {
 		return false
 	}
@@ -347,7 +214,7 @@ func (n *Node) awaitApproval(ctx context.Context, s network.Stream, f *wire.Conn
 	}
 	n.log.Info("a device asks to join; approve it with `weft devices approve` if it shows these words", "peer", j.Joiner, "name", j.Name, "folder", folder, "words", j.Words)
 	n.events.Publish(api.Event{Type: api.EventJoinPending, Peer: j.Joiner.String(), Name: j.Name, Folder: folder, Words: j.Words})
-	ctx, cancel := context.WithTimeout(ctx, ConfirmWait)
+	ctx, cancel := context.WithTimeout(ctx, enrol.ConfirmWait)
 	defer cancel()
 	// A joiner that gives up (closes the stream) withdraws its join.
 	go func() {

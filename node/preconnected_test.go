@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftsync/weft/node/enrol"
+
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/weftsync/weft/store/home"
@@ -35,7 +37,7 @@ func TestSyncsWithPeerConnectedBeforeRun(t *testing.T) {
 	folderB := filepath.Join(dir, "folder")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := JoinVault(ctx, hb, inv.String(), folderB, "", nil); err != nil {
+	if _, err := enrol.JoinVault(ctx, hb, inv.String(), folderB, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	b, err := New(Config{Home: hb, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: "-",

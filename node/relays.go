@@ -197,7 +197,7 @@ func (v *vault) removeRelay(addr string) error {
 }
 
 // ErrNoSuchRelay means a relay to remove is not listed in the vault.
-var ErrNoSuchRelay = errors.New("not a relay of this vault")
+var ErrNoSuchRelay = roster.ErrNoSuchRelay
 
 // ErrNotAdmin means a membership change was asked of a device that is not
 // an admin of the vault.

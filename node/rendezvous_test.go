@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftsync/weft/node/enrol"
+
 	"github.com/libp2p/go-libp2p"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -91,7 +93,7 @@ func startRendezvousNode(t *testing.T, h *home.Home, bootstrap []string, logw *h
 func TestDHTRendezvousSync(t *testing.T) {
 	servers := dhtServers(t, 3)
 	dir := t.TempDir()
-	ha, hb := hometest.PairHomes(t, InitVault, dir)
+	ha, hb := hometest.PairHomes(t, enrol.InitVault, dir)
 	logA, logB, logC := &hometest.SyncLog{}, &hometest.SyncLog{}, &hometest.SyncLog{}
 	defer func() {
 		if t.Failed() {
@@ -104,7 +106,7 @@ func TestDHTRendezvousSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := InitVault(hc, filepath.Join(dir, "c", "folder"), "", time.Now()); err != nil {
+	if _, _, err := enrol.InitVault(hc, filepath.Join(dir, "c", "folder"), "", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	c := startRendezvousNode(t, hc, servers[:1], logC)

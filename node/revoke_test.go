@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftsync/weft/node/enrol"
+
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -369,7 +371,7 @@ func joinHome(t *testing.T, n *Node) (*home.Home, string, home.Vault) {
 	folderPath := filepath.Join(dir, "folder")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	hv, err := JoinVault(ctx, h, inv.String(), folderPath, "", nil)
+	hv, err := enrol.JoinVault(ctx, h, inv.String(), folderPath, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 // add record in one batch, with the same member.State.AddOp and
 // member.State.Next that its pairing handler (node admit) uses, so the
 // records are byte for byte what pairing would have produced, and every
-// device's home gets the vault (home.AddVault, as node.JoinVault does)
+// device's home gets the vault (home.AddVault, as enrol.JoinVault does)
 // and the records through vaultdb.AppendMember, the path JoinVault and a
 // running node's ingestMember take. The only difference: during setup
 // the membership log is written without fsync (setupFS), since a crash of

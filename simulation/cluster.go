@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weftsync/weft/node/enrol"
+
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -115,7 +117,7 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, hv, err := node.InitVault(d.home, d.Folder, "", time.Now())
+	root, hv, err := enrol.InitVault(d.home, d.Folder, "", time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("creating the vault: %w", err)
 	}
@@ -170,8 +172,8 @@ func (c *Cluster) Len() int {
 
 // Join adds a device through a real invite of the admin (device 0, which
 // must be running): pairing over the simulated network with
-// node.RequestJoin, then recording the vault in the new home as
-// node.JoinVault does. The new device is not started.
+// enrol.RequestJoin, then recording the vault in the new home as
+// enrol.JoinVault does. The new device is not started.
 func (c *Cluster) Join(ctx context.Context, natted bool) (*Device, error) {
 	admin := c.Device(0)
 	an := admin.Node()
@@ -203,7 +205,7 @@ func (c *Cluster) Join(ctx context.Context, natted bool) (*Device, error) {
 	// The device is on for pairing (as `weft join` runs) and off again
 	// until Start.
 	c.Net.SetDown(d.Peer, false)
-	j, err := node.RequestJoin(jctx, d.Host, id, inv, "", nil)
+	j, err := enrol.RequestJoin(jctx, d.Host, id, inv, "", nil)
 	c.Net.SetDown(d.Peer, true)
 	if err != nil {
 		return nil, fmt.Errorf("device %d joining: %w", d.Index, err)

@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/weftsync/weft/node/enrol"
+
 	"github.com/skip2/go-qrcode"
 	"github.com/spf13/cobra"
 
@@ -38,7 +40,7 @@ func initCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			root, hv, err := node.InitVault(h, args[0], name, time.Now(), relays...)
+			root, hv, err := enrol.InitVault(h, args[0], name, time.Now(), relays...)
 			if err != nil {
 				return err
 			}
@@ -217,8 +219,8 @@ func joinCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			hv, err := node.JoinVault(cmd.Context(), h, args[0], args[1], name, func(words string) {
-				fmt.Fprintf(cmd.OutOrStdout(), "Waiting for approval on the inviting device (up to %v).\nIt must show these words beside this join; approve only if they match:\n\n  %s\n\n", node.ConfirmWait, words)
+			hv, err := enrol.JoinVault(cmd.Context(), h, args[0], args[1], name, func(words string) {
+				fmt.Fprintf(cmd.OutOrStdout(), "Waiting for approval on the inviting device (up to %v).\nIt must show these words beside this join; approve only if they match:\n\n  %s\n\n", enrol.ConfirmWait, words)
 			})
 			if err != nil {
 				return err

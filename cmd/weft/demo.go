@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/weftsync/weft/node/enrol"
+
 	"github.com/spf13/cobra"
 
 	"github.com/weftsync/weft/node"
@@ -90,7 +92,7 @@ func runDemo(ctx context.Context, out io.Writer, g *globals, keep bool) error {
 	if err != nil {
 		return err
 	}
-	root, _, err := node.InitVault(hA, filepath.Join(dir, "laptop"), "laptop", time.Now())
+	root, _, err := enrol.InitVault(hA, filepath.Join(dir, "laptop"), "laptop", time.Now())
 	if err != nil {
 		return err
 	}
@@ -109,7 +111,7 @@ func runDemo(ctx context.Context, out io.Writer, g *globals, keep bool) error {
 		return err
 	}
 	t0 := time.Now()
-	if _, err := node.JoinVault(ctx, hB, inv.String(), filepath.Join(dir, "phone"), "phone", nil); err != nil {
+	if _, err := enrol.JoinVault(ctx, hB, inv.String(), filepath.Join(dir, "phone"), "phone", nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "3. \"phone\" joined with the code in %s\n", since(t0))

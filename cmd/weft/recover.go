@@ -9,10 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weftsync/weft/node/enrol"
+
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/weftsync/weft/node"
 	"github.com/weftsync/weft/protocol/keys"
 )
 
@@ -46,7 +47,7 @@ recovery existed can be recovered (docs/security.md, "Recovery").`,
 			if err != nil {
 				return err
 			}
-			hv, err := node.RecoverVault(cmd.Context(), h, root, args[0], from, name, time.Now())
+			hv, err := enrol.RecoverVault(cmd.Context(), h, root, args[0], from, name, time.Now())
 			if err != nil {
 				return err
 			}

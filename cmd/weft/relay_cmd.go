@@ -11,9 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weftsync/weft/node/enrol"
+
 	"github.com/spf13/cobra"
 
-	"github.com/weftsync/weft/node"
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/protocol/keys"
@@ -191,7 +192,7 @@ func relayAddCmd(g *globals, remove bool) *cobra.Command {
 					list = append(list, ri.Addr)
 				}
 			} else if errors.Is(err, home.ErrNoAgent) {
-				if list, err = node.ChangeRelays(h, vault, addr, remove, time.Now()); err != nil {
+				if list, err = enrol.ChangeRelays(h, vault, addr, remove, time.Now()); err != nil {
 					return err
 				}
 			} else {

@@ -1,5 +1,5 @@
 // Package hometest makes weft homes for tests of whole devices: two homes
 // already members of one vault (PairHomes), and a log writer for failure
 // reports (SyncLog). It imports no node: node's own tests use it, and pass
-// node.InitVault in.
+// enrol.InitVault in.
 package hometest

@@ -32,7 +32,7 @@ func (l *SyncLog) String() string {
 	return l.buf.String()
 }
 
-// InitVault is node.InitVault (this package cannot import node: node's own
+// InitVault is enrol.InitVault (this package cannot import node: node's own
 // tests use it).
 type InitVault func(h *home.Home, folder, name string, now time.Time, relays ...string) (keys.RootSecret, home.Vault, error)
 

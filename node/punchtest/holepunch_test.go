@@ -17,6 +17,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/weftsync/weft/node/enrol"
+
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -212,7 +214,7 @@ func TestHolePunchedSync(t *testing.T) {
 		defer svc.Close()
 		relayAddr := "/ip4/1.2.0.1/udp/8000/quic-v1/p2p/" + relay.ID().String()
 
-		ha, hb := hometest.PairHomes(t, node.InitVault, t.TempDir())
+		ha, hb := hometest.PairHomes(t, enrol.InitVault, t.TempDir())
 		a := startSimDevice(t, ha, router, "/ip4/2.2.0.1/udp/8000/quic-v1", []string{relayAddr}, logs, "A")
 		defer a.stop(t)
 		b := startSimDevice(t, hb, router, "/ip4/2.2.0.2/udp/8001/quic-v1", []string{relayAddr}, logs, "B")
@@ -333,7 +335,7 @@ func TestReservationKeptAndRestored(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := node.InitVault(h, filepath.Join(t.TempDir(), "folder"), "", time.Now()); err != nil {
+		if _, _, err := enrol.InitVault(h, filepath.Join(t.TempDir(), "folder"), "", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		d := startSimDevice(t, h, router, "/ip4/2.2.0.1/udp/8000/quic-v1", []string{relayAddr}, logs, "A")

@@ -19,6 +19,8 @@ var (
 	// ErrNotAdmin means a membership change was asked of a device that is
 	// not an admin of the vault.
 	ErrNotAdmin = api.Classified(api.ErrForbidden, "only an admin device of the vault can change its membership")
+	// ErrNoSuchRelay means a relay to remove is not listed in the vault.
+	ErrNoSuchRelay = errors.New("not a relay of this vault")
 	// ErrNoSuchDevice means no current member matches the device named.
 	ErrNoSuchDevice = api.Classified(api.ErrNotFound, "no member of the vault matches")
 	// ErrAmbiguousDevice means several members match a device prefix.

@@ -1,16 +1,13 @@
-package node
+package enrol
 
 import (
-	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/weftsync/weft/node/connect"
-	"github.com/weftsync/weft/node/peerbook"
+	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/relay"
@@ -86,7 +83,7 @@ func ChangeRelays(h *home.Home, vaultHex, addr string, remove bool, now time.Tim
 	defer db.Close()
 	st := db.MemberState()
 	if role, ok := st.Role(id.ID()); !ok || role != member.RoleAdmin {
-		return nil, ErrNotAdmin
+		return nil, roster.ErrNotAdmin
 	}
 	op := member.Record{Op: member.OpAddRelay, Relay: addr}
 	if remove {
@@ -98,7 +95,7 @@ func ChangeRelays(h *home.Home, vaultHex, addr string, remove bool, now time.Tim
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("relay %q: %w", addr, ErrNoSuchRelay)
+			return nil, fmt.Errorf("relay %q: %w", addr, roster.ErrNoSuchRelay)
 		}
 	} else if _, _, err := relay.ParseAddr(addr); err != nil {
 		return nil, err
@@ -132,57 +129,4 @@ func pickVault(h *home.Home, prefix string) (home.Vault, error) {
 	default:
 		return home.Vault{}, errors.New("several vaults on this device; name one with --vault")
 	}
-}
-
-// JoinVault enrols this device in the vault an invite code names, syncing
-// folder: it reaches the inviting device, proves the code, and records the
-// vault's keys and membership in the home, asking to be named name (""
-// for none). The next (or running) `weft up` syncs the folder.
-// onPending is RequestJoin's: a code made with --confirm makes the join
-// wait for approval, and the caller shows the words.
-func JoinVault(ctx context.Context, h *home.Home, code, folder, name string, onPending func(words string)) (home.Vault, error) {
-	inv, err := member.ParseInvite(code)
-	if err != nil {
-		return home.Vault{}, err
-	}
-	id, err := h.Identity()
-	if err != nil {
-		return home.Vault{}, err
-	}
-	if inv.Inviter == id.ID() {
-		return home.Vault{}, errors.New("this invite was made by this device; run `weft join` on the device that should join")
-	}
-	hst, err := connect.NewHost(connect.HostConfig{Identity: id, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}})
-	if err != nil {
-		return home.Vault{}, err
-	}
-	defer hst.Close()
-	j, err := RequestJoin(ctx, hst, id, inv, name, onPending)
-	if err != nil {
-		return home.Vault{}, err
-	}
-	// The membership and the inviter's addresses are in the database
-	// before the vault is visible: a crash part-way leaves no half-made
-	// vault for an agent to open (AddVaultPrepared).
-	hv, err := h.AddVaultPrepared(j.Secrets, folder, func(hv home.Vault) error {
-		db, _, err := vaultdb.Open(hv.DBDir(), hv.ID)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		for _, r := range j.Records {
-			if err := db.AppendMember(r); err != nil {
-				return fmt.Errorf("recording membership: %w", err)
-			}
-		}
-		peers := map[string][]string{inv.Inviter.String(): inv.Addrs}
-		b, _ := json.Marshal(peers)
-		u := &vaultdb.Update{}
-		u.SetMeta(peerbook.MetaKey, b)
-		return db.Commit(u)
-	})
-	if err != nil {
-		return home.Vault{}, err
-	}
-	return hv, nil
 }
