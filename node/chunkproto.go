@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -12,7 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/weftsync/weft/internal/netsync"
-	"github.com/weftsync/weft/node/doctor"
+	"github.com/weftsync/weft/node/content"
 	"github.com/weftsync/weft/protocol/keys"
 )
 
@@ -45,7 +44,7 @@ func (v *vault) chunkServer() netsync.ChunkServer {
 }
 
 // errChunkMissing means no peer asked had the chunk.
-var errChunkMissing = errors.New(doctor.MsgChunkMissing)
+var errChunkMissing = content.ErrChunkMissing
 
 // chunkIdle is how long a chunk stream may go without an answer.
 const chunkIdle = 30 * time.Second

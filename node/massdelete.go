@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
@@ -194,4 +195,12 @@ func (v *vault) heldErrors() []api.PathMessage {
 			h.Files, listPaths(h.Paths))})
 	}
 	return out
+}
+
+// listPaths names up to five paths.
+func listPaths(ps []string) string {
+	if len(ps) > 5 {
+		return strings.Join(ps[:5], ", ") + fmt.Sprintf(" and %d more", len(ps)-5)
+	}
+	return strings.Join(ps, ", ")
 }

@@ -14,9 +14,14 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/weftsync/weft/internal/netsync"
+	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 )
+
+// ErrChunkMissing means no local store holds a chunk and no peer asked
+// sent it.
+var ErrChunkMissing = errors.New(doctor.MsgChunkMissing)
 
 // Sources are where a chunk's plaintext can come from.
 type Sources interface {
