@@ -25,6 +25,7 @@ import (
 	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/node/peerbook"
 	"github.com/weftsync/weft/node/roster"
+	"github.com/weftsync/weft/node/scrub"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/engine"
@@ -655,7 +656,7 @@ func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 			n.events.Publish(api.Event{Type: api.EventScanned, Folder: v.cfg.Folder, Count: len(res.Changes)})
 			v.kick()
 			if !n.cfg.NoScrub {
-				wg.Go(func() { v.scrubLoop(ctx) })
+				wg.Go(func() { scrub.Loop(ctx, scrubVault{v}) })
 			}
 			return err == nil
 		}

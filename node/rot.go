@@ -4,19 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"path"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/memindex"
-	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/node/scrub"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -27,26 +26,13 @@ import (
 // scanner reports it apart, folder.Result.Corrupt); it is moved aside into
 // .weft/corrupt/ for the user, its index record is dropped, and the
 // applier writes the recorded version again, from local chunks, peers or
-// the relay. The scrub finds rot that moved no metadata at all (a bad
-// sector, bit rot) by re-hashing unchanged files at a slow pace.
+// the relay. The scrub (node/scrub) finds rot that moved no metadata at
+// all (a bad sector, bit rot) by re-hashing unchanged files at a slow
+// pace.
 
 // corruptDir is where damaged copies are kept, inside WorkDir (never
 // synced).
 const corruptDir = folder.WorkDir + "/corrupt"
-
-// Scrub pacing: every file re-verified once per scrubPeriod, a slice each
-// scrubTick. A slice ends at its share of the folder's bytes or of its
-// files, whichever comes first, but never below scrubMinBytes and
-// scrubMinFiles (a small folder is re-verified sooner than weekly; the
-// file floor bounds the opens per minute of a folder of many small notes).
-const (
-	scrubPeriod   = 7 * 24 * time.Hour
-	scrubTick     = time.Minute
-	scrubMinBytes = 4 << 20
-	scrubMinFiles = 64
-	// scrubMinVersionBytes is the floor of a slice of the version store.
-	scrubMinVersionBytes = 256 << 10
-)
 
 // corruptFile is a damaged file being repaired.
 type corruptFile struct {
@@ -154,196 +140,71 @@ func (v *vault) corruptErrors() []api.PathMessage {
 	return out
 }
 
-// scrubPass re-verifies the files under prefix ("" for all) whose
-// metadata still matches the index, reading at most maxBytes and maxFiles
-// (0: no limit) starting after cursor, and quarantines the damaged ones.
-// It returns where to continue ("" when the pass reached the end).
-func (v *vault) scrubPass(ctx context.Context, prefix, cursor string, maxBytes int64, maxFiles int) (api.ScrubResult, string, error) {
-	start := time.Now()
-	res := api.ScrubResult{Folder: v.cfg.Folder, Corrupt: []string{}}
-	if _, err := v.guard(); err != nil {
-		return res, cursor, err
-	}
-	type item struct {
-		path string
-		rec  vaultdb.Record
-	}
-	// The slice's files are the first maxFiles paths after cursor: picked
-	// with a bounded heap, not by sorting the whole index, which a
-	// background slice each minute did for a handful of files (most of an
-	// idle agent's CPU and garbage at 10,000 files; docs/benchmarks.md).
+// scrubVault is scrub.Vault for one vault.
+type scrubVault struct{ v *vault }
+
+func (s scrubVault) Folder() string { return s.v.cfg.Folder }
+
+func (s scrubVault) Check() error {
+	_, err := s.v.guard()
+	return err
+}
+
+// Slice picks the files with a bounded heap, not by sorting the whole
+// index, which a background slice each minute did for a handful of files
+// (most of an idle agent's CPU and garbage at 10,000 files;
+// docs/benchmarks.md).
+func (s scrubVault) Slice(prefix, cursor string, maxFiles int) ([]scrub.File, bool) {
+	v := s.v
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	paths, more := v.index.FirstAfter(cursor, maxFiles, func(p string, r vaultdb.Record) bool {
 		return r.Kind == entry.KindFile && under(p, prefix)
 	})
-	items := make([]item, 0, len(paths))
+	out := make([]scrub.File, 0, len(paths))
 	for _, p := range paths {
-		items = append(items, item{p, v.index.Rec(p)})
+		r := v.index.Rec(p)
+		out = append(out, scrub.File{
+			Rec:     folder.Record{Path: p, Kind: folder.KindFile, Size: int64(r.Size), MTime: r.MTime, Inode: r.Inode, Ctime: r.Ctime, Hash: r.Hash},
+			Version: r.Version,
+		})
 	}
-	v.mu.Unlock()
-	next := ""
-	var found []folder.Change
-	for _, it := range items {
-		if err := ctx.Err(); err != nil {
-			return res, cursor, err
-		}
-		if maxBytes > 0 && res.Bytes >= maxBytes || maxFiles > 0 && res.Files+res.Skipped >= maxFiles {
-			next = cursor
-			break
-		}
-		cursor = it.path
-		c, n, err := v.verifyFile(it.path, it.rec)
-		res.Bytes += n
-		switch {
-		case errors.Is(err, errChangedAgain), errors.Is(err, errRacy):
-			res.Skipped++
-		case err != nil:
-			res.Skipped++
-		case c != nil:
-			found = append(found, *c)
-			res.Files++
-		default:
-			res.Files++
-		}
-	}
-	if next == "" && more {
-		next = cursor // the slice ended at its file limit with paths left
-	}
-	if len(found) > 0 {
-		// Under the scan lock, as a scan's own finds are: a scan between
-		// moving a file aside and dropping its record would record a
-		// deletion (moveAside checks the file again under the lock).
-		v.scanMu.Lock()
-		res.Corrupt = append(res.Corrupt, v.quarantine(found)...)
-		v.scanMu.Unlock()
-	}
-	res.Seconds = time.Since(start).Seconds()
-	v.n.events.Publish(api.Event{Type: api.EventScrubbed, Folder: v.cfg.Folder, Count: res.Files, Bytes: res.Bytes})
-	return res, next, nil
+	return out, more
 }
 
-// verifyFile re-hashes one file whose lstat still matches its index
-// record. It returns the Change describing it when its content is damaged
-// (folder.IsRot), and the bytes read; errChangedAgain when the metadata
-// moved (the scanner's to look at).
-func (v *vault) verifyFile(p string, rec vaultdb.Record) (*folder.Change, int64, error) {
-	info, err := v.fs.Lstat(p)
-	if err != nil {
-		return nil, 0, err
-	}
-	if !statMatches(info, rec) {
-		return nil, 0, errChangedAgain
-	}
-	f, err := v.fs.Open(p)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer f.Close()
-	h := chunk.NewHasher()
-	n, err := io.Copy(h, io.LimitReader(f, int64(rec.Size)+1))
-	if errors.Is(err, syscall.EIO) {
-		// A file that cannot be read back while its metadata is as
-		// recorded sits on a bad sector: damaged, like a wrong hash.
-		if after, serr := v.fs.Lstat(p); serr == nil && statMatches(after, rec) {
-			v.log.Warn("a file cannot be read back (I/O error): taken for damage", "path", p, "err", err)
-			now := folder.Record{Path: p, Kind: folder.KindFile, Size: info.Size, MTime: info.MTime, Inode: info.Inode, Ctime: info.Ctime}
-			old := folder.Record{Path: p, Kind: folder.KindFile, Size: int64(rec.Size), MTime: rec.MTime, Inode: rec.Inode, Ctime: rec.Ctime, Hash: rec.Hash}
-			return &folder.Change{Type: folder.Modified, Path: p, Old: old, New: now}, n, nil
-		}
-	}
-	if err != nil {
-		return nil, n, fmt.Errorf("reading %s: %w", p, err)
-	}
-	after, err := v.fs.Lstat(p)
-	if err != nil || !statMatches(after, rec) || n != int64(rec.Size) {
-		return nil, n, errChangedAgain
-	}
-	var now folder.Record
-	now.Path, now.Kind, now.Size, now.MTime, now.Inode, now.Ctime = p, folder.KindFile, info.Size, info.MTime, info.Inode, info.Ctime
-	now.Hash = h.Sum256()
-	old := folder.Record{Path: p, Kind: folder.KindFile, Size: int64(rec.Size), MTime: rec.MTime, Inode: rec.Inode, Ctime: rec.Ctime, Hash: rec.Hash}
-	if !folder.IsRot(old, true, now) {
-		return nil, n, nil
-	}
-	if v.racy(rec) {
-		v.log.Warn("a file's content differs from what was recorded, but it was recorded within a timestamp tick of its last write: taken for an edit weft missed, not rot; run `weft scan` after editing it again",
-			"path", p)
-		return nil, n, errRacy
-	}
-	return &folder.Change{Type: folder.Modified, Path: p, Old: old, New: now}, n, nil
+func (s scrubVault) Size() (int64, int) {
+	s.v.mu.Lock()
+	defer s.v.mu.Unlock()
+	return s.v.index.Bytes(), s.v.index.Files()
 }
 
-// errRacy: a mismatch the scrub cannot call rot (see racy).
-var errRacy = errors.New("recorded too close to its last write")
+func (s scrubVault) FS() folder.FS { return s.v.fs }
 
-// racyWindow is how close to a file's mtime its recording must have been
-// for a later mismatch to be an unseen edit rather than rot: a write in
-// the same timestamp tick as the scan that recorded the file moves neither
-// mtime nor ctime (git's "racy" entries). Two seconds covers the coarsest
-// clocks weft meets (FAT, HFS+, SMB).
-const racyWindow = 2 * time.Second
-
-// racy reports whether this device recorded rec within racyWindow of the
-// file's mtime, so that a write right after the scan could have left the
-// metadata unchanged. Versions written by the applier are never racy: it
-// took the metadata from the file it had just written.
-func (v *vault) racy(rec vaultdb.Record) bool {
-	if rec.Version.Author != v.n.id.ID() {
+// RecordedNear reads the recording entry's time from the log: a version
+// authored elsewhere was written here by the applier, never racy.
+func (s scrubVault) RecordedNear(f scrub.File) bool {
+	if f.Version.Author != s.v.n.id.ID() {
 		return false
 	}
-	e, err := v.db.Get(rec.Version.Author, rec.Version.Seq)
+	e, err := s.v.db.Get(f.Version.Author, f.Version.Seq)
 	if err != nil {
 		return true // unknown: not rot
 	}
-	recorded := time.UnixMilli(e.Time())
-	return recorded.Sub(time.Unix(0, rec.MTime)) < racyWindow
+	return time.UnixMilli(e.Time()).Sub(time.Unix(0, f.Rec.MTime)) < scrub.RacyWindow
 }
 
-// statMatches reports whether an lstat shows the file the index recorded,
-// unchanged (size, mtime, inode, ctime).
-func statMatches(info folder.FileInfo, rec vaultdb.Record) bool {
-	return info.Kind == folder.KindFile && info.Size == int64(rec.Size) && info.MTime == rec.MTime && info.Inode == rec.Inode && info.Ctime == rec.Ctime
+// Quarantine runs under the scan lock, as a scan's own finds do: a scan
+// between moving a file aside and dropping its record would record a
+// deletion (moveAside checks the file again under the lock).
+func (s scrubVault) Quarantine(found []folder.Change) []string {
+	s.v.scanMu.Lock()
+	defer s.v.scanMu.Unlock()
+	return s.v.quarantine(found)
 }
 
-// scrubLoop re-verifies the folder slice by slice until ctx ends: every
-// file once per scrubPeriod (docs/folder.md, "Rot").
-func (v *vault) scrubLoop(ctx context.Context) {
-	tick := time.NewTicker(scrubTick)
-	defer tick.Stop()
-	cursor := ""
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		v.mu.Lock()
-		total, files := v.index.Bytes(), v.index.Files()
-		v.mu.Unlock()
-		share := float64(scrubTick) / float64(scrubPeriod)
-		res, next, err := v.scrubPass(ctx, "", cursor,
-			max(int64(float64(total)*share)+1, scrubMinBytes), max(int(float64(files)*share)+1, scrubMinFiles))
-		if err != nil {
-			continue // a stopped folder, or shutting down
-		}
-		if next == "" && cursor != "" {
-			v.log.Debug("scrub pass finished")
-		}
-		cursor = next
-		if len(res.Corrupt) > 0 {
-			v.log.Warn("scrub found damaged files", "files", res.Corrupt)
-		}
-		// The version store's share of a week, with a smaller floor than
-		// the folder's: it holds copies (a damaged one is fetched again,
-		// not lost), and an idle agent should not re-read a small store
-		// every few minutes.
-		if v.keep.Available() {
-			if _, _, err := v.keep.Scrub(ctx, max(int64(float64(v.keep.StoreBytes())*share)+1, scrubMinVersionBytes)); err != nil && ctx.Err() == nil {
-				v.log.Warn("scrubbing the version store", "err", err)
-			}
-		}
-	}
-}
+func (s scrubVault) Publish(ev api.Event)         { s.v.n.events.Publish(ev) }
+func (s scrubVault) Versions() scrub.VersionStore { return s.v.keep }
+func (s scrubVault) Log() *slog.Logger            { return s.v.log }
 
 // Scrub re-verifies every file now (or those under req.Path), unpaced,
 // and waits: what `weft scrub` runs. Damaged files are moved aside and
@@ -359,16 +220,9 @@ func (n *Node) Scrub(ctx context.Context, req api.ScrubRequest) ([]api.ScrubResu
 	}
 	out := []api.ScrubResult{}
 	for _, v := range vaults {
-		start := time.Now()
-		res, _, err := v.scrubPass(ctx, rel, "", 0, 0)
+		res, err := scrub.Now(ctx, scrubVault{v}, rel)
 		if err != nil {
-			return out, fmt.Errorf("scrubbing %s: %w", v.cfg.Folder, err)
-		}
-		if rel == "" {
-			if res.VersionBytes, res.VersionCorrupt, err = v.keep.Scrub(ctx, 0); err != nil {
-				return out, fmt.Errorf("scrubbing the version store of %s: %w", v.cfg.Folder, err)
-			}
-			res.Seconds = time.Since(start).Seconds()
+			return out, err
 		}
 		out = append(out, res)
 	}

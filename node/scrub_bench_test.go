@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/weftsync/weft/node/scrub"
 )
 
 // cpuTime is this process's user+system CPU time so far.
@@ -43,7 +45,7 @@ func BenchmarkScrubPass(b *testing.B) {
 	start, cpu0 := time.Now(), cpuTime(b)
 	var bytes int64
 	for range b.N {
-		res, _, err := v.scrubPass(ctx, "", "", 0, 0)
+		res, _, err := scrub.Pass(ctx, scrubVault{v}, "", "", 0, 0)
 		if err != nil || res.Files != 64 || len(res.Corrupt) != 0 {
 			b.Fatalf("scrub: %+v, %v", res, err)
 		}
