@@ -71,7 +71,7 @@ func TestAdoptionOwed(t *testing.T) {
 	if v.adoptionOwed() {
 		t.Fatal("a reopen with nothing changed owes an adoption")
 	}
-	v.tookBack(v.db.Head(n.ID()).Seq + 1)
+	v.tail.TookBack(v.db.Head(n.ID()).Seq + 1)
 	if !v.adoptionOwed() {
 		t.Fatal("own entries taken back from a peer, and no adoption is owed")
 	}

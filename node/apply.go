@@ -61,7 +61,7 @@ func (v *vault) reconcileLoop(ctx context.Context) {
 // this device's log is known whole and the folder rescanned (logtail.go:
 // an apply could otherwise meet a local edit not yet recorded).
 func (v *vault) mayReconcile() bool {
-	if v.home.full.Load() || v.reconcileHeld() {
+	if v.home.full.Load() || v.tail.ReconcileHeld() {
 		return false
 	}
 	v.mu.Lock()

@@ -126,7 +126,7 @@ func (n *Node) vaultOfFolder(folder string) (*vault, error) {
 // acceptDeletions records the held local deletions and applies the held
 // incoming ones.
 func (v *vault) acceptDeletions(ctx context.Context) (local, incoming int, err error) {
-	if v.authoringHeld(nil) {
+	if v.tail.Hold(nil) {
 		// Recording the deletions would fail, and the accept would be
 		// spent with nothing recorded: refuse it now instead.
 		return 0, 0, fmt.Errorf("%w; try again once this device has heard from another device or the relay", errAuthoringHeld)

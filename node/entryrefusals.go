@@ -163,12 +163,10 @@ func (v *vault) requestVector(dev keys.DeviceID) protocol.Vector {
 
 // forkMessage is the status error of a forked own log, or nil.
 func (v *vault) forkMessage() *api.PathMessage {
-	t := v.tail
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.forked {
+	seq, at, forked := v.tail.Fork()
+	if !forked {
 		return nil
 	}
-	return &api.PathMessage{Code: api.CodeOwnLogForked, Since: sinceOf(t.forkedAt),
-		Reason: fmt.Sprintf("this device's log has forked: a member holds another history of it from entry %d (a home restored from an older copy, or this device's key used on another machine), so what this device writes from now on never reaches that member", t.forkSeq)}
+	return &api.PathMessage{Code: api.CodeOwnLogForked, Since: sinceOf(at),
+		Reason: fmt.Sprintf("this device's log has forked: a member holds another history of it from entry %d (a home restored from an older copy, or this device's key used on another machine), so what this device writes from now on never reaches that member", seq)}
 }

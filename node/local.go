@@ -176,7 +176,7 @@ func (v *vault) scanWatching(ctx context.Context, paths []string, mode scanMode,
 	var res folder.Result
 	var confirmed map[string]bool
 	if _, err := v.guard(); err != nil {
-		v.tail.noteScanFailed()
+		v.tail.NoteScanFailed()
 		return res, err // the folder is stopped: nothing scanned, nothing recorded
 	}
 	var err error
@@ -192,7 +192,7 @@ func (v *vault) scanWatching(ctx context.Context, paths []string, mode scanMode,
 	}
 	v.noteScan(start, paths, res, err)
 	if err != nil {
-		v.tail.noteScanFailed()
+		v.tail.NoteScanFailed()
 		return res, fmt.Errorf("scanning %s: %w", v.cfg.Folder, err)
 	}
 	v.quarantine(res.Corrupt) // damaged on disk: written again, never recorded
@@ -310,7 +310,7 @@ func sameFileMoved(cp vaultdb.Record, now folder.Record) bool {
 func (v *vault) record(changes []folder.Change, confirmed, restate map[string]bool) error {
 	v.authorMu.Lock()
 	defer v.authorMu.Unlock()
-	if v.authoringHeld(changePaths(changes)) {
+	if v.tail.Hold(changePaths(changes)) {
 		return nil // recorded by the rescan once authoring opens (logtail.go)
 	}
 	var (
@@ -442,7 +442,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 	self := v.n.id.ID()
 	var e *entry.Entry
 	var body *entry.Body
-	if len(versions) > 0 && v.authoringHeld(nil) {
+	if len(versions) > 0 && v.tail.Hold(nil) {
 		return errAuthoringHeld // logtail.go
 	}
 	if len(versions) > 0 {

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
-	"time"
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/ownlog"
 	"github.com/weftsync/weft/protocol"
-	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/store/vaultdb"
@@ -26,115 +24,38 @@ import (
 // at that point would reuse sequence numbers those peers hold: a fork
 // they refuse, and every later entry of this device with it.
 //
-// So after every start authoring is held (ownTail) until a peer's or a
+// So after every start authoring is held (node/ownlog's Gate) until a peer's or a
 // relay's vector has been heard and every entry of this device's log it
 // names has been taken back (they are this device's own, signed by its
-// key: verifyOwnTail), or nobody else could hold any of it. While held,
+// key: ownlog.VerifyTail), or nobody else could hold any of it. While held,
 // scans record nothing and reconciling waits, so the folder and its index
 // stay as they were: the user's edits are still on disk and are recorded
 // by the rescan that runs when authoring opens (tailLoop). docs/sync.md,
 // "This device's own log", has the rules and what they cost.
 
-// tailState is where authoring stands after a start.
-type tailState int
-
-const (
-	tailHeld       tailState = iota // nothing authored; scans record nothing, nothing is reconciled
-	tailRescanning                  // open for authoring; the owed rescan runs, reconciling waits for it
-	tailOpen                        // authoring and reconciling as usual
-)
-
-// errAuthoringHeld: this device may not write an entry yet (see ownTail).
+// errAuthoringHeld: this device may not write an entry yet (the gate).
 var errAuthoringHeld = api.Classified(api.ErrConflict, "this device's log is not confirmed complete yet; authoring waits for a peer")
-
-// errNotOwnEntry: an entry offered as this device's own tail is another
-// author's.
-var errNotOwnEntry = errors.New("entry is not this device's own")
 
 // eventKindOwnLogForked is the Kind of the error event for a peer holding
 // an entry of this device's log that differs from the one held here.
 const eventKindOwnLogForked = "own-log-forked"
 
-// ownTail is the authoring gate of one vault on this device. Its methods
-// are safe for concurrent use.
-type ownTail struct {
-	// wake (buffered, 1) tells tailLoop that authoring opened.
-	wake chan struct{}
-
-	mu sync.Mutex // guards the fields below
-	// heard is, per peer or relay heard from in this run, the highest
-	// sequence of this device's log it said it holds.
-	heard map[keys.DeviceID]uint64
-	// lostTo is the last sequence of this device's log that the database
-	// lost at open (OpenReport.Lost), 0 if none.
-	lostTo uint64
-	state  tailState
-	reason string // why authoring is held, for status
-	// owed is the paths whose changes scans found while authoring was
-	// held, for status. scanFailed is set when a scan failed before it
-	// could note its changes (so owed may be short).
-	owed       map[string]struct{}
-	scanFailed bool
-	// took counts own entries taken back from peers in this run; from is
-	// the first; source the peer that named the highest.
-	took, from uint64
-	source     keys.DeviceID
-	logged     bool // the recovery was logged and published
-	// indexLags is set while the folder index may lag the logs
-	// (OpenReport.NeedRescan: created, rebuilt or reindexed at open), until
-	// adoptOwnHeads has run.
-	indexLags bool
-	forked    bool // a fork of the own log was reported
-	forkSeq   uint64
-	forkedAt  time.Time
-}
-
-func newOwnTail(self keys.DeviceID, rep vaultdb.OpenReport) *ownTail {
-	t := &ownTail{wake: make(chan struct{}, 1), heard: map[keys.DeviceID]uint64{}, state: tailHeld,
-		reason: "waiting for a peer to say how much of this device's log it holds", indexLags: rep.NeedRescan}
+// ownLostTo is the last sequence of self's log that the database lost at
+// open (rep.Lost), 0 if none.
+func ownLostTo(self keys.DeviceID, rep vaultdb.OpenReport) uint64 {
+	var to uint64
 	for _, g := range rep.Lost {
 		if g.Author == self && g.Dropped > 0 {
-			t.lostTo = max(t.lostTo, g.Seq+uint64(g.Dropped)-1)
+			to = max(to, g.Seq+uint64(g.Dropped)-1)
 		}
 	}
-	return t
+	return to
 }
 
-// openAtStart, called once at open after the first tailCheck, skips the
-// rescan an opening gate owes when it opened at once (nobody else can hold
-// this device's log): the first scan records as usual then.
-func (t *ownTail) openAtStart() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.state == tailRescanning {
-		t.state = tailOpen
-		select {
-		case <-t.wake:
-		default:
-		}
-	}
-}
-
-// heard records what peer d said it holds of this device's log (seq) and
-// re-decides the gate.
+// tailHeard records what peer d said it holds of this device's log (seq)
+// and re-decides the gate when that could change it.
 func (v *vault) tailHeard(d keys.DeviceID, seq uint64) {
-	t := v.tail
-	t.mu.Lock()
-	if old, ok := t.heard[d]; ok && old >= seq {
-		t.mu.Unlock()
-		return
-	}
-	t.heard[d] = seq
-	head := v.db.Head(v.n.id.ID()).Seq
-	if seq > head {
-		t.source = d
-	}
-	// The usual case, a peer acknowledging what this device wrote once
-	// authoring is open, changes nothing; tailCheck lists every member
-	// and relay, too much to do for each acknowledgement of each peer.
-	settled := t.state != tailHeld && seq <= head
-	t.mu.Unlock()
-	if !settled {
+	if v.tail.Heard(d, seq, v.db.Head(v.n.id.ID()).Seq) {
 		v.tailCheck()
 	}
 }
@@ -152,75 +73,12 @@ func (v *vault) tailCheck() {
 	for _, r := range v.relays() {
 		peers = append(peers, r.dev)
 	}
-	lost := v.membershipLost()
 	head := v.db.Head(self).Seq
-	t := v.tail
-	t.mu.Lock()
-	open, reason := engine.AuthoringGate(engine.AuthoringInput{Head: head, Heard: t.heard, Peers: peers, LostTo: t.lostTo, MembersLost: lost, Forked: t.forked})
-	var recovered bool
-	var took, from uint64
-	var source keys.DeviceID
-	switch {
-	case !open:
-		t.state, t.reason = tailHeld, reason
-	case t.state == tailHeld:
-		t.state, t.reason = tailRescanning, ""
-		if t.took > 0 && !t.logged {
-			t.logged, recovered = true, true
-			took, from, source = t.took, t.from, t.source
-		}
-		select {
-		case t.wake <- struct{}{}:
-		default:
-		}
-	}
-	t.mu.Unlock()
-	if recovered {
+	if rec, ok := v.tail.Decide(head, peers, v.membershipLost()); ok {
 		v.log.Warn("took back this device's own log tail from peers; it had been lost here",
-			"peer", source, "from_seq", from, "seq", head, "entries", took)
-		v.n.events.Publish(api.Event{Type: api.EventLogTailRecovered, Folder: v.cfg.Folder, Peer: source.String(), Seq: head, Count: int(took)})
+			"peer", rec.Source, "from_seq", rec.From, "seq", head, "entries", rec.Took)
+		v.n.events.Publish(api.Event{Type: api.EventLogTailRecovered, Folder: v.cfg.Folder, Peer: rec.Source.String(), Seq: head, Count: int(rec.Took)})
 	}
-}
-
-// authoringHeld reports whether this device may not author now, and
-// notes the paths of changes a scan found that it could not record.
-func (v *vault) authoringHeld(changed []string) bool {
-	t := v.tail
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.state != tailHeld {
-		return false
-	}
-	if len(changed) > 0 && t.owed == nil {
-		t.owed = map[string]struct{}{}
-	}
-	for _, p := range changed {
-		t.owed[p] = struct{}{}
-	}
-	return true
-}
-
-// reconcileHeld reports whether reconciling must wait: until authoring
-// opened and the rescan it owes has recorded what the user changed, an
-// apply could meet an unrecorded local edit, and a resolution could not
-// be recorded.
-func (v *vault) reconcileHeld() bool {
-	t := v.tail
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.state != tailOpen
-}
-
-// tailStatus is what status shows of the gate: empty when authoring is
-// open, else why it is held and how many changes wait.
-func (v *vault) tailStatus() (reason string, owed int) {
-	t := v.tail
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.state != tailHeld {
-		return "", 0
-	}
-	return t.reason, len(t.owed)
 }
 
 // tailLoop runs, each time authoring opens, the rescan that records what
@@ -236,7 +94,7 @@ func (v *vault) tailLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-v.tail.wake:
+		case <-v.tail.Wake():
 		}
 		adopted := 0
 		if v.adoptionOwed() {
@@ -249,12 +107,7 @@ func (v *vault) tailLoop(ctx context.Context) {
 				}
 				v.log.Error("scan after this device's log was confirmed", "err", err)
 			}
-			t := v.tail
-			t.mu.Lock()
-			if t.state == tailRescanning {
-				t.state, t.owed, t.scanFailed = tailOpen, nil, false
-			}
-			t.mu.Unlock()
+			v.tail.FinishRescan()
 		}
 		v.kick()
 	}
@@ -284,22 +137,7 @@ func (v *vault) openWithoutRescan(ctx context.Context) bool {
 	v.mu.Lock()
 	scanned := v.scanned
 	v.mu.Unlock()
-	t := v.tail
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !scanned || t.scanFailed || len(t.owed) > 0 || t.took > 0 || t.state != tailRescanning {
-		return false
-	}
-	t.state = tailOpen
-	return true
-}
-
-// noteScanFailed records that a scan failed before it noted what it found,
-// so the rescan owed when authoring opens may not be skipped.
-func (t *ownTail) noteScanFailed() {
-	t.mu.Lock()
-	t.scanFailed = true
-	t.mu.Unlock()
+	return v.tail.OpenWithoutRescan(scanned)
 }
 
 // metaOwnAdopted holds, as 8 bytes big-endian, the sequence of this
@@ -318,11 +156,7 @@ const metaOwnAdopted = "own-heads-adopted"
 // (0.22 s of a restart's CPU at 100,000 files, docs/benchmarks.md) would
 // find nothing.
 func (v *vault) adoptionOwed() bool {
-	t := v.tail
-	t.mu.Lock()
-	took, lags := t.took, t.indexLags
-	t.mu.Unlock()
-	if took > 0 || lags {
+	if v.tail.IndexMayLag() {
 		return true
 	}
 	b, ok, err := v.db.Meta(metaOwnAdopted)
@@ -400,51 +234,11 @@ func (v *vault) adoptOwnHeads() int {
 	}
 	v.adoptPasses++
 	v.mu.Unlock()
-	t := v.tail
-	t.mu.Lock()
-	t.indexLags = false
-	t.mu.Unlock()
+	v.tail.IndexCaughtUp()
 	if len(adopt) > 0 {
 		v.log.Info("folder index points at this device's own latest versions again", "paths", len(adopt))
 	}
 	return len(adopt)
-}
-
-// verifyOwnTail checks that raws continue this device's own log from
-// head: each entry decodes, is of vault, has self as its author, is signed
-// by self's key, and chains onto the one before it (head first): sequence
-// +1, the previous entry's CID, a greater clock. It returns the entries in
-// order, or the first failure: errNotOwnEntry, or entry's sentinel
-// (ErrBadSignature, ErrWrongVault, ErrSeqGap, ErrPrevMismatch, ...).
-func verifyOwnTail(vault keys.VaultID, self keys.DeviceID, head entry.Head, raws [][]byte) ([]*entry.Entry, error) {
-	out := make([]*entry.Entry, 0, len(raws))
-	for _, raw := range raws {
-		dec, err := entry.Decode(raw)
-		if err != nil {
-			return nil, fmt.Errorf("taking back own entry: %w", err)
-		}
-		if dec.Author() != self {
-			return nil, fmt.Errorf("taking back entry %s seq %d: %w", dec.Author().Short(), dec.Seq(), errNotOwnEntry)
-		}
-		e, err := entry.Validate(raw, vault, head)
-		if err != nil {
-			return nil, fmt.Errorf("taking back own entry: %w", err)
-		}
-		out = append(out, e)
-		head = e.Head()
-	}
-	return out, nil
-}
-
-// tookBack notes that own entry seq was taken back from a peer.
-func (v *vault) tookBack(seq uint64) {
-	t := v.tail
-	t.mu.Lock()
-	if t.took == 0 {
-		t.from = seq
-	}
-	t.took++
-	t.mu.Unlock()
 }
 
 // ownForkSeen reports, once, that a peer holds an entry of this device's
@@ -452,14 +246,7 @@ func (v *vault) tookBack(seq uint64) {
 // an old copy that authored before this gate existed, or a copied device
 // key). Nothing can mend it here; it is said loudly instead of silently.
 func (v *vault) ownForkSeen(seq uint64, err error) {
-	t := v.tail
-	t.mu.Lock()
-	first := !t.forked
-	if first {
-		t.forked, t.forkSeq, t.forkedAt = true, seq, v.n.now()
-	}
-	t.mu.Unlock()
-	if !first {
+	if !v.tail.ForkSeen(seq, v.n.now()) {
 		return
 	}
 	v.log.Error("a peer holds a different entry of this device's own log: the log forked", "seq", seq, "err", err)
@@ -468,10 +255,10 @@ func (v *vault) ownForkSeen(seq uint64, err error) {
 }
 
 // verifyOwnNext checks an entry of this device's own log a peer sent, the
-// one after head (verifyOwnTail). An authentic entry that does not chain
+// one after head (ownlog.VerifyTail). An authentic entry that does not chain
 // onto head is a fork of the own log, reported once (ownForkSeen).
 func (v *vault) verifyOwnNext(raw []byte, head entry.Head) (*entry.Entry, error) {
-	es, err := verifyOwnTail(v.id, v.n.id.ID(), head, [][]byte{raw})
+	es, err := ownlog.VerifyTail(v.id, v.n.id.ID(), head, [][]byte{raw})
 	if err != nil {
 		if errors.Is(err, entry.ErrPrevMismatch) {
 			v.ownForkSeen(head.Seq+1, err)

@@ -11,6 +11,7 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/ownlog"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 )
@@ -77,7 +78,7 @@ func TestVerifyOwnTail(t *testing.T) {
 	}{
 		{"own tail chaining onto head", raws(tail), nil},
 		{"nothing", nil, nil},
-		{"signed by another device", raws(foreign), errNotOwnEntry},
+		{"signed by another device", raws(foreign), ownlog.ErrNotOwnEntry},
 		{"signature altered", [][]byte{badSig}, entry.ErrBadSignature},
 		{"a gap after head", raws(tail[1:]), entry.ErrSeqGap},
 		{"out of order", [][]byte{tail[1].Bytes(), tail[0].Bytes()}, entry.ErrSeqGap},
@@ -87,7 +88,7 @@ func TestVerifyOwnTail(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := verifyOwnTail(vault, self.ID(), head, tt.raws)
+			got, err := ownlog.VerifyTail(vault, self.ID(), head, tt.raws)
 			if tt.want == nil {
 				if err != nil {
 					t.Fatalf("got %v, want accepted", err)
@@ -108,7 +109,7 @@ func TestVerifyOwnTail(t *testing.T) {
 	t.Run("another vault", func(t *testing.T) {
 		var other keys.RootSecret
 		other[0] = 0xff
-		if _, err := verifyOwnTail(other.Vault().ID, self.ID(), head, raws(tail)); !errors.Is(err, entry.ErrWrongVault) {
+		if _, err := ownlog.VerifyTail(other.Vault().ID, self.ID(), head, raws(tail)); !errors.Is(err, entry.ErrWrongVault) {
 			t.Fatalf("got %v, want %v", err, entry.ErrWrongVault)
 		}
 	})
@@ -157,15 +158,15 @@ func TestIngestOwnTail(t *testing.T) {
 	if got := v.db.Head(self); got.Seq != 2 || !got.CID.Equals(e2.CID()) {
 		t.Fatalf("head %d %s, want 2 %s", got.Seq, got.CID, e2.CID())
 	}
-	if v.tail.took != 2 || v.tail.from != 1 {
-		t.Fatalf("took back %d from %d, want 2 from 1", v.tail.took, v.tail.from)
+	if took, from := v.tail.Took(); took != 2 || from != 1 {
+		t.Fatalf("took back %d from %d, want 2 from 1", took, from)
 	}
 
 	// The other seq 1, sent again: held differs, reported once.
 	if err := v.ingestEntry(other.Bytes(), nil); err != nil {
 		t.Fatalf("a held seq sent again: %v", err)
 	}
-	if !v.tail.forked {
+	if _, _, forked := v.tail.Fork(); !forked {
 		t.Fatal("a different entry at a held seq of the own log not reported")
 	}
 	if got, err := v.db.Get(self, 1); err != nil || !got.CID().Equals(e1.CID()) {

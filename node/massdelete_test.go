@@ -406,9 +406,7 @@ func TestAcceptRefusedWhileAuthoringHeld(t *testing.T) {
 	if held := n.Deletions(); len(held) != 1 || held[0].Files != 30 {
 		t.Fatalf("deletions: %+v, want 30 held", held)
 	}
-	v.tail.mu.Lock()
-	v.tail.state = tailHeld // as after a start, before any peer is heard
-	v.tail.mu.Unlock()
+	v.tail.Decide(0, nil, true) // held, as while the membership log is damaged
 	if _, err := n.DecideDeletions(ctx, api.DeletionsRequest{Action: "accept"}); !errors.Is(err, errAuthoringHeld) {
 		t.Fatalf("accept while authoring is held: %v, want errAuthoringHeld", err)
 	}

@@ -173,7 +173,7 @@ func (v *vault) logHealthStatus(fs *api.FolderStatus) {
 		fs.State, fs.Error = "error", m.Reason
 		return
 	}
-	if reason, owed := v.tailStatus(); owed > 0 {
+	if reason, owed := v.tail.Status(); owed > 0 {
 		fs.Errors = append(fs.Errors, api.PathMessage{Code: api.CodeLogUnconfirmed,
 			Reason: fmt.Sprintf("%d local changes wait to be recorded: %s", owed, reason)})
 		if fs.State == "in-sync" || fs.State == "offline" {

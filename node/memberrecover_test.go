@@ -48,7 +48,7 @@ func TestDamagedMembershipIsReported(t *testing.T) {
 	if !v.membershipLost() {
 		t.Fatal("membership not reported lost")
 	}
-	if !v.authoringHeld(nil) {
+	if !v.tail.Hold(nil) {
 		t.Fatal("authoring open with the membership lost")
 	}
 	v.mu.Lock()

@@ -23,6 +23,7 @@ import (
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/keyring"
 	"github.com/weftsync/weft/node/memindex"
+	"github.com/weftsync/weft/node/ownlog"
 	"github.com/weftsync/weft/node/peerbook"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/node/scrub"
@@ -325,7 +326,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		heldUpTo:   map[keys.DeviceID]uint64{},
 		foldedUpTo: map[keys.DeviceID]uint64{},
 		pieced:     map[entryRef]struct{}{},
-		tail:       newOwnTail(n.id.ID(), report),
+		tail:       ownlog.NewGate(ownLostTo(n.id.ID(), report), report.NeedRescan),
 	}
 	v.mh.damaged = memberDamaged(report)
 	v.openKeeper()
@@ -431,7 +432,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		v.log.Warn("membership log damaged; fetching it again from the members this device remembers")
 	}
 	v.tailCheck()
-	v.tail.openAtStart()
+	v.tail.OpenAtStart()
 	v.log.Debug("vault opened", "from_snapshot", v.opened.fromSnapshot, "entries_replayed", v.opened.replayed, "versions", len(v.bodies))
 	return v, nil
 }

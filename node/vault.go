@@ -14,6 +14,7 @@ import (
 	"github.com/weftsync/weft/node/keeper"
 	"github.com/weftsync/weft/node/keyring"
 	"github.com/weftsync/weft/node/memindex"
+	"github.com/weftsync/weft/node/ownlog"
 	"github.com/weftsync/weft/node/peerbook"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/protocol"
@@ -81,7 +82,7 @@ type vault struct {
 	// tail holds authoring after a start until this device's own log is
 	// known whole (logtail.go); mh is whether the membership log is known
 	// whole (memberrecover.go).
-	tail *ownTail
+	tail *ownlog.Gate
 	mh   memberHealth
 	// book remembers where members were last reachable (node/peerbook); it
 	// has its own lock.
@@ -353,7 +354,7 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head, sr
 	v.mu.Unlock()
 	v.n.events.Publish(api.Event{Type: api.EventEntryReceived, Folder: v.cfg.Folder, Peer: author.String(), Count: len(body.Versions)})
 	if own {
-		v.tookBack(e.Seq())
+		v.tail.TookBack(e.Seq())
 		v.tailCheck()
 	}
 	v.kick()
