@@ -251,12 +251,12 @@ func (n *Node) ResetFolder(folder string) error {
 	if err != nil {
 		return err
 	}
-	st, stopped := v.stopped()
+	st, stopped := v.fguard.Stopped()
 	if !stopped {
 		return fmt.Errorf("%s: %w", v.cfg.Folder, errFolderNotStop)
 	}
-	if st.code == api.CodeUnreadable {
-		return fmt.Errorf("%s cannot be read (%s); a reset cannot help until it can", v.cfg.Folder, st.message)
+	if st.Code == api.CodeUnreadable {
+		return fmt.Errorf("%s cannot be read (%s); a reset cannot help until it can", v.cfg.Folder, st.Message)
 	}
 	if o, ok := v.fs.(interface{ Reopen() error }); ok {
 		if err := o.Reopen(); err != nil {
@@ -266,7 +266,7 @@ func (n *Node) ResetFolder(folder string) error {
 	if err := v.markFolder(); err != nil {
 		return err
 	}
-	v.log.Warn("folder reset by the user: syncing the folder as it is now", "was", st.code)
+	v.log.Warn("folder reset by the user: syncing the folder as it is now", "was", st.Code)
 	v.guard()
 	return nil
 }

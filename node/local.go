@@ -16,6 +16,7 @@ import (
 	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/folder/watch"
+	"github.com/weftsync/weft/node/folderguard"
 	"github.com/weftsync/weft/node/keeper"
 	"github.com/weftsync/weft/node/seal"
 	"github.com/weftsync/weft/protocol/chunk"
@@ -539,7 +540,7 @@ func (v *vault) setIndexLocked(path string, rec vaultdb.Record) {
 
 // watch runs the folder watcher and records settled changes until ctx
 // ends. A watcher overflow or failure falls back to full rescans. The
-// folder guard is checked every guardRecheck; a folder that comes back
+// folder guard is checked every folderguard.Recheck; a folder that comes back
 // after a stop gets a new watcher (the old one watched the directories
 // that were there before) and a full scan.
 //
@@ -556,7 +557,7 @@ func (v *vault) setIndexLocked(path string, rec vaultdb.Record) {
 func (v *vault) watch(ctx context.Context, useWatcher bool, settle time.Duration, rescanEvery time.Duration, firstScan func(watchDir func(string)) bool) {
 	tick := time.NewTicker(rescanEvery)
 	defer tick.Stop()
-	recheck := time.NewTicker(guardRecheck)
+	recheck := time.NewTicker(folderguard.Recheck)
 	defer recheck.Stop()
 	for {
 		var batches <-chan watch.Batch
@@ -658,7 +659,7 @@ func (v *vault) startWatcher(ctx context.Context, settle time.Duration, done cha
 
 // watchUntilResumed records what the watcher and the periodic rescans
 // find until ctx ends (false) or the folder guard lets a stopped folder
-// run again (true, signalled on v.resumed by whichever call of the guard
+// run again (true, signalled on v.fguard.Resumed() by whichever call of the guard
 // saw it).
 func (v *vault) watchUntilResumed(ctx context.Context, batches <-chan watch.Batch, rescan, recheck <-chan time.Time) bool {
 	for {
@@ -693,7 +694,7 @@ func (v *vault) watchUntilResumed(ctx context.Context, batches <-chan watch.Batc
 			} else if ps := v.deferredDeletions(); len(ps) > 0 {
 				_, err = v.scan(ctx, ps)
 			}
-		case <-v.resumed:
+		case <-v.fguard.Resumed():
 			return true
 		}
 		if errors.Is(err, errFolderStopped) {

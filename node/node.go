@@ -21,6 +21,7 @@ import (
 	"github.com/weftsync/weft/node/clock"
 	"github.com/weftsync/weft/node/connect"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/folderguard"
 	"github.com/weftsync/weft/node/keyring"
 	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/node/ownlog"
@@ -319,7 +320,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		book:       peerbook.New(metaStore{db}),
 		grow:       make(chan struct{}),
 		cleaned:    make(chan struct{}),
-		resumed:    make(chan struct{}, 1),
+		fguard:     folderguard.New(),
 		kicked:     make(chan struct{}, 1),
 		firstScan:  make(chan struct{}),
 		peerVec:    map[keys.DeviceID]protocol.Vector{},

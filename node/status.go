@@ -128,9 +128,9 @@ func (v *vault) status() api.FolderStatus {
 	// pending is what this device must still do itself; what peers
 	// still need from it is pending_upload (and peers[].in_sync).
 	fs.Pending = fs.PendingApply + fs.PendingFetch
-	stop, stopped := v.stopped()
+	stop, stopped := v.fguard.Stopped()
 	if stopped {
-		fs.Errors = append(fs.Errors, api.PathMessage{Code: stop.code, Reason: stop.message, Since: sinceOf(stop.since)})
+		fs.Errors = append(fs.Errors, api.PathMessage{Code: stop.Code, Reason: stop.Message, Since: sinceOf(stop.Since)})
 	}
 	home, homeFull := v.home.current()
 	if homeFull {
@@ -150,7 +150,7 @@ func (v *vault) status() api.FolderStatus {
 	fs.Errors = append(fs.Errors, unwatched...)
 	switch {
 	case stopped:
-		fs.State, fs.Error = "error", stop.message
+		fs.State, fs.Error = "error", stop.Message
 	case homeFull:
 		fs.State, fs.Error = "error", home.message
 	case view.scanning || !view.scanned:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/folderguard"
 	"github.com/weftsync/weft/node/keeper"
 	"github.com/weftsync/weft/node/keyring"
 	"github.com/weftsync/weft/node/memindex"
@@ -63,9 +64,9 @@ type vault struct {
 	firstScan chan struct{}
 	// kicked (buffer 1) wakes the vault's reconcile loop (kick).
 	kicked chan struct{}
-	// resumed is signalled (buffer 1) when the folder guard lets a
-	// stopped folder run again; the watch loop then rescans and re-watches.
-	resumed chan struct{}
+	// fguard is the folder guard's stop (node/folderguard); it has its
+	// own lock.
+	fguard *folderguard.Guard
 	// onDecided, set only by tests, runs after a path's decision is made
 	// and before it is carried out (decidedHook): a test makes a scan
 	// race the decision there. One vault's, not a global switch.
@@ -117,7 +118,6 @@ type vault struct {
 	fullScans    int  // full scans completed since the vault opened
 	adoptPasses  int  // adoptOwnHeads passes completed since the vault opened
 	pending      pendingCounts
-	stop         folderStop             // why the folder guard stopped the folder (folderguard.go)
 	corrupt      map[string]corruptFile // damaged files being written again (rot.go)
 
 	keep *keeper.Keeper // the local version store and its queue (node/keeper); set at open
