@@ -17,6 +17,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/content"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/homefull"
 	"github.com/weftsync/weft/node/keeper"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/engine"
@@ -61,7 +62,7 @@ func (v *vault) reconcileLoop(ctx context.Context) {
 // this device's log is known whole and the folder rescanned (logtail.go:
 // an apply could otherwise meet a local edit not yet recorded).
 func (v *vault) mayReconcile() bool {
-	if v.home.full.Load() || v.tail.ReconcileHeld() {
+	if v.home.Full() || v.tail.ReconcileHeld() {
 		return false
 	}
 	v.mu.Lock()
@@ -481,7 +482,7 @@ func (v *vault) commitIndex(recs ...indexed) error {
 	err := v.db.Commit(u)
 	v.noteHomeWrite("recording applied files", err) // homefull.go
 	if err != nil {
-		if isDiskFull(err) {
+		if homefull.IsDiskFull(err) {
 			err = fmt.Errorf("%w: %w", errHomeFull, err)
 		}
 		if len(todo) == 1 {

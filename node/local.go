@@ -17,6 +17,7 @@ import (
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/folder/watch"
 	"github.com/weftsync/weft/node/folderguard"
+	"github.com/weftsync/weft/node/homefull"
 	"github.com/weftsync/weft/node/keeper"
 	"github.com/weftsync/weft/node/seal"
 	"github.com/weftsync/weft/protocol/chunk"
@@ -684,7 +685,7 @@ func (v *vault) watchUntilResumed(ctx context.Context, batches <-chan watch.Batc
 			_, err = v.scan(ctx, nil)
 		case <-recheck:
 			v.guard() // a stop or a resume is logged and signalled by the guard
-			if ferr := v.fallbackScan(ctx); ferr != nil && !errors.Is(ferr, errFolderStopped) && ctx.Err() == nil && !isDiskFull(ferr) {
+			if ferr := v.fallbackScan(ctx); ferr != nil && !errors.Is(ferr, errFolderStopped) && ctx.Err() == nil && !homefull.IsDiskFull(ferr) {
 				v.log.Error("fallback rescan", "err", ferr) // watchfallback.go
 			}
 			if v.retryHome() {
@@ -700,7 +701,7 @@ func (v *vault) watchUntilResumed(ctx context.Context, batches <-chan watch.Batc
 		if errors.Is(err, errFolderStopped) {
 			continue // logged once by the guard; the recheck resumes it
 		}
-		if err != nil && ctx.Err() == nil && !isDiskFull(err) { // a full home is logged once (homefull.go)
+		if err != nil && ctx.Err() == nil && !homefull.IsDiskFull(err) { // a full home is logged once (homefull.go)
 			v.log.Error("scan", "err", err)
 		}
 	}

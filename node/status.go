@@ -132,9 +132,9 @@ func (v *vault) status() api.FolderStatus {
 	if stopped {
 		fs.Errors = append(fs.Errors, api.PathMessage{Code: stop.Code, Reason: stop.Message, Since: sinceOf(stop.Since)})
 	}
-	home, homeFull := v.home.current()
+	home, homeFull := v.home.Current()
 	if homeFull {
-		fs.Errors = append(fs.Errors, api.PathMessage{Code: api.CodeHomeDiskFull, Reason: home.message, Since: sinceOf(home.since)})
+		fs.Errors = append(fs.Errors, api.PathMessage{Code: api.CodeHomeDiskFull, Reason: home.Message, Since: sinceOf(home.Since)})
 	}
 	held := v.heldErrors()
 	fs.Errors = append(fs.Errors, held...)
@@ -152,7 +152,7 @@ func (v *vault) status() api.FolderStatus {
 	case stopped:
 		fs.State, fs.Error = "error", stop.Message
 	case homeFull:
-		fs.State, fs.Error = "error", home.message
+		fs.State, fs.Error = "error", home.Message
 	case view.scanning || !view.scanned:
 		fs.State = "scanning"
 	case stuck(fs.Errors) != "":

@@ -12,6 +12,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/folderguard"
+	"github.com/weftsync/weft/node/homefull"
 	"github.com/weftsync/weft/node/keeper"
 	"github.com/weftsync/weft/node/keyring"
 	"github.com/weftsync/weft/node/memindex"
@@ -73,7 +74,7 @@ type vault struct {
 	onDecided atomic.Pointer[func(path string)]
 	// home is why writes to the home fail, if they do (homefull.go); it
 	// has its own lock.
-	home homeGuard
+	home homefull.Guard
 
 	// scanMu serialises scans (the scanner runs one at a time).
 	scanMu sync.Mutex
@@ -182,7 +183,7 @@ func (v *vault) grewLocked() {
 // (roster.Roster.Ingest) and does what follows a new one (memberApplied).
 func (v *vault) ingestMember(raw []byte) error {
 	r, err := v.roster.Ingest(raw)
-	if isDiskFull(err) {
+	if homefull.IsDiskFull(err) {
 		v.noteHomeWrite("storing a membership record", err)
 	}
 	if err != nil || r == nil {
