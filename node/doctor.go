@@ -3,11 +3,9 @@ package node
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/watchfallback"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 )
@@ -288,19 +287,9 @@ func maxUserWatches() int {
 	// namespace weft runs in; the lower one applies.
 	n := 0
 	for _, f := range []string{"/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"} {
-		if m := readLimit(f); m > 0 && (n == 0 || m < n) {
+		if m := watchfallback.ReadLimit(f); m > 0 && (n == 0 || m < n) {
 			n = m
 		}
 	}
 	return n
-}
-
-// readLimit reads a number from a /proc/sys file; 0 when unknown.
-func readLimit(f string) int {
-	b, err := os.ReadFile(f)
-	if err != nil {
-		return 0
-	}
-	m, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return m
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/weftsync/weft/node/homefull"
 	"github.com/weftsync/weft/node/keeper"
 	"github.com/weftsync/weft/node/seal"
+	"github.com/weftsync/weft/node/watchfallback"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
@@ -639,20 +640,20 @@ func (v *vault) startWatcher(ctx context.Context, settle time.Duration, done cha
 		OnUnwatched: v.noteUnwatched, // watchfallback.go
 	})
 	if err != nil {
-		v.log.Warn("no file watcher; rescanning the folder instead", "every", fallbackEvery, "err", err)
+		v.log.Warn("no file watcher; rescanning the folder instead", "every", watchfallback.Every, "err", err)
 		v.noteWatcherFailed(err)
-		v.fallback.setDead(err)
+		v.fallback.SetDead(err)
 		close(done)
 		return nil, nil
 	}
 	v.noteWatcherRunning()
-	v.fallback.setDead(nil)
+	v.fallback.SetDead(nil)
 	go func() {
 		defer close(done)
 		if err := w.Run(ctx); err != nil {
-			v.log.Warn("file watcher stopped; rescanning the folder instead", "every", fallbackEvery, "err", err)
+			v.log.Warn("file watcher stopped; rescanning the folder instead", "every", watchfallback.Every, "err", err)
 			v.noteWatcherFailed(err)
-			v.fallback.setDead(err)
+			v.fallback.SetDead(err)
 		}
 	}()
 	return w.Batches(), w

@@ -230,7 +230,7 @@ func (s metricsSource) FolderGauges() map[string]api.FolderGauges {
 	out := map[string]api.FolderGauges{}
 	for _, v := range s.vaultsNow() {
 		g := api.FolderGauges{Dirs: v.view().dirs}
-		if un, whole, _ := v.fallback.state(); whole {
+		if un, whole, _ := v.fallback.State(); whole {
 			g.Unwatched = -1
 		} else {
 			g.Unwatched = un

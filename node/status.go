@@ -146,7 +146,7 @@ func (v *vault) status() api.FolderStatus {
 	skipped := v.skippedErrors()
 	fs.Errors = append(fs.Errors, skipped...)
 	fs.Errors = append(fs.Errors, relayFull...)
-	unwatched := v.fallback.errors() // watchfallback.go
+	unwatched := v.fallback.Errors() // node/watchfallback
 	fs.Errors = append(fs.Errors, unwatched...)
 	switch {
 	case stopped:

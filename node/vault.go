@@ -19,6 +19,7 @@ import (
 	"github.com/weftsync/weft/node/ownlog"
 	"github.com/weftsync/weft/node/peerbook"
 	"github.com/weftsync/weft/node/roster"
+	"github.com/weftsync/weft/node/watchfallback"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/engine"
@@ -91,7 +92,7 @@ type vault struct {
 	book *peerbook.Book
 	// fallback is what rescans stand in for an incomplete or stopped
 	// watcher (watchfallback.go); it has its own lock.
-	fallback watchFallback
+	fallback watchfallback.Fallback
 
 	mu           sync.Mutex     // guards the fields below
 	roster       *roster.Roster // membership (node/roster): its own lock
