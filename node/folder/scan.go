@@ -329,7 +329,48 @@ func (w *walk) root(p string) error {
 		w.skip(p, err)
 		return nil
 	}
+	if w.keys != nil {
+		if stored, e, ok, err := w.storedTwin(p, info); err != nil {
+			w.skip(p, err)
+			return nil
+		} else if ok {
+			// On a folding file system Lstat(p) found an item stored
+			// under another name (another case): that item, not p, is
+			// what is on disk. Scanned under its own name, it is a live
+			// twin that shadows p, or a new path beside p's deletion (a
+			// case-only rename), never a version of p.
+			return w.entry(stored, e)
+		}
+	}
 	return w.entry(p, info)
+}
+
+// storedTwin reports, on a folding file system, the item that Lstat(p)
+// found (info) when it is stored under a name that differs from p's by
+// more than its normalisation: its path and its directory entry.
+func (w *walk) storedTwin(p string, info FileInfo) (string, FileInfo, bool, error) {
+	dir, base := splitPath(p)
+	if info.Name == base {
+		return "", FileInfo{}, false, nil
+	}
+	// Lstat may report the requested name; the directory listing has the
+	// stored one.
+	ents, err := w.s.cfg.FS.ReadDir(dir)
+	if err != nil {
+		return "", FileInfo{}, false, err
+	}
+	fold := w.s.cfg.Folding
+	key := fold.Key(base)
+	for _, e := range ents {
+		if e.Name == base || fold.Key(e.Name) != key {
+			continue
+		}
+		if norm.NFC.String(e.Name) == base {
+			return "", FileInfo{}, false, nil // only the normalisation differs: the same wire path
+		}
+		return joinPath(dir, e.Name), e, true, nil
+	}
+	return "", FileInfo{}, false, nil
 }
 
 // listing is one directory's entries, read ahead.

@@ -216,6 +216,39 @@ func TestScanNames(t *testing.T) {
 			t.Errorf("changes %q shadowed %q, want none and [readme.md]", changes(r), r.Shadowed)
 		}
 	})
+	t.Run("case-insensitive FS, one path asked", func(t *testing.T) {
+		// Scanning a path that Lstat finds under another stored name
+		// looks at the stored name: never a version of the path asked
+		// (an apply's check of README.md while readme.md is on disk once
+		// recorded a new README.md with readme.md's content: a conflict
+		// copy instead of a collision name).
+		m := NewMemFS(MemFSConfig{Folding: Folding{CaseInsensitive: true}})
+		idx := MapIndex{}
+		s, _ := NewScanner(ScannerConfig{FS: m, Index: idx, Folding: m.Folding()})
+		put(t, m, "readme.md", "lower")
+		paths := func() Result {
+			t.Helper()
+			r, err := s.ScanPaths(context.Background(), []string{"README.md"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			record(idx, r)
+			return r
+		}
+		if got, want := changes(paths()), "added readme.md\n"; got != want {
+			t.Errorf("the stored twin not indexed yet:\n%s\nwant:\n%s", got, want)
+		}
+		if r := paths(); len(r.Changes) != 0 {
+			t.Errorf("the stored twin indexed and unchanged: %s", changes(r))
+		}
+		// A live record of the name asked, whose item is stored under
+		// another case now (a case-only rename made on this device).
+		idx.Put(Record{Path: "README.md", Kind: KindFile})
+		delete(idx, "readme.md")
+		if got, want := changes(paths()), "deleted README.md\nadded readme.md\n"; got != want {
+			t.Errorf("a case-only rename seen from the old name:\n%s\nwant:\n%s", got, want)
+		}
+	})
 }
 
 func TestScanCancel(t *testing.T) {
