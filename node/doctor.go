@@ -115,7 +115,7 @@ func (n *Node) scanNoted(ctx context.Context, v *vault, rel string, onePath bool
 		return api.ScanResult{}, err
 	}
 	if m := n.monitor(); m != nil {
-		m.noteScanResult(v, paths, res)
+		m.scans.Scanned(v.cfg.Folder, paths, res, time.Now())
 		m.metrics.ObserveScan(v.cfg.Folder, scanScope(paths), time.Since(start))
 	}
 	out := api.ScanResult{
@@ -174,7 +174,7 @@ func (n *Node) folderFacts(v *vault, fs api.FolderStatus, asked string, onePath 
 	fo.Rollbacks = v.relayRollbacks()
 	fo.Versions = v.keep.Info()
 	if m := n.monitor(); m != nil {
-		fo.Skipped, fo.Unsettled, fo.Watcher.OverflowRescans, fo.Watcher.Failed = m.scanProblems(v)
+		fo.Skipped, fo.Unsettled, fo.Watcher.OverflowRescans, fo.Watcher.Failed = m.scans.Problems(v.cfg.Folder)
 	}
 	withHolders := func(pv doctor.PathState) doctor.PathFacts {
 		pf := doctor.PathFacts{PathState: pv}

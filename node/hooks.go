@@ -21,7 +21,7 @@ func (v *vault) noteLocalChange(c folder.Change) {
 // started at start: its duration, and what it skipped or found unsettled.
 func (v *vault) noteScan(start time.Time, paths []string, res folder.Result, err error) {
 	if m := v.n.monitor(); m != nil && err == nil {
-		m.noteScanResult(v, paths, res)
+		m.scans.Scanned(v.cfg.Folder, paths, res, time.Now())
 		m.metrics.ObserveScan(v.cfg.Folder, scanScope(paths), time.Since(start))
 	}
 	for _, s := range res.Skipped {
@@ -65,9 +65,7 @@ func (v *vault) noteApply(start time.Time) {
 // for a full rescan.
 func (v *vault) noteWatcherRescan() {
 	if m := v.n.monitor(); m != nil {
-		m.mu.Lock()
-		m.scanNoteLocked(v).watcherRescans++
-		m.mu.Unlock()
+		m.scans.WatcherRescan(v.cfg.Folder)
 	}
 	v.n.events.Publish(api.Event{Type: api.EventWatcherRescan, Folder: v.cfg.Folder})
 }
@@ -76,9 +74,7 @@ func (v *vault) noteWatcherRescan() {
 // (after a stopped folder came back).
 func (v *vault) noteWatcherRunning() {
 	if m := v.n.monitor(); m != nil {
-		m.mu.Lock()
-		m.scanNoteLocked(v).watcherFailed = ""
-		m.mu.Unlock()
+		m.scans.WatcherFailed(v.cfg.Folder, "")
 	}
 }
 
@@ -86,9 +82,7 @@ func (v *vault) noteWatcherRunning() {
 // changes are then found only by the periodic rescan.
 func (v *vault) noteWatcherFailed(err error) {
 	if m := v.n.monitor(); m != nil {
-		m.mu.Lock()
-		m.scanNoteLocked(v).watcherFailed = err.Error()
-		m.mu.Unlock()
+		m.scans.WatcherFailed(v.cfg.Folder, err.Error())
 	}
 	v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Kind: "watcher", Error: err.Error()})
 }

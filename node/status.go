@@ -215,7 +215,7 @@ func (v *vault) skippedErrors() []api.PathMessage {
 	if m == nil {
 		return nil
 	}
-	skipped, _, _, _ := m.scanProblems(v)
+	skipped, _, _, _ := m.scans.Problems(v.cfg.Folder)
 	var out []api.PathMessage
 	more := 0
 	for _, p := range slices.Sorted(maps.Keys(skipped)) {
