@@ -94,12 +94,12 @@ func (v *vault) readRefusal(f *wire.Conn, dev keys.DeviceID) bool {
 		// authoring gate (logtail.go) or put the folder in error.
 		var seq uint64
 		_, _ = fmt.Sscanf(we.Reason, "entry %d", &seq)
-		v.probes.probe(dev, seq)
+		v.probes.Probe(dev, seq)
 	case wire.CodeInvalidEntry:
 	default:
 		return true
 	}
-	if v.entryRefused.due(dev, time.Now()) { // at most one line per refusedLogEvery per peer
+	if v.entryRefused.Due(dev, time.Now()) { // at most one line per heard.RefusedLogEvery per peer
 		v.log.Warn("a peer refused an entry this device sent it", "peer", dev, "reason", we.Reason)
 	}
 	return true
@@ -206,8 +206,8 @@ func (v *vault) fromAuthorSeq(dev keys.DeviceID) uint64 {
 func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	v.probes.setRestart(dev, cancel) // a fork probe restarts the pull (entryrefusals.go)
-	defer v.probes.setRestart(dev, nil)
+	v.probes.SetRestart(dev, cancel) // a fork probe restarts the pull (node/heard)
+	defer v.probes.SetRestart(dev, nil)
 	s, err := v.n.host.NewStream(ctx, p, ProtoLog)
 	if err != nil {
 		return fmt.Errorf("opening log stream: %w", err)

@@ -3,7 +3,6 @@ package node
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/weftsync/weft/node/api"
@@ -21,14 +20,6 @@ import (
 // device while another refuses it (a new device whose admission has not
 // reached that member yet) keeps it out of error.
 
-// refusals is what the members this device opened streams to answered.
-type refusals struct {
-	mu     sync.Mutex
-	by     map[keys.DeviceID]time.Time // members whose last answer refused this device as not a member
-	ok     map[keys.DeviceID]time.Time // members whose last answer accepted it
-	logged bool                        // the refusal was logged (once per episode)
-}
-
 // noteHello records how dev answered this device's Hello: err from
 // OpenHello (nil: accepted).
 func (v *vault) noteHello(dev keys.DeviceID, err error) {
@@ -37,27 +28,11 @@ func (v *vault) noteHello(dev keys.DeviceID, err error) {
 	if err != nil && !refused {
 		return // a broken stream says nothing about membership
 	}
-	r := &v.refused
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.by == nil {
-		r.by, r.ok = map[keys.DeviceID]time.Time{}, map[keys.DeviceID]time.Time{}
+	first, again := v.refused.Answer(dev, refused, time.Now())
+	if again {
+		v.log.Info("a member accepts this device again", "peer", dev)
 	}
-	if !refused {
-		if _, was := r.by[dev]; was {
-			v.log.Info("a member accepts this device again", "peer", dev)
-		}
-		delete(r.by, dev)
-		r.ok[dev] = time.Now()
-		if len(r.by) == 0 {
-			r.logged = false
-		}
-		return
-	}
-	delete(r.ok, dev)
-	r.by[dev] = time.Now()
-	if !r.logged {
-		r.logged = true
+	if first {
 		v.log.Error("a member refuses this device as not a member of the vault: it was probably revoked", "peer", dev)
 	}
 }
@@ -67,11 +42,8 @@ func (v *vault) revokedMessage() *api.PathMessage {
 	if v.roster.IsRevoked(v.n.id.ID()) {
 		return &api.PathMessage{Code: api.CodeRevoked, Reason: "this device was revoked from the vault (its membership log says so): nothing it writes is accepted, and nothing new reaches it; ask an admin to add it again (`weft invite` on an admin device, then `weft join`)"}
 	}
-	r := &v.refused
-	r.mu.Lock()
-	n, accepted := len(r.by), len(r.ok)
-	r.mu.Unlock()
-	if n == 0 || accepted > 0 {
+	n := v.refused.Refused()
+	if n == 0 {
 		return nil
 	}
 	return &api.PathMessage{Code: api.CodeRevoked, Reason: fmt.Sprintf("%d members this device reached refuse it as not a member of the vault, and none accepts it: it was probably revoked; ask an admin to add it again (`weft invite` on an admin device, then `weft join`)", n)}

@@ -12,6 +12,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/folderguard"
+	"github.com/weftsync/weft/node/heard"
 	"github.com/weftsync/weft/node/homefull"
 	"github.com/weftsync/weft/node/keeper"
 	"github.com/weftsync/weft/node/keyring"
@@ -124,13 +125,13 @@ type vault struct {
 
 	keep *keeper.Keeper // the local version store and its queue (node/keeper); set at open
 
-	refused refusals // members refusing this device (revoked.go)
+	refused heard.Membership // members accepting or refusing this device (revoked.go)
 	// entryRefused is when peers' refusals of entries were logged
 	// (entryrefusals.go).
-	entryRefused entryRefusals
+	entryRefused heard.EntryRefusals
 	// probes are the fork probes asked of peers (entryrefusals.go); it
 	// has its own lock.
-	probes forkProbes
+	probes heard.ForkProbes
 	// eng is the vault's reconcile engine (protocol/engine): which paths
 	// need a decision, their waits for history and errors, the
 	// mass-delete guard (eng.Deletes, massdelete.go) and the peers'
