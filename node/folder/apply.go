@@ -114,11 +114,15 @@ func (a *Applier) resolveWith(ops nameOps, p string) (existing, error) {
 		return existing{}, err
 	}
 	dir, base := splitPath(p)
-	if !a.cfg.Folding.Folds() || info.Name == base {
+	if !a.cfg.Folding.Folds() {
 		return existing{real: p, info: info}, nil
 	}
-	// Lstat may report the requested name; the directory listing has the
-	// stored one.
+	// On a folding file system the item found may be stored under another
+	// name, and neither Lstat (the operating system's reports the name
+	// asked for) nor the inode (a case-only rename keeps it) says so: the
+	// directory listing has the stored one. This costs one listing of the
+	// directory per item replaced or deleted there, on such file systems
+	// only; a new item (Lstat finds nothing) costs none.
 	ents, err := a.cfg.FS.ReadDir(dir)
 	if err != nil {
 		return existing{}, err

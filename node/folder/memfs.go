@@ -178,7 +178,9 @@ func (n *memNode) info(name string) FileInfo {
 	return fi
 }
 
-// Lstat implements FS.
+// Lstat implements FS. Like the operating system's, it reports the name
+// asked for, not the one stored (on a folding MemFS they may differ:
+// ReadDir has the stored one).
 func (m *MemFS) Lstat(p string) (FileInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -189,7 +191,8 @@ func (m *MemFS) Lstat(p string) (FileInfo, error) {
 	if err != nil {
 		return FileInfo{}, err
 	}
-	return e.node.info(e.name), nil
+	_, base := splitPath(p)
+	return e.node.info(base), nil
 }
 
 // ReadDir implements FS.

@@ -268,7 +268,8 @@ type walk struct {
 	// seen, keys and prefetched are used by the walking goroutine only
 	// (and read after the workers stopped).
 	seen       map[string]bool
-	keys       map[string]string // Folding.Key(path) -> path seen
+	keys       map[string]string              // Folding.Key(path) -> path seen
+	stored     map[string]map[string]FileInfo // dir -> its entries by Folding.Key (storedNames)
 	prefetched map[string]chan listing
 	sem        chan struct{}  // bounds prefetching goroutines
 	pf         sync.WaitGroup // prefetching goroutines
@@ -330,7 +331,7 @@ func (w *walk) root(p string) error {
 		return nil
 	}
 	if w.keys != nil {
-		if stored, e, ok, err := w.storedTwin(p, info); err != nil {
+		if stored, e, ok, err := w.storedTwin(p); err != nil {
 			w.skip(p, err)
 			return nil
 		} else if ok {
@@ -339,38 +340,55 @@ func (w *walk) root(p string) error {
 			// what is on disk. Scanned under its own name, it is a live
 			// twin that shadows p, or a new path beside p's deletion (a
 			// case-only rename), never a version of p.
+			if w.seen[stored] {
+				return nil // asked for under both names
+			}
 			return w.entry(stored, e)
+		}
+		if w.seen[p] {
+			return nil // scanned already as another name's stored twin
 		}
 	}
 	return w.entry(p, info)
 }
 
 // storedTwin reports, on a folding file system, the item that Lstat(p)
-// found (info) when it is stored under a name that differs from p's by
-// more than its normalisation: its path and its directory entry.
-func (w *walk) storedTwin(p string, info FileInfo) (string, FileInfo, bool, error) {
+// found when it is stored under a name that differs from p's by
+// more than its normalisation: its path and its directory entry. Lstat
+// does not say (the operating system's reports the name asked for), and
+// the inode does not either (a case-only rename keeps it), so p's
+// directory is listed, once per scan.
+func (w *walk) storedTwin(p string) (string, FileInfo, bool, error) {
 	dir, base := splitPath(p)
-	if info.Name == base {
-		return "", FileInfo{}, false, nil
-	}
-	// Lstat may report the requested name; the directory listing has the
-	// stored one.
-	ents, err := w.s.cfg.FS.ReadDir(dir)
+	names, err := w.storedNames(dir)
 	if err != nil {
 		return "", FileInfo{}, false, err
 	}
-	fold := w.s.cfg.Folding
-	key := fold.Key(base)
-	for _, e := range ents {
-		if e.Name == base || fold.Key(e.Name) != key {
-			continue
-		}
-		if norm.NFC.String(e.Name) == base {
-			return "", FileInfo{}, false, nil // only the normalisation differs: the same wire path
-		}
-		return joinPath(dir, e.Name), e, true, nil
+	e, ok := names[w.s.cfg.Folding.Key(base)]
+	if !ok || e.Name == base || norm.NFC.String(e.Name) == base {
+		return "", FileInfo{}, false, nil // stored under p's name (or only its normalisation differs)
 	}
-	return "", FileInfo{}, false, nil
+	return joinPath(dir, e.Name), e, true, nil
+}
+
+// storedNames is dir's entries by Folding.Key, listed once per scan.
+func (w *walk) storedNames(dir string) (map[string]FileInfo, error) {
+	if names, ok := w.stored[dir]; ok {
+		return names, nil
+	}
+	ents, err := w.s.cfg.FS.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[string]FileInfo, len(ents))
+	for _, e := range ents {
+		names[w.s.cfg.Folding.Key(e.Name)] = e
+	}
+	if w.stored == nil {
+		w.stored = map[string]map[string]FileInfo{}
+	}
+	w.stored[dir] = names
+	return names, nil
 }
 
 // listing is one directory's entries, read ahead.

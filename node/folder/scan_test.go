@@ -218,7 +218,8 @@ func TestScanNames(t *testing.T) {
 	})
 	t.Run("case-insensitive FS, one path asked", func(t *testing.T) {
 		// Scanning a path that Lstat finds under another stored name
-		// looks at the stored name: never a version of the path asked
+		// looks at the stored name (MemFS's Lstat, like the operating
+		// system's, reports the name asked): never a version of the path asked
 		// (an apply's check of README.md while readme.md is on disk once
 		// recorded a new README.md with readme.md's content: a conflict
 		// copy instead of a collision name).
@@ -234,6 +235,9 @@ func TestScanNames(t *testing.T) {
 			}
 			record(idx, r)
 			return r
+		}
+		if r, err := s.ScanPaths(context.Background(), []string{"README.md", "readme.md"}); err != nil || changes(r) != "added readme.md\n" {
+			t.Errorf("both names asked: %q, %v; want readme.md added once", changes(r), err)
 		}
 		if got, want := changes(paths()), "added readme.md\n"; got != want {
 			t.Errorf("the stored twin not indexed yet:\n%s\nwant:\n%s", got, want)
