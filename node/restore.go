@@ -49,7 +49,7 @@ func (n *Node) Restore(ctx context.Context, req api.RestoreRequest) (api.Restore
 		}
 		targets = append(targets, restore.Target{Vault: restoreVault{v}, Path: rel, All: req.All})
 	}
-	return restore.Run(ctx, req, at, targets, n.now())
+	return restore.Run(ctx, req, at, targets, n.now)
 }
 
 // restoreVault is restore.Vault for one vault.

@@ -118,6 +118,10 @@ func TestGateOpensAtStartWithoutRescan(t *testing.T) {
 }
 
 func TestGateSkipsTheRescanOnlyWhenNothingIsOwed(t *testing.T) {
+	held := NewGate(0, false)
+	if held.OpenWithoutRescan(true) || !held.Hold(nil) || !held.ReconcileHeld() {
+		t.Fatal("a held gate opened by skipping the rescan")
+	}
 	g := NewGate(0, false)
 	g.Hold(nil)
 	g.Heard(peerA, 0, 0)

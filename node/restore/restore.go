@@ -97,13 +97,15 @@ type Target struct {
 }
 
 // Run carries out (or, with req.DryRun, plans) a restore over targets;
-// at is the time asked (zero: no time, only req.Version). Every path in
+// at is the time asked (zero: no time, only req.Version), and now dates
+// the files written (a restore is a new edit), read as each vault's
+// writes begin. Every path in
 // every target is checked before anything is written. Errors wrap one of
 // node/history's errors (ErrBadRestore, ErrNoHistory, ErrNoSuchVersion,
 // ErrNotSettled, ErrChangedSinceScan, ErrContentUnavailable); all of them
 // but a failure part-way through a large restore (see CacheLimit) mean
 // nothing was changed.
-func Run(ctx context.Context, req api.RestoreRequest, at time.Time, targets []Target, now time.Time) (api.RestoreResult, error) {
+func Run(ctx context.Context, req api.RestoreRequest, at time.Time, targets []Target, now func() time.Time) (api.RestoreResult, error) {
 	res := api.RestoreResult{DryRun: req.DryRun, Changes: []api.RestoreChange{}, Failed: []api.RestoreFailure{}}
 	if !at.IsZero() {
 		u := at.UTC()
@@ -168,7 +170,7 @@ func Run(ctx context.Context, req api.RestoreRequest, at time.Time, targets []Ta
 	for _, p := range plans {
 		if werr == nil {
 			var done []api.RestoreChange
-			done, werr = p.write(ctx, now.UnixNano())
+			done, werr = p.write(ctx, now().UnixNano())
 			res.Changes = append(res.Changes, done...)
 		}
 		p.v.UnlockScans()

@@ -38,13 +38,15 @@ type fakeVault struct {
 	applier   *folder.Applier
 	items     []history.Item
 	unsettled map[string]bool
-	changed   map[string]bool
+	changed   map[string]string  // path -> "unsettled" or "modified", as the check scan finds it
 	peers     map[cid.Cid][]byte // what the connected peers send
 	held      bool               // Record: authoring held
 	self      entry.VersionID
 
 	mu       sync.Mutex
 	locks    int // LockScans minus UnlockScans
+	gen      int // LockScans so far
+	checked  int // gen when the folder was checked
 	recorded []string
 }
 
@@ -58,22 +60,43 @@ func newFakeVault(t *testing.T, items ...history.Item) *fakeVault {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fakeVault{t: t, dir: dir, applier: a, items: items, unsettled: map[string]bool{}, changed: map[string]bool{}, peers: map[cid.Cid][]byte{}}
+	return &fakeVault{t: t, dir: dir, applier: a, items: items, unsettled: map[string]bool{}, changed: map[string]string{}, peers: map[cid.Cid][]byte{}}
 }
 
 func (f *fakeVault) Folder() string { return f.dir }
-func (f *fakeVault) LockScans()     { f.mu.Lock(); f.locks++; f.mu.Unlock() }
+func (f *fakeVault) LockScans()     { f.mu.Lock(); f.locks++; f.gen++; f.mu.Unlock() }
 func (f *fakeVault) UnlockScans()   { f.mu.Lock(); f.locks--; f.mu.Unlock() }
 func (f *fakeVault) PlanOne(string, string, int64) ([]history.Item, error) {
 	return append([]history.Item(nil), f.items...), nil
 }
 func (f *fakeVault) PlanAll(string, int64) ([]history.Item, error) { return f.PlanOne("", "", 0) }
 func (f *fakeVault) Settled(p string) bool                         { return !f.unsettled[p] }
+
+// mustHold fails the test unless the vault's scans are held, and held
+// since the check (what is "check"): from the check to the record, a scan
+// would record the restored files without their supersedes.
+func (f *fakeVault) mustHold(what string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.locks != 1 {
+		f.t.Errorf("%s with the scans held %d times, want once", what, f.locks)
+	}
+	if what == "check" {
+		f.checked = f.gen
+	} else if f.gen != f.checked {
+		f.t.Errorf("%s: the scans were released and taken again since the check", what)
+	}
+}
+
 func (f *fakeVault) ScanPaths(_ context.Context, paths []string) (folder.Result, error) {
+	f.mustHold("check")
 	var r folder.Result
 	for _, p := range paths {
-		if f.changed[p] {
+		switch f.changed[p] {
+		case "unsettled":
 			r.Unsettled = append(r.Unsettled, p)
+		case "modified":
+			r.Changes = append(r.Changes, folder.Change{Type: folder.Modified, Path: p})
 		}
 	}
 	return r, nil
@@ -105,6 +128,7 @@ func (f *fakeVault) Full(_ entry.VersionID, v entry.Version) (entry.Version, err
 func (f *fakeVault) Applier() *folder.Applier                                       { return f.applier }
 func (f *fakeVault) TopNewAncestor(p string) string                                 { return p }
 func (f *fakeVault) Record(_ context.Context, paths []string) (bool, error) {
+	f.mustHold("recording")
 	f.recorded = append(f.recorded, paths...)
 	return f.held, nil
 }
@@ -142,7 +166,7 @@ func fileItem(t *testing.T, f *fakeVault, path string, chunks []string, missing 
 
 func run(t *testing.T, f *fakeVault, req api.RestoreRequest) (api.RestoreResult, error) {
 	t.Helper()
-	res, err := Run(context.Background(), req, time.Time{}, []Target{{Vault: f, Path: "a"}}, time.Unix(1_800_000_000, 0))
+	res, err := Run(context.Background(), req, time.Time{}, []Target{{Vault: f, Path: "a"}}, func() time.Time { return time.Unix(1_800_000_000, 0) })
 	if f.locks != 0 {
 		t.Fatalf("scans left locked %d times", f.locks)
 	}
@@ -175,10 +199,12 @@ func TestRestoreWritesNothingWhenAnyPathFails(t *testing.T) {
 		fileItem(t, f, "ok.txt", []string{"fine"}, false),
 		fileItem(t, f, "syncing.txt", []string{"x"}, false),
 		fileItem(t, f, "edited.txt", []string{"y"}, false),
+		fileItem(t, f, "busy.txt", []string{"z"}, false),
 		fileItem(t, f, "gone.txt", []string{"p", "q"}, true),
 	}
 	f.unsettled["syncing.txt"] = true
-	f.changed["edited.txt"] = true
+	f.changed["edited.txt"] = "modified"
+	f.changed["busy.txt"] = "unsettled"
 	res, err := run(t, f, api.RestoreRequest{Path: "a"})
 	if !errors.Is(err, history.ErrNotSettled) && !errors.Is(err, history.ErrChangedSinceScan) && !errors.Is(err, history.ErrContentUnavailable) {
 		t.Fatalf("err %v, want a restore failure class", err)
@@ -187,7 +213,7 @@ func TestRestoreWritesNothingWhenAnyPathFails(t *testing.T) {
 	for _, fl := range res.Failed {
 		codes[fl.Path] = fl.Code
 	}
-	want := map[string]string{"syncing.txt": history.FailSyncing, "edited.txt": history.FailChanged, "gone.txt": history.FailUnavailable}
+	want := map[string]string{"syncing.txt": history.FailSyncing, "edited.txt": history.FailChanged, "busy.txt": history.FailChanged, "gone.txt": history.FailUnavailable}
 	if fmt.Sprint(codes) != fmt.Sprint(want) {
 		t.Fatalf("failures %v, want %v", codes, want)
 	}
