@@ -451,7 +451,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 	if len(versions) > 0 {
 		engine.AuthorOrder(versions)
 		body = &entry.Body{Versions: versions}
-		listed, pieces := splitBody(body, v.pieceParams())
+		listed, pieces := entry.SplitBody(body, v.pieceParams())
 		v.mu.Lock()
 		clock := v.clock + 1
 		v.mu.Unlock()

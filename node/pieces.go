@@ -54,31 +54,6 @@ func (v *vault) pieceParams() entry.PieceParams {
 	return entry.DefaultPieceParams()
 }
 
-// splitBody returns the body to sign (each long chunk list replaced by
-// its pieces) and the pieces to store. b itself is not changed: it keeps
-// the whole lists, which the device folds into its graph.
-func splitBody(b *entry.Body, p entry.PieceParams) (*entry.Body, []entry.Piece) {
-	var (
-		out    *entry.Body
-		pieces []entry.Piece
-	)
-	for i := range b.Versions {
-		listed, ps := entry.SplitChunks(b.Versions[i].Chunks, p)
-		if ps == nil {
-			continue
-		}
-		if out == nil {
-			out = &entry.Body{Versions: append([]entry.Version(nil), b.Versions...)}
-		}
-		out.Versions[i].Chunks = listed
-		pieces = append(pieces, ps...)
-	}
-	if out == nil {
-		return b, nil
-	}
-	return out, pieces
-}
-
 // expandBody returns b with every version's pieces expanded into its
 // chunk list. Pieces not in the piece store are fetched with fetch (nil:
 // none may be fetched, as when reopening the log) and stored first.
@@ -103,7 +78,7 @@ func (v *vault) expandBody(b *entry.Body, fetch pieceFetcher) (*entry.Body, erro
 			want = append(want, c)
 		}
 	}
-	if len(want) == 0 && !hasPieces(b) {
+	if len(want) == 0 && !b.HasPieces() {
 		return b, nil
 	}
 	if len(want) > 0 {
@@ -146,15 +121,7 @@ func (v *vault) expandBody(b *entry.Body, fetch pieceFetcher) (*entry.Body, erro
 	return out, nil
 }
 
-func hasPieces(b *entry.Body) bool {
-	for i := range b.Versions {
-		if b.Versions[i].HasPieces() {
-			return true
-		}
-	}
-	return false
-}
-
+// dedupCIDs drops repeated CIDs, keeping the first of each, in place.
 func dedupCIDs(cs []cid.Cid) []cid.Cid {
 	seen := make(map[cid.Cid]bool, len(cs))
 	out := cs[:0]
@@ -206,7 +173,7 @@ func verifyBlob(c cid.Cid, data []byte) error {
 // log: a version whose pieces are missing or damaged here is kept with its
 // piece references (see above) and reported, instead of failing the open.
 func (v *vault) expandStored(b *entry.Body) *entry.Body {
-	if !hasPieces(b) {
+	if !b.HasPieces() {
 		return b
 	}
 	out := &entry.Body{Versions: make([]entry.Version, len(b.Versions))}

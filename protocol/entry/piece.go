@@ -235,3 +235,39 @@ func PieceCIDs(v *Version) []cid.Cid {
 	}
 	return out
 }
+
+// SplitBody returns the body to sign (each long chunk list replaced by
+// its pieces) and the pieces to store. b itself is not changed: it keeps
+// the whole lists, which the device folds into its graph.
+func SplitBody(b *Body, p PieceParams) (*Body, []Piece) {
+	var (
+		out    *Body
+		pieces []Piece
+	)
+	for i := range b.Versions {
+		listed, ps := SplitChunks(b.Versions[i].Chunks, p)
+		if ps == nil {
+			continue
+		}
+		if out == nil {
+			out = &Body{Versions: append([]Version(nil), b.Versions...)}
+		}
+		out.Versions[i].Chunks = listed
+		pieces = append(pieces, ps...)
+	}
+	if out == nil {
+		return b, nil
+	}
+	return out, pieces
+}
+
+// HasPieces reports whether any version of b lists pieces instead of its
+// chunks.
+func (b *Body) HasPieces() bool {
+	for i := range b.Versions {
+		if b.Versions[i].HasPieces() {
+			return true
+		}
+	}
+	return false
+}

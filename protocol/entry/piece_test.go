@@ -268,3 +268,24 @@ func TestPieceGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitBody: only the versions whose lists are long are cut; the body
+// given keeps its whole lists (the author folds those in), and a body with
+// nothing to cut is returned as it is.
+func TestSplitBody(t *testing.T) {
+	small := bigVersion(fileRefs("s", 3))
+	small.Path = "small.bin"
+	big := bigVersion(fileRefs("b", 20_000))
+	b := &Body{Versions: []Version{small, big}}
+	out, pieces := SplitBody(b, DefaultPieceParams())
+	if len(pieces) == 0 || !out.HasPieces() || out.Versions[0].HasPieces() || !out.Versions[1].HasPieces() {
+		t.Fatalf("%d pieces; cut: small %v, big %v; want the big list alone cut", len(pieces), out.Versions[0].HasPieces(), out.Versions[1].HasPieces())
+	}
+	if b.HasPieces() || len(b.Versions[1].Chunks) != 20_000 {
+		t.Fatal("the body given was changed")
+	}
+	only := &Body{Versions: []Version{small}}
+	if got, ps := SplitBody(only, DefaultPieceParams()); got != only || ps != nil {
+		t.Fatal("a body with nothing to cut was copied or cut")
+	}
+}
