@@ -664,6 +664,7 @@ func (v *vault) startWatcher(ctx context.Context, settle time.Duration, done cha
 // run again (true, signalled on v.fguard.Resumed() by whichever call of the guard
 // saw it).
 func (v *vault) watchUntilResumed(ctx context.Context, batches <-chan watch.Batch, rescan, recheck <-chan time.Time) bool {
+	var guarded time.Time // the last check of a running folder here
 	for {
 		var err error
 		select {
@@ -684,8 +685,14 @@ func (v *vault) watchUntilResumed(ctx context.Context, batches <-chan watch.Batc
 			}
 		case <-rescan:
 			_, err = v.scan(ctx, nil)
-		case <-recheck:
-			v.guard() // a stop or a resume is logged and signalled by the guard
+		case now := <-recheck:
+			// A stopped folder is checked at every tick, a running one
+			// every folderguard.RecheckRunning (scans and passes check it
+			// first anyway).
+			if _, stopped := v.fguard.Stopped(); stopped || now.Sub(guarded) >= folderguard.RecheckRunning {
+				guarded = now
+				v.guard() // a stop or a resume is logged and signalled by the guard
+			}
 			if ferr := v.fallbackScan(ctx); ferr != nil && !errors.Is(ferr, errFolderStopped) && ctx.Err() == nil && !homefull.IsDiskFull(ferr) {
 				v.log.Error("fallback rescan", "err", ferr) // watchfallback.go
 			}

@@ -21,6 +21,13 @@ var ErrStopped = api.Classified(api.ErrConflict, "folder stopped")
 // it back resumes it without a restart.
 const Recheck = 2 * time.Second
 
+// RecheckRunning is how often a running folder is checked while nothing
+// else checks it: every scan and every reconcile pass checks first, so
+// this only bounds how late status says that an idle folder went away (a
+// check stats the root and reads the marker: most of an idle agent's
+// system calls at Recheck).
+const RecheckRunning = 10 * time.Second
+
 // Stop says why a folder is stopped; the zero value means it runs.
 type Stop struct {
 	Code    string // api.CodeMarkerMissing, CodeMarkerForeign or CodeUnreadable
