@@ -110,7 +110,7 @@ func (n *Node) acceptStranger(s network.Stream) (dev keys.DeviceID, f *wire.Conn
 		return dev, nil, false
 	}
 	f = inboundConn(s)
-	if err := n.strangers.allowPair(dev, n.now()); err != nil {
+	if err := n.strangers.attempts.Allow(dev, n.now()); err != nil {
 		f.SendError(wire.CodeRateLimited, "too many attempts; try again in a minute")
 		n.refuse(s, refusal.RateLimited, dev, err)
 		return dev, nil, false

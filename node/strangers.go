@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"golang.org/x/time/rate"
 
 	"github.com/weftsync/weft/internal/p2p"
 	"github.com/weftsync/weft/internal/refusal"
@@ -23,23 +21,12 @@ import (
 // vault it serves (docs/security.md, "Strangers"). Any libp2p identity can
 // connect and open streams; before the device knows who it is, it reads at
 // most a few KiB (wire.MaxHelloFrame, wire.MaxPairRequestFrame), answers
-// every outsider alike, and resets the stream. Pairing, the one protocol
-// strangers are meant to use, is rate-limited per identity and in total.
+// every outsider alike, and resets the stream. Pairing and recovery, the
+// protocols strangers are meant to use, are rate-limited per identity and
+// in total (refusal.Attempts).
 // Each refusal is counted (weft_refused_streams_total) and logged at a
 // bounded rate (internal/refusal). The resource manager's limits (node/connect/host.go)
 // bound how many such streams can be open at once.
-
-// Pairing rates. A person pairing a device makes one attempt, a few if
-// they mistype the code; a program guessing codes is held to the total.
-const (
-	pairPerPeerBurst = 5
-	pairPerPeerEvery = 10 * time.Second // one more attempt per identity per interval
-	pairTotalBurst   = 30
-	pairTotalEvery   = 500 * time.Millisecond
-	// pairPeersMax bounds the identities tracked; past it (a flood of
-	// fresh identities) attempts are refused until old ones refill.
-	pairPeersMax = 1024
-)
 
 // banFor is how long a stranger that sent what no weft peer sends (a
 // first frame larger than its message can be, or not a weft message at
@@ -50,53 +37,17 @@ const banFor = time.Minute
 
 // strangers is the node's refusal log, bans and pairing limits.
 type strangers struct {
-	refused *refusal.Log
-	bans    *p2p.Bans // the host's connection gater, when the node built the host
-
-	mu    sync.Mutex // guards the fields below
-	total *rate.Limiter
-	peers map[keys.DeviceID]*rate.Limiter
+	refused  *refusal.Log
+	bans     *p2p.Bans         // the host's connection gater, when the node built the host
+	attempts *refusal.Attempts // pairing and recovery attempts
 }
 
 func newStrangers(log *slog.Logger) *strangers {
 	return &strangers{
-		refused: refusal.New(refusal.Config{Logger: log}),
-		bans:    p2p.NewBans(),
-		total:   rate.NewLimiter(rate.Every(pairTotalEvery), pairTotalBurst),
-		peers:   map[keys.DeviceID]*rate.Limiter{},
+		refused:  refusal.New(refusal.Config{Logger: log}),
+		bans:     p2p.NewBans(),
+		attempts: refusal.NewAttempts(),
 	}
-}
-
-// allowPair takes one pairing attempt of dev from the limits, or says
-// which limit refuses it.
-func (s *strangers) allowPair(dev keys.DeviceID, now time.Time) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lim := s.peers[dev]
-	if lim == nil {
-		if len(s.peers) >= pairPeersMax {
-			// Forget identities whose allowance is whole again: they
-			// are no different from new ones.
-			for d, l := range s.peers {
-				if l.TokensAt(now) >= pairPerPeerBurst {
-					delete(s.peers, d)
-				}
-			}
-			if len(s.peers) >= pairPeersMax {
-				return errors.New("too many identities attempting to pair")
-			}
-		}
-		lim = rate.NewLimiter(rate.Every(pairPerPeerEvery), pairPerPeerBurst)
-		s.peers[dev] = lim
-	}
-	if lim.TokensAt(now) < 1 {
-		return fmt.Errorf("more than %d pairing attempts from this identity (one more every %s)", pairPerPeerBurst, pairPerPeerEvery)
-	}
-	if !s.total.AllowN(now, 1) {
-		return fmt.Errorf("more than %d pairing attempts in total (one more every %s)", pairTotalBurst, pairTotalEvery)
-	}
-	lim.AllowN(now, 1)
-	return nil
 }
 
 // admitLimits raises p's resource limits from connect's stranger limits to

@@ -177,7 +177,7 @@ func TestOutsiderLearnsTheSame(t *testing.T) {
 	waitRefused(t, n, ProtoLog, refusal.NotMember, 2)
 }
 
-// TestPairingRateLimited: one identity gets pairPerPeerBurst attempts,
+// TestPairingRateLimited: one identity gets refusal.AttemptsPerPeerBurst attempts,
 // then is told to wait; another identity still gets its own.
 func TestPairingRateLimited(t *testing.T) {
 	n, _ := testNode(t)
@@ -200,13 +200,13 @@ func TestPairingRateLimited(t *testing.T) {
 	}
 	h1, _ := outsiderHost(t)
 	connectHost(t, h1, n)
-	for i := 0; i < pairPerPeerBurst; i++ {
+	for i := 0; i < refusal.AttemptsPerPeerBurst; i++ {
 		if got := attempt(h1); got.Code != wire.CodeInviteInvalid {
 			t.Fatalf("attempt %d: got %v, want code %d (a wrong code)", i+1, got, wire.CodeInviteInvalid)
 		}
 	}
 	if got := attempt(h1); got.Code != wire.CodeRateLimited {
-		t.Fatalf("attempt %d: got %v, want code %d", pairPerPeerBurst+1, got, wire.CodeRateLimited)
+		t.Fatalf("attempt %d: got %v, want code %d", refusal.AttemptsPerPeerBurst+1, got, wire.CodeRateLimited)
 	}
 	h2, _ := outsiderHost(t)
 	connectHost(t, h2, n)
@@ -214,29 +214,5 @@ func TestPairingRateLimited(t *testing.T) {
 		t.Fatalf("another identity: got %v, want code %d", got, wire.CodeInviteInvalid)
 	}
 	waitRefused(t, n, ProtoPair, refusal.RateLimited, 1)
-	waitRefused(t, n, ProtoPair, refusal.BadInvite, pairPerPeerBurst+1)
-}
-
-// TestPairLimitsTotal: the total allowance holds however many identities
-// try, and the identities tracked stay bounded.
-func TestPairLimitsTotal(t *testing.T) {
-	s := newStrangers(nil)
-	now := time.Unix(1_000_000, 0)
-	allowed := 0
-	for i := 0; i < 5000; i++ {
-		var d keys.DeviceID
-		d[0], d[1] = byte(i>>8), byte(i)
-		if s.allowPair(d, now) == nil {
-			allowed++
-		}
-	}
-	if allowed != pairTotalBurst {
-		t.Fatalf("got %d attempts allowed at one instant from 5000 identities, want %d", allowed, pairTotalBurst)
-	}
-	if len(s.peers) > pairPeersMax {
-		t.Fatalf("tracking %d identities, want at most %d", len(s.peers), pairPeersMax)
-	}
-	if err := s.allowPair(keys.DeviceID{0xff}, now.Add(pairTotalEvery)); err != nil {
-		t.Fatalf("after the total refills by one: %v", err)
-	}
+	waitRefused(t, n, ProtoPair, refusal.BadInvite, refusal.AttemptsPerPeerBurst+1)
 }

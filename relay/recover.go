@@ -9,6 +9,7 @@ import (
 	"github.com/weftsync/weft/internal/netsync"
 	"github.com/weftsync/weft/internal/refusal"
 	"github.com/weftsync/weft/protocol/member"
+	"github.com/weftsync/weft/protocol/wire"
 )
 
 // handleRecover answers /weft/recover/1 for a served vault with the same
@@ -24,6 +25,11 @@ func (r *Relay) handleRecover(s network.Stream) {
 		return
 	}
 	c := r.inboundConn(s)
+	if err := r.attempts.Allow(dev, r.now()); err != nil {
+		c.SendError(wire.CodeRateLimited, "too many attempts; try again in a minute")
+		r.refuse(s, refusal.RateLimited, dev, err)
+		return
+	}
 	_ = s.SetDeadline(time.Now().Add(helloTimeout))
 	h, err := c.ReadHello()
 	if err != nil {

@@ -110,7 +110,10 @@ type Relay struct {
 	dht     *dht.IpfsDHT
 	stats   *stats
 	refused *refusal.Log // streams refused to peers not admitted (strangers.go)
-	bans    *p2p.Bans    // strangers refused for a while (strangers.go)
+	// attempts limits strangers' recovery attempts, per identity and in
+	// total, as a device limits pairing and recovery.
+	attempts *refusal.Attempts
+	bans     *p2p.Bans // strangers refused for a while (strangers.go)
 
 	loops sync.WaitGroup // fetch, GC, idle and scrub loops
 
@@ -158,7 +161,7 @@ func New(cfg Config) (*Relay, error) {
 		return nil, fmt.Errorf("relay key: %w", err)
 	}
 	r := &Relay{
-		cfg: cfg, log: cfg.Logger, id: id, stats: newStats(), refused: refusal.New(refusal.Config{Logger: cfg.Logger}), bans: p2p.NewBans(),
+		cfg: cfg, log: cfg.Logger, id: id, stats: newStats(), refused: refusal.New(refusal.Config{Logger: cfg.Logger}), attempts: refusal.NewAttempts(), bans: p2p.NewBans(),
 		vaults: map[keys.VaultID]*replica{}, pulling: map[pullKey]bool{},
 	}
 	r.stats.reg.MustRegister(r.refused.Collector("weft_relay_refused_streams_total"))

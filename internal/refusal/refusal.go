@@ -31,7 +31,7 @@ const (
 	// NotDevice: the peer's key is not an ed25519 key, so it cannot be a
 	// weft device or relay.
 	NotDevice = "not-device"
-	// RateLimited: pairing attempts over the limit per identity or in
+	// RateLimited: pairing or recovery attempts over the limit per identity or in
 	// total.
 	RateLimited = "rate-limited"
 	// BadInvite: a pairing proof matched no valid invite code.
