@@ -38,7 +38,9 @@ func IsText(content []byte) bool {
 // The merge is clean when no region of base was changed differently by the
 // two sides; identical changes on both sides are clean, and so are changes
 // to different regions. Changes that touch or abut one region (including
-// different insertions at the same place) are a conflict. When clean,
+// different insertions at the same place) are a conflict, except that
+// different lines appended at the end of a base that is not empty are all
+// kept (appendBoth: the order depends on the appends, not on the sides). When clean,
 // merged is the result and Merge3(base, a, b) equals Merge3(base, b, a).
 // When not clean, merged is nil.
 //
@@ -105,12 +107,47 @@ func Merge3(base, a, b []byte) (merged []byte, clean bool, err error) {
 			out = appendLines(out, lbb[k:k2])
 		case slices.Equal(cb, cbb), slices.Equal(ca, cbb):
 			out = appendLines(out, la[j:j2])
+		case len(cb) == 0 && i == len(xb) && len(xb) > 0:
+			// Both sides only appended at the end of the base (a note two
+			// devices each added a line to): both appends are kept.
+			m, ok := appendBoth(out, la[j:j2], lbb[k:k2], ca, cbb)
+			if !ok {
+				return nil, false, nil
+			}
+			return m, true, nil
 		default:
 			return nil, false, nil
 		}
 		i, j, k = i2, j2, k2
 	}
 	return out, true, nil
+}
+
+// appendBoth appends two sides' different appends to out, in an order
+// that depends only on the two appends, so that every device merges to the
+// same bytes whichever side it holds as its own: when one append's lines
+// begin the other's, the longer alone (it holds the shorter); otherwise
+// the one that sorts first bytewise, then the other. An append whose last
+// line has no newline goes last, so that no two lines run together; two
+// such appends are not merged (ok false).
+func appendBoth(out []byte, x, y [][]byte, xIDs, yIDs []int) ([]byte, bool) {
+	switch {
+	case len(xIDs) <= len(yIDs) && slices.Equal(xIDs, yIDs[:len(xIDs)]):
+		return appendLines(out, y), true
+	case len(yIDs) < len(xIDs) && slices.Equal(yIDs, xIDs[:len(yIDs)]):
+		return appendLines(out, x), true
+	}
+	bx, by := bytes.Join(x, nil), bytes.Join(y, nil)
+	if bytes.Compare(by, bx) < 0 {
+		bx, by = by, bx
+	}
+	if !bytes.HasSuffix(bx, []byte("\n")) {
+		bx, by = by, bx
+	}
+	if !bytes.HasSuffix(bx, []byte("\n")) {
+		return nil, false
+	}
+	return append(append(out, bx...), by...), true
 }
 
 // MergeAll merges two or more sides from one base, pairwise in the order

@@ -508,6 +508,27 @@ func TestConcurrentEdits(t *testing.T) {
 		return nil
 	})
 
+	// Lines appended at the end on both sides while b is down: both
+	// kept, in byte order (not in the order of the devices), no copy.
+	waitInSync(t, a, b)
+	b.stop()
+	a.write("note.md", text(append(clone(merged), "appended on a")))
+	b.write("note.md", text(append(clone(merged), "appended on b")))
+	a.must("scan") // a records its append before b's arrives
+	b.up()
+	merged = append(merged, "appended on a", "appended on b")
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		if m["note.md"] != "file:"+string(text(merged)) {
+			return fmt.Errorf("note.md: both appends not kept: %q", m["note.md"])
+		}
+		for p := range m {
+			if strings.Contains(p, ".conflict-") {
+				return fmt.Errorf("a conflict copy %s for two appends", p)
+			}
+		}
+		return nil
+	})
+
 	// The same line: one winner keeps the name, the other is a conflict
 	// copy, alike on both devices. Both devices must first hold each
 	// other's whole log (the merge above is recorded by each of them).
