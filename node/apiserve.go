@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/store/home"
@@ -74,15 +75,37 @@ func (b apiBackend) DecideJoin(req api.JoinDecision, approve bool) (api.WaitingJ
 	return b.Node.DecideJoin(req.Device, approve)
 }
 
-// Conflicts lists the conflict copies in every folder, by folder and path.
+// Conflicts lists the conflict copies in every folder, by folder and path,
+// with what each copy's name and the folder say of it (api.Conflict).
 func (b apiBackend) Conflicts() []api.Conflict {
 	out := []api.Conflict{}
 	for _, v := range b.vaultsNow() {
+		byShort := map[string]keys.DeviceID{}
+		for _, d := range v.roster.Members() {
+			byShort[d.Short()] = d
+		}
+		side := func(d keys.DeviceID, short string, mtime int64, size uint64) api.ConflictSide {
+			s := api.ConflictSide{Short: short, MTime: time.Unix(0, mtime).UTC(), Size: int64(size)}
+			if d != (keys.DeviceID{}) {
+				s.Device, s.Name, s.Short = d.String(), v.roster.Name(d), d.Short()
+			}
+			return s
+		}
 		v.mu.Lock()
 		for p, r := range v.index.All() {
-			if r.Kind == entry.KindFile && isConflictCopy(p) {
-				out = append(out, api.Conflict{Folder: v.cfg.Folder, Path: p})
+			if r.Kind != entry.KindFile || !isConflictCopy(p) {
+				continue
 			}
+			c := api.Conflict{Folder: v.cfg.Folder, Path: p, Copy: side(keys.DeviceID{}, "", r.MTime, r.Size)}
+			if o, ok := protocol.ParseConflictName(p); ok {
+				c.Of = o.Of
+				c.Copy = side(byShort[o.Author], o.Author, o.MTime.UnixNano(), r.Size)
+				if w, ok := v.index.Get(o.Of); ok && o.Of != "" && w.Kind == entry.KindFile {
+					ws := side(w.Version.Author, "", w.MTime, w.Size)
+					c.Winner = &ws
+				}
+			}
+			out = append(out, c)
 		}
 		v.mu.Unlock()
 	}

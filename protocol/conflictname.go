@@ -146,3 +146,66 @@ func (u NameUse) String() string {
 // (Resolve passes the loser's origin, which has the loser's kind and
 // content hash). *Graph.NameUse is the implementation node/ uses.
 type NameUseFunc func(name string, content Version) NameUse
+
+// ConflictOrigin is what a conflict copy's name (ConflictName) says of the
+// content it holds.
+type ConflictOrigin struct {
+	// Of is the path the copy was made beside, "" when the name was
+	// shortened to fit (its stem is then cut) and so cannot say.
+	Of string
+	// Author is the short ID (keys.DeviceID.Short) of the device that
+	// wrote the content, MTime its recorded modification time (UTC, to the
+	// second).
+	Author string
+	MTime  time.Time
+}
+
+// ParseConflictName reads a path named by ConflictName. ok is false for a
+// path that is not such a name. A copy of a copy is read by its last
+// suffix: Of is then the first copy.
+func ParseConflictName(p string) (o ConflictOrigin, ok bool) {
+	dir, base := "", p
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		dir, base = p[:i+1], p[i+1:]
+	}
+	i := strings.LastIndex(base, ".conflict-")
+	if i <= 0 {
+		return o, false
+	}
+	stem, rest := base[:i], base[i+len(".conflict-"):]
+	// AUTHOR-YYYYMMDD-HHMMSS-HASH6[-n][.ext]
+	parts := strings.SplitN(rest, "-", 4)
+	if len(parts) != 4 || parts[0] == "" || strings.ContainsAny(parts[0], "./") {
+		return o, false
+	}
+	t, err := time.Parse(conflictTimeLayout, parts[1]+"-"+parts[2])
+	if err != nil {
+		return o, false
+	}
+	tail := parts[3] // HASH6[-n][.ext]
+	if len(tail) < 2*conflictHashBytes {
+		return o, false
+	}
+	if _, err := hex.DecodeString(tail[:2*conflictHashBytes]); err != nil {
+		return o, false
+	}
+	tail = tail[2*conflictHashBytes:]
+	if strings.HasPrefix(tail, "-") {
+		j := 1
+		for j < len(tail) && tail[j] >= '0' && tail[j] <= '9' {
+			j++
+		}
+		if j == 1 {
+			return o, false
+		}
+		tail = tail[j:]
+	}
+	if tail != "" && !strings.HasPrefix(tail, ".") {
+		return o, false
+	}
+	o = ConflictOrigin{Author: parts[0], MTime: t.UTC(), Of: dir + stem + tail}
+	if len(base) >= MaxNameBytes-4 || len(p) >= MaxPathBytes-4 {
+		o.Of = "" // maybe shortened: the stem may be cut
+	}
+	return o, true
+}

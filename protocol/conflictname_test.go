@@ -3,7 +3,10 @@ package protocol
 import (
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/weftsync/weft/protocol/keys"
 )
 
 func TestConflictName(t *testing.T) {
@@ -110,4 +113,59 @@ func TestConflictNameFitsLimits(t *testing.T) {
 	if len(got) > 4096 || !strings.HasPrefix(got, dir) || !strings.HasSuffix(got, suffix+".md") {
 		t.Fatalf("deep path: %d bytes, %q", len(got), got[len(dir):])
 	}
+}
+
+// TestParseConflictName: every name ConflictName makes reads back to its
+// path, author and time; other names do not parse.
+func TestParseConflictName(t *testing.T) {
+	author := keys.DeviceID{9, 8, 7}
+	mtime := time.Date(2026, 11, 30, 5, 46, 57, 0, time.UTC)
+	loser := Version{ID: VersionID{Author: author, Seq: 1}, MTime: mtime.UnixNano() + 123, ContentHash: [32]byte{0x1a, 0x2b, 0x3c}}
+	for _, path := range []string{"notes/todo.md", "Makefile", ".bashrc", "a.tar.gz", "dir.with.dots/file", "ü/é.txt"} {
+		for _, n := range []int{1, 2, 11} {
+			name := ConflictName(path, loser, n)
+			o, ok := ParseConflictName(name)
+			if !ok || o.Of != path || o.Author != author.Short() || !o.MTime.Equal(mtime) {
+				t.Errorf("%s (n %d) -> %s -> %+v, %v; want %s by %s at %v", path, n, name, o, ok, path, author.Short(), mtime)
+			}
+		}
+	}
+	// A copy of a copy reads as a copy of the first copy.
+	first := ConflictName("a.md", loser, 1)
+	if o, ok := ParseConflictName(ConflictName(first, loser, 1)); !ok || o.Of != first {
+		t.Errorf("copy of a copy: %+v, %v; want of %s", o, ok, first)
+	}
+	// A shortened name cannot say what it is a copy of.
+	long := strings.Repeat("x", 300) + ".md"
+	if o, ok := ParseConflictName(ConflictName(long, loser, 1)); !ok || o.Of != "" || o.Author != author.Short() {
+		t.Errorf("a shortened name: %+v, %v; want no path, the author", o, ok)
+	}
+	for _, not := range []string{"a.md", "a.conflict.md", ".conflict-AbCdEfGh-20261130-054657-1a2b3c.md", "a.conflict-AbCdEfGh-2026113-054657-1a2b3c.md",
+		"a.conflict-AbCdEfGh-20261130-054657-zzzzzz.md", "a.conflict-AbCdEfGh-20261130-054657-1a2b3cx.md", "a.conflict-AbCdEfGh-20261130-054657-1a2b3c-.md"} {
+		if o, ok := ParseConflictName(not); ok {
+			t.Errorf("%s parsed as %+v", not, o)
+		}
+	}
+}
+
+// FuzzParseConflictName: any synced path parses or not without panicking,
+// and a parsed origin names a path in the same directory.
+func FuzzParseConflictName(f *testing.F) {
+	f.Add("notes/todo.conflict-AbCdEfGh-20261130-054657-1a2b3c.md")
+	f.Add("a.tar.conflict-AbCdEfGh-20261130-054657-1a2b3c-2.gz")
+	f.Add(".conflict-")
+	f.Add("x.conflict-a-b-c-d")
+	f.Fuzz(func(t *testing.T, p string) {
+		o, ok := ParseConflictName(p)
+		if !ok || o.Of == "" {
+			return
+		}
+		dir := ""
+		if i := strings.LastIndexByte(p, '/'); i >= 0 {
+			dir = p[:i+1]
+		}
+		if !strings.HasPrefix(o.Of, dir) || strings.Contains(o.Of[len(dir):], "/") {
+			t.Fatalf("%q: origin %q is not beside it", p, o.Of)
+		}
+	})
 }

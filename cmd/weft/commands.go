@@ -301,9 +301,10 @@ func safeText(f api.FolderStatus) string {
 }
 
 func conflictsCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	c := &cobra.Command{
 		Use:   "conflicts",
-		Short: "List conflict copies",
+		Short: "List conflict copies: whose content each holds, and what holds the name now",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := g.client()
@@ -314,12 +315,43 @@ func conflictsCmd(g *globals) *cobra.Command {
 			if err := cl.get("/v1/conflicts", &cs); err != nil {
 				return err
 			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, cs)
+			}
+			if len(cs) == 0 {
+				fmt.Fprintln(out, "No conflict copies.")
+				return nil
+			}
 			for _, c := range cs {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\n", c.Folder, c.Path)
+				fmt.Fprintf(out, "%s\n", filepath.Join(c.Folder, filepath.FromSlash(c.Path)))
+				of := c.Of
+				if of == "" {
+					of = "(its name was shortened: see the file beside it)"
+				}
+				fmt.Fprintf(out, "  copy of    %s\n", of)
+				fmt.Fprintf(out, "  holds      %s\n", conflictSide(c.Copy))
+				if c.Winner != nil {
+					fmt.Fprintf(out, "  name holds %s\n", conflictSide(*c.Winner))
+				} else if c.Of != "" {
+					fmt.Fprintf(out, "  name holds nothing now (deleted since)\n")
+				}
 			}
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON (docs/api.md, GET /v1/conflicts)")
+	return c
+}
+
+// conflictSide says whose content a side of a conflict is, when it was
+// modified and its size.
+func conflictSide(s api.ConflictSide) string {
+	who := s.Short
+	if s.Name != "" {
+		who = s.Name + " (" + s.Short + ")"
+	}
+	return fmt.Sprintf("%s, modified %s, %s", who, s.MTime.Local().Format("2006-01-02 15:04:05"), doctor.HumanSize(s.Size))
 }
 
 func devicesCmd(g *globals) *cobra.Command {

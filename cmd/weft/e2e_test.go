@@ -558,10 +558,25 @@ func TestConcurrentEdits(t *testing.T) {
 		return nil
 	})
 	out := a.must("conflicts")
-	if !strings.Contains(out, ".conflict-") {
-		t.Fatalf("weft conflicts: got %q, want the conflict copy listed", out)
+	if !strings.Contains(out, ".conflict-") || !strings.Contains(out, "copy of    note.md") {
+		t.Fatalf("weft conflicts: got %q, want the conflict copy listed as a copy of note.md", out)
 	}
-	_ = final
+	// The story: the copy holds the other device's edit, by that device,
+	// and note.md holds the winner, its size as on disk.
+	var cs []api.Conflict
+	if err := json.Unmarshal([]byte(a.must("conflicts", "--json")), &cs); err != nil || len(cs) != 1 {
+		t.Fatalf("weft conflicts --json: %v, %d conflicts", err, len(cs))
+	}
+	c := cs[0]
+	copyText := strings.TrimPrefix(final[c.Path], "file:")
+	loser := a.status().Device
+	if copyText == string(text(lb)) {
+		loser = b.status().Device
+	}
+	if c.Of != "note.md" || c.Copy.Device != loser || c.Copy.Size != int64(len(copyText)) || c.Winner == nil ||
+		c.Winner.Size != int64(len(strings.TrimPrefix(final["note.md"], "file:"))) || c.Copy.MTime.IsZero() {
+		t.Fatalf("weft conflicts --json: %+v (winner %+v); want a copy of note.md by %s, %d bytes, and the winner", c, c.Winner, loser, len(copyText))
+	}
 }
 
 func clone(s []string) []string { return append([]string(nil), s...) }

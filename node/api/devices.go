@@ -70,10 +70,32 @@ type Device struct {
 	Self   bool   `json:"self"`
 }
 
-// Conflict is one conflict copy in a folder.
+// Conflict is one conflict copy in a folder, and the story its name and
+// the folder tell: what it is a copy of, whose content it holds, and what
+// holds that path now.
 type Conflict struct {
 	Folder string `json:"folder"`
-	Path   string `json:"path"`
+	Path   string `json:"path"` // the copy
+	// Of is the path the copy was made beside ("" when the copy's name was
+	// shortened to fit and cannot say).
+	Of string `json:"of,omitempty"`
+	// Copy is the content the copy holds: the version that lost, by the
+	// device that wrote it.
+	Copy ConflictSide `json:"copy"`
+	// Winner is what holds Of now, absent when nothing does (deleted
+	// since, or Of unknown). Its device is the one that recorded it: after
+	// a conflict, the device that resolved it.
+	Winner *ConflictSide `json:"winner,omitempty"`
+}
+
+// ConflictSide is one side of a conflict: a device, when the content was
+// last modified, and its size.
+type ConflictSide struct {
+	Device string    `json:"device,omitempty"` // device ID, when known
+	Name   string    `json:"name,omitempty"`   // the device's name, when it has one
+	Short  string    `json:"short"`            // the device's short ID, as conflict copy names carry it
+	MTime  time.Time `json:"mtime"`
+	Size   int64     `json:"size"`
 }
 
 // VaultsLoaded is the answer of POST /v1/vaults/load: the folders of
