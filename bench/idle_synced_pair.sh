@@ -7,7 +7,10 @@
 # VmRSS at the end. Loopback only, mDNS off. bench/idle_pair.sh measures one
 # unpaired agent per build instead.
 # With PERF=1, `perf record -g` of A over the idle window instead of ticks
-# (report in DIR/report.txt, DIR/children.txt).
+# (report in DIR/report.txt, DIR/children.txt). With STRACE=1, `strace -f
+# -c` of A over it instead (system calls counted, not timed: the open and
+# stat counts do not depend on the load; DIR/strace.txt). SETTLE is the
+# wait after B has the last note (default 20 s).
 # usage: bench/idle_synced_pair.sh BIN DIR IDLE_SECONDS N
 #   e.g. for i in 1 2 3; do for b in old new; do bench/idle_synced_pair.sh /tmp/weft-$b /tmp/idle-$b 120 10000; done; done
 set -e
@@ -25,8 +28,11 @@ PB=$!
 until grep -q '^ready' "$W/b.out" 2>/dev/null; do sleep 0.1; done
 for i in $(seq 1 "$N"); do echo "note $i" > "$W/fa/n$i.md"; done
 until [ -e "$W/fb/n$N.md" ]; do sleep 0.2; done
-sleep 20
-if [ "${PERF:-0}" = 1 ]; then
+sleep "${SETTLE:-20}"
+if [ "${STRACE:-0}" = 1 ]; then
+	timeout -s INT "$IDLE" strace -f -c -p $PA -o "$W/strace.txt" > /dev/null 2>&1 || true
+	head -30 "$W/strace.txt"
+elif [ "${PERF:-0}" = 1 ]; then
 	perf record -F 499 -g -p $PA -o "$W/perf.data" -- sleep "$IDLE" > /dev/null 2>&1
 	perf report -i "$W/perf.data" --no-children --sort symbol --stdio 2>/dev/null | head -100 > "$W/report.txt"
 	perf report -i "$W/perf.data" --children --sort symbol --stdio -g none 2>/dev/null | grep -v '^#' | head -80 > "$W/children.txt"

@@ -287,6 +287,31 @@ func waitHas(t *testing.T, d *device, want map[string][]byte, limit time.Duratio
 	}
 }
 
+// pairBehindNATs starts device a behind router A with relay rl, joins b
+// to it and starts b behind router B. Joining dials the inviter at the
+// addresses in the code, which are a's private ones: b joins on a's
+// network (a laptop paired at home), then runs behind its own NAT. pairing
+// is what a had received from each peer once b joined, before b runs.
+func pairBehindNATs(t *testing.T, lab natLab, rl *relayProc) (a, b *device, pairing map[string]int64) {
+	t.Helper()
+	a, b = newDevice(t, "a"), newDevice(t, "b")
+	a.netns = lab.a
+	a.upArgs = []string{"--listen", "/ip4/" + natDeviceAIP + "/tcp/4001", "--mdns=false"}
+	a.must("init", a.folder, "--relay", rl.addr())
+	a.up()
+	lines := strings.Split(strings.TrimSpace(a.must("invite")), "\n")
+	b.netns = lab.a
+	b.must("join", lines[len(lines)-1], b.folder)
+	pairing = map[string]int64{}
+	for _, p := range a.status().Peers {
+		pairing[p.ID] = p.BytesReceived
+	}
+	b.netns = lab.b
+	b.upArgs = []string{"--listen", "/ip4/" + natDeviceBIP + "/tcp/4001", "--mdns=false"}
+	b.up()
+	return a, b, pairing
+}
+
 // TestSyncThroughRelayBehindNATs runs a relay and two devices as real
 // processes, each device behind its own masquerading router, so neither
 // can reach the other and both reach the relay. A's files reach B and B's
@@ -303,25 +328,8 @@ func TestSyncThroughRelayBehindNATs(t *testing.T) {
 	if !strings.HasPrefix(rl.addr(), "/ip4/"+natRelayIP+"/tcp/"+natRelayPort+"/p2p/") {
 		t.Fatalf("relay address: got %s, want it on %s", rl.addr(), natRelayIP)
 	}
-	a, b := newDevice(t, "a"), newDevice(t, "b")
-	a.netns = lab.a
-	a.upArgs = []string{"--listen", "/ip4/" + natDeviceAIP + "/tcp/4001", "--mdns=false"}
-	a.must("init", a.folder, "--relay", rl.addr())
-	a.up()
-	// Joining dials the inviter at the addresses in the code, which are
-	// a's private ones: b joins on a's network (a laptop paired at home),
-	// then runs behind its own NAT from then on.
-	lines := strings.Split(strings.TrimSpace(a.must("invite")), "\n")
-	b.netns = lab.a
-	b.must("join", lines[len(lines)-1], b.folder)
 	// Pairing itself sent a a few bytes from b; from here on, none.
-	pairing := map[string]int64{}
-	for _, p := range a.status().Peers {
-		pairing[p.ID] = p.BytesReceived
-	}
-	b.netns = lab.b
-	b.upArgs = []string{"--listen", "/ip4/" + natDeviceBIP + "/tcp/4001", "--mdns=false"}
-	b.up()
+	a, b, pairing := pairBehindNATs(t, lab, rl)
 
 	rng := rand.New(rand.NewPCG(11, 12))
 	files := func(who string) map[string][]byte {
@@ -431,17 +439,7 @@ func TestMeasureEditsThroughRelayBehindNATs(t *testing.T) {
 	lab := newNATLab(t)
 	lab.checkNAT(t)
 	rl := startRelay(t, lab.relay, "--listen", "/ip4/"+natRelayIP+"/tcp/"+natRelayPort, "--metrics", natMetrics)
-	a, b := newDevice(t, "a"), newDevice(t, "b")
-	a.netns = lab.a
-	a.upArgs = []string{"--listen", "/ip4/" + natDeviceAIP + "/tcp/4001", "--mdns=false"}
-	a.must("init", a.folder, "--relay", rl.addr())
-	a.up()
-	lines := strings.Split(strings.TrimSpace(a.must("invite")), "\n")
-	b.netns = lab.a
-	b.must("join", lines[len(lines)-1], b.folder)
-	b.netns = lab.b
-	b.upArgs = []string{"--listen", "/ip4/" + natDeviceBIP + "/tcp/4001", "--mdns=false"}
-	b.up()
+	a, b, _ := pairBehindNATs(t, lab, rl)
 	a.write("note.md", []byte("# note\n"))
 	waitHas(t, b, map[string][]byte{"note.md": []byte("# note\n")}, 2*time.Minute)
 	for _, dir := range []struct {
