@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/members"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -31,7 +32,7 @@ type apiRun struct {
 func (n *Node) startAPI(ctx context.Context, addr string) (*apiRun, error) {
 	mon := newMonitor(n)
 	srv, err := api.Listen(ctx, api.Config{
-		Addr: addr, Backend: apiBackend{n}, Metrics: mon.metrics.Handler(), Opened: n.opened, Log: n.log,
+		Addr: addr, Backend: apiBackend{n, n.members}, Metrics: mon.metrics.Handler(), Opened: n.opened, Log: n.log,
 	})
 	if err != nil {
 		return nil, err
@@ -57,13 +58,16 @@ func (a *apiRun) serve(ctx context.Context, n *Node) {
 
 // apiBackend is the node as the local API sees it (api.Backend): the
 // node's own methods, and the calls that only the API makes.
-type apiBackend struct{ *Node }
+type apiBackend struct {
+	*Node
+	*members.Service
+}
 
 var _ api.Backend = apiBackend{}
 
 // Invite makes an invite code for the API.
 func (b apiBackend) Invite(vault keys.VaultID, ttl time.Duration, confirm bool) (api.InviteResponse, error) {
-	inv, err := b.Node.Invite(vault, ttl, confirm)
+	inv, err := b.Service.Invite(vault, ttl, confirm)
 	if err != nil {
 		return api.InviteResponse{}, err
 	}
@@ -72,7 +76,7 @@ func (b apiBackend) Invite(vault keys.VaultID, ttl time.Duration, confirm bool) 
 
 // DecideJoin approves or denies a waiting join for the API.
 func (b apiBackend) DecideJoin(req api.JoinDecision, approve bool) (api.WaitingJoin, error) {
-	return b.Node.DecideJoin(req.Device, approve)
+	return b.Service.DecideJoin(req.Device, approve)
 }
 
 // Conflicts lists the conflict copies in every folder, by folder and path,

@@ -81,7 +81,7 @@ func TestMembershipForkIsReported(t *testing.T) {
 	if err := v.admit(second.ID(), ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.SetRole(api.RoleRequest{Device: second.ID().String(), Admin: true}); err != nil {
+	if _, err := n.Members().SetRole(api.RoleRequest{Device: second.ID().String(), Admin: true}); err != nil {
 		t.Fatal(err)
 	}
 	// The second admin signs on the head both hold...
@@ -93,7 +93,7 @@ func TestMembershipForkIsReported(t *testing.T) {
 	}
 	theirs := st.Next(second, member.Record{Op: member.OpAddRelay, Relay: "/ip4/127.0.0.1/tcp/9/p2p/" + second.ID().String()}, 1)
 	// ...while this device signs another record there.
-	if _, err := n.ChangeSettings(api.SettingsRequest{MembersInvite: ptr(true)}); err != nil {
+	if _, err := n.Members().ChangeSettings(api.SettingsRequest{MembersInvite: ptr(true)}); err != nil {
 		t.Fatal(err)
 	}
 	v.mu.Lock()
@@ -109,7 +109,7 @@ func TestMembershipForkIsReported(t *testing.T) {
 	if fs.State != "error" || len(fs.Errors) == 0 || fs.Errors[0].Code != api.CodeMembershipForked {
 		t.Fatalf("state %q, errors %+v; want error coded %s", fs.State, fs.Errors, api.CodeMembershipForked)
 	}
-	if s := n.Settings()[0]; !s.MembersInvite || len(v.roster.Relays()) != 0 {
+	if s := n.Members().Settings()[0]; !s.MembersInvite || len(v.roster.Relays()) != 0 {
 		t.Fatalf("the record held here must stand: %+v, relays %v", s, v.roster.Relays())
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/folderguard"
 	"github.com/weftsync/weft/node/keyring"
+	"github.com/weftsync/weft/node/members"
 	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/node/ownlog"
 	"github.com/weftsync/weft/node/peerbook"
@@ -130,10 +131,11 @@ type Node struct {
 	// rules are the sync decisions (Config.Rules, defaults filled in).
 	rules engine.Rules
 
-	vaults  atomic.Pointer[vaultSet] // replaced whole when a vault is added
-	run     running                  // Run's context and group, for vaults added later
-	events  *api.Bus
-	invites roster.Invites
+	vaults atomic.Pointer[vaultSet] // replaced whole when a vault is added
+	run    running                  // Run's context and group, for vaults added later
+	events *api.Bus
+	// members answers for the vaults' membership (node/members).
+	members *members.Service
 	stats   nodeStats
 	// strangers counts and limits what peers not admitted may do
 	// (strangers.go).
@@ -241,6 +243,7 @@ func New(cfg Config) (*Node, error) {
 		opened:    make(chan struct{}),
 		strangers: newStrangers(cfg.Logger),
 	}
+	n.members = members.New(memberAgent{n}, cfg.Logger)
 	n.vaults.Store(&vaultSet{byID: map[keys.VaultID]*vault{}, opening: hvs})
 	if !cfg.OpenInRun {
 		if err := n.openVaults(); err != nil {

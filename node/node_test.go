@@ -190,7 +190,7 @@ func keysOf(t *testing.T, h host.Host) keys.DeviceID {
 func joinAsMember(t *testing.T, n *Node) (host.Host, *keys.Identity) {
 	t.Helper()
 	h, id := outsiderHost(t)
-	inv, err := n.Invite(keys.VaultID{}, time.Minute, false)
+	inv, err := n.Members().Invite(keys.VaultID{}, time.Minute, false)
 	if err != nil {
 		t.Fatal(err)
 	}

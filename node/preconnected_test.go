@@ -25,7 +25,7 @@ import (
 // neighbour of it had connected early.
 func TestSyncsWithPeerConnectedBeforeRun(t *testing.T) {
 	a, folderA := testNode(t)
-	inv, err := a.Invite([32]byte{}, time.Minute, false)
+	inv, err := a.Members().Invite([32]byte{}, time.Minute, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/weftsync/weft/node/enrol"
+	"github.com/weftsync/weft/node/members"
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -82,24 +83,24 @@ func TestRevoke(t *testing.T) {
 	})
 
 	// A revokes C, naming it by a prefix as `weft devices` prints it.
-	res, err := nA.Revoke(api.RevokeRequest{Device: idC.String()[:20]})
+	res, err := nA.Members().Revoke(api.RevokeRequest{Device: idC.String()[:20]})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Epoch != 1 || res.Upto != cHead || res.Device != idC.String() {
 		t.Fatalf("got %+v, want epoch 1, upto %d, device %s", res, cHead, idC)
 	}
-	if _, err := nB.Revoke(api.RevokeRequest{Device: nA.ID().String()}); !errors.Is(err, ErrNotAdmin) {
+	if _, err := nB.Members().Revoke(api.RevokeRequest{Device: nA.ID().String()}); !errors.Is(err, ErrNotAdmin) {
 		t.Errorf("revoke by a non-admin: got %v, want %v", err, ErrNotAdmin)
 	}
-	if _, err := nA.Revoke(api.RevokeRequest{Device: nA.ID().String()}); !errors.Is(err, ErrRevokeSelf) {
-		t.Errorf("revoke self: got %v, want %v", err, ErrRevokeSelf)
+	if _, err := nA.Members().Revoke(api.RevokeRequest{Device: nA.ID().String()}); !errors.Is(err, members.ErrRevokeSelf) {
+		t.Errorf("revoke self: got %v, want %v", err, members.ErrRevokeSelf)
 	}
-	if _, err := nA.Revoke(api.RevokeRequest{Device: "12D3KooW"}); !errors.Is(err, ErrAmbiguousDevice) {
-		t.Errorf("ambiguous prefix: got %v, want %v", err, ErrAmbiguousDevice)
+	if _, err := nA.Members().Revoke(api.RevokeRequest{Device: "12D3KooW"}); !errors.Is(err, members.ErrAmbiguousDevice) {
+		t.Errorf("ambiguous prefix: got %v, want %v", err, members.ErrAmbiguousDevice)
 	}
-	if _, err := nA.Revoke(api.RevokeRequest{Device: idC.String()}); !errors.Is(err, ErrNoSuchDevice) {
-		t.Errorf("revoking twice: got %v, want %v", err, ErrNoSuchDevice)
+	if _, err := nA.Members().Revoke(api.RevokeRequest{Device: idC.String()}); !errors.Is(err, members.ErrNoSuchDevice) {
+		t.Errorf("revoking twice: got %v, want %v", err, members.ErrNoSuchDevice)
 	}
 	waitUntil(t, 30*time.Second, func() error {
 		if !isRevoked(vB, idC) || vB.crypt.WriteKeys().Epoch != 1 {
@@ -364,7 +365,7 @@ func joinHome(t *testing.T, n *Node) (*home.Home, string, home.Vault) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := n.Invite(keys.VaultID{}, time.Minute, false)
+	inv, err := n.Members().Invite(keys.VaultID{}, time.Minute, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,7 +571,7 @@ func TestRevokeAPIAndRestart(t *testing.T) {
 	if err := n.Scan(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := api.Routes(apiBackend{n})
+	srv := api.Routes(apiBackend{n, n.members})
 	tests := []struct {
 		body string
 		code int
@@ -659,7 +660,7 @@ func TestRequestVectorIsTheStoredLog(t *testing.T) {
 	if err := v.ingestEntry(es[0].Bytes(), nil); err != nil {
 		t.Fatal(err)
 	}
-	res, err := n.Revoke(api.RevokeRequest{Device: idM.ID().String()})
+	res, err := n.Members().Revoke(api.RevokeRequest{Device: idM.ID().String()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,3 +120,25 @@ func (n *Node) outboundConn(s network.Stream, dev keys.DeviceID) *wire.Conn {
 // errNotMember is acceptHello's refusal: the opener is not a member or
 // relay of the vault it named, or this device does not serve that vault.
 var errNotMember = errors.New("not a member of a vault served here")
+
+// acceptStranger starts answering a stream of the protocols strangers
+// are meant to use (pairing, recovery): the opener is a stranger until its
+// proof checks, so its attempts are rate-limited before anything is read
+// (pairing's limits, shared), and it has helloTimeout to send what it
+// must. ok is false once the stream is refused.
+func (n *Node) acceptStranger(s network.Stream) (dev keys.DeviceID, f *wire.Conn, ok bool) {
+	remote := s.Conn().RemotePeer()
+	dev, err := DeviceIDOf(remote)
+	if err != nil {
+		n.refuseRead(s, remote, fmt.Errorf("%w: %w", refusal.ErrNotDevice, err))
+		return dev, nil, false
+	}
+	f = inboundConn(s)
+	if err := n.strangers.attempts.Allow(dev, n.now()); err != nil {
+		f.SendError(wire.CodeRateLimited, "too many attempts; try again in a minute")
+		n.refuse(s, refusal.RateLimited, dev, err)
+		return dev, nil, false
+	}
+	_ = s.SetDeadline(time.Now().Add(helloTimeout)) // the network's clock, not n.now (which tests may skew)
+	return dev, f, true
+}

@@ -192,7 +192,7 @@ func (c *Cluster) Join(ctx context.Context, natted bool) (*Device, error) {
 			return nil, err
 		}
 	}
-	inv, err := an.Invite(keys.VaultID{}, time.Minute, false)
+	inv, err := an.Members().Invite(keys.VaultID{}, time.Minute, false)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weftsync/weft/node/enrol"
+	"github.com/weftsync/weft/node/members"
 
 	"github.com/skip2/go-qrcode"
 	"github.com/spf13/cobra"
@@ -198,7 +199,7 @@ func inviteCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().DurationVar(&ttl, "ttl", node.DefaultInviteTTL, "how long the code stays valid")
+	c.Flags().DurationVar(&ttl, "ttl", members.DefaultInviteTTL, "how long the code stays valid")
 	c.Flags().BoolVar(&qr, "qr", false, "also print the code as a QR code")
 	c.Flags().BoolVar(&confirm, "confirm", false, "make each join wait for approval here (weft devices approve), comparing words both devices show")
 	return c

@@ -101,7 +101,7 @@ func runDemo(ctx context.Context, out io.Writer, g *globals, keep bool) error {
 	if err != nil {
 		return err
 	}
-	inv, err := a.node.Invite(keys.VaultID{}, 10*time.Minute, false)
+	inv, err := a.node.Members().Invite(keys.VaultID{}, 10*time.Minute, false)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package enrol
 
 import (
+	"io"
+
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
@@ -21,10 +23,8 @@ import (
 	"github.com/weftsync/weft/store/vaultdb"
 )
 
-// ConfirmWait bounds how long a join waits for approval: longer than a
-// person takes to compare a few words, short enough that a forgotten one
-// ends.
-const ConfirmWait = 10 * time.Minute
+// ConfirmWait bounds how long a join waits for approval.
+const ConfirmWait = member.ConfirmWait
 
 // joinTimeout bounds a join that does not wait for approval: reaching the
 // inviter and its answer.
@@ -125,9 +125,28 @@ func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member
 		return j, fmt.Errorf("opening pairing stream: %w", err)
 	}
 	defer s.Close()
+	j, err = AskJoin(ctx, s, func() { _ = s.Reset() }, id, inv, name, onPending)
+	if err != nil {
+		return j, err
+	}
+	j.Inviter = info
+	return j, nil
+}
+
+// Stream is the stream a join is asked over.
+type Stream interface {
+	io.ReadWriter
+	SetDeadline(time.Time) error
+}
+
+// AskJoin is RequestJoin's session on a stream to the inviter, opened
+// already: abort ends the stream at once (a reset), for ctx ending while
+// the join waits. Joined.Inviter is left for the caller.
+func AskJoin(ctx context.Context, s Stream, abort func(), id *keys.Identity, inv member.Invite, name string, onPending func(words string)) (Joined, error) {
+	var j Joined
 	_ = s.SetDeadline(time.Now().Add(joinTimeout))
 	// ctx ending (the user interrupting `weft join`) ends the wait too.
-	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	stop := context.AfterFunc(ctx, abort)
 	defer stop()
 	f := wire.NewConn(s, nil)
 	if err := f.Send(wire.MsgPairRequest, wire.PairRequest{Proof: inv.Proof(id.ID()), Name: name}); err != nil {
@@ -201,6 +220,5 @@ func RequestJoin(ctx context.Context, h host.Host, id *keys.Identity, inv member
 	if !state.CanAdmit(inv.Inviter, member.RoleMember) {
 		return j, errors.New("pairing: the inviter may not admit devices to the vault")
 	}
-	j.Inviter = info
 	return j, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/chacha20poly1305"
 	"golang.org/x/crypto/hkdf"
@@ -38,6 +39,12 @@ const invitePrefix = "weft1"
 const MaxInviteSize = 2 << 10
 
 var inviteEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// ConfirmWait bounds how long a join by a code made with confirmation
+// waits for a person's approval: longer than a person takes to compare a
+// few words, short enough that a forgotten one ends. The inviter holds a
+// join this long; the joiner waits this long and a margin.
+const ConfirmWait = 10 * time.Minute
 
 // NewInvite makes an invite from rand, valid until expires (unix seconds).
 func NewInvite(rand io.Reader, inviter keys.DeviceID, addrs []string, expires int64) (Invite, error) {
