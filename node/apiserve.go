@@ -65,6 +65,10 @@ type apiBackend struct {
 
 var _ api.Backend = apiBackend{}
 
+// API is the node as its local API serves it, for a program or a test
+// that calls it without HTTP.
+func (n *Node) API() api.Backend { return apiBackend{n, n.members} }
+
 // Invite makes an invite code for the API.
 func (b apiBackend) Invite(vault keys.VaultID, ttl time.Duration, confirm bool) (api.InviteResponse, error) {
 	inv, err := b.Service.Invite(vault, ttl, confirm)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/doctor"
-	"github.com/weftsync/weft/node/memindex"
+	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/keys"
 )
 
@@ -254,7 +254,7 @@ func stuck(errs []api.PathMessage) string {
 
 // isConflictCopy reports whether a path is named like a conflict copy
 // (protocol.ConflictName).
-func isConflictCopy(p string) bool { return memindex.IsConflictCopy(p) }
+func isConflictCopy(p string) bool { return protocol.IsConflictCopy(p) }
 
 // isConflictCopyOf reports whether q is named like a conflict copy of p:
 // in p's directory, p's stem, then ".conflict-" (protocol.ConflictName).

@@ -160,6 +160,12 @@ type ConflictOrigin struct {
 	MTime  time.Time
 }
 
+// IsConflictCopy reports whether p is named like a conflict copy
+// (ConflictName): its base name holds ".conflict-".
+func IsConflictCopy(p string) bool {
+	return strings.Contains(p[strings.LastIndexByte(p, '/')+1:], ".conflict-")
+}
+
 // ParseConflictName reads a path named by ConflictName. ok is false for a
 // path that is not such a name. A copy of a copy is read by its last
 // suffix: Of is then the first copy.

@@ -577,6 +577,29 @@ func TestConcurrentEdits(t *testing.T) {
 		c.Winner.Size != int64(len(strings.TrimPrefix(final["note.md"], "file:"))) || c.Copy.MTime.IsZero() {
 		t.Fatalf("weft conflicts --json: %+v (winner %+v); want a copy of note.md by %s, %d bytes, and the winner", c, c.Winner, loser, len(copyText))
 	}
+
+	// A person on b keeps the copy's content, naming the note: both
+	// devices end with it at note.md and no copy.
+	if _, err := b.run("resolve", filepath.Join(b.folder, "note.md")); err == nil {
+		t.Fatal("weft resolve without a choice was accepted")
+	}
+	if out := b.must("resolve", filepath.Join(b.folder, "note.md"), "--keep", "copy"); !strings.Contains(out, "Put the copy's content at") {
+		t.Fatalf("weft resolve --keep copy: %q", out)
+	}
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		if m["note.md"] != "file:"+copyText {
+			return fmt.Errorf("note.md does not hold the copy's content: %q", m["note.md"])
+		}
+		for p := range m {
+			if strings.Contains(p, ".conflict-") {
+				return fmt.Errorf("a conflict copy after resolving: %s", p)
+			}
+		}
+		return nil
+	})
+	if out := a.must("conflicts"); !strings.Contains(out, "No conflict copies.") {
+		t.Fatalf("weft conflicts after resolving: %q", out)
+	}
 }
 
 func clone(s []string) []string { return append([]string(nil), s...) }

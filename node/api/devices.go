@@ -88,6 +88,38 @@ type Conflict struct {
 	Winner *ConflictSide `json:"winner,omitempty"`
 }
 
+// ResolveRequest is the body of POST /v1/resolve (`weft resolve`;
+// docs/conflicts.md).
+type ResolveRequest struct {
+	// Path is an absolute path inside a synced folder: a conflict copy, or
+	// the file it is a copy of when that file has exactly one.
+	Path string `json:"path"`
+	// Keep is "winner" (what holds the name stays; the copy goes), "copy"
+	// (the copy's content takes the name; the copy goes) or "both" (the
+	// copy becomes an ordinary file beside the name). Exclusive with Take.
+	Keep string `json:"keep,omitempty"`
+	// Take is an absolute path of a file whose content becomes the result
+	// at the name; the copy goes. The agent reads it.
+	Take string `json:"take,omitempty"`
+}
+
+// ResolveResult is the answer of POST /v1/resolve and `weft resolve
+// --json`.
+type ResolveResult struct {
+	Folder string `json:"folder"`
+	// Copy is the conflict copy resolved, Of the path it is a copy of.
+	Copy string `json:"copy"`
+	Of   string `json:"of"`
+	// Kept is "winner", "copy", "both" or "file" (a file was taken).
+	Kept string `json:"kept"`
+	// Renamed is where the copy went, for "both".
+	Renamed string `json:"renamed,omitempty"`
+	// Held means this device may not record changes yet (after a start,
+	// until its own log is confirmed; docs/sync.md): the folder is
+	// changed, and the resolution is recorded once it may.
+	Held bool `json:"held,omitempty"`
+}
+
 // ConflictSide is one side of a conflict: a device, when the content was
 // last modified, and its size.
 type ConflictSide struct {

@@ -144,6 +144,19 @@ func (h handlers) restore(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, res)
 }
 
+func (h handlers) resolve(w http.ResponseWriter, r *http.Request) {
+	var req ResolveRequest
+	if !decode(w, r, 64<<10, "resolve request", false, &req) {
+		return
+	}
+	res, err := h.b.Resolve(r.Context(), req)
+	if err != nil {
+		fail(w, err, http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, res)
+}
+
 func (h handlers) relaysChange(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Vault  string `json:"vault"`

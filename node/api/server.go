@@ -49,6 +49,8 @@ type Backend interface {
 	// names.
 	DecideJoin(req JoinDecision, approve bool) (WaitingJoin, error)
 	Conflicts() []Conflict
+	// Resolve carries out a decision about a conflict copy.
+	Resolve(ctx context.Context, req ResolveRequest) (ResolveResult, error)
 	Devices() []Device
 	Scan(ctx context.Context, req ScanRequest) ([]ScanResult, error)
 	// AddNewVaults starts syncing the vaults added to the home since the
@@ -249,6 +251,7 @@ func routes(b Backend, metrics http.Handler) *http.ServeMux {
 	mux.HandleFunc("GET /v1/doctor", h.doctor)
 	mux.HandleFunc("GET /v1/history", h.history)
 	mux.HandleFunc("POST /v1/restore", h.restore)
+	mux.HandleFunc("POST /v1/resolve", h.resolve)
 	mux.HandleFunc("GET /v1/relays", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, b.Relays()) })
 	mux.HandleFunc("POST /v1/relays", h.relaysChange)
 	mux.HandleFunc("POST /v1/revoke", h.revoke)

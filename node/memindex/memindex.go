@@ -4,10 +4,9 @@ import (
 	"container/heap"
 	"iter"
 	"maps"
-	"path"
 	"slices"
-	"strings"
 
+	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -124,17 +123,13 @@ func (x *Index) FirstAfter(cursor string, n int, keep func(string, vaultdb.Recor
 	return paths, more
 }
 
-// IsConflictCopy reports whether p is named like a conflict copy
-// (protocol.ConflictName).
-func IsConflictCopy(p string) bool { return strings.Contains(path.Base(p), ".conflict-") }
-
 // count counts rec at p in (sign +1) or out (sign -1).
 func (x *Index) count(p string, rec vaultdb.Record, sign int) {
 	switch rec.Kind {
 	case entry.KindFile:
 		x.files += sign
 		x.bytes += int64(sign) * int64(rec.Size)
-		if IsConflictCopy(p) {
+		if protocol.IsConflictCopy(p) {
 			if sign > 0 {
 				if x.conflicts == nil {
 					x.conflicts = map[string]struct{}{}

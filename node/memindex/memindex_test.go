@@ -9,6 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -21,7 +22,7 @@ func walk(x *Index) (files, dirs int, bytes int64, conflicts []string) {
 		case entry.KindFile:
 			files++
 			bytes += int64(r.Size)
-			if IsConflictCopy(p) {
+			if protocol.IsConflictCopy(p) {
 				conflicts = append(conflicts, p)
 			}
 		case entry.KindDir:
