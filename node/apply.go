@@ -202,14 +202,14 @@ func (v *vault) decideLocked(path string) (d decided, ok bool, err error) {
 		return decided{}, true, errWaitingForHistory
 	}
 	dec := dd.Decision
-	d = decided{path: path, dec: dec, stamp: v.stampLocked(decisionPaths(path, dec)...), winner: v.bodies[dec.Winner.ID]}
+	d = decided{path: path, dec: dec, stamp: v.stampLocked(decisionPaths(path, dec)...), winner: v.view.Bodies[dec.Winner.ID]}
 	d.cur, d.had = v.index.Get(path)
 	d.copies = make([]conflictCopy, len(dec.Copies))
 	for i, c := range dec.Copies {
-		d.copies[i].ver = v.bodies[c.Version.ID]
+		d.copies[i].ver = v.view.Bodies[c.Version.ID]
 		d.copies[i].ver.Path = c.Path
 		if c.Exists {
-			d.copies[i].existing, _ = engine.SameContentHead(v.graph, c.Path, c.Version)
+			d.copies[i].existing, _ = engine.SameContentHead(v.view.Graph, c.Path, c.Version)
 		}
 	}
 	return d, true, nil
@@ -333,7 +333,7 @@ func (v *vault) stampLocked(paths ...string) decisionStamp {
 	s := decisionStamp{paths: paths}
 	for _, p := range paths {
 		var ids []protocol.VersionID
-		for _, h := range v.graph.Heads(p) {
+		for _, h := range v.view.Graph.Heads(p) {
 			ids = append(ids, h.ID)
 		}
 		rec, had := v.index.Get(p)
@@ -432,7 +432,7 @@ func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.
 		cur, had := v.index.Get(cc.ver.Path)
 		fresh = append(fresh, engine.NewCopy{Body: cc.ver, Disk: diskOf(cur), Had: had})
 	}
-	versions := engine.Resolution(v.graph, dec, written, fresh)
+	versions := engine.Resolution(v.view.Graph, dec, written, fresh)
 	old, had := v.index.Get(path)
 	v.mu.Unlock()
 	v.authorMu.Lock()
@@ -612,7 +612,7 @@ func (v *vault) writeBytes(ctx context.Context, path string, like entry.Version,
 func (v *vault) merge(ctx context.Context, plan *protocol.MergePlan) ([]byte, bool, error) {
 	read := func(id protocol.VersionID) ([]byte, error) {
 		v.mu.Lock()
-		ver := v.bodies[id]
+		ver := v.view.Bodies[id]
 		v.mu.Unlock()
 		if ver.Size > protocol.MaxMergeBytes {
 			return nil, protocol.ErrMergeTooLarge

@@ -71,7 +71,7 @@ func TestStaleDecisionDoesNotOverwriteLocalEdit(t *testing.T) {
 			var once sync.Once
 			hook := func(p string) {
 				v.mu.Lock()
-				hs := v.graph.Heads(p)
+				hs := v.view.Graph.Heads(p)
 				v.mu.Unlock()
 				if p != "f.txt" || len(hs) != 1 || hs[0].ID != bID {
 					return

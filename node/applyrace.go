@@ -13,7 +13,7 @@ import (
 // noteAppliedLocked remembers that an apply replaced old (if had) at path
 // with rec (engine.RecentApplies.Applied). v.mu must be held.
 func (v *vault) noteAppliedLocked(path string, old vaultdb.Record, had bool, rec vaultdb.Record) {
-	v.eng.Applied(v.graph, path, diskOf(old), had, diskOf(rec), v.n.now())
+	v.eng.Applied(v.view.Graph, path, diskOf(old), had, diskOf(rec), v.n.now())
 }
 
 // supersedesForLocalChangeLocked returns what a local change of path to
@@ -21,7 +21,7 @@ func (v *vault) noteAppliedLocked(path string, old vaultdb.Record, had bool, rec
 // (engine.Engine.LocalChange), unless the change races a peer's version applied
 // just before (engine.RecentApplies.ForLocalChange). v.mu must be held.
 func (v *vault) supersedesForLocalChangeLocked(path string, cur vaultdb.Record, had bool, now vaultdb.Record) []entry.VersionID {
-	sup, raced := v.eng.LocalChange(v.graph, path, diskOf(cur), had, diskOf(now), v.n.now())
+	sup, raced := v.eng.LocalChange(v.view.Graph, path, diskOf(cur), had, diskOf(now), v.n.now())
 	if raced {
 		v.log.Info("a local change right after applying a peer's version: recorded as concurrent with it, not replacing it", "path", path)
 	}

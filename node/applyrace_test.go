@@ -135,7 +135,7 @@ func TestSaveAfterApplyAndRestatementKeepsBoth(t *testing.T) {
 				t.Fatal(err)
 			}
 			v.mu.Lock()
-			heads := v.headIDsLocked("log.md")
+			heads := v.view.HeadIDs("log.md")
 			v.mu.Unlock()
 			if !slices.Contains(heads, rID) {
 				t.Fatalf("heads of log.md after the save: %v; the peer's version %v was superseded by a save that never saw it", heads, rID)
@@ -237,7 +237,7 @@ func TestPutBackRightAfterApplyWins(t *testing.T) {
 	}
 	v.mu.Lock()
 	rec := v.index.Rec("log.md")
-	sup := v.graph.Get
+	sup := v.view.Graph.Get
 	v.mu.Unlock()
 	got, ok := sup(rec.Version)
 	if !ok || rec.Version == xID || rec.Version == peerID {
@@ -296,7 +296,7 @@ func TestSaveAfterApplyLeavesALaterPutBack(t *testing.T) {
 	back.Supersedes = []entry.VersionID{e1.VersionID(0)}
 	putBack := entry.VersionID{Author: id.ID(), Seq: 2}
 	v.mu.Lock()
-	err = v.graph.Add(engine.CoreVersion(putBack, 60, clk.Now().UnixMilli(), back))
+	err = v.view.Graph.Add(engine.CoreVersion(putBack, 60, clk.Now().UnixMilli(), back))
 	v.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)

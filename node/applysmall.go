@@ -161,7 +161,7 @@ func (v *vault) inLogOrder(paths []string) []string {
 		v.mu.Lock()
 		for j := i; j < min(i+step, len(paths)); j++ {
 			ks[j].path = paths[j]
-			h, n := v.graph.FirstHead(paths[j])
+			h, n := v.view.Graph.FirstHead(paths[j])
 			ks[j].id, ks[j].none = h.ID, n == 0
 		}
 		v.mu.Unlock()

@@ -45,8 +45,8 @@ func (v *vault) nextEntryTime() int64 {
 	now := v.n.vaultNow().UnixMilli()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.hlc = clock.HLCNext(v.hlc, now)
-	return v.hlc
+	v.view.HLC = clock.HLCNext(v.view.HLC, now)
+	return v.view.HLC
 }
 
 // clockLoop measures every connected member's clock when it connects and

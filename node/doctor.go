@@ -149,7 +149,7 @@ func (n *Node) scanNoted(ctx context.Context, v *vault, rel string, onePath bool
 const maxChangesListed = 1000
 
 func (n *Node) folderFacts(v *vault, fs api.FolderStatus, asked string, onePath bool, peers []api.PeerDiagnosis) doctor.FolderFacts {
-	view := v.view()
+	view := v.counts()
 	fo := doctor.FolderFacts{
 		FolderDiagnosis: api.FolderDiagnosis{
 			Path: fs.Path, State: fs.State, PendingApply: fs.PendingApply, PendingFetch: fs.PendingFetch,

@@ -67,8 +67,8 @@ func (g guardedFolder) Holds() int {
 	if files := v.index.Files(); files != 0 {
 		return files
 	}
-	for _, p := range v.graph.Paths() {
-		for _, h := range v.graph.Heads(p) {
+	for _, p := range v.view.Graph.Paths() {
+		for _, h := range v.view.Graph.Heads(p) {
 			if h.Kind == protocol.KindFile {
 				return -1
 			}

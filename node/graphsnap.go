@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/weftsync/weft/node/logview"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
@@ -61,15 +62,15 @@ func (v *vault) loadGraphSnapshotLocked(heads map[keys.DeviceID]entry.Head) map[
 	from := make(map[keys.DeviceID]uint64, len(s.Reach))
 	for a, r := range s.Reach {
 		from[a] = r.Seq
-		v.foldedUpTo[a] = r.Seq
+		v.view.Folded[a] = r.Seq
 	}
-	v.clock = max(v.clock, s.Clock)
-	v.hlc = max(v.hlc, s.HLC)
+	v.view.Clock = max(v.view.Clock, s.Clock)
+	v.view.HLC = max(v.view.HLC, s.HLC)
 	for i := range s.Versions {
 		sv := &s.Versions[i]
 		cv := engine.CoreVersion(sv.ID, sv.Clock, sv.Time, sv.Body)
 		cv.Text = sv.Text // computed from inline bytes the snapshot does not hold
-		if err := v.graph.Add(cv); err != nil {
+		if err := v.view.Graph.Add(cv); err != nil {
 			v.log.Warn("version not added to graph", "version", sv.ID, "err", err)
 			continue
 		}
@@ -78,13 +79,13 @@ func (v *vault) loadGraphSnapshotLocked(heads map[keys.DeviceID]entry.Head) map[
 			// Kept as the entry lists it (see saveGraphSnapshot): expanded
 			// from the stored pieces, or kept waiting for them, exactly as
 			// the replay does.
-			v.pieced[entryRef{sv.ID.Author, sv.ID.Seq}] = struct{}{}
+			v.view.Pieced[logview.EntryRef{Author: sv.ID.Author, Seq: sv.ID.Seq}] = struct{}{}
 			body = v.expandStored(&entry.Body{Versions: []entry.Version{body}}).Versions[0]
 		}
-		v.bodies[sv.ID] = body
+		v.view.Bodies[sv.ID] = body
 		v.eng.Touch(body.Path)
 	}
-	v.snapReach = maps.Clone(v.foldedUpTo)
+	v.view.SnapReach = maps.Clone(v.view.Folded)
 	return from
 }
 
@@ -116,18 +117,18 @@ func (v *vault) snapshotCurrent(s *graphsnap.Snapshot, heads map[keys.DeviceID]e
 // written. A failure costs only the next start's time.
 func (v *vault) saveGraphSnapshot() error {
 	v.mu.Lock()
-	if maps.Equal(v.snapReach, v.foldedUpTo) {
+	if !v.view.Unsaved() {
 		v.mu.Unlock()
 		return nil
 	}
 	s := &graphsnap.Snapshot{
 		Vault:    v.id,
-		Reach:    make(map[keys.DeviceID]graphsnap.Reach, len(v.foldedUpTo)),
-		Clock:    v.clock,
-		HLC:      v.hlc,
-		Versions: make([]graphsnap.Version, 0, len(v.bodies)),
+		Reach:    make(map[keys.DeviceID]graphsnap.Reach, len(v.view.Folded)),
+		Clock:    v.view.Clock,
+		HLC:      v.view.HLC,
+		Versions: make([]graphsnap.Version, 0, len(v.view.Bodies)),
 	}
-	for a, seq := range v.foldedUpTo {
+	for a, seq := range v.view.Folded {
 		c, err := v.db.EntryCID(a, seq)
 		if err != nil {
 			v.mu.Unlock()
@@ -135,15 +136,15 @@ func (v *vault) saveGraphSnapshot() error {
 		}
 		s.Reach[a] = graphsnap.Reach{Seq: seq, CID: c}
 	}
-	for id, body := range v.bodies {
-		g, ok := v.graph.Get(id)
+	for id, body := range v.view.Bodies {
+		g, ok := v.view.Graph.Get(id)
 		if !ok {
 			continue
 		}
 		s.Versions = append(s.Versions, graphsnap.Version{ID: id, Clock: g.Clock, Time: g.Time, Text: g.Text, Body: body})
 	}
-	reach := maps.Clone(v.foldedUpTo)
-	pieced := slices.Collect(maps.Keys(v.pieced))
+	reach := maps.Clone(v.view.Folded)
+	pieced := slices.Collect(maps.Keys(v.view.Pieced))
 	v.mu.Unlock()
 	if err := v.listPiecesAsStored(s, pieced); err != nil {
 		return err
@@ -152,7 +153,7 @@ func (v *vault) saveGraphSnapshot() error {
 		return err
 	}
 	v.mu.Lock()
-	v.snapReach = reach
+	v.view.SnapReach = reach
 	v.mu.Unlock()
 	return nil
 }
@@ -163,13 +164,13 @@ func (v *vault) saveGraphSnapshot() error {
 // next start expands them from the stored pieces as the replay does: a
 // piece lost or rotted since is noticed and fetched again (pieces.go)
 // instead of hidden behind a chunk list the snapshot remembered.
-func (v *vault) listPiecesAsStored(s *graphsnap.Snapshot, pieced []entryRef) error {
+func (v *vault) listPiecesAsStored(s *graphsnap.Snapshot, pieced []logview.EntryRef) error {
 	if len(pieced) == 0 {
 		return nil
 	}
 	stored := map[protocol.VersionID][]entry.ChunkRef{}
 	for _, r := range pieced {
-		e, err := v.db.Get(r.author, r.seq)
+		e, err := v.db.Get(r.Author, r.Seq)
 		if err != nil {
 			return fmt.Errorf("graph snapshot: reading an entry that lists pieces: %w", err)
 		}

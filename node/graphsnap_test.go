@@ -30,15 +30,15 @@ type derivedState struct {
 func derivedOf(v *vault) derivedState {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	s := derivedState{versions: map[protocol.VersionID]protocol.Version{}, bodies: maps.Clone(v.bodies),
-		clock: v.clock, folded: maps.Clone(v.foldedUpTo), dirty: map[string]struct{}{}}
+	s := derivedState{versions: map[protocol.VersionID]protocol.Version{}, bodies: maps.Clone(v.view.Bodies),
+		clock: v.view.Clock, folded: maps.Clone(v.view.Folded), dirty: map[string]struct{}{}}
 	for _, p := range v.eng.DirtyPaths() {
 		s.dirty[p] = struct{}{}
 	}
-	for id := range v.bodies {
-		s.versions[id], _ = v.graph.Get(id)
+	for id := range v.view.Bodies {
+		s.versions[id], _ = v.view.Graph.Get(id)
 	}
-	s.graphLen = v.graph.Len()
+	s.graphLen = v.view.Graph.Len()
 	return s
 }
 

@@ -23,11 +23,11 @@ func (v *vault) versionsOfLocked(path string) []history.Version {
 // paths for which keep returns true. v.mu must be held.
 func (v *vault) versionsByPathLocked(keep func(string) bool) map[string][]history.Version {
 	out := map[string][]history.Version{}
-	for id, ver := range v.bodies {
+	for id, ver := range v.view.Bodies {
 		if !keep(ver.Path) {
 			continue
 		}
-		cv, ok := v.graph.Get(id)
+		cv, ok := v.view.Graph.Get(id)
 		if !ok {
 			continue
 		}
@@ -41,7 +41,7 @@ func (v *vault) historyPath(path string) history.Path {
 	p := history.Path{Folder: v.cfg.Folder, Path: path, Heads: map[entry.VersionID]bool{}}
 	v.mu.Lock()
 	p.Versions = v.versionsOfLocked(path)
-	for _, h := range v.graph.Heads(path) {
+	for _, h := range v.view.Graph.Heads(path) {
 		p.Heads[h.ID] = true
 	}
 	cur, had := v.index.Get(path)
@@ -60,12 +60,6 @@ func (v *vault) entryTimes() *history.Times {
 		}
 		return e.Time(), nil
 	})
-}
-
-// entryRef names one entry of one author's log.
-type entryRef struct {
-	author keys.DeviceID
-	seq    uint64
 }
 
 // History lists every version of the path abs (absolute, on disk, inside a

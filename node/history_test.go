@@ -192,7 +192,7 @@ func TestRestoreAtAndDeletion(t *testing.T) {
 		t.Fatalf("after restoring the deletion: got %q, want absent", got)
 	}
 	v.mu.Lock()
-	heads := v.graph.Heads("a.txt")
+	heads := v.view.Graph.Heads("a.txt")
 	v.mu.Unlock()
 	if len(heads) != 1 || heads[0].Kind != protocol.KindDeletion {
 		t.Fatalf("heads after restoring the deletion: %v; want one deletion", heads)
@@ -250,7 +250,7 @@ func TestRestoreAll(t *testing.T) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, p := range []string{"docs", "docs/a.txt", "docs/b.txt", "new", "new/c.txt"} {
-		hs := v.graph.Heads(p)
+		hs := v.view.Graph.Heads(p)
 		if len(hs) != 1 || hs[0].ID.Author != n.ID() {
 			t.Errorf("heads of %s: %v; want one, by this device", p, hs)
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/logview"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
@@ -420,7 +421,7 @@ func hostileAltersEntry(t *testing.T) {
 		t.Fatalf("stored head of the member: got %d, want 2", got)
 	}
 	v.mu.Lock()
-	waiting := len(v.waiting)
+	waiting := v.view.Ahead()
 	v.mu.Unlock()
 	if waiting != 0 {
 		t.Fatalf("entries held back: got %d, want 0 (the stream ended at the altered entry)", waiting)
@@ -472,7 +473,7 @@ func hostileDropsEntry(t *testing.T) {
 		t.Fatalf("stored head of the member: got %d, want 2", got)
 	}
 	v.mu.Lock()
-	_, held := v.waiting[waitKey{mid.ID(), 4}]
+	held := v.view.IsAhead(logview.EntryRef{Author: mid.ID(), Seq: 4})
 	v.mu.Unlock()
 	if !held {
 		t.Fatalf("entry 4 is not held back")

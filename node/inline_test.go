@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-
-	"github.com/weftsync/weft/protocol"
 )
 
 // TestInlineContentNotHeldInBodies: the version graph's bodies keep no
@@ -26,8 +24,8 @@ func TestInlineContentNotHeldInBodies(t *testing.T) {
 	}
 	v := n.vaultsNow()[0]
 	v.mu.Lock()
-	bodies := len(v.bodies)
-	for id, ver := range v.bodies {
+	bodies := len(v.view.Bodies)
+	for id, ver := range v.view.Bodies {
 		if len(ver.Inline) > 0 {
 			t.Errorf("body %v of %s holds %d inline bytes", id, ver.Path, len(ver.Inline))
 		}
@@ -36,17 +34,15 @@ func TestInlineContentNotHeldInBodies(t *testing.T) {
 	if bodies < 20 {
 		t.Fatalf("%d bodies, want the 20 notes", bodies)
 	}
-	v.inline.mu.Lock()
-	cached := len(v.inline.data)
-	v.inline.data, v.inline.order, v.inline.bytes = nil, nil, 0 // every read below misses
-	v.inline.mu.Unlock()
+	cached := v.view.Inline.Len()
+	v.view.Inline.Clear() // every read below misses
 	if cached < 20 {
 		t.Errorf("%d versions cached after the scan, want the 20 just written", cached)
 	}
 	for name, content := range want {
 		v.mu.Lock()
 		rec := v.index.Rec(name)
-		ver := v.bodies[rec.Version]
+		ver := v.view.Bodies[rec.Version]
 		v.mu.Unlock()
 		got, err := v.withInline(rec.Version, ver)
 		if err != nil {
@@ -57,19 +53,8 @@ func TestInlineContentNotHeldInBodies(t *testing.T) {
 		}
 	}
 	// The first miss read the entry, which put every note back.
-	v.inline.mu.Lock()
-	refilled := len(v.inline.data)
-	v.inline.mu.Unlock()
+	refilled := v.view.Inline.Len()
 	if refilled < 20 {
 		t.Errorf("%d versions cached after reading back, want the entry's 20", refilled)
-	}
-
-	var c inlineCache
-	big := bytes.Repeat([]byte("x"), inlineCacheBytes/3)
-	for i := range 4 {
-		c.put(protocol.VersionID{Seq: uint64(i + 1)}, big)
-	}
-	if c.bytes > inlineCacheBytes || len(c.data) != 3 {
-		t.Errorf("cache holds %d bytes in %d versions, want at most %d in 3", c.bytes, len(c.data), inlineCacheBytes)
 	}
 }

@@ -76,7 +76,7 @@ func TestSmallFilesApplyInLogOrder(t *testing.T) {
 			t.Fatalf("%s after the apply: %d bytes, %v", name(k), len(got), err)
 		}
 	}
-	if reads := v.inline.reads.Load(); reads > int64(entries) {
+	if reads := v.view.Inline.Reads.Load(); reads > int64(entries) {
 		t.Errorf("applying %d files read %d entries back from the log, want at most the %d entries", rounds*perRound, reads, entries)
 	}
 }

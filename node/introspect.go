@@ -24,9 +24,9 @@ type vaultView struct {
 	dirty             []string          // paths marked for reconciliation, sorted
 }
 
-func (v *vault) view() vaultView { return v.viewOf(true) }
+func (v *vault) counts() vaultView { return v.viewOf(true) }
 
-// summary is view without the dirty list (nil), for status: after a
+// summary is counts without the dirty list (nil), for status: after a
 // restart or a large change the dirty set can hold every path, and status
 // needs only its size, which toApply already counts.
 func (v *vault) summary() vaultView { return v.viewOf(false) }
@@ -94,12 +94,12 @@ func (v *vault) pathState(p string) doctor.PathState {
 	pv.Indexed = had
 	pv.Dirty = v.eng.IsDirty(p)
 	pv.Err, _ = v.eng.Err(p)
-	hs := v.graph.Heads(p)
+	hs := v.view.Graph.Heads(p)
 	pv.Heads = len(hs)
 	if len(hs) > 0 {
 		if dec, err := v.eng.Resolve(p, guardIndex{v}); err == nil {
 			pv.Winner = dec.Winner.ID
-			ver := v.bodies[dec.Winner.ID]
+			ver := v.view.Bodies[dec.Winner.ID]
 			pv.Kind, pv.Size, pv.Chunks = ver.Kind, ver.Size, len(ver.Chunks)
 			for _, c := range ver.Chunks {
 				if v.chunks.has(c.CID) {

@@ -423,7 +423,7 @@ func (v *vault) versionFor(c folder.Change, restate bool) (entry.Version, vaultd
 func (v *vault) headHolding(path string, rec vaultdb.Record) (entry.VersionID, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return engine.HeadHolding(v.graph, path, diskOf(rec))
+	return engine.HeadHolding(v.view.Graph, path, diskOf(rec))
 }
 
 // diskOf is the engine's view of a folder index record.
@@ -453,7 +453,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 		body = &entry.Body{Versions: versions}
 		listed, pieces := entry.SplitBody(body, v.pieceParams())
 		v.mu.Lock()
-		clock := v.clock + 1
+		clock := v.view.Clock + 1
 		v.mu.Unlock()
 		var err error
 		e, err = entry.New(entry.Config{
@@ -515,7 +515,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 		// reconcile unless they raced with a remote version.
 		var current []string
 		for _, ver := range body.Versions {
-			if len(v.graph.Heads(ver.Path)) <= 1 {
+			if len(v.view.Graph.Heads(ver.Path)) <= 1 {
 				current = append(current, ver.Path)
 			}
 		}

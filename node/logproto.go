@@ -198,7 +198,7 @@ func (s logSource) Range(author keys.DeviceID, from, to uint64, fn func(*entry.E
 func (v *vault) fromAuthorSeq(dev keys.DeviceID) uint64 {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.fromAuthor[dev]
+	return v.view.FromAuthor(dev)
 }
 
 // pullLog opens a log stream to p for v and ingests what arrives until

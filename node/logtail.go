@@ -204,8 +204,8 @@ func (v *vault) adoptOwnHeads() int {
 	// recorded sequence behind the head, which only makes the next start
 	// adopt again.
 	ownSeq := v.db.Head(self).Seq
-	for _, p := range v.graph.Paths() {
-		h, n := v.graph.FirstHead(p)
+	for _, p := range v.view.Graph.Paths() {
+		h, n := v.view.Graph.FirstHead(p)
 		if n != 1 || h.ID.Author != self || h.Kind == protocol.KindDeletion {
 			continue
 		}
@@ -213,7 +213,7 @@ func (v *vault) adoptOwnHeads() int {
 		if cur, ok := v.index.Get(p); ok && cur.Version == id {
 			continue
 		}
-		ver, ok := v.bodies[id]
+		ver, ok := v.view.Bodies[id]
 		if !ok {
 			continue
 		}

@@ -49,8 +49,8 @@ func (g guardIndex) Lookup(p string) (engine.Disk, bool) {
 
 func (g guardIndex) Files() int                      { return g.v.index.Files() }
 func (g guardIndex) DeletionConfirmed(p string) bool { return g.v.deletionConfirmedLocked(p) }
-func (g guardIndex) WinnerIsDeletion(p string) bool  { return engine.IsDeletion(g.v.graph, p) }
-func (g guardIndex) Graph() *protocol.Graph          { return g.v.graph }
+func (g guardIndex) WinnerIsDeletion(p string) bool  { return engine.IsDeletion(g.v.view.Graph, p) }
+func (g guardIndex) Graph() *protocol.Graph          { return g.v.view.Graph }
 
 // loadMassDeletePolicy reads the folder's stored policy (the default when
 // none is stored).
@@ -170,7 +170,7 @@ func (v *vault) noteIncomingHold(verdict engine.IncomingVerdict) {
 // deletion its author's user confirmed past the mass-delete guard
 // (entry.DeletionConfirmed). v.mu must be held.
 func (v *vault) deletionConfirmedLocked(path string) bool {
-	hs := v.graph.Heads(path)
+	hs := v.view.Graph.Heads(path)
 	for _, h := range hs {
 		if h.Kind != protocol.KindDeletion || h.Mode&entry.DeletionConfirmed == 0 {
 			return false

@@ -263,7 +263,7 @@ func TestIncomingMassDeleteIsHeld(t *testing.T) {
 				}
 				v.mu.Lock()
 				for _, p := range paths[:27] {
-					if engine.IsDeletion(v.graph, p) {
+					if engine.IsDeletion(v.view.Graph, p) {
 						t.Errorf("%s: the deletion still wins after reject", p)
 					}
 				}

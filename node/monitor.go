@@ -134,7 +134,7 @@ type metricsSource struct{ *Node }
 func (s metricsSource) FolderGauges() map[string]api.FolderGauges {
 	out := map[string]api.FolderGauges{}
 	for _, v := range s.vaultsNow() {
-		g := api.FolderGauges{Dirs: v.view().dirs}
+		g := api.FolderGauges{Dirs: v.counts().dirs}
 		if un, whole, _ := v.fallback.State(); whole {
 			g.Unwatched = -1
 		} else {

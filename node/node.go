@@ -23,6 +23,7 @@ import (
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/folderguard"
 	"github.com/weftsync/weft/node/keyring"
+	"github.com/weftsync/weft/node/logview"
 	"github.com/weftsync/weft/node/members"
 	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/node/ownlog"
@@ -315,22 +316,18 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	v := &vault{
 		n: n, cfg: hv, id: vk.ID, secrets: secrets, ek: ek, ck: chunk.KeysFrom(ek), db: db,
 		crypt: cr, fs: fsys, chunks: newFolderChunks(fsys, cr),
-		log:        n.log.With("folder", hv.Folder),
-		roster:     roster.New(n.id, secrets, db.MemberState(), db, n.now),
-		graph:      protocol.NewGraph(),
-		bodies:     map[protocol.VersionID]entry.Version{},
-		index:      memindex.New(),
-		book:       peerbook.New(metaStore{db}),
-		grow:       make(chan struct{}),
-		cleaned:    make(chan struct{}),
-		fguard:     folderguard.New(),
-		kicked:     make(chan struct{}, 1),
-		firstScan:  make(chan struct{}),
-		peerVec:    map[keys.DeviceID]protocol.Vector{},
-		heldUpTo:   map[keys.DeviceID]uint64{},
-		foldedUpTo: map[keys.DeviceID]uint64{},
-		pieced:     map[entryRef]struct{}{},
-		tail:       ownlog.NewGate(ownLostTo(n.id.ID(), report), report.NeedRescan),
+		log:       n.log.With("folder", hv.Folder),
+		roster:    roster.New(n.id, secrets, db.MemberState(), db, n.now),
+		view:      logview.New(n.log.With("folder", hv.Folder)),
+		index:     memindex.New(),
+		book:      peerbook.New(metaStore{db}),
+		grow:      make(chan struct{}),
+		cleaned:   make(chan struct{}),
+		fguard:    folderguard.New(),
+		kicked:    make(chan struct{}, 1),
+		firstScan: make(chan struct{}),
+		peerVec:   map[keys.DeviceID]protocol.Vector{},
+		tail:      ownlog.NewGate(ownLostTo(n.id.ID(), report), report.NeedRescan),
 	}
 	v.mh.damaged = memberDamaged(report)
 	v.openKeeper()
@@ -386,7 +383,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	// was opened with entry.OpenBody before its entry was stored, so it is
 	// opened here without the canonical re-encode (entry.OpenStoredBody;
 	// authentication and the rules on versions are still checked).
-	v.replaying = true
+	v.view.Replaying = true
 	heads := db.Heads()
 	from := v.loadGraphSnapshotLocked(heads) // graphsnap.go: nil replays every entry
 	v.opened.fromSnapshot = from != nil
@@ -407,7 +404,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 			return fail(err)
 		}
 	}
-	v.replaying = false
+	v.view.Replaying = false
 	// What members and relays said they hold, so "unsafe" is truthful
 	// from the start (nothing is locked yet: the vault is not shared).
 	peers := v.roster.Members()
@@ -437,7 +434,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	}
 	v.tailCheck()
 	v.tail.OpenAtStart()
-	v.log.Debug("vault opened", "from_snapshot", v.opened.fromSnapshot, "entries_replayed", v.opened.replayed, "versions", len(v.bodies))
+	v.log.Debug("vault opened", "from_snapshot", v.opened.fromSnapshot, "entries_replayed", v.opened.replayed, "versions", len(v.view.Bodies))
 	return v, nil
 }
 

@@ -209,15 +209,15 @@ func (v *vault) setAsideDamagedPieces(ver entry.Version) {
 func (v *vault) repairPieces(ctx context.Context, path string) error {
 	v.mu.Lock()
 	var todo []protocol.VersionID
-	for _, h := range v.graph.Heads(path) {
-		if ver, ok := v.bodies[h.ID]; ok && ver.HasPieces() {
+	for _, h := range v.view.Graph.Heads(path) {
+		if ver, ok := v.view.Bodies[h.ID]; ok && ver.HasPieces() {
 			todo = append(todo, h.ID)
 		}
 	}
 	v.mu.Unlock()
 	for _, id := range todo {
 		v.mu.Lock()
-		ver := v.bodies[id]
+		ver := v.view.Bodies[id]
 		v.mu.Unlock()
 		var want []cid.Cid
 		for _, c := range entry.PieceCIDs(&ver) {
@@ -251,7 +251,7 @@ func (v *vault) repairPieces(ctx context.Context, path string) error {
 			return fmt.Errorf("%q: %w", path, err)
 		}
 		v.mu.Lock()
-		v.bodies[id] = full
+		v.view.Bodies[id] = full
 		v.mu.Unlock()
 		v.log.Info("fetched a version's chunk-list pieces again", "path", path, "pieces", len(want))
 	}

@@ -46,7 +46,7 @@ func TestRecreateAfterAppliedDeletionSupersedesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.mu.Lock()
-	heads := v.graph.Heads("f.txt")
+	heads := v.view.Graph.Heads("f.txt")
 	v.mu.Unlock()
 	if len(heads) != 1 || heads[0].Kind == protocol.KindDeletion {
 		t.Fatalf("got heads %v, want the recreated file alone", heads)

@@ -129,7 +129,7 @@ func (r restoreVault) Record(ctx context.Context, paths []string) (bool, error) 
 func (r restoreVault) OwnHead(path string) (entry.VersionID, bool) {
 	r.v.mu.Lock()
 	defer r.v.mu.Unlock()
-	if hs := r.v.graph.Heads(path); len(hs) == 1 && hs[0].ID.Author == r.v.n.id.ID() {
+	if hs := r.v.view.Graph.Heads(path); len(hs) == 1 && hs[0].ID.Author == r.v.n.id.ID() {
 		return hs[0].ID, true
 	}
 	return entry.VersionID{}, false
@@ -142,7 +142,7 @@ func (r restoreVault) OwnHead(path string) (entry.VersionID, bool) {
 func (v *vault) appliedHeadsLocked(path string) ([]entry.VersionID, bool) {
 	cur, had := v.index.Get(path)
 	var ids []entry.VersionID
-	for _, h := range v.graph.Heads(path) {
+	for _, h := range v.view.Graph.Heads(path) {
 		applied := !had
 		if h.Kind != protocol.KindDeletion {
 			applied = had && engine.SameContent(h, diskOf(cur))

@@ -56,7 +56,7 @@ func TestReviewConflictLoserLostWhenCopyFails(t *testing.T) {
 	oneHead := func() bool {
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		return len(v.graph.Heads("f.bin")) == 1
+		return len(v.view.Graph.Heads("f.bin")) == 1
 	}
 	w.wait(t, "f.bin to settle on one head", from, func(m passMark) bool { return m.kind == markEnded && oneHead() })
 	if got, err := os.ReadFile(filepath.Join(folderPath, "f.bin")); err != nil || !bytes.Equal(got, theirs) {
@@ -64,7 +64,7 @@ func TestReviewConflictLoserLostWhenCopyFails(t *testing.T) {
 	}
 	if !holdsContent(t, folderPath, mine) {
 		v.mu.Lock()
-		heads := v.headIDsLocked("f.bin")
+		heads := v.view.HeadIDs("f.bin")
 		v.mu.Unlock()
 		t.Fatalf("f.bin settled on %v and no file in the folder holds a1's content: the loser of the conflict was lost", heads)
 	}

@@ -72,7 +72,7 @@ func TestReviewDanglingSupersedesMakeSpuriousConflict(t *testing.T) {
 		t.Fatal("f.txt was decided while c1, which links a1 to b1, was still missing")
 	}
 	v.mu.Lock()
-	heads, dirty := v.headIDsLocked("f.txt"), pathDirtyLocked(v, "f.txt")
+	heads, dirty := v.view.HeadIDs("f.txt"), pathDirtyLocked(v, "f.txt")
 	v.mu.Unlock()
 	if len(heads) != 2 || !dirty {
 		t.Fatalf("while c1 is missing: heads of f.txt %v (want a1 and b1), dirty %v (want true)", heads, dirty)
@@ -98,7 +98,7 @@ func TestReviewDanglingSupersedesMakeSpuriousConflict(t *testing.T) {
 		t.Errorf("the node wrote %d entries, want %d (no resolution entry is due)", got, written)
 	}
 	v.mu.Lock()
-	heads, index := v.headIDsLocked("f.txt"), v.index.Rec("f.txt").Version
+	heads, index := v.view.HeadIDs("f.txt"), v.index.Rec("f.txt").Version
 	v.mu.Unlock()
 	if !slices.Equal(heads, []entry.VersionID{b1}) || index != b1 {
 		t.Errorf("after c1: heads of f.txt %v, index %v; want b1 (%v) alone, applied", heads, index, b1)

@@ -18,7 +18,7 @@ import (
 func reviewMemberEntry(t *testing.T, v *vault, id *keys.Identity, vs []entry.Version) *entry.Entry {
 	t.Helper()
 	v.mu.Lock()
-	clock := v.clock + 1
+	clock := v.view.Clock + 1
 	v.mu.Unlock()
 	e, err := entry.New(entry.Config{Identity: id, Vault: v.id, Clock: clock, Keys: v.ek, Time: time.Now().UnixMilli(), Rand: rand.Reader},
 		&entry.Body{Versions: vs})
@@ -93,9 +93,9 @@ func TestReviewLocalEditSupersedesUnappliedRemoteEdit(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.mu.Lock()
-	heads := v.headIDsLocked("f.txt")
+	heads := v.view.HeadIDs("f.txt")
 	local := v.index.Rec("f.txt").Version
-	sup := v.bodies[local].Supersedes
+	sup := v.view.Bodies[local].Supersedes
 	v.mu.Unlock()
 	if !slices.Equal(sup, []entry.VersionID{a}) {
 		t.Errorf("the local edit %v supersedes %v, want A (%v) alone: it was made on top of A and never saw B (%v)", local, sup, a, bID)

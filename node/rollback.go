@@ -174,12 +174,7 @@ func (v *vault) checkWithheld(d keys.DeviceID, vec protocol.Vector) {
 			continue
 		}
 		v.mu.Lock()
-		var next uint64
-		for k := range v.waiting {
-			if k.author == a && k.seq > head+1 && k.seq <= claimed && (next == 0 || k.seq < next) {
-				next = k.seq
-			}
-		}
+		next := v.view.FirstAhead(a, head+1, claimed)
 		v.mu.Unlock()
 		if next != 0 {
 			gaps = append(gaps, gap{a, head, next})

@@ -16,6 +16,7 @@ import (
 	"github.com/weftsync/weft/node/homefull"
 	"github.com/weftsync/weft/node/keeper"
 	"github.com/weftsync/weft/node/keyring"
+	"github.com/weftsync/weft/node/logview"
 	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/node/ownlog"
 	"github.com/weftsync/weft/node/peerbook"
@@ -32,8 +33,9 @@ import (
 )
 
 // vault is one vault on this device: its keys, its database, its folder,
-// and the in-memory views derived from the log (the version graph, the
-// decrypted bodies, the folder index and where each chunk lies locally).
+// and the in-memory state derived from them (view: the version graph, the
+// decrypted bodies, node/logview; index: the folder index; chunks: where
+// each chunk lies locally).
 //
 // Locking: mu guards the derived state. IO on the folder and the network
 // happens without mu held; the database serialises itself.
@@ -95,27 +97,18 @@ type vault struct {
 	// watcher (watchfallback.go); it has its own lock.
 	fallback watchfallback.Fallback
 
-	mu           sync.Mutex     // guards the fields below
-	roster       *roster.Roster // membership (node/roster): its own lock
-	graph        *protocol.Graph
-	bodies       map[protocol.VersionID]entry.Version
-	inline       inlineCache     // recent inline contents (inline.go); bodies hold none
-	replaying    bool            // openVault is folding the stored log in (inline.go)
-	clock        uint64          // highest Lamport clock seen
-	hlc          int64           // latest entry Time seen or written, unix ms (node/clock)
+	mu     sync.Mutex     // guards the fields below
+	roster *roster.Roster // membership (node/roster): its own lock
+	// view is what the vault derived from its log (node/logview): the
+	// graph, the bodies, the clocks, how far each author is folded in and
+	// held, the entries held back; mu guards it.
+	view         *logview.View
 	index        *memindex.Index // the folder index in memory, changed by setIndexLocked alone
 	grow         chan struct{}   // closed and replaced whenever the log grows
 	cleaned      chan struct{}   // closed after the first scan, once the temp files of earlier runs are removed
 	peerVec      map[keys.DeviceID]protocol.Vector
 	heldViaRelay map[keys.DeviceID]map[keys.DeviceID]protocol.Vector // relay -> device -> what the relay says it holds (relayholds.go)
-	waiting      map[waitKey][]byte                                  // entries ahead of their author's head
-	waitingBytes int                                                 // total size of waiting
-	heldUpTo     map[keys.DeviceID]uint64                            // see heldVector
-	foldedUpTo   map[keys.DeviceID]uint64                            // highest seq per author whose body is in the graph
-	snapReach    map[keys.DeviceID]uint64                            // foldedUpTo when graph.snap was loaded or written (graphsnap.go)
-	pieced       map[entryRef]struct{}                               // entries folded in that list pieces (graphsnap.go)
 	opened       openStats                                           // how openVault rebuilt the graph (graphsnap.go)
-	fromAuthor   map[keys.DeviceID]uint64                            // highest seq per author received from that author itself (serveLog)
 	scanning     bool
 	scanned      bool // the first full scan has completed
 	fullScans    int  // full scans completed since the vault opened
@@ -212,17 +205,6 @@ func (v *vault) admit(d keys.DeviceID, name string) error {
 	return nil
 }
 
-// maxWaiting and maxWaitingBytes bound the entries held back while an
-// earlier entry of their author is missing (they arrived out of order over
-// different streams). Beyond them an entry is refused with an error, which
-// ends the stream; the peer resends it after reconnecting.
-const (
-	maxWaiting      = 4096
-	maxWaitingBytes = 64 << 20
-)
-
-var errTooFarAhead = errors.New("too many entries ahead of their author's head")
-
 // ingestEntry validates an entry from a peer and, if new, stores it and
 // folds its versions into the graph. An entry that is ahead of its
 // author's head (an earlier one has not arrived yet, which happens when
@@ -255,19 +237,7 @@ func (v *vault) ingestEntry(raw []byte, src *entrySource) error {
 		}
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		if v.waiting == nil {
-			v.waiting = map[waitKey][]byte{}
-		}
-		k := waitKey{author, dec.Seq()}
-		if _, ok := v.waiting[k]; ok {
-			return nil
-		}
-		if len(v.waiting) >= maxWaiting || v.waitingBytes+len(raw) > maxWaitingBytes {
-			return errTooFarAhead
-		}
-		v.waiting[k] = raw
-		v.waitingBytes += len(raw)
-		return nil
+		return v.view.HoldBack(logview.EntryRef{Author: author, Seq: dec.Seq()}, raw)
 	}
 	for {
 		if err := v.ingestNext(raw, author, head, src); err != nil {
@@ -275,9 +245,7 @@ func (v *vault) ingestEntry(raw []byte, src *entrySource) error {
 		}
 		head = v.db.Head(author)
 		v.mu.Lock()
-		next, ok := v.waiting[waitKey{author, head.Seq + 1}]
-		delete(v.waiting, waitKey{author, head.Seq + 1})
-		v.waitingBytes -= len(next)
+		next, ok := v.view.TakeAhead(logview.EntryRef{Author: author, Seq: head.Seq + 1})
 		v.mu.Unlock()
 		if !ok {
 			return nil
@@ -299,28 +267,15 @@ func (s *entrySource) pieces() pieceFetcher {
 	return s.fetch
 }
 
-// noteFromAuthor records that the author of entry seq sent it itself: the
-// author holds its log up to there, so serveLog need not send it back.
-// (A device that loses its log tail restarts, and its new LogRequest says
-// what it holds: serveLog counts only what came after the request.) Before this, every entry came straight back to its
-// author over the author's own log stream: for a version of a large file
-// that was the whole chunk list, 1.29 MiB per edit of a 1 GiB file (B6).
+// noteFromAuthor records that the author of entry seq sent it itself
+// (logview.View.NoteFromAuthor).
 func (v *vault) noteFromAuthor(src *entrySource, author keys.DeviceID, seq uint64) {
 	if src == nil || src.dev != author {
 		return
 	}
 	v.mu.Lock()
-	if v.fromAuthor == nil {
-		v.fromAuthor = map[keys.DeviceID]uint64{}
-	}
-	v.fromAuthor[author] = max(v.fromAuthor[author], seq)
+	v.view.NoteFromAuthor(author, seq)
 	v.mu.Unlock()
-}
-
-// waitKey names an entry held back by ingestEntry.
-type waitKey struct {
-	author keys.DeviceID
-	seq    uint64
 }
 
 // ingestNext validates, stores and folds in the entry that follows head.
@@ -364,37 +319,10 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head, sr
 	return nil
 }
 
-// addBodyLocked folds an entry's versions into the graph and marks their
+// addBodyLocked folds an entry's versions into the view and marks their
 // paths for reconciliation. v.mu must be held.
 func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
-	v.clock = max(v.clock, e.Clock())
-	v.hlc = max(v.hlc, e.Time())
-	v.foldedUpTo[e.Author()] = max(v.foldedUpTo[e.Author()], e.Seq())
-	if e.Format() == entry.FormatV2 {
-		v.pieced[entryRef{e.Author(), e.Seq()}] = struct{}{}
-	}
-	for i, ver := range body.Versions {
-		id := e.VersionID(i)
-		cv := engine.CoreVersion(id, e.Clock(), e.Time(), ver)
-		if err := v.graph.Add(cv); err != nil {
-			v.log.Warn("version not added to graph", "version", id, "err", err)
-			continue
-		}
-		if isInline(ver) { // inline.go
-			if !v.replaying { // what the log replays was applied, or is read back when needed
-				v.inline.put(id, ver.Inline)
-			}
-			ver.Inline = nil
-		}
-		v.bodies[id] = ver
-		v.eng.Touch(ver.Path)
-	}
-}
-
-// headIDsLocked is engine.HeadIDs over this vault's graph. v.mu must be
-// held.
-func (v *vault) headIDsLocked(path string) []entry.VersionID {
-	return engine.HeadIDs(v.graph, path)
+	v.view.Fold(e, body, v.eng.Touch)
 }
 
 // peerHolds records what a peer says it holds (its LogStatus). What a
@@ -456,46 +384,21 @@ func (v *vault) kick() {
 // heldVector is, per author, the highest sequence up to which this device
 // holds every entry in full: the entry itself and the content of each of
 // its versions (inline in the entry, applied in the folder, or superseded
-// by a version that is). It is what LogStatus reports, so a peer counts its
-// entries as safe here only once their chunks are here too. It advances
-// incrementally from the last answer.
+// by a version that is), by the device's held rule
+// (engine.DevicePolicy.Held). It is what LogStatus reports, so a peer
+// counts its entries as safe here only once their chunks are here too.
 func (v *vault) heldVector() protocol.Vector {
-	heads := v.db.Heads()
+	heads := map[keys.DeviceID]uint64{}
+	for a, h := range v.db.Heads() {
+		heads[a] = h.Seq
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	out := protocol.Vector{}
-	for author, head := range heads {
-		// An entry is stored before its body is folded into the graph;
-		// until then its versions are unknown here, so it is not held.
-		limit := min(head.Seq, v.foldedUpTo[author])
-		s := v.heldUpTo[author]
-		for s < limit && v.entryHeldLocked(author, s+1) {
-			s++
-		}
-		v.heldUpTo[author] = s
-		if s > 0 {
-			out[author] = s
-		}
-	}
-	return out
-}
-
-// entryHeldLocked reports whether the content of every version of entry
-// (author, seq) is held here, by the device's held rule
-// (engine.DevicePolicy.Held). v.mu must be held.
-func (v *vault) entryHeldLocked(author keys.DeviceID, seq uint64) bool {
-	h := &deviceHolding{v: v} // one per entry: an interface value escapes
-	for i := uint32(0); ; i++ {
-		id := protocol.VersionID{Author: author, Seq: seq, Index: i}
-		ver, ok := v.bodies[id]
-		if !ok {
-			return true
-		}
+	h := &deviceHolding{v: v}
+	return v.view.HeldVector(heads, func(id protocol.VersionID, ver entry.Version) bool {
 		h.id, h.ver = id, ver
-		if !engine.DevicePolicy.Held(h) {
-			return false
-		}
-	}
+		return engine.DevicePolicy.Held(h)
+	})
 }
 
 // deviceHolding answers the held rule's questions about one folded version
@@ -509,7 +412,7 @@ type deviceHolding struct {
 func (h *deviceHolding) Inline() bool { return len(h.ver.Chunks) == 0 }
 
 func (h *deviceHolding) Superseded() bool {
-	return !slices.ContainsFunc(h.v.graph.Heads(h.ver.Path), func(x protocol.Version) bool { return x.ID == h.id })
+	return !slices.ContainsFunc(h.v.view.Graph.Heads(h.ver.Path), func(x protocol.Version) bool { return x.ID == h.id })
 }
 
 func (h *deviceHolding) Applied() bool {
