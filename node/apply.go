@@ -8,8 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -253,7 +251,7 @@ func (v *vault) carryOut(ctx context.Context, d decided) error {
 	winnerID := dec.Winner.ID
 	var merged []byte
 	if dec.Outcome == protocol.OutcomeMerge {
-		m, clean, err := v.merge(ctx, dec.Merge)
+		m, clean, err := v.merge(ctx, path, dec.Merge)
 		if err != nil && !errors.Is(err, protocol.ErrNotText) && !errors.Is(err, protocol.ErrMergeTooLarge) {
 			// Typically the common ancestor's content is no longer held by
 			// any reachable device. Fall back to the decision's winner and
@@ -608,8 +606,9 @@ func (v *vault) writeBytes(ctx context.Context, path string, like entry.Version,
 	return recordFromInfo(entry.VersionID{}, ver, out.Info), nil
 }
 
-// merge fetches the contents of a merge plan and merges them.
-func (v *vault) merge(ctx context.Context, plan *protocol.MergePlan) ([]byte, bool, error) {
+// merge fetches the contents of a merge plan for path and merges them
+// with the driver for path's type (protocol.MergeFile).
+func (v *vault) merge(ctx context.Context, path string, plan *protocol.MergePlan) ([]byte, bool, error) {
 	read := func(id protocol.VersionID) ([]byte, error) {
 		v.mu.Lock()
 		ver := v.view.Bodies[id]
@@ -635,7 +634,7 @@ func (v *vault) merge(ctx context.Context, plan *protocol.MergePlan) ([]byte, bo
 			return nil, false, err
 		}
 	}
-	return protocol.MergeAll(base, sides)
+	return protocol.MergeFile(path, base, sides)
 }
 
 // contentReader yields a file version's plaintext in order
@@ -686,67 +685,16 @@ func (v *vault) fetchFromPeersLent(ctx context.Context, cids []cid.Cid, got func
 	return v.fetchFrom(ctx, cids, true, got)
 }
 
-// fetchFrom is fetchFromPeers, with envelopes lent to got if lent.
+// fetchFrom is fetchFromPeers, with envelopes lent to got if lent: the
+// connected members and relays share the want-list (content.Spread).
 func (v *vault) fetchFrom(ctx context.Context, cids []cid.Cid, lent bool, got func(cid.Cid, []byte) error) error {
-	peers := v.n.connectedMembers(v)
-	if len(peers) == 0 {
-		return fmt.Errorf("%w (%d chunks): no member of the vault is connected", errChunkMissing, len(cids))
+	var peers []content.Peer
+	for _, p := range v.n.connectedMembers(v) {
+		peers = append(peers, content.Peer{Name: p.dev.Short(), Fetch: func(ctx context.Context, cids []cid.Cid) ([]cid.Cid, error) {
+			return v.fetchChunks(ctx, p.id, p.dev, cids, lent, got)
+		}})
 	}
-	var (
-		mu      sync.Mutex
-		missing = map[cid.Cid]bool{}
-		errs    []string
-		wg      sync.WaitGroup
-	)
-	// Round 1: each peer gets a share.
-	shares := make([][]cid.Cid, len(peers))
-	for i, c := range cids {
-		shares[i%len(peers)] = append(shares[i%len(peers)], c)
-	}
-	for i, p := range peers {
-		if len(shares[i]) == 0 {
-			continue
-		}
-		wg.Go(func() {
-			miss, err := v.fetchChunks(ctx, p.id, p.dev, shares[i], lent, got)
-			mu.Lock()
-			defer mu.Unlock()
-			for _, c := range miss {
-				missing[c] = true
-			}
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("%s: %v", p.dev.Short(), err))
-			}
-		})
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	// Round 2: what is still missing, from every peer in turn.
-	var need []cid.Cid
-	for _, c := range cids {
-		if missing[c] {
-			need = append(need, c)
-		}
-	}
-	for _, p := range peers {
-		if len(need) == 0 || len(peers) == 1 {
-			break
-		}
-		miss, err := v.fetchChunks(ctx, p.id, p.dev, need, lent, got)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", p.dev.Short(), err))
-		}
-		need = miss
-	}
-	if len(need) > 0 {
-		if len(errs) > 0 {
-			return fmt.Errorf("%w (%d chunks): %s", errChunkMissing, len(need), strings.Join(errs, "; "))
-		}
-		return fmt.Errorf("%w (%d chunks)", errChunkMissing, len(need))
-	}
-	return nil
+	return content.Spread(ctx, peers, cids)
 }
 
 // localPlaintext re-creates a chunk's plaintext from the local folder: it

@@ -26,6 +26,10 @@
 //     a three-way merge plan, conflict copies and their names (ConflictName).
 //   - Merge3 and MergeAll (textmerge.go, diff.go): a deterministic line-level
 //     three-way merge with bounded work.
+//   - MergeFile (mergedriver.go): the merge drivers by file type: JSON and
+//     JSON Canvas by key and id (jsonmerge.go), Markdown frontmatter by key
+//     with the body by lines (frontmatter.go), over one keyed three-way
+//     merge (keyedmerge.go); lines for everything else.
 //
 // # Ordering obligations on node/
 //

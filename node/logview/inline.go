@@ -75,7 +75,6 @@ func IsInline(ver entry.Version) bool {
 	return ver.Kind == entry.KindFile && len(ver.Chunks) == 0 && ver.Size > 0
 }
 
-
 // Len is how many versions' bytes the cache holds.
 func (c *InlineCache) Len() int {
 	c.mu.Lock()

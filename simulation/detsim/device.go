@@ -246,7 +246,7 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 		for i, sd := range dec.Merge.Sides {
 			sides[i] = s.content[sd.ContentHash]
 		}
-		m, clean, err := protocol.MergeAll(s.content[dec.Merge.Base.ContentHash], sides)
+		m, clean, err := protocol.MergeFile(path, s.content[dec.Merge.Base.ContentHash], sides)
 		if err == nil && clean {
 			merged, copies = m, nil
 		}

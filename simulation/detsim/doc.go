@@ -1,6 +1,6 @@
 // Package detsim is the deterministic tier of weft's simulation: many
 // simulated devices, each running the sync engine's rules
-// (protocol/engine, protocol.Resolve, protocol.MergeAll) over its own
+// (protocol/engine, protocol.Resolve, protocol.MergeFile) over its own
 // version graph, log, folder index and in-memory disk, driven by one seeded
 // scheduler on a virtual clock. There are no goroutines, sockets, real
 // clocks or map-order dependence, so a seed is a complete description of a
