@@ -57,7 +57,11 @@ func (a *apiRun) serve(ctx context.Context, n *Node) {
 }
 
 // apiBackend is the node as the local API sees it (api.Backend): the
-// node's own methods, and the calls that only the API makes.
+// calls only the API makes (deletions held, history, restore, resolve,
+// scrub, versions, relays, diagnosis, vaults added) are its own methods,
+// not the Node's, membership is node/members' Service, and the node's
+// own queries (Status, Subscribe) come through the embedded Node.
+// Programs and tests reach it without HTTP through Node.API.
 type apiBackend struct {
 	*Node
 	*members.Service

@@ -30,9 +30,9 @@ var (
 )
 
 // Deletions lists every folder's held deletions.
-func (n *Node) Deletions() []api.HeldDeletions {
+func (b apiBackend) Deletions() []api.HeldDeletions {
 	out := []api.HeldDeletions{}
-	for _, v := range n.vaultsNow() {
+	for _, v := range b.vaultsNow() {
 		out = append(out, v.heldDeletions()...)
 	}
 	return out
@@ -58,12 +58,12 @@ func (v *vault) heldDeletions() []api.HeldDeletions {
 
 // DecideDeletions carries out the user's decision about a folder's held
 // deletions, in both directions.
-func (n *Node) DecideDeletions(ctx context.Context, req api.DeletionsRequest) (api.DeletionsResult, error) {
+func (b apiBackend) DecideDeletions(ctx context.Context, req api.DeletionsRequest) (api.DeletionsResult, error) {
 	res := api.DeletionsResult{Action: req.Action}
 	if req.Action != "accept" && req.Action != "reject" {
 		return res, fmt.Errorf("%w: action %q: want accept or reject", errBadDecision, req.Action)
 	}
-	v, err := n.heldVault(req.Folder)
+	v, err := b.heldVault(req.Folder)
 	if err != nil {
 		return res, err
 	}
@@ -80,7 +80,7 @@ func (n *Node) DecideDeletions(ctx context.Context, req api.DeletionsRequest) (a
 	}
 	if err == nil {
 		v.log.Info("held deletions decided", "action", req.Action, "local", res.Local, "incoming", res.Incoming)
-		n.events.Publish(api.Event{Type: api.EventDeletionsDecided, Folder: v.cfg.Folder, Kind: req.Action, Count: res.Local + res.Incoming})
+		b.events.Publish(api.Event{Type: api.EventDeletionsDecided, Folder: v.cfg.Folder, Kind: req.Action, Count: res.Local + res.Incoming})
 	}
 	return res, err
 }
@@ -246,8 +246,8 @@ func (v *vault) reassert(ctx context.Context, paths []string) error {
 // then recorded as usual, so a folder reset while empty holds its
 // deletions (the mass-delete guard) for `weft deletions`: reject fills it
 // again from the other devices, accept empties the folder everywhere.
-func (n *Node) ResetFolder(folder string) error {
-	v, err := n.vaultOfFolder(folder)
+func (b apiBackend) ResetFolder(folder string) error {
+	v, err := b.vaultOfFolder(folder)
 	if err != nil {
 		return err
 	}
@@ -272,8 +272,8 @@ func (n *Node) ResetFolder(folder string) error {
 }
 
 // SetMassDeletePolicy changes a folder's mass-delete guard.
-func (n *Node) SetMassDeletePolicy(folder string, p protocol.MassDeletePolicy) (protocol.MassDeletePolicy, error) {
-	v, err := n.vaultOfFolder(folder)
+func (b apiBackend) SetMassDeletePolicy(folder string, p protocol.MassDeletePolicy) (protocol.MassDeletePolicy, error) {
+	v, err := b.vaultOfFolder(folder)
 	if err != nil {
 		return p, err
 	}

@@ -178,7 +178,7 @@ func TestAuditChunkServedOnlyFromUnchangedFile(t *testing.T) {
 	n, folderPath := testNodeWith(t, Config{NoWatcher: true})
 	// The version store would serve the recorded chunks (verified, from
 	// its own copy): this test is about the folder's files.
-	if _, err := n.SetVersionPolicy(context.Background(), folderPath, api.VersionPolicy{Off: true}); err != nil {
+	if _, err := n.API().SetVersionPolicy(context.Background(), folderPath, api.VersionPolicy{Off: true}); err != nil {
 		t.Fatal(err)
 	}
 	h, _ := joinAsMember(t, n)

@@ -68,13 +68,13 @@ func evalOr(p string) string {
 // Diagnose answers "why is this not in sync?" for every folder, or for
 // one path (absolute, on disk) when abs is not empty. It rescans what it
 // looks at first, so its answer is current.
-func (n *Node) Diagnose(ctx context.Context, abs string) (api.Diagnosis, error) {
-	d := api.Diagnosis{Time: n.now().UTC(), Folders: []api.FolderDiagnosis{}, Peers: []api.PeerDiagnosis{}, Findings: []api.Finding{}}
+func (b apiBackend) Diagnose(ctx context.Context, abs string) (api.Diagnosis, error) {
+	d := api.Diagnosis{Time: b.now().UTC(), Folders: []api.FolderDiagnosis{}, Peers: []api.PeerDiagnosis{}, Findings: []api.Finding{}}
 	facts := doctor.Facts{}
-	vaults := n.vaultsNow()
+	vaults := b.vaultsNow()
 	var asked string
 	if abs != "" {
-		v, rel, err := n.resolvePath(abs)
+		v, rel, err := b.resolvePath(abs)
 		if err != nil {
 			return d, err
 		}
@@ -82,21 +82,21 @@ func (n *Node) Diagnose(ctx context.Context, abs string) (api.Diagnosis, error) 
 		d.Folder, d.Path, facts.Path = v.cfg.Folder, rel, rel
 	}
 	for _, v := range vaults {
-		if _, err := n.scanNoted(ctx, v, asked, abs != ""); err != nil && ctx.Err() != nil {
+		if _, err := b.scanNoted(ctx, v, asked, abs != ""); err != nil && ctx.Err() != nil {
 			return d, err
 		}
 	}
-	facts.Peers = n.diagnosePeers(ctx, vaults)
-	st := n.Status()
+	facts.Peers = b.diagnosePeers(ctx, vaults)
+	st := b.Status()
 	for _, v := range vaults {
-		fs := st.Folders[slices.Index(n.vaultsNow(), v)]
-		facts.Folders = append(facts.Folders, n.folderFacts(v, fs, asked, abs != "", facts.Peers))
+		fs := st.Folders[slices.Index(b.vaultsNow(), v)]
+		facts.Folders = append(facts.Folders, b.folderFacts(v, fs, asked, abs != "", facts.Peers))
 	}
 	for _, fo := range facts.Folders {
 		d.Folders = append(d.Folders, fo.FolderDiagnosis)
 	}
 	d.Peers = facts.Peers
-	facts.SelfCorrection = n.clocks.Correction(n.now())
+	facts.SelfCorrection = b.clocks.Correction(b.now())
 	d.ClockCorrectionMillis = facts.SelfCorrection.Milliseconds()
 	d.Findings = doctor.Diagnose(facts)
 	d.Healthy = !doctor.HasSeverity(d.Findings, api.SeverityProblem)
@@ -166,7 +166,7 @@ func (n *Node) folderFacts(v *vault, fs api.FolderStatus, asked string, onePath 
 	if n.cfg.FolderFS == nil {
 		fo.DiskFreeBytes, fo.DiskTotalBytes = diskSpace(v.cfg.Folder)
 	}
-	for _, r := range n.Relays() {
+	for _, r := range n.API().Relays() {
 		if r.Folder == v.cfg.Folder {
 			fo.Relays = append(fo.Relays, r)
 		}

@@ -59,7 +59,7 @@ func TestDoctorNamesUnreadableFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ok.txt"), []byte("y"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d, err := n.Diagnose(context.Background(), "")
+	d, err := n.API().Diagnose(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,14 +72,14 @@ func TestDoctorNamesUnreadableFile(t *testing.T) {
 		}
 	}
 	// Asking about the readable file alone: in sync.
-	d, err = n.Diagnose(context.Background(), filepath.Join(dir, "ok.txt"))
+	d, err = n.API().Diagnose(context.Background(), filepath.Join(dir, "ok.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !d.Healthy || d.Path != "ok.txt" {
 		t.Fatalf("got healthy=%v path %q findings %v, want ok.txt healthy", d.Healthy, d.Path, kinds(d.Findings))
 	}
-	if _, err := n.Diagnose(context.Background(), filepath.Join(t.TempDir(), "elsewhere")); !errors.Is(err, errNotInFolder) {
+	if _, err := n.API().Diagnose(context.Background(), filepath.Join(t.TempDir(), "elsewhere")); !errors.Is(err, errNotInFolder) {
 		t.Fatalf("a path outside the folder: got %v, want errNotInFolder", err)
 	}
 }

@@ -128,13 +128,13 @@ func TestFolderGuardForeignMarkerAndReset(t *testing.T) {
 	if _, codes := folderState(n); !slices.Contains(codes, api.CodeMarkerForeign) {
 		t.Fatalf("codes %v, want %s", codes, api.CodeMarkerForeign)
 	}
-	if err := n.ResetFolder(folderPath); err != nil {
+	if err := n.API().ResetFolder(folderPath); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Scan(ctx); err != nil {
 		t.Fatalf("scan after reset: %v", err)
 	}
-	if err := n.ResetFolder(folderPath); !errors.Is(err, errFolderNotStop) {
+	if err := n.API().ResetFolder(folderPath); !errors.Is(err, errFolderNotStop) {
 		t.Fatalf("reset of a running folder: %v, want errFolderNotStop", err)
 	}
 }

@@ -66,8 +66,8 @@ func (v *vault) entryTimes() *history.Times {
 // synced folder) that this device knows, newest first. It returns an
 // error wrapping errNotInFolder or history.ErrNoHistory when there is
 // nothing to list.
-func (n *Node) History(abs string) (api.History, error) {
-	v, rel, err := n.resolvePath(abs)
+func (b apiBackend) History(abs string) (api.History, error) {
+	v, rel, err := b.resolvePath(abs)
 	if err != nil {
 		return api.History{}, err
 	}

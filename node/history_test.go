@@ -97,7 +97,7 @@ func TestHistoryAndRestoreVersion(t *testing.T) {
 	for i, s := range []string{"one\n", "two\n", "three\n"} {
 		edit(t, v, clk, folderPath, "notes.md", []byte(s), base.Add(time.Duration(i+1)*time.Minute))
 	}
-	h, err := n.History(f)
+	h, err := n.API().History(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestHistoryAndRestoreVersion(t *testing.T) {
 	first := h.Versions[2].ID
 
 	clk.set(base.Add(10 * time.Minute))
-	res, err := n.Restore(context.Background(), api.RestoreRequest{Path: f, Version: first})
+	res, err := n.API().Restore(context.Background(), api.RestoreRequest{Path: f, Version: first})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestHistoryAndRestoreVersion(t *testing.T) {
 	if got := readOr(t, f); got != "one\n" {
 		t.Fatalf("got %q on disk after restoring the first version, want %q", got, "one\n")
 	}
-	h, err = n.History(f)
+	h, err = n.API().History(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestHistoryAndRestoreVersion(t *testing.T) {
 		t.Fatalf("scan after restore: %v changes, err %v; want none", len(r.Changes), err)
 	}
 	// Restoring what is already there changes nothing.
-	res, err = n.Restore(context.Background(), api.RestoreRequest{Path: f, Version: first})
+	res, err = n.API().Restore(context.Background(), api.RestoreRequest{Path: f, Version: first})
 	if err != nil || len(res.Changes) != 0 {
 		t.Fatalf("restoring the content on disk again: got %+v, %v; want no change", res.Changes, err)
 	}
@@ -166,7 +166,7 @@ func TestRestoreAtAndDeletion(t *testing.T) {
 		{"2026-01-01T10:02:59Z", "v2"},
 	}
 	for _, tt := range tests {
-		if _, err := n.Restore(context.Background(), api.RestoreRequest{Path: f, At: tt.at}); err != nil {
+		if _, err := n.API().Restore(context.Background(), api.RestoreRequest{Path: f, At: tt.at}); err != nil {
 			t.Fatalf("restore --at %s: %v", tt.at, err)
 		}
 		if got := readOr(t, f); got != tt.want {
@@ -174,7 +174,7 @@ func TestRestoreAtAndDeletion(t *testing.T) {
 		}
 	}
 	// Restoring the deletion deletes.
-	h, err := n.History(f)
+	h, err := n.API().History(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestRestoreAtAndDeletion(t *testing.T) {
 			del = hv.ID
 		}
 	}
-	res, err := n.Restore(context.Background(), api.RestoreRequest{Path: f, Version: del})
+	res, err := n.API().Restore(context.Background(), api.RestoreRequest{Path: f, Version: del})
 	if err != nil || len(res.Changes) != 1 || res.Changes[0].Action != "delete" {
 		t.Fatalf("restoring the deletion: got %+v, %v; want one delete", res, err)
 	}
@@ -215,7 +215,7 @@ func TestRestoreAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dry, err := n.Restore(context.Background(), api.RestoreRequest{All: true, At: at, DryRun: true})
+	dry, err := n.API().Restore(context.Background(), api.RestoreRequest{All: true, At: at, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestRestoreAll(t *testing.T) {
 		t.Fatalf("dry run changed the folder: %s", cmp.Diff(before, after))
 	}
 
-	res, err := n.Restore(context.Background(), api.RestoreRequest{All: true, At: at})
+	res, err := n.API().Restore(context.Background(), api.RestoreRequest{All: true, At: at})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestRestoreRefusesLocalChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := v.db.Head(n.ID()).Seq
-	_, err := n.Restore(context.Background(), api.RestoreRequest{Path: f, At: base.Add(90 * time.Second).Format(time.RFC3339)})
+	_, err := n.API().Restore(context.Background(), api.RestoreRequest{Path: f, At: base.Add(90 * time.Second).Format(time.RFC3339)})
 	if !errors.Is(err, history.ErrChangedSinceScan) {
 		t.Fatalf("got %v, want an error wrapping history.ErrChangedSinceScan", err)
 	}
@@ -282,7 +282,7 @@ func TestRestoreRefusesLocalChange(t *testing.T) {
 
 func TestRestoreUnavailableContentChangesNothing(t *testing.T) {
 	n, v, folderPath, clk := historyNode(t)
-	if _, err := n.SetVersionPolicy(context.Background(), folderPath, api.VersionPolicy{Off: true}); err != nil {
+	if _, err := n.API().SetVersionPolicy(context.Background(), folderPath, api.VersionPolicy{Off: true}); err != nil {
 		t.Fatal(err)
 	}
 	base := clk.Now()
@@ -290,7 +290,7 @@ func TestRestoreUnavailableContentChangesNothing(t *testing.T) {
 	big := bytes.Repeat([]byte("a line of a large file\n"), 4000) // chunked, not inline
 	edit(t, v, clk, folderPath, "big.bin", big, base.Add(time.Minute))
 	edit(t, v, clk, folderPath, "big.bin", []byte("small now"), base.Add(2*time.Minute))
-	h, err := n.History(f)
+	h, err := n.API().History(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestRestoreUnavailableContentChangesNothing(t *testing.T) {
 		t.Fatalf("got content %q for the overwritten large version, want none (not kept, no device connected)", h.Versions[1].Content)
 	}
 	head := v.db.Head(n.ID()).Seq
-	_, err = n.Restore(context.Background(), api.RestoreRequest{Path: f, Version: h.Versions[1].ID})
+	_, err = n.API().Restore(context.Background(), api.RestoreRequest{Path: f, Version: h.Versions[1].ID})
 	if !errors.Is(err, history.ErrContentUnavailable) {
 		t.Fatalf("got %v, want an error wrapping history.ErrContentUnavailable", err)
 	}
@@ -330,12 +330,12 @@ func TestRestoreErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := n.Restore(context.Background(), tt.req); !errors.Is(err, tt.want) {
+			if _, err := n.API().Restore(context.Background(), tt.req); !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want an error wrapping %v", err, tt.want)
 			}
 		})
 	}
-	if _, err := n.History(filepath.Join(folderPath, "nope")); !errors.Is(err, history.ErrNoHistory) {
+	if _, err := n.API().History(filepath.Join(folderPath, "nope")); !errors.Is(err, history.ErrNoHistory) {
 		t.Fatalf("history of an unknown path: got %v, want history.ErrNoHistory", err)
 	}
 }

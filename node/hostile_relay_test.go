@@ -71,7 +71,7 @@ func newFakeRelay(t *testing.T, n *Node, serve func(int, network.Stream, wire.Lo
 		})
 	})
 	addr := fmt.Sprintf("%s/p2p/%s", h.Addrs()[0], h.ID())
-	if err := n.ChangeRelay(v.id, addr, false); err != nil {
+	if err := n.API().ChangeRelay(v.id, addr, false); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -368,7 +368,7 @@ func hostileAltersChunk(t *testing.T) {
 	if got := folderFiles(t, folderPath); len(got) != 0 {
 		t.Fatalf("files in the folder after refusing every chunk: got %v, want none", got)
 	}
-	d, err := n.Diagnose(context.Background(), "")
+	d, err := n.API().Diagnose(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,7 +583,7 @@ func hostileRollsBack(t *testing.T) {
 		<-advance
 	})
 	holds := func() uint64 {
-		for _, r := range n.Relays() {
+		for _, r := range n.API().Relays() {
 			if r.ID == f.h.ID().String() {
 				return r.Holds
 			}

@@ -77,7 +77,7 @@ func TestLocalMassDeleteIsHeld(t *testing.T) {
 			if state, codes := folderState(n); state != "held" || !slices.Contains(codes, api.CodeMassDelete) {
 				t.Fatalf("status: state %q, codes %v; want held with %s", state, codes, api.CodeMassDelete)
 			}
-			held := n.Deletions()
+			held := n.API().Deletions()
 			if len(held) != 1 || held[0].Direction != "local" || held[0].Files != 180 {
 				t.Fatalf("deletions: got %+v, want 180 local files", held)
 			}
@@ -95,11 +95,11 @@ func TestLocalMassDeleteIsHeld(t *testing.T) {
 			if got := v.db.Head(n.ID()).Seq; got != seq {
 				t.Fatalf("later scans authored %d entries while the deletion is held, want 0", got-seq)
 			}
-			if held := n.Deletions(); len(held) != 1 || held[0].Files != 181 {
+			if held := n.API().Deletions(); len(held) != 1 || held[0].Files != 181 {
 				t.Fatalf("deletions after one more: got %+v, want 181 files", held)
 			}
 
-			res, err := n.DecideDeletions(ctx, api.DeletionsRequest{Action: decision})
+			res, err := n.API().DecideDeletions(ctx, api.DeletionsRequest{Action: decision})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestLocalMassDeleteIsHeld(t *testing.T) {
 				state, codes := folderState(n)
 				return state == "in-sync" && len(codes) == 0
 			})
-			if held := n.Deletions(); len(held) != 0 {
+			if held := n.API().Deletions(); len(held) != 0 {
 				t.Errorf("deletions still held after %s: %+v", decision, held)
 			}
 		})
@@ -170,7 +170,7 @@ func TestSmallDeletionsGoThrough(t *testing.T) {
 	if got := v.db.Head(n.ID()).Seq; got != seq+1 {
 		t.Fatalf("deleting all 20 files of a 20-file folder authored %d entries, want 1", got-seq)
 	}
-	if held := n.Deletions(); len(held) != 0 {
+	if held := n.API().Deletions(); len(held) != 0 {
 		t.Fatalf("held: %+v", held)
 	}
 }
@@ -184,7 +184,7 @@ func TestMassDeletePolicyOff(t *testing.T) {
 	if err := n.Scan(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.SetMassDeletePolicy(folderPath, protocol.MassDeletePolicy{Off: true}); err != nil {
+	if _, err := n.API().SetMassDeletePolicy(folderPath, protocol.MassDeletePolicy{Off: true}); err != nil {
 		t.Fatal(err)
 	}
 	v := n.vaultsNow()[0]
@@ -203,7 +203,7 @@ func TestMassDeletePolicyOff(t *testing.T) {
 	if got := v.db.Head(n.ID()).Seq; got != seq+1 {
 		t.Fatalf("with the guard off, deleting 90 of 100 authored %d entries, want 1", got-seq)
 	}
-	if _, err := n.DecideDeletions(ctx, api.DeletionsRequest{Action: "accept"}); !errors.Is(err, errNothingHeld) {
+	if _, err := n.API().DecideDeletions(ctx, api.DeletionsRequest{Action: "accept"}); !errors.Is(err, errNothingHeld) {
 		t.Fatalf("accept with nothing held: %v, want errNothingHeld", err)
 	}
 }
@@ -245,12 +245,12 @@ func TestIncomingMassDeleteIsHeld(t *testing.T) {
 					t.Fatalf("%s deleted while the deletion is held: %v", p, err)
 				}
 			}
-			held := n.Deletions()
+			held := n.API().Deletions()
 			if len(held) != 1 || held[0].Direction != "incoming" || held[0].Files != 27 {
 				t.Fatalf("deletions: got %+v, want 27 incoming files", held)
 			}
 			seq := v.db.Head(n.ID()).Seq
-			res, err := n.DecideDeletions(ctx, api.DeletionsRequest{Folder: folderPath, Action: decision})
+			res, err := n.API().DecideDeletions(ctx, api.DeletionsRequest{Folder: folderPath, Action: decision})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -332,7 +332,7 @@ func TestSplitRenameIsNotHeld(t *testing.T) {
 	if _, err := v.scan(ctx, ps); err != nil { // the recheck
 		t.Fatal(err)
 	}
-	if held := n.Deletions(); len(held) != 0 {
+	if held := n.API().Deletions(); len(held) != 0 {
 		t.Fatalf("a split rename was held: %+v", held)
 	}
 	v.mu.Lock()
@@ -357,7 +357,7 @@ func TestIncomingRenameReleasesHold(t *testing.T) {
 	if kept := judgeIncoming(v, paths[:27], nil); len(kept) != 0 {
 		t.Fatalf("27 of 30 deleted: %d applied, want all held", len(kept))
 	}
-	if held := n.Deletions(); len(held) != 1 || held[0].Files != 27 {
+	if held := n.API().Deletions(); len(held) != 1 || held[0].Files != 27 {
 		t.Fatalf("held: %+v", held)
 	}
 	arriving := map[[32]byte]string{}
@@ -370,7 +370,7 @@ func TestIncomingRenameReleasesHold(t *testing.T) {
 	if len(kept) != 27 {
 		t.Fatalf("after the content arrived elsewhere: %d deletions released, want 27", len(kept))
 	}
-	if held := n.Deletions(); len(held) != 0 {
+	if held := n.API().Deletions(); len(held) != 0 {
 		t.Fatalf("still held: %+v", held)
 	}
 }
@@ -403,14 +403,14 @@ func TestAcceptRefusedWhileAuthoringHeld(t *testing.T) {
 	if err := n.Scan(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if held := n.Deletions(); len(held) != 1 || held[0].Files != 30 {
+	if held := n.API().Deletions(); len(held) != 1 || held[0].Files != 30 {
 		t.Fatalf("deletions: %+v, want 30 held", held)
 	}
 	v.tail.Decide(0, nil, true) // held, as while the membership log is damaged
-	if _, err := n.DecideDeletions(ctx, api.DeletionsRequest{Action: "accept"}); !errors.Is(err, errAuthoringHeld) {
+	if _, err := n.API().DecideDeletions(ctx, api.DeletionsRequest{Action: "accept"}); !errors.Is(err, errAuthoringHeld) {
 		t.Fatalf("accept while authoring is held: %v, want errAuthoringHeld", err)
 	}
-	if held := n.Deletions(); len(held) != 1 || held[0].Files != 30 {
+	if held := n.API().Deletions(); len(held) != 1 || held[0].Files != 30 {
 		t.Fatalf("deletions after the refused accept: %+v, want the 30 still held", held)
 	}
 }

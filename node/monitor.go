@@ -124,11 +124,11 @@ func (n *Node) newMetrics() *api.Metrics {
 	if n.strangers != nil {
 		extra = append(extra, n.strangers.refused.Collector("weft_refused_streams_total"))
 	}
-	return api.NewMetrics(metricsSource{n}, extra...)
+	return api.NewMetrics(metricsSource{apiBackend{n, n.members}}, extra...)
 }
 
 // metricsSource is the node as its metrics read it (api.MetricsSource).
-type metricsSource struct{ *Node }
+type metricsSource struct{ apiBackend }
 
 // FolderGauges are each open folder's directories and unwatched subtrees.
 func (s metricsSource) FolderGauges() map[string]api.FolderGauges {

@@ -38,7 +38,7 @@ func TestPiecedFileThroughRelayAlone(t *testing.T) {
 	}
 	t.Cleanup(stopA)
 	<-a.Ready()
-	if err := a.ChangeRelay(a.vaultsNow()[0].id, r.Addrs()[0], false); err != nil {
+	if err := a.API().ChangeRelay(a.vaultsNow()[0].id, r.Addrs()[0], false); err != nil {
 		t.Fatal(err)
 	}
 	hb, folderB, _ := joinHome(t, a)
@@ -77,7 +77,7 @@ func TestPiecedFileThroughRelayAlone(t *testing.T) {
 func TestRelayDoesNotEchoOwnEntries(t *testing.T) {
 	r := revokeTestRelay(t, io.Discard)
 	a, folderA := testNode(t)
-	if err := a.ChangeRelay(a.vaultsNow()[0].id, r.Addrs()[0], false); err != nil {
+	if err := a.API().ChangeRelay(a.vaultsNow()[0].id, r.Addrs()[0], false); err != nil {
 		t.Fatal(err)
 	}
 	relayDev, err := DeviceIDOf(r.ID())

@@ -62,7 +62,7 @@ func TestHonestRelayRaisesNoAlarm(t *testing.T) {
 	r, stop := startRelayAt(t, home, listen)
 	n, folderPath := testNode(t)
 	evs := recordEvents(t, n)
-	if err := n.ChangeRelay(keys.VaultID{}, r.Addrs()[0], false); err != nil {
+	if err := n.API().ChangeRelay(keys.VaultID{}, r.Addrs()[0], false); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -84,7 +84,10 @@ func TestHonestRelayRaisesNoAlarm(t *testing.T) {
 		}
 	}
 	head := v.db.Head(n.ID()).Seq
-	safe := func() bool { rs := n.Relays(); return len(rs) == 1 && rs[0].Holds == head && v.unsafeCount() == 0 }
+	safe := func() bool {
+		rs := n.API().Relays()
+		return len(rs) == 1 && rs[0].Holds == head && v.unsafeCount() == 0
+	}
 	waitFor(t, "the relay to hold every entry", safe)
 
 	stop()

@@ -60,7 +60,7 @@ func waitUntil(t *testing.T, limit time.Duration, cond func() error) {
 func TestRelayQuota(t *testing.T) {
 	r := testRelay(t, relay.Config{Quota: relay.Quota{Entries: 3, Bytes: 1 << 30}})
 	n, folder := testNode(t)
-	if err := n.ChangeRelay(keys.VaultID{}, r.Addrs()[0], false); err != nil {
+	if err := n.API().ChangeRelay(keys.VaultID{}, r.Addrs()[0], false); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -73,7 +73,7 @@ func TestRelayQuota(t *testing.T) {
 		}
 	}
 	waitUntil(t, 30*time.Second, func() error {
-		rs := n.Relays()
+		rs := n.API().Relays()
 		if len(rs) != 1 || rs[0].Quota == nil {
 			return fmt.Errorf("relay has not reported: %+v", rs)
 		}
@@ -128,7 +128,7 @@ func TestRelayQuota(t *testing.T) {
 	if f.PendingUpload != 0 {
 		t.Errorf("pending_upload %d: entries a full relay refuses are not on their way", f.PendingUpload)
 	}
-	d, err := n.Diagnose(ctx, "")
+	d, err := n.API().Diagnose(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

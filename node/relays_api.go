@@ -10,13 +10,13 @@ import (
 )
 
 // Relays lists the relays of every vault on this device.
-func (n *Node) Relays() []api.RelayInfo {
+func (b apiBackend) Relays() []api.RelayInfo {
 	out := []api.RelayInfo{}
-	self := n.id.ID()
-	for _, v := range n.vaultsNow() {
+	self := b.id.ID()
+	for _, v := range b.vaultsNow() {
 		for _, r := range v.relays() {
 			ri := api.RelayInfo{Folder: v.cfg.Folder, Vault: v.id.String(), Addr: r.addr, ID: r.info.ID.String(),
-				Connected: n.host.Network().Connectedness(r.info.ID) == network.Connected}
+				Connected: b.host.Network().Connectedness(r.info.ID) == network.Connected}
 			v.mu.Lock()
 			ri.Holds = v.peerVec[r.dev][self]
 			if st, ok := v.relayStat[r.dev]; ok {
@@ -36,10 +36,10 @@ func (n *Node) Relays() []api.RelayInfo {
 
 // ChangeRelay adds or removes a relay of a vault (the only one when vault
 // is zero) in its signed membership. Only an admin device may.
-func (n *Node) ChangeRelay(vault keys.VaultID, addr string, remove bool) error {
-	v := n.vault(vault)
-	if v == nil && vault == (keys.VaultID{}) && len(n.vaultsNow()) == 1 {
-		v = n.vaultsNow()[0]
+func (b apiBackend) ChangeRelay(vault keys.VaultID, addr string, remove bool) error {
+	v := b.vault(vault)
+	if v == nil && vault == (keys.VaultID{}) && len(b.vaultsNow()) == 1 {
+		v = b.vaultsNow()[0]
 	}
 	if v == nil {
 		return errors.New("no such vault on this device (name one with --vault when there are several)")

@@ -267,7 +267,7 @@ func TestDHTBootstrapsFromVaultRelay(t *testing.T) {
 	if n.rdv.Stats().Started {
 		t.Fatal("the DHT started before the vault had a relay")
 	}
-	if err := n.ChangeRelay(keys.VaultID{}, r.Addrs()[0], false); err != nil {
+	if err := n.API().ChangeRelay(keys.VaultID{}, r.Addrs()[0], false); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, 30*time.Second, func() error {

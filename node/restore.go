@@ -24,7 +24,7 @@ import (
 // Restore carries out (or, with DryRun, plans) a restore
 // (docs/history.md): node/restore over each vault the request names.
 // Errors wrap errNotInFolder or one of node/history's errors.
-func (n *Node) Restore(ctx context.Context, req api.RestoreRequest) (api.RestoreResult, error) {
+func (b apiBackend) Restore(ctx context.Context, req api.RestoreRequest) (api.RestoreResult, error) {
 	if err := history.CheckRequest(req); err != nil {
 		return api.RestoreResult{DryRun: req.DryRun, Changes: []api.RestoreChange{}, Failed: []api.RestoreFailure{}}, err
 	}
@@ -33,23 +33,23 @@ func (n *Node) Restore(ctx context.Context, req api.RestoreRequest) (api.Restore
 		var err error
 		// Relative times count back from the corrected clock, the one
 		// entries are dated by (node/clock).
-		if at, err = history.ParseAt(req.At, n.vaultNow()); err != nil {
+		if at, err = history.ParseAt(req.At, b.vaultNow()); err != nil {
 			return api.RestoreResult{DryRun: req.DryRun, Changes: []api.RestoreChange{}, Failed: []api.RestoreFailure{}}, err
 		}
 	}
 	var targets []restore.Target
 	if req.Path == "" {
-		for _, v := range n.vaultsNow() {
+		for _, v := range b.vaultsNow() {
 			targets = append(targets, restore.Target{Vault: restoreVault{v}, All: true})
 		}
 	} else {
-		v, rel, err := n.resolvePath(req.Path)
+		v, rel, err := b.resolvePath(req.Path)
 		if err != nil {
 			return api.RestoreResult{DryRun: req.DryRun, Changes: []api.RestoreChange{}, Failed: []api.RestoreFailure{}}, err
 		}
 		targets = append(targets, restore.Target{Vault: restoreVault{v}, Path: rel, All: req.All})
 	}
-	return restore.Run(ctx, req, at, targets, n.now)
+	return restore.Run(ctx, req, at, targets, b.now)
 }
 
 // restoreVault is restore.Vault for one vault.

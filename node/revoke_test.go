@@ -48,7 +48,7 @@ func TestRevoke(t *testing.T) {
 	r := revokeTestRelay(t, relayLog)
 	nA, folderA := testNode(t)
 	vid := nA.vaultsNow()[0].id
-	if err := nA.ChangeRelay(vid, r.Addrs()[0], false); err != nil {
+	if err := nA.API().ChangeRelay(vid, r.Addrs()[0], false); err != nil {
 		t.Fatal(err)
 	}
 	nB, folderB := joinNode(t, nA)

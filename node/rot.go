@@ -209,10 +209,10 @@ func (s scrubVault) Log() *slog.Logger            { return s.v.log }
 // Scrub re-verifies every file now (or those under req.Path), unpaced,
 // and waits: what `weft scrub` runs. Damaged files are moved aside and
 // written again, as the background scrub does.
-func (n *Node) Scrub(ctx context.Context, req api.ScrubRequest) ([]api.ScrubResult, error) {
-	vaults, rel := n.vaultsNow(), ""
+func (b apiBackend) Scrub(ctx context.Context, req api.ScrubRequest) ([]api.ScrubResult, error) {
+	vaults, rel := b.vaultsNow(), ""
 	if req.Path != "" {
-		v, p, err := n.resolvePath(req.Path)
+		v, p, err := b.resolvePath(req.Path)
 		if err != nil {
 			return nil, err
 		}

@@ -141,7 +141,7 @@ func TestScrubFindsSilentRot(t *testing.T) {
 	if b, _ := os.ReadFile(p); bytes.Equal(b, want) {
 		t.Fatal("the scan found silent rot: the test did not make it silent")
 	}
-	res, err := n.Scrub(ctx, api.ScrubRequest{})
+	res, err := n.API().Scrub(ctx, api.ScrubRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestScrubFindsSilentRot(t *testing.T) {
 		t.Fatalf("%d entries authored for the damaged file, want 0", got-seq)
 	}
 	// A second pass finds nothing.
-	res, err = n.Scrub(ctx, api.ScrubRequest{Path: folderPath})
+	res, err = n.API().Scrub(ctx, api.ScrubRequest{Path: folderPath})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestScrubLeavesRacyRecords(t *testing.T) {
 	v.setIndexLocked(rel, rec)
 	v.mu.Unlock()
 	changed, _ := os.ReadFile(p)
-	res, err := n.Scrub(ctx, api.ScrubRequest{})
+	res, err := n.API().Scrub(ctx, api.ScrubRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func servedAnswers(t *testing.T, out []byte, cids []cid.Cid) [][]byte {
 // with its error.
 func TestServeChunksOnWorkers(t *testing.T) {
 	n, folderPath := testNodeWith(t, Config{NoWatcher: true})
-	if _, err := n.SetVersionPolicy(context.Background(), folderPath, api.VersionPolicy{Off: true}); err != nil {
+	if _, err := n.API().SetVersionPolicy(context.Background(), folderPath, api.VersionPolicy{Off: true}); err != nil {
 		t.Fatal(err)
 	}
 	v := n.vaultsNow()[0]

@@ -104,44 +104,44 @@ var errStopping = errors.New("the agent is stopping; the next `weft up` syncs th
 // the watcher, pullers from connected members. It returns the folders it
 // added. A vault that fails to open is skipped with its error; the
 // others are still added.
-func (n *Node) AddNewVaults() ([]string, error) {
-	hvs, err := n.cfg.Home.Vaults()
+func (b apiBackend) AddNewVaults() ([]string, error) {
+	hvs, err := b.cfg.Home.Vaults()
 	if errors.Is(err, home.ErrNoVaults) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	n.run.mu.Lock()
-	if n.run.stopped {
-		n.run.mu.Unlock()
+	b.run.mu.Lock()
+	if b.run.stopped {
+		b.run.mu.Unlock()
 		return nil, errStopping
 	}
 	var added []string
 	var errs []error
 	for _, hv := range hvs {
-		if n.vault(hv.ID) != nil {
+		if b.vault(hv.ID) != nil {
 			continue
 		}
-		v, err := n.openVault(hv)
+		v, err := b.openVault(hv)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("vault for %s: %w", hv.Folder, err))
 			continue
 		}
-		n.vaults.Store(n.vaults.Load().with(v))
-		if n.run.vaultsStarted {
-			n.startVault(n.run.ctx, n.run.wg, v)
+		b.vaults.Store(b.vaults.Load().with(v))
+		if b.run.vaultsStarted {
+			b.startVault(b.run.ctx, b.run.wg, v)
 		}
 		added = append(added, v.cfg.Folder)
-		n.log.Info("vault added", "folder", v.cfg.Folder)
+		b.log.Info("vault added", "folder", v.cfg.Folder)
 	}
-	started := n.run.vaultsStarted
-	n.run.mu.Unlock()
+	started := b.run.vaultsStarted
+	b.run.mu.Unlock()
 	if started && len(added) > 0 {
 		// Pull the new vaults from members already connected for another
 		// vault; syncWith starts only the pullers not running yet.
-		for _, c := range n.host.Network().Conns() {
-			n.onConnected(c)
+		for _, c := range b.host.Network().Conns() {
+			b.onConnected(c)
 		}
 	}
 	return added, errors.Join(errs...)

@@ -108,9 +108,9 @@ func (k keptVault) DiskFree() int64 {
 }
 
 // Versions reports every folder's local versions.
-func (n *Node) Versions() []api.VersionsInfo {
+func (b apiBackend) Versions() []api.VersionsInfo {
 	out := []api.VersionsInfo{}
-	for _, v := range n.vaultsNow() {
+	for _, v := range b.vaultsNow() {
 		out = append(out, v.keep.Info())
 	}
 	return out
@@ -118,20 +118,20 @@ func (n *Node) Versions() []api.VersionsInfo {
 
 // SetVersionPolicy stores a folder's version policy and applies it now (a
 // smaller budget drops the oldest versions at once).
-func (n *Node) SetVersionPolicy(ctx context.Context, folder string, p api.VersionPolicy) (api.VersionsInfo, error) {
-	v, err := n.vaultOfFolder(folder)
+func (b apiBackend) SetVersionPolicy(ctx context.Context, folder string, p api.VersionPolicy) (api.VersionsInfo, error) {
+	v, err := b.vaultOfFolder(folder)
 	if err != nil {
 		return api.VersionsInfo{}, err
 	}
 	if err := p.Validate(); err != nil {
 		return api.VersionsInfo{}, fmt.Errorf("%w: %v", errBadDecision, err)
 	}
-	b, err := json.Marshal(p)
+	raw, err := json.Marshal(p)
 	if err != nil {
 		return api.VersionsInfo{}, err
 	}
 	u := &vaultdb.Update{}
-	u.SetMeta(metaVersionPolicy, b)
+	u.SetMeta(metaVersionPolicy, raw)
 	if err := v.db.Commit(u); err != nil {
 		return api.VersionsInfo{}, fmt.Errorf("storing the version policy: %w", err)
 	}

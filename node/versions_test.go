@@ -47,18 +47,18 @@ func TestLocalVersionsRestoreAlone(t *testing.T) {
 	keptEdit(t, v, clk, folderPath, "gone.bin", nil, base.Add(3*time.Minute))
 
 	big := filepath.Join(folderPath, "big.bin")
-	h, err := n.History(big)
+	h, err := n.API().History(big)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(h.Versions) != 2 || h.Versions[0].Content != "local" || h.Versions[1].Content != "versions" {
 		t.Fatalf("history of big.bin: %+v; want the current version local and the overwritten one in versions", h.Versions)
 	}
-	dry, err := n.Restore(context.Background(), api.RestoreRequest{Path: big, Version: h.Versions[1].ID, DryRun: true})
+	dry, err := n.API().Restore(context.Background(), api.RestoreRequest{Path: big, Version: h.Versions[1].ID, DryRun: true})
 	if err != nil || len(dry.Changes) != 1 || len(dry.Failed) != 0 || dry.Changes[0].Content != "versions" {
 		t.Fatalf("dry run: %+v, %v; want one restore from versions", dry, err)
 	}
-	if _, err := n.Restore(context.Background(), api.RestoreRequest{Path: big, Version: h.Versions[1].ID}); err != nil {
+	if _, err := n.API().Restore(context.Background(), api.RestoreRequest{Path: big, Version: h.Versions[1].ID}); err != nil {
 		t.Fatalf("restoring the overwritten version: %v", err)
 	}
 	if b, _ := os.ReadFile(big); !bytes.Equal(b, v1) {
@@ -66,14 +66,14 @@ func TestLocalVersionsRestoreAlone(t *testing.T) {
 	}
 
 	g := filepath.Join(folderPath, "gone.bin")
-	hg, err := n.History(g)
+	hg, err := n.API().History(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(hg.Versions) != 2 || hg.Versions[1].Content != "versions" {
 		t.Fatalf("history of gone.bin: %+v; want the deleted file's content in versions", hg.Versions)
 	}
-	if _, err := n.Restore(context.Background(), api.RestoreRequest{Path: g, Version: hg.Versions[1].ID}); err != nil {
+	if _, err := n.API().Restore(context.Background(), api.RestoreRequest{Path: g, Version: hg.Versions[1].ID}); err != nil {
 		t.Fatalf("restoring the deleted file: %v", err)
 	}
 	if b, _ := os.ReadFile(g); !bytes.Equal(b, gone) {
@@ -92,7 +92,7 @@ func TestLocalVersionsBudgetDropsOldestFirst(t *testing.T) {
 	}
 	keptEdit(t, v, clk, folderPath, "other.bin", randomBytes(20, 100<<10), base.Add(5*time.Minute))
 	// Room for three of the five versions (each 100 KiB plus envelopes).
-	info, err := n.SetVersionPolicy(context.Background(), folderPath, api.VersionPolicy{Budget: 330 << 10})
+	info, err := n.API().SetVersionPolicy(context.Background(), folderPath, api.VersionPolicy{Budget: 330 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestLocalVersionsBudgetDropsOldestFirst(t *testing.T) {
 		t.Fatalf("%d versions after the budget shrank, want 3", info.Versions)
 	}
 	f := filepath.Join(folderPath, "f.bin")
-	h, err := n.History(f)
+	h, err := n.API().History(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,12 +110,12 @@ func TestLocalVersionsBudgetDropsOldestFirst(t *testing.T) {
 			t.Fatalf("version %d (%s) content %q, want %q (all: %+v)", i, hv.ID, hv.Content, want[i], h.Versions)
 		}
 	}
-	dry, err := n.Restore(context.Background(), api.RestoreRequest{Path: f, Version: h.Versions[3].ID, DryRun: true})
+	dry, err := n.API().Restore(context.Background(), api.RestoreRequest{Path: f, Version: h.Versions[3].ID, DryRun: true})
 	if err != nil || len(dry.Changes) != 0 || len(dry.Failed) != 1 || dry.Failed[0].Code != "unavailable" {
 		t.Fatalf("dry run of a dropped version: %+v, %v; want it listed as unavailable and nothing promised", dry, err)
 	}
 	head := v.db.Head(n.ID()).Seq
-	_, err = n.Restore(context.Background(), api.RestoreRequest{Path: f, Version: h.Versions[3].ID})
+	_, err = n.API().Restore(context.Background(), api.RestoreRequest{Path: f, Version: h.Versions[3].ID})
 	if !errors.Is(err, history.ErrContentUnavailable) {
 		t.Fatalf("restoring a dropped version: %v, want history.ErrContentUnavailable", err)
 	}
@@ -128,7 +128,7 @@ func TestLocalVersionsBudgetDropsOldestFirst(t *testing.T) {
 // it; with Partial the rest is restored.
 func TestRestoreAllNamesFailuresAndPartial(t *testing.T) {
 	n, v, folderPath, clk := historyNode(t)
-	if _, err := n.SetVersionPolicy(context.Background(), folderPath, api.VersionPolicy{Budget: 1}); err != nil {
+	if _, err := n.API().SetVersionPolicy(context.Background(), folderPath, api.VersionPolicy{Budget: 1}); err != nil {
 		t.Fatal(err)
 	}
 	base := clk.Now()
@@ -138,14 +138,14 @@ func TestRestoreAllNamesFailuresAndPartial(t *testing.T) {
 	edit(t, v, clk, folderPath, "small.txt", []byte("small after"), base.Add(2*time.Minute))
 	edit(t, v, clk, folderPath, "big.bin", randomBytes(31, 100<<10), base.Add(2*time.Minute))
 
-	_, err := n.Restore(context.Background(), api.RestoreRequest{All: true, At: at})
+	_, err := n.API().Restore(context.Background(), api.RestoreRequest{All: true, At: at})
 	if !errors.Is(err, history.ErrContentUnavailable) || !bytes.Contains([]byte(err.Error()), []byte("big.bin")) {
 		t.Fatalf("--all with unavailable content: %v; want an error naming big.bin", err)
 	}
 	if got := readOr(t, filepath.Join(folderPath, "small.txt")); got != "small after" {
 		t.Fatalf("small.txt is %q after a refused --all restore, want it unchanged", got)
 	}
-	res, err := n.Restore(context.Background(), api.RestoreRequest{All: true, At: at, Partial: true})
+	res, err := n.API().Restore(context.Background(), api.RestoreRequest{All: true, At: at, Partial: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -203,7 +203,7 @@ func TestClockSkewRestoreAt(t *testing.T) {
 			{time.Now().UTC().Format(time.RFC3339Nano), ""},
 			{"-0s", ""},
 		} {
-			res, err := d.Node().Restore(context.Background(), api.RestoreRequest{
+			res, err := d.Node().API().Restore(context.Background(), api.RestoreRequest{
 				Path: filepath.Join(d.Folder, p), At: tt.at, DryRun: true,
 			})
 			if err != nil {

@@ -478,7 +478,7 @@ func (c *Cluster) AddRelay() (*SimRelay, error) {
 			return nil, err
 		}
 	}
-	if err := admin.ChangeRelay(c.Vault, sr.Addr, false); err != nil {
+	if err := admin.API().ChangeRelay(c.Vault, sr.Addr, false); err != nil {
 		return nil, fmt.Errorf("recording the relay in the vault: %w", err)
 	}
 	return sr, nil
