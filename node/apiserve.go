@@ -159,3 +159,7 @@ func (b apiBackend) Scan(ctx context.Context, req api.ScanRequest) ([]api.ScanRe
 	}
 	return out, nil
 }
+
+// EventCursor reads the node's events from after the one with ID after
+// (api.Bus.Cursor).
+func (b apiBackend) EventCursor(after uint64) *api.Cursor { return b.events.Cursor(after) }

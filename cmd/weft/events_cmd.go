@@ -8,7 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,34 +20,97 @@ import (
 )
 
 func eventsCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON, reconnect bool
+		since             uint64
+		types             []string
+		folder            string
+	)
 	c := &cobra.Command{
-		Use:   "events",
+		Use:   "events [--since ID] [--type T,...] [--folder DIR] [--reconnect] [--json]",
 		Short: "Follow what the agent does, one event per line, until interrupted",
-		Args:  usageArgs(cobra.NoArgs),
+		Long: "Each event has an ID (in --json); --since ID starts right after it, with what the agent\n" +
+			"still keeps (the last 4,096 events). A reader that falls further behind, or resumes from\n" +
+			"an earlier run of the agent, gets an events-missed event instead of a silent gap.\n" +
+			"--reconnect waits for a stopped agent to start again and resumes after the last event shown.",
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.client()
-			if err != nil {
-				return err
+			q := url.Values{}
+			if len(types) > 0 {
+				q.Set("type", strings.Join(types, ","))
 			}
-			out := cmd.OutOrStdout()
-			err = cl.follow(cmd.Context(), "/v1/events", func(ev api.Event, raw []byte) error {
+			if folder != "" {
+				abs, err := filepath.Abs(folder)
+				if err != nil {
+					return err
+				}
+				q.Set("folder", abs)
+			}
+			ctx, out, last := cmd.Context(), cmd.OutOrStdout(), since
+			told := false // the agent's outage was said
+			show := func(ev api.Event, raw []byte) error {
+				if ev.ID != 0 {
+					last = ev.ID
+				}
+				told = false
 				if asJSON {
 					_, err := fmt.Fprintf(out, "%s\n", raw)
 					return err
 				}
 				_, err := fmt.Fprintln(out, formatEvent(ev))
 				return err
-			})
-			if cmd.Context().Err() != nil {
-				return nil // interrupted: the normal way to stop
 			}
-			return err
+			for {
+				if last != 0 {
+					q.Set("since", strconv.FormatUint(last, 10))
+				}
+				err := followOnce(g, ctx, "/v1/events?"+q.Encode(), show)
+				if ctx.Err() != nil {
+					return nil // interrupted: the normal way to stop
+				}
+				var refused agentRefused
+				if !reconnect || errors.As(err, &refused) {
+					return err
+				}
+				if !told {
+					fmt.Fprintf(cmd.ErrOrStderr(), "weft: %v; reconnecting once the agent is back (Ctrl-C to stop)\n", err)
+					told = true
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(reconnectEvery):
+				}
+			}
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print each event as one line of JSON (docs/api.md)")
+	c.Flags().Uint64Var(&since, "since", 0, "start right after the event with this ID (from --json)")
+	c.Flags().StringSliceVar(&types, "type", nil, "only events of these types (comma-separated; docs/api.md lists them)")
+	c.Flags().StringVar(&folder, "folder", "", "only events of this synced folder")
+	c.Flags().BoolVar(&reconnect, "reconnect", false, "when the agent stops, wait for it and resume after the last event shown")
 	return c
 }
+
+// reconnectEvery is how often `weft events --reconnect` looks for the
+// agent again.
+const reconnectEvery = time.Second
+
+// followOnce follows path on the running agent (its address and token
+// read again each time: a restarted agent has new ones).
+func followOnce(g *globals, ctx context.Context, path string, fn func(api.Event, []byte) error) error {
+	cl, err := g.client()
+	if err != nil {
+		return err
+	}
+	return cl.follow(ctx, path, fn)
+}
+
+// agentRefused is the agent's answer to a request it refused (an HTTP
+// status other than 200): asking again gets the same answer.
+type agentRefused struct{ msg string }
+
+func (e agentRefused) Error() string { return "agent: " + e.msg }
 
 // follow reads the Server-Sent Events stream at path and calls fn for
 // each event until ctx ends or the stream does. The stream ending while
@@ -65,7 +132,7 @@ func (c *client) follow(ctx context.Context, path string, fn func(api.Event, []b
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("agent: %s", strings.TrimSpace(string(msg)))
+		return agentRefused{strings.TrimSpace(string(msg))}
 	}
 	return readSSE(resp.Body, fn)
 }
@@ -133,6 +200,9 @@ func formatEvent(ev api.Event) string {
 	}
 	if ev.Error != "" {
 		fmt.Fprintf(&b, " error=%q", ev.Error)
+	}
+	if ev.Type == api.EventMissed && ev.Count == 0 {
+		b.WriteString(" (from an earlier run of the agent: how many is unknown)")
 	}
 	return b.String()
 }

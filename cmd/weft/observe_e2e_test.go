@@ -204,9 +204,9 @@ type follower struct {
 	evs []api.Event
 }
 
-func (d *device) follow(t *testing.T) *follower {
+func (d *device) follow(t *testing.T, extra ...string) *follower {
 	t.Helper()
-	f := &follower{cmd: d.command("events", "--json")}
+	f := &follower{cmd: d.command(append([]string{"events", "--json"}, extra...)...)}
 	out, err := f.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -267,6 +267,34 @@ func (f *follower) waitOrder(t *testing.T, limit time.Duration, want ...string) 
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("events: got %v, want %v in this order", got, want)
+}
+
+// TestEventsResumeAcrossRestart: `weft events --reconnect` follows
+// through a restart of the agent, saying that it missed events rather than
+// skipping them silently; `--since ID` starts right after that event.
+func TestEventsResumeAcrossRestart(t *testing.T) {
+	a := newDevice(t, "a")
+	a.must("init", a.folder)
+	a.up()
+	f := a.follow(t, "--reconnect", "--type", "scanned")
+	a.stop()
+	a.up()
+	a.must("scan")
+	f.waitOrder(t, time.Minute, "scanned", "events-missed", "scanned")
+
+	f.mu.Lock()
+	last := f.evs[len(f.evs)-1]
+	f.mu.Unlock()
+	if last.ID == 0 || last.Type != "scanned" {
+		t.Fatalf("last event %+v, want a scanned event with an ID", last)
+	}
+	g := a.follow(t, "--since", fmt.Sprint(last.ID-1), "--type", "scanned")
+	g.mu.Lock()
+	first := g.evs[0]
+	g.mu.Unlock()
+	if first.ID != last.ID {
+		t.Errorf("--since %d began at %+v, want the event %d", last.ID-1, first, last.ID)
+	}
 }
 
 // TestEventsAndDoctor follows a small sync with `weft events`, then stages

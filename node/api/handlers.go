@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weftsync/weft/protocol/keys"
@@ -60,26 +62,61 @@ func vaultID(w http.ResponseWriter, s string) (keys.VaultID, bool) {
 	return vid, true
 }
 
+// eventStream answers GET /v1/events: server-sent events, each with its
+// ID, from after ?since=ID or the Last-Event-ID header (a reconnecting
+// EventSource sends it) or from now; ?type=a,b and ?folder=F keep only
+// those (events-missed always passes).
 func (h handlers) eventStream(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	q := r.URL.Query()
+	since := q.Get("since")
+	if since == "" {
+		since = r.Header.Get("Last-Event-ID")
+	}
+	var after uint64
+	if since != "" {
+		n, err := strconv.ParseUint(since, 10, 64)
+		if err != nil {
+			fail(w, Classified(ErrInvalid, "since: want an event ID (a number)"), http.StatusBadRequest)
+			return
+		}
+		after = n
+	}
+	types := map[EventType]bool{}
+	for _, t := range strings.Split(q.Get("type"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			types[EventType(t)] = true
+		}
+	}
+	folder := q.Get("folder")
+	keep := func(ev Event) bool {
+		if ev.Type == EventMissed {
+			return true
+		}
+		return (len(types) == 0 || types[ev.Type]) && (folder == "" || ev.Folder == folder)
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
-	c, cancel := h.b.Subscribe()
-	defer cancel()
+	cur := h.b.EventCursor(after)
 	fl.Flush()
 	for {
-		select {
-		case <-r.Context().Done():
+		ev, err := cur.Next(r.Context())
+		if err != nil {
 			return
-		case ev := <-c:
-			b, _ := json.Marshal(ev)
-			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, b)
-			fl.Flush()
 		}
+		if !keep(ev) {
+			continue
+		}
+		b, _ := json.Marshal(ev)
+		if ev.ID != 0 {
+			fmt.Fprintf(w, "id: %d\n", ev.ID)
+		}
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, b)
+		fl.Flush()
 	}
 }
 

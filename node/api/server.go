@@ -29,9 +29,9 @@ import (
 // use. Errors carry their HTTP status by class (errors.go).
 type Backend interface {
 	Status() Status
-	// Subscribe returns a channel of events and a function that ends the
-	// subscription.
-	Subscribe() (<-chan Event, func())
+	// EventCursor reads the agent's events from after the one with ID
+	// after (0: from now), Bus.Cursor.
+	EventCursor(after uint64) *Cursor
 	// Invite makes a one-time invite code for vault (the zero ID: the only
 	// vault) valid for ttl (0: the default).
 	// With confirm, each join by the code waits for approval.
