@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/members"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -126,39 +127,18 @@ func (v *vault) memberCheck(from keys.DeviceID) {
 	}
 }
 
-// memberLostMessage is the status error while membership is lost, or nil.
-func (v *vault) memberLostMessage() *api.PathMessage {
-	if !v.membershipLost() {
-		return nil
-	}
-	return &api.PathMessage{Code: api.CodeMembershipLost,
-		Reason: "the membership log (member/members.log) is damaged; fetching it again from a member"}
-}
-
-// memberForkMessage is the status error once a membership fork was seen
-// (roster.Fork), or nil.
-func (v *vault) memberForkMessage() *api.PathMessage {
-	f := v.roster.Fork()
-	if f == nil {
-		return nil
-	}
-	return &api.PathMessage{Code: api.CodeMembershipForked, Reason: fmt.Sprintf(
-		"two admins changed the vault's membership at the same time: record %d here is a %s by %s, a peer holds a %s by %s instead, so devices disagree about who is a member",
-		f.Seq, f.Held.Op, f.Held.Signer.Short(), f.Other.Op, f.Other.Signer.Short())}
-}
-
 // logHealthStatus adds to a folder's status what the membership and the
 // authoring gate say: lost membership is an error (the device cannot tell
 // who its peers are, so nothing it reports is in sync); local changes
 // waiting for this device's log to be confirmed make the folder syncing,
 // never in-sync.
 func (v *vault) logHealthStatus(fs *api.FolderStatus) {
-	if m := v.revokedMessage(); m != nil {
+	if m := members.RevokedMessage(v.roster.IsRevoked(v.n.id.ID()), v.refused.Refused()); m != nil {
 		fs.Errors = append(fs.Errors, *m)
 		fs.State, fs.Error = "error", m.Reason
 		return
 	}
-	if m := v.memberLostMessage(); m != nil {
+	if m := members.LostMessage(v.membershipLost()); m != nil {
 		fs.Errors = append(fs.Errors, *m)
 		fs.State, fs.Error = "error", m.Reason
 		return
@@ -168,7 +148,7 @@ func (v *vault) logHealthStatus(fs *api.FolderStatus) {
 		fs.State, fs.Error = "error", m.Reason
 		return
 	}
-	if m := v.memberForkMessage(); m != nil {
+	if m := members.ForkMessage(v.roster.Fork()); m != nil {
 		fs.Errors = append(fs.Errors, *m)
 		fs.State, fs.Error = "error", m.Reason
 		return

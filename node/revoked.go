@@ -2,10 +2,8 @@ package node
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
-	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
 )
@@ -35,16 +33,4 @@ func (v *vault) noteHello(dev keys.DeviceID, err error) {
 	if first {
 		v.log.Error("a member refuses this device as not a member of the vault: it was probably revoked", "peer", dev)
 	}
-}
-
-// revokedMessage is the status error of a revoked device, or nil.
-func (v *vault) revokedMessage() *api.PathMessage {
-	if v.roster.IsRevoked(v.n.id.ID()) {
-		return &api.PathMessage{Code: api.CodeRevoked, Reason: "this device was revoked from the vault (its membership log says so): nothing it writes is accepted, and nothing new reaches it; ask an admin to add it again (`weft invite` on an admin device, then `weft join`)"}
-	}
-	n := v.refused.Refused()
-	if n == 0 {
-		return nil
-	}
-	return &api.PathMessage{Code: api.CodeRevoked, Reason: fmt.Sprintf("%d members this device reached refuse it as not a member of the vault, and none accepts it: it was probably revoked; ask an admin to add it again (`weft invite` on an admin device, then `weft join`)", n)}
 }

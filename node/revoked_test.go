@@ -18,25 +18,36 @@ func TestRevokedFromRefusals(t *testing.T) {
 	v := n.vaultsNow()[0]
 	x, y := keys.DeviceID{1}, keys.DeviceID{2}
 	notMember := wire.Error{Code: wire.CodeNotMember, Reason: "not a member of this vault"}
-	if v.revokedMessage() != nil {
+	// What the folder's status says (logHealthStatus).
+	revoked := func() *api.PathMessage {
+		var fs api.FolderStatus
+		v.logHealthStatus(&fs)
+		for _, m := range fs.Errors {
+			if m.Code == api.CodeRevoked {
+				return &m
+			}
+		}
+		return nil
+	}
+	if revoked() != nil {
 		t.Fatal("revoked before any answer")
 	}
 	v.noteHello(y, nil)
 	v.noteHello(x, notMember)
-	if m := v.revokedMessage(); m != nil {
+	if m := revoked(); m != nil {
 		t.Fatalf("refused by one member, accepted by another: %+v", m)
 	}
 	v.noteHello(y, errors.New("stream reset"))
-	if m := v.revokedMessage(); m != nil {
+	if m := revoked(); m != nil {
 		t.Fatalf("a broken stream counted as a refusal: %+v", m)
 	}
 	v.noteHello(y, notMember)
-	m := v.revokedMessage()
+	m := revoked()
 	if m == nil || m.Code != api.CodeRevoked {
 		t.Fatalf("refused by every member that answers: %+v, want code %s", m, api.CodeRevoked)
 	}
 	v.noteHello(x, nil)
-	if m := v.revokedMessage(); m != nil {
+	if m := revoked(); m != nil {
 		t.Fatalf("accepted again, still %+v", m)
 	}
 }
