@@ -114,6 +114,12 @@ func (b apiBackend) Conflicts() []api.Conflict {
 				c.Copy = side(byShort[o.Author], o.Author, o.MTime.UnixNano(), r.Size)
 				if w, ok := v.index.Get(o.Of); ok && o.Of != "" && w.Kind == entry.KindFile {
 					ws := side(w.Version.Author, "", w.MTime, w.Size)
+					// Whose content it is: its origin, not the device that
+					// resolved the conflict by keeping it.
+					if org, ok := v.view.Graph.Origin(w.Version); ok && org.ID.Author != w.Version.Author {
+						ws = side(org.ID.Author, "", org.MTime, w.Size)
+						ws.RecordedBy, ws.RecordedByName = w.Version.Author.String(), v.roster.Name(w.Version.Author)
+					}
 					c.Winner = &ws
 				}
 			}

@@ -271,6 +271,19 @@ func (g *Graph) Restates(id VersionID) []Version {
 	return out
 }
 
+// Origin returns the version that first put id's content at its path:
+// id itself when it restates nothing, else the origin among what it
+// restates (as Resolve ranks and names conflict copies by it). A
+// resolution that kept a head's content has that head's author and
+// modification time as its origin. ok is false when id is unknown.
+func (g *Graph) Origin(id VersionID) (Version, bool) {
+	v, ok := g.versions[id]
+	if !ok {
+		return Version{}, false
+	}
+	return originOf(*v, g.Restates(id)), true
+}
+
 // NameUse answers Resolve's question about a candidate conflict-copy name
 // from the graph, for a loser whose origin is content (Resolve passes the
 // origin: the version that first put the loser's content at its path):

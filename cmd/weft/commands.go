@@ -16,6 +16,7 @@ import (
 
 	"github.com/weftsync/weft/node/enrol"
 	"github.com/weftsync/weft/node/members"
+	"github.com/weftsync/weft/protocol/keys"
 
 	"github.com/skip2/go-qrcode"
 	"github.com/spf13/cobra"
@@ -352,7 +353,18 @@ func conflictSide(s api.ConflictSide) string {
 	if s.Name != "" {
 		who = s.Name + " (" + s.Short + ")"
 	}
-	return fmt.Sprintf("%s, modified %s, %s", who, s.MTime.Local().Format("2006-01-02 15:04:05"), doctor.HumanSize(s.Size))
+	out := fmt.Sprintf("%s, modified %s, %s", who, s.MTime.Local().Format("2006-01-02 15:04:05"), doctor.HumanSize(s.Size))
+	if s.RecordedBy != "" {
+		by := s.RecordedBy
+		if d, err := keys.ParseDeviceID(by); err == nil {
+			by = d.Short()
+		}
+		if s.RecordedByName != "" {
+			by = s.RecordedByName + " (" + by + ")"
+		}
+		out += "; kept by " + by
+	}
+	return out
 }
 
 func devicesCmd(g *globals) *cobra.Command {

@@ -569,13 +569,17 @@ func TestConcurrentEdits(t *testing.T) {
 	}
 	c := cs[0]
 	copyText := strings.TrimPrefix(final[c.Path], "file:")
-	loser := a.status().Device
+	loser, winner := a.status().Device, b.status().Device
 	if copyText == string(text(lb)) {
-		loser = b.status().Device
+		loser, winner = winner, loser
 	}
 	if c.Of != "note.md" || c.Copy.Device != loser || c.Copy.Size != int64(len(copyText)) || c.Winner == nil ||
 		c.Winner.Size != int64(len(strings.TrimPrefix(final["note.md"], "file:"))) || c.Copy.MTime.IsZero() {
 		t.Fatalf("weft conflicts --json: %+v (winner %+v); want a copy of note.md by %s, %d bytes, and the winner", c, c.Winner, loser, len(copyText))
+	}
+	// The winner is the content's author, whichever device resolved.
+	if c.Winner.Device != winner || (c.Winner.RecordedBy != "" && c.Winner.RecordedBy == winner) {
+		t.Fatalf("weft conflicts --json: winner %+v, want the content of %s (recorded_by only when another device resolved)", c.Winner, winner)
 	}
 
 	// A person on b keeps the copy's content, naming the note: both

@@ -83,8 +83,10 @@ type Conflict struct {
 	// device that wrote it.
 	Copy ConflictSide `json:"copy"`
 	// Winner is what holds Of now, absent when nothing does (deleted
-	// since, or Of unknown). Its device is the one that recorded it: after
-	// a conflict, the device that resolved it.
+	// since, or Of unknown): the device whose content it is and when that
+	// content was modified (its origin, protocol.Graph.Origin), and in
+	// RecordedBy the device that resolved the conflict when that is
+	// another.
 	Winner *ConflictSide `json:"winner,omitempty"`
 }
 
@@ -128,6 +130,11 @@ type ConflictSide struct {
 	Short  string    `json:"short"`            // the device's short ID, as conflict copy names carry it
 	MTime  time.Time `json:"mtime"`
 	Size   int64     `json:"size"`
+	// RecordedBy is the device that recorded this version when it is not
+	// the one whose content it holds (a resolution kept another device's
+	// content); RecordedByName its name, where it has one.
+	RecordedBy     string `json:"recorded_by,omitempty"`
+	RecordedByName string `json:"recorded_by_name,omitempty"`
 }
 
 // VaultsLoaded is the answer of POST /v1/vaults/load: the folders of
