@@ -104,7 +104,7 @@ func (v *vault) reconcile(ctx context.Context) {
 }
 
 func (v *vault) reconcileOne(ctx context.Context, path string) {
-	defer v.noteApply(time.Now())
+	defer v.report.apply(time.Now())
 	err := v.reconcilePath(ctx, path)
 	// A decision made stale by a scan that ran while it was being prepared
 	// is made again at once, on the state that scan left.
@@ -650,7 +650,7 @@ func (v *vault) contentReader(ctx context.Context, ver entry.Version) (io.Reader
 type chunkSources struct{ v *vault }
 
 func (s chunkSources) Local(buf []byte, c cid.Cid) ([]byte, error) {
-	return s.v.localPlaintextInto(buf, c)
+	return s.v.local.plaintextInto(buf, c)
 }
 
 func (s chunkSources) Fetch(ctx context.Context, cids []cid.Cid, got func(cid.Cid, []byte) error) error {
@@ -695,60 +695,6 @@ func (v *vault) fetchFrom(ctx context.Context, cids []cid.Cid, lent bool, got fu
 		}})
 	}
 	return content.Spread(ctx, peers, cids)
-}
-
-// localPlaintext re-creates a chunk's plaintext from the local folder: it
-// reads the bytes where the index says the chunk lies, after checking the
-// file has not changed since it was scanned, and checks them by their
-// plaintext identity when it is known (seal.IDs), else by sealing them;
-// else it opens the chunk from the local version store. The plaintext is
-// newly allocated.
-func (v *vault) localPlaintext(c cid.Cid) ([]byte, error) { return v.localPlaintextInto(nil, c) }
-
-// localPlaintextInto is localPlaintext reading a folder file's bytes into
-// buf's array when it has room (the receiver's pooled buffers).
-func (v *vault) localPlaintextInto(buf []byte, c cid.Cid) ([]byte, error) {
-	_, plain, err := v.chunks.chunkInto(c, buf, nil, false)
-	if err == nil {
-		return plain, nil
-	}
-	if e, serr := v.keep.Envelope(c); serr == nil {
-		if p, oerr := v.crypt.OpenChunk(c, e); oerr == nil {
-			return p, nil
-		}
-	}
-	return nil, err
-}
-
-// localEnvelope re-creates a chunk's envelope for a peer: from a folder
-// file, else from the local version store. The envelope is newly
-// allocated.
-func (v *vault) localEnvelope(c cid.Cid) ([]byte, error) {
-	out, _, err := v.appendLocalEnvelope(nil, c, nil)
-	return out, err
-}
-
-// appendLocalEnvelope is localEnvelope appending the envelope to dst, with
-// scratch (grown when short, and returned for the next call) holding the
-// plaintext read from the folder: the server of a chunk stream calls it
-// with pooled buffers, so serving a chunk allocates no chunk-sized
-// buffer. On error dst is returned unchanged.
-func (v *vault) appendLocalEnvelope(dst []byte, c cid.Cid, scratch []byte) (out, scratchOut []byte, err error) {
-	if entry.IsPieceCID(c) {
-		b, err := v.db.PieceBytes(c) // pieces.go
-		if err != nil {
-			return dst, scratch, err
-		}
-		return append(dst, b...), scratch, nil
-	}
-	out, scratch, err = v.chunks.chunkInto(c, scratch, dst, true)
-	if err != nil {
-		if e, serr := v.keep.Envelope(c); serr == nil {
-			return append(dst, e...), scratch, nil
-		}
-		return dst, scratch, err
-	}
-	return out, scratch, nil
 }
 
 // readAt fills buf from offset off of f, using ReadAt when the file offers

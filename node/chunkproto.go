@@ -19,7 +19,7 @@ import (
 // the relay. A device serves chunks by re-creating them from its own
 // files: it reads the plaintext where its index says the chunk lies,
 // checks the file has not changed since it was scanned, seals it, and
-// sends it only if the result has the wanted CID (appendLocalEnvelope),
+// sends it only if the result has the wanted CID (localChunks.appendEnvelope),
 // on every core (serving re-seals: about a third of a sender's CPU in B3).
 
 // handleChunk answers a chunk stream while the opener stays a member or
@@ -37,7 +37,7 @@ func (n *Node) handleChunk(s network.Stream) {
 // chunkServer serves this vault's chunks from the folder.
 func (v *vault) chunkServer() netsync.ChunkServer {
 	return netsync.ChunkServer{
-		Make:    v.appendLocalEnvelope,
+		Make:    v.local.appendEnvelope,
 		Workers: runtime.GOMAXPROCS(0),
 		Served:  func() { v.n.stats.chunksServed.Add(1) },
 	}
@@ -58,7 +58,7 @@ const helloTimeout = 10 * time.Second
 // valid only until got returns (netsync.FetchChunksLent).
 func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, cids []cid.Cid, lent bool, got func(cid.Cid, []byte) error) (missing []cid.Cid, err error) {
 	var gotBytes int64
-	done := v.noteTransfer(dev, len(cids))
+	done := v.report.transfer(dev, len(cids))
 	defer func() { done(len(cids)-len(missing), gotBytes, err) }()
 	s, err := v.n.host.NewStream(ctx, p, ProtoChunk)
 	if err != nil {

@@ -12,20 +12,36 @@ import (
 // what it does to `weft events`, `weft doctor` and the metrics. Each is
 // cheap, never blocks, and is a no-op for what no one watches.
 
-// noteLocalChange reports one change the scanner found on disk.
-func (v *vault) noteLocalChange(c folder.Change) {
-	v.n.events.Publish(api.Event{Type: api.EventLocalChange, Folder: v.cfg.Folder, Path: c.Path, Kind: c.Type.String()})
+// folderReport reports what happens in one folder (vault.report): to the
+// node's event bus, and to the running API's monitor when there is one.
+type folderReport struct {
+	folder  string
+	events  *api.Bus
+	monitor func() *monitor // returns nil while the API does not run
 }
 
-// noteScan reports a finished scan of paths (nil: the whole folder) that
+// mon is the running API's monitor, or nil.
+func (r folderReport) mon() *monitor {
+	if r.monitor == nil {
+		return nil
+	}
+	return r.monitor()
+}
+
+// localChange reports one change the scanner found on disk.
+func (r folderReport) localChange(c folder.Change) {
+	r.events.Publish(api.Event{Type: api.EventLocalChange, Folder: r.folder, Path: c.Path, Kind: c.Type.String()})
+}
+
+// scan reports a finished scan of paths (nil: the whole folder) that
 // started at start: its duration, and what it skipped or found unsettled.
-func (v *vault) noteScan(start time.Time, paths []string, res folder.Result, err error) {
-	if m := v.n.monitor(); m != nil && err == nil {
-		m.scans.Scanned(v.cfg.Folder, paths, res, time.Now())
-		m.metrics.ObserveScan(v.cfg.Folder, scanScope(paths), time.Since(start))
+func (r folderReport) scan(start time.Time, paths []string, res folder.Result, err error) {
+	if m := r.mon(); m != nil && err == nil {
+		m.scans.Scanned(r.folder, paths, res, time.Now())
+		m.metrics.ObserveScan(r.folder, scanScope(paths), time.Since(start))
 	}
 	for _, s := range res.Skipped {
-		v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Path: s.Path, Kind: "scan", Error: s.Err.Error()})
+		r.events.Publish(api.Event{Type: api.EventError, Folder: r.folder, Path: s.Path, Kind: "scan", Error: s.Err.Error()})
 	}
 }
 
@@ -36,53 +52,53 @@ func scanScope(paths []string) string {
 	return "paths"
 }
 
-// noteTransfer reports the start of a chunk transfer from dev and returns
+// transfer reports the start of a chunk transfer from dev and returns
 // the function that reports its end.
-func (v *vault) noteTransfer(dev keys.DeviceID, chunks int) (finished func(got int, bytes int64, err error)) {
+func (r folderReport) transfer(dev keys.DeviceID, chunks int) (finished func(got int, bytes int64, err error)) {
 	start := time.Now()
-	v.n.events.Publish(api.Event{Type: api.EventTransferStarted, Folder: v.cfg.Folder, Peer: dev.String(), Count: chunks})
+	r.events.Publish(api.Event{Type: api.EventTransferStarted, Folder: r.folder, Peer: dev.String(), Count: chunks})
 	return func(got int, bytes int64, err error) {
-		ev := api.Event{Type: api.EventTransferFinished, Folder: v.cfg.Folder, Peer: dev.String(), Count: got, Bytes: bytes}
+		ev := api.Event{Type: api.EventTransferFinished, Folder: r.folder, Peer: dev.String(), Count: got, Bytes: bytes}
 		if err != nil {
 			ev.Error = err.Error()
 		}
-		if m := v.n.monitor(); m != nil {
-			m.metrics.ObserveTransfer(v.cfg.Folder, time.Since(start))
+		if m := r.mon(); m != nil {
+			m.metrics.ObserveTransfer(r.folder, time.Since(start))
 		}
-		v.n.events.Publish(ev)
+		r.events.Publish(ev)
 	}
 }
 
-// noteApply reports how long reconciling one path took.
-func (v *vault) noteApply(start time.Time) {
-	if m := v.n.monitor(); m != nil {
-		m.metrics.ObserveApply(v.cfg.Folder, time.Since(start))
+// apply reports how long reconciling one path took.
+func (r folderReport) apply(start time.Time) {
+	if m := r.mon(); m != nil {
+		m.metrics.ObserveApply(r.folder, time.Since(start))
 	}
 }
 
-// noteWatcherRescan reports that the watcher lost events (an inotify
+// watcherRescan reports that the watcher lost events (an inotify
 // overflow, too many pending paths, a watch it could not add) and asked
 // for a full rescan.
-func (v *vault) noteWatcherRescan() {
-	if m := v.n.monitor(); m != nil {
-		m.scans.WatcherRescan(v.cfg.Folder)
+func (r folderReport) watcherRescan() {
+	if m := r.mon(); m != nil {
+		m.scans.WatcherRescan(r.folder)
 	}
-	v.n.events.Publish(api.Event{Type: api.EventWatcherRescan, Folder: v.cfg.Folder})
+	r.events.Publish(api.Event{Type: api.EventWatcherRescan, Folder: r.folder})
 }
 
-// noteWatcherRunning clears a watcher failure once a new watcher runs
+// watcherRunning clears a watcher failure once a new watcher runs
 // (after a stopped folder came back).
-func (v *vault) noteWatcherRunning() {
-	if m := v.n.monitor(); m != nil {
-		m.scans.WatcherFailed(v.cfg.Folder, "")
+func (r folderReport) watcherRunning() {
+	if m := r.mon(); m != nil {
+		m.scans.WatcherFailed(r.folder, "")
 	}
 }
 
-// noteWatcherFailed reports that the watcher could not start or stopped:
+// watcherFailed reports that the watcher could not start or stopped:
 // changes are then found only by the periodic rescan.
-func (v *vault) noteWatcherFailed(err error) {
-	if m := v.n.monitor(); m != nil {
-		m.scans.WatcherFailed(v.cfg.Folder, err.Error())
+func (r folderReport) watcherFailed(err error) {
+	if m := r.mon(); m != nil {
+		m.scans.WatcherFailed(r.folder, err.Error())
 	}
-	v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Kind: "watcher", Error: err.Error()})
+	r.events.Publish(api.Event{Type: api.EventError, Folder: r.folder, Kind: "watcher", Error: err.Error()})
 }

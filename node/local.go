@@ -193,7 +193,7 @@ func (v *vault) scanWatching(ctx context.Context, paths []string, mode scanMode,
 		refuseOversized(&res, v.n.cfg.MaxFileChunks)
 		res.Changes, confirmed = v.holdLocalDeletions(res.Changes, mode, paths)
 	}
-	v.noteScan(start, paths, res, err)
+	v.report.scan(start, paths, res, err)
 	if err != nil {
 		v.tail.NoteScanFailed()
 		return res, fmt.Errorf("scanning %s: %w", v.cfg.Folder, err)
@@ -333,7 +333,7 @@ func (v *vault) record(changes []folder.Change, confirmed, restate map[string]bo
 	}
 	for _, c := range changes {
 		v.log.Debug("local change", "path", c.Path, "change", c.Type)
-		v.noteLocalChange(c)
+		v.report.localChange(c)
 		ver, rec, ok := v.versionFor(c, restate[c.Path])
 		if ok && ver.Kind == entry.KindDeletion && confirmed[c.Path] {
 			ver.Mode = entry.DeletionConfirmed
@@ -641,18 +641,18 @@ func (v *vault) startWatcher(ctx context.Context, settle time.Duration, done cha
 	})
 	if err != nil {
 		v.log.Warn("no file watcher; rescanning the folder instead", "every", watchfallback.Every, "err", err)
-		v.noteWatcherFailed(err)
+		v.report.watcherFailed(err)
 		v.fallback.SetDead(err)
 		close(done)
 		return nil, nil
 	}
-	v.noteWatcherRunning()
+	v.report.watcherRunning()
 	v.fallback.SetDead(nil)
 	go func() {
 		defer close(done)
 		if err := w.Run(ctx); err != nil {
 			v.log.Warn("file watcher stopped; rescanning the folder instead", "every", watchfallback.Every, "err", err)
-			v.noteWatcherFailed(err)
+			v.report.watcherFailed(err)
 			v.fallback.SetDead(err)
 		}
 	}()
@@ -677,7 +677,7 @@ func (v *vault) watchUntilResumed(ctx context.Context, batches <-chan watch.Batc
 			}
 			if b.Rescan {
 				if !b.Ready {
-					v.noteWatcherRescan()
+					v.report.watcherRescan()
 				}
 				_, err = v.scan(ctx, nil)
 			} else {

@@ -317,6 +317,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		n: n, cfg: hv, id: vk.ID, secrets: secrets, ek: ek, ck: chunk.KeysFrom(ek), db: db,
 		crypt: cr, fs: fsys, chunks: newFolderChunks(fsys, cr),
 		log:       n.log.With("folder", hv.Folder),
+		report:    folderReport{folder: hv.Folder, events: n.events, monitor: n.monitor},
 		roster:    roster.New(n.id, secrets, db.MemberState(), db, n.now),
 		view:      logview.New(n.log.With("folder", hv.Folder)),
 		index:     memindex.New(),
@@ -331,6 +332,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	}
 	v.mh.damaged = memberDamaged(report)
 	v.openKeeper()
+	v.local = localChunks{files: v.chunks, keep: v.keep, crypt: v.crypt, db: db}
 	// closeStores closes what the vault opened when opening it fails: the
 	// version store too, or a later open of the folder in this process
 	// would find its lock held and run without local versions.

@@ -100,7 +100,7 @@ func (r restoreVault) Fetch(ctx context.Context, cids []cid.Cid, got func(cid.Ci
 	})
 }
 
-func (r restoreVault) Local(c cid.Cid) ([]byte, error) { return r.v.localPlaintext(c) }
+func (r restoreVault) Local(c cid.Cid) ([]byte, error) { return r.v.local.plaintext(c) }
 
 func (r restoreVault) Stream(ctx context.Context, ver entry.Version) (io.Reader, func()) {
 	return r.v.contentReader(ctx, ver)
@@ -185,7 +185,7 @@ func (v *vault) recordRestored(ctx context.Context, paths []string) error {
 	}
 	start := time.Now()
 	res, err := v.scanner.ScanPaths(ctx, paths)
-	v.noteScan(start, paths, res, err)
+	v.report.scan(start, paths, res, err)
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (v *vault) recordRestored(ctx context.Context, paths []string) error {
 		return err
 	}
 	for _, c := range res.Changes {
-		v.noteLocalChange(c)
+		v.report.localChange(c)
 		v.mu.Lock()
 		heads, settled := v.appliedHeadsLocked(c.Path)
 		v.mu.Unlock()

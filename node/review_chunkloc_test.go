@@ -38,7 +38,7 @@ func TestReviewChunkLocationLostWhenDuplicateChanges(t *testing.T) {
 		t.Fatal("a.bin has no chunks")
 	}
 	for _, r := range refs {
-		if _, err := v.localEnvelope(r.CID); err != nil {
+		if _, err := v.local.envelope(r.CID); err != nil {
 			t.Fatalf("before the edit: %v", err)
 		}
 	}
@@ -53,7 +53,7 @@ func TestReviewChunkLocationLostWhenDuplicateChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range refs {
-		if _, err := v.localEnvelope(r.CID); err != nil {
+		if _, err := v.local.envelope(r.CID); err != nil {
 			t.Fatalf("after editing %s, the untouched copy's chunk %s cannot be served: %v", other, r.CID, err)
 		}
 	}

@@ -52,9 +52,15 @@ type vault struct {
 	// chunks re-creates chunks from the folder's files (folderchunks.go);
 	// it has its own lock, a leaf, and setIndexLocked keeps it current.
 	chunks *folderChunks
-	db     *vaultdb.DB
-	fs     folder.FS
-	log    *slog.Logger
+	// local re-creates the chunks this device holds (localchunks.go); set
+	// at open, once the version store is.
+	local localChunks
+	db    *vaultdb.DB
+	fs    folder.FS
+	log   *slog.Logger
+	// report tells the events, the doctor and the metrics what happens in
+	// the folder (hooks.go).
+	report folderReport
 
 	// relayStat is what each relay last said about this vault (quota);
 	// guarded by mu.
