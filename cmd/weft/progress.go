@@ -88,20 +88,21 @@ func showProgress(ctx context.Context, n *node.Node, out *os.File) {
 	}
 }
 
-// appliedCounter counts file-applied events from the node.
+// appliedCounter counts file-applied events from the node. It reads them
+// through an event cursor, which loses none while the reader keeps within
+// the bus's memory (api.RetainEvents); the in-process subscription drops
+// what does not fit its buffer, which a burst of small files overran.
 func appliedCounter(ctx context.Context, n *node.Node) *counter {
 	c := &counter{}
-	events, stop := n.Subscribe()
+	cur := n.API().EventCursor(0)
 	go func() {
-		defer stop()
 		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev := <-events:
-				if ev.Type == api.EventApplied {
-					c.Add(1)
-				}
+			ev, err := cur.Next(ctx)
+			if err != nil {
+				return // ctx ended
+			}
+			if ev.Type == api.EventApplied {
+				c.Add(1)
 			}
 		}
 	}()
