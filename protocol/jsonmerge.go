@@ -10,8 +10,9 @@ import (
 // JSON merge (mergedriver.go): the three versions are parsed, objects are
 // merged key by key (keyedMerge), recursively where both sides changed
 // different keys of one nested object, and the result is written in the
-// base's layout: compact, or indented with the base's indent (the layout
-// of JSON.stringify(v, null, 2), which Obsidian's settings files use).
+// base's layout (or the sides', when both changed it alike): compact, or
+// indented with its indent (the layout of JSON.stringify(v, null, 2),
+// which Obsidian's settings files use).
 // Scalars and arrays are single values: changed by both sides
 // differently, they conflict. In a JSON Canvas file (canvas), an array
 // whose elements are all objects with distinct string "id"s (its nodes and
@@ -34,7 +35,23 @@ func mergeJSON(base, a, b []byte, canvas bool) (merged []byte, ok bool, err erro
 	if !ok {
 		return nil, false, nil
 	}
-	return layoutLike(base, out), true, nil
+	like := base
+	if layoutOf(a) == layoutOf(b) {
+		like = a // both sides re-laid the file out alike: keep theirs
+	}
+	return layoutLike(like, out), true, nil
+}
+
+// layoutOf describes how v is laid out: its indent ("" for one line) and
+// what follows its last value.
+func layoutOf(v []byte) string {
+	body := bytes.TrimRight(v, " \t\r\n")
+	indent := ""
+	if i := bytes.IndexByte(body, '\n'); i >= 0 {
+		rest := body[i+1:]
+		indent = "\n" + string(rest[:len(rest)-len(bytes.TrimLeft(rest, " \t"))])
+	}
+	return indent + "|" + string(v[len(body):])
 }
 
 type jsonMerger struct{ canvas bool }
@@ -146,6 +163,35 @@ func idElements(v []byte) ([]member, bool) {
 		out = append(out, member{key: *obj.ID, val: compact(e)})
 	}
 	return out, true
+}
+
+// jsonDuplicateKeys reports whether v (valid JSON) has an object, at any
+// depth, that names a key twice.
+func jsonDuplicateKeys(v []byte) bool {
+	v = compact(v)
+	if ms, ok := objectMembers(v); ok {
+		if index(ms) == nil {
+			return true
+		}
+		for _, m := range ms {
+			if jsonDuplicateKeys(m.val) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(v) > 0 && v[0] == '[' {
+		var elems []json.RawMessage
+		if json.Unmarshal(v, &elems) != nil {
+			return false
+		}
+		for _, e := range elems {
+			if jsonDuplicateKeys(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeObject writes members as a compact JSON object.

@@ -24,13 +24,20 @@ type member struct {
 // whether two values are the same (formatting aside). ok is false on a
 // conflict, or when a list names a key twice.
 //
-// The result is the same with x and y swapped. Members keep base's order;
+// The result is the same with x and y swapped. Members keep base's order
+// (a side that reordered base's members conflicts);
 // a member added by one side goes after the base member it follows there
 // (first when none does); members added at one place by both sides are
 // ordered by key, and one side's additions there keep that side's order.
 func keyedMerge(base, x, y []member, same func(a, b []byte) bool, sub func(b, x, y []byte) ([]byte, bool)) ([]member, bool) {
 	bm, xm, ym := index(base), index(x), index(y)
 	if bm == nil || xm == nil || ym == nil {
+		return nil, false
+	}
+	// A side that reordered the members it kept (a canvas's nodes brought
+	// to the front, frontmatter keys sorted) changed what base order
+	// cannot carry: a conflict, left to the line merge.
+	if reordered(base, x, xm) || reordered(base, y, ym) {
 		return nil, false
 	}
 	// The value of one base key: absent (nil, false) when removed.
@@ -135,6 +142,23 @@ func keyedMerge(base, x, y []member, same func(a, b []byte) bool, sub func(b, x,
 		}
 	}
 	return dedup, true
+}
+
+// reordered reports whether list (indexed by at) holds base's members it
+// kept in another order than base.
+func reordered(base, list []member, at map[string]int) bool {
+	last := -1
+	for _, m := range base {
+		i, ok := at[m.key]
+		if !ok {
+			continue
+		}
+		if i < last {
+			return true
+		}
+		last = i
+	}
+	return false
 }
 
 // index maps each key of list to its position, or is nil when a key

@@ -22,7 +22,9 @@ import (
 //
 // Where a driver finds both sides changed one value, the line merge is
 // tried too (it merges changes to different lines of one multi-line
-// value), and for JSON kept only when its result is JSON.
+// value), and kept only when its result is still the type's, with no key
+// twice (a key added at two places with different values would otherwise
+// lose one).
 // A file of one of these types that does not parse as that type (a JSON
 // file with comments, a note without frontmatter) is merged by lines. Each
 // driver is a pure function of its inputs and gives the same result with
@@ -94,7 +96,7 @@ func jsonOrLines(base, a, b []byte, canvas bool) ([]byte, bool, error) {
 	// Both sides changed one value: lines still merge changes inside it
 	// (two elements of a multi-line array), when the result is JSON.
 	merged, ok, err = Merge3(base, a, b)
-	if err != nil || !ok || !json.Valid(merged) {
+	if err != nil || !ok || !json.Valid(merged) || jsonDuplicateKeys(merged) {
 		return nil, false, err
 	}
 	return merged, true, nil
@@ -105,10 +107,23 @@ func frontmatterOrLines(base, a, b []byte) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	merged, clean, handled, err := mergeFrontmatter(base, a, b)
-	if !handled || (err == nil && !clean) {
-		// No frontmatter on every side, or one key changed by both:
-		// lines may still merge it (two items of a multi-line list).
-		return Merge3(base, a, b)
+	if !handled {
+		return Merge3(base, a, b) // not frontmatter on every side
 	}
-	return merged, clean, err
+	if err != nil || clean {
+		return merged, clean, err
+	}
+	// One key changed by both: lines may still merge it (two items of a
+	// multi-line list), unless that writes a key twice (the same key added
+	// at two places), which YAML refuses and which would lose a value.
+	merged, clean, err = Merge3(base, a, b)
+	if err != nil || !clean {
+		return nil, false, err
+	}
+	if fm, _, ok := splitFrontmatter(merged); ok {
+		if ms, ok := frontmatterMembers(fm); !ok || index(ms) == nil {
+			return nil, false, nil
+		}
+	}
+	return merged, true, nil
 }
