@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -21,8 +22,27 @@ func (b apiBackend) Resolve(ctx context.Context, req api.ResolveRequest) (api.Re
 	if req.Take != "" && !filepath.IsAbs(req.Take) {
 		return api.ResolveResult{}, api.Classified(api.ErrInvalid, "the file to take must be an absolute path")
 	}
-	open := func(p string) (io.ReadCloser, error) { return os.Open(p) }
-	return resolve.Run(ctx, resolveVault{restoreVault{v}}, rel, req, open)
+	return resolve.Run(ctx, resolveVault{restoreVault{v}}, rel, req, openTaken)
+}
+
+// openTaken opens the file a resolution takes as its result: a regular
+// file only (a FIFO or a device would block the vault's scans, or never
+// end), checked again once open.
+func openTaken(p string) (io.ReadCloser, error) {
+	if fi, err := os.Lstat(p); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	return f, nil
 }
 
 // resolveVault is resolve.Vault for one vault: restore's scan hold and
@@ -31,11 +51,14 @@ type resolveVault struct{ restoreVault }
 
 func (r resolveVault) FS() folder.FS { return r.v.fs }
 
-func (r resolveVault) IndexedFile(p string) bool {
+func (r resolveVault) IndexedFile(p string) (size, mtime int64, ok bool) {
 	r.v.mu.Lock()
 	defer r.v.mu.Unlock()
 	rec, ok := r.v.index.Get(p)
-	return ok && rec.Kind == entry.KindFile
+	if !ok || rec.Kind != entry.KindFile {
+		return 0, 0, false
+	}
+	return int64(rec.Size), rec.MTime, true
 }
 
 func (r resolveVault) ConflictCopies() []string {

@@ -36,9 +36,10 @@ type Vault interface {
 	UnlockScans()
 	// FS is the folder's file system; paths are relative to its root.
 	FS() folder.FS
-	// IndexedFile reports whether the folder index holds path as a
-	// regular file.
-	IndexedFile(path string) bool
+	// IndexedFile returns the size and modification time (ns) the folder
+	// index holds for path as a regular file: what the last scan saw on
+	// disk. ok is false when the index holds no file there.
+	IndexedFile(path string) (size, mtime int64, ok bool)
 	// ConflictCopies lists the conflict copies the folder index holds.
 	ConflictCopies() []string
 	// DeviceName is the name of the member whose short ID is short, or
@@ -79,7 +80,7 @@ func Run(ctx context.Context, v Vault, rel string, req api.ResolveRequest, open 
 		return res, invalid("%s does not say which file it is a copy of (its name was shortened): only --keep winner (removing it) is possible; move or rename it by hand otherwise", copyPath)
 	}
 	fsys := v.FS()
-	if err := checkCopy(fsys, copyPath); err != nil {
+	if err := checkCopy(fsys, v, copyPath); err != nil {
 		return res, err
 	}
 	var paths []string
@@ -88,7 +89,7 @@ func Run(ctx context.Context, v Vault, rel string, req api.ResolveRequest, open 
 		err = fsys.Remove(copyPath)
 		paths = []string{copyPath}
 	case KeepCopy:
-		if err = checkTarget(fsys, of); err == nil {
+		if err = checkTarget(fsys, v, of); err == nil {
 			err = fsys.Rename(copyPath, of)
 		}
 		paths = []string{copyPath, of}
@@ -100,8 +101,8 @@ func Run(ctx context.Context, v Vault, rel string, req api.ResolveRequest, open 
 		}
 		paths = []string{copyPath, to}
 	case KeepFile:
-		if err = checkTarget(fsys, of); err == nil {
-			err = writeFrom(fsys, of, req.Take, open)
+		if err = checkTarget(fsys, v, of); err == nil {
+			err = writeFrom(ctx, fsys, of, req.Take, open)
 		}
 		if err == nil {
 			err = fsys.Remove(copyPath)
@@ -144,7 +145,7 @@ func choice(req api.ResolveRequest) (string, error) {
 // path it is a copy of ("" when its name does not say).
 func pick(v Vault, rel string) (copyPath, of string, err error) {
 	if protocol.IsConflictCopy(rel) {
-		if !v.IndexedFile(rel) {
+		if _, _, ok := v.IndexedFile(rel); !ok {
 			return "", "", fmt.Errorf("%s: %w", rel, api.Classified(api.ErrNotFound, "no such conflict copy in the folder (`weft conflicts` lists them)"))
 		}
 		if o, ok := protocol.ParseConflictName(rel); ok {
@@ -168,8 +169,10 @@ func pick(v Vault, rel string) (copyPath, of string, err error) {
 	return "", "", invalid("%s has %d conflict copies; name the one to resolve: %s", rel, len(copies), strings.Join(copies, ", "))
 }
 
-// checkCopy refuses a copy that is not a regular file on disk now.
-func checkCopy(fsys folder.FS, p string) error {
+// checkCopy refuses a copy that is not on disk now as the last scan saw
+// it: gone, not a regular file, or changed since (an edit not recorded
+// yet, which keep winner would delete unrecorded).
+func checkCopy(fsys folder.FS, v Vault, p string) error {
 	fi, err := fsys.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: %w", p, api.Classified(api.ErrConflict, "the conflict copy is no longer in the folder"))
@@ -180,12 +183,14 @@ func checkCopy(fsys folder.FS, p string) error {
 	if fi.Kind != folder.KindFile {
 		return fmt.Errorf("%s: %w", p, api.Classified(api.ErrConflict, "the conflict copy is no longer a regular file"))
 	}
-	return nil
+	return unchanged(v, p, fi)
 }
 
-// checkTarget refuses to write over what is not a regular file: a
-// directory or a symlink now at the name is the person's to move.
-func checkTarget(fsys folder.FS, p string) error {
+// checkTarget refuses to write over what is not a regular file (a
+// directory or a symlink at the name is the person's to move) or over a
+// file changed since the last scan (an edit not recorded yet would be
+// lost with no version of it anywhere).
+func checkTarget(fsys folder.FS, v Vault, p string) error {
 	fi, err := fsys.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -196,12 +201,23 @@ func checkTarget(fsys folder.FS, p string) error {
 	if fi.Kind != folder.KindFile {
 		return fmt.Errorf("%s: %w", p, api.Classified(api.ErrConflict, "the name now holds something that is not a regular file; move it first"))
 	}
+	return unchanged(v, p, fi)
+}
+
+// unchanged refuses a file whose size or modification time differs from
+// what the index holds, or that the index does not hold.
+func unchanged(v Vault, p string, fi folder.FileInfo) error {
+	size, mtime, ok := v.IndexedFile(p)
+	if !ok || size != fi.Size || mtime != fi.MTime {
+		return fmt.Errorf("%s: %w", p, api.Classified(api.ErrConflict,
+			"the file changed since it was last scanned (an edit not recorded yet); wait for the scan (or run `weft scan`) and look again"))
+	}
 	return nil
 }
 
 // writeFrom writes the content of src (read through open) to p through a
 // temporary file beside it, synced before it takes the name.
-func writeFrom(fsys folder.FS, p, src string, open Source) (err error) {
+func writeFrom(ctx context.Context, fsys folder.FS, p, src string, open Source) (err error) {
 	r, err := open(src)
 	if err != nil {
 		return fmt.Errorf("%w: %w", api.Classified(api.ErrInvalid, "reading the file to take"), err)
@@ -216,7 +232,7 @@ func writeFrom(fsys folder.FS, p, src string, open Source) (err error) {
 			_ = fsys.Remove(tmp.Path())
 		}
 	}()
-	if _, err = io.Copy(tmp, r); err == nil {
+	if _, err = io.Copy(tmp, ctxReader{ctx, r}); err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
@@ -226,6 +242,20 @@ func writeFrom(fsys folder.FS, p, src string, open Source) (err error) {
 		return err
 	}
 	return fsys.Rename(tmp.Path(), p)
+}
+
+// ctxReader reads r until ctx ends: a request given up stops the copy of a
+// file taken as the result (the vault's scans wait for it).
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(b)
 }
 
 // authorOf is the short device ID a conflict copy's name carries, or "".

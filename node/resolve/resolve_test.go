@@ -18,18 +18,21 @@ import (
 // the test built it, and which records what Record was asked.
 type fakeVault struct {
 	fs       *folder.MemFS
-	indexed  map[string]bool
+	indexed  map[string]folder.FileInfo
 	names    map[string]string
 	locked   bool
 	recorded [][]string
 	held     bool
 }
 
-func (v *fakeVault) Folder() string                 { return "/home/a/notes" }
-func (v *fakeVault) LockScans()                     { v.locked = true }
-func (v *fakeVault) UnlockScans()                   { v.locked = false }
-func (v *fakeVault) FS() folder.FS                  { return v.fs }
-func (v *fakeVault) IndexedFile(p string) bool      { return v.indexed[p] }
+func (v *fakeVault) Folder() string { return "/home/a/notes" }
+func (v *fakeVault) LockScans()     { v.locked = true }
+func (v *fakeVault) UnlockScans()   { v.locked = false }
+func (v *fakeVault) FS() folder.FS  { return v.fs }
+func (v *fakeVault) IndexedFile(p string) (int64, int64, bool) {
+	fi, ok := v.indexed[p]
+	return fi.Size, fi.MTime, ok
+}
 func (v *fakeVault) DeviceName(short string) string { return v.names[short] }
 func (v *fakeVault) ConflictCopies() []string {
 	var out []string
@@ -56,7 +59,7 @@ const (
 // newVault is a folder holding files (path -> content), all indexed.
 func newVault(t *testing.T, files map[string]string) *fakeVault {
 	t.Helper()
-	v := &fakeVault{fs: folder.NewMemFS(folder.MemFSConfig{}), indexed: map[string]bool{}, names: map[string]string{"AbCdEfGh": "laptop"}}
+	v := &fakeVault{fs: folder.NewMemFS(folder.MemFSConfig{}), indexed: map[string]folder.FileInfo{}, names: map[string]string{"AbCdEfGh": "laptop"}}
 	for p, b := range files {
 		if i := strings.LastIndexByte(p, '/'); i > 0 {
 			if err := v.fs.Mkdir(p[:i], 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -64,7 +67,11 @@ func newVault(t *testing.T, files map[string]string) *fakeVault {
 			}
 		}
 		writeFile(t, v.fs, p, b)
-		v.indexed[p] = true
+		fi, err := v.fs.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.indexed[p] = fi
 	}
 	return v
 }
@@ -224,6 +231,8 @@ func TestRefusals(t *testing.T) {
 		{"both choices", nil, copyA, api.ResolveRequest{Keep: KeepCopy, Take: "/x"}, api.ErrInvalid},
 		{"unknown choice", nil, copyA, api.ResolveRequest{Keep: "mine"}, api.ErrInvalid},
 		{"copy of what", nil, long, api.ResolveRequest{Keep: KeepCopy}, api.ErrInvalid},
+		{"copy edited since the scan", func(v *fakeVault) { writeFile(t, v.fs, copyA, "edited, not recorded") }, copyA, api.ResolveRequest{Keep: KeepWinner}, api.ErrConflict},
+		{"name edited since the scan", func(v *fakeVault) { writeFile(t, v.fs, "todo.md", "edited, not recorded") }, copyA, api.ResolveRequest{Keep: KeepCopy}, api.ErrConflict},
 		{"copy gone", func(v *fakeVault) { _ = v.fs.Remove(copyA) }, copyA, api.ResolveRequest{Keep: KeepCopy}, api.ErrConflict},
 		{"name is a directory", func(v *fakeVault) {
 			_ = v.fs.Remove("todo.md")
@@ -244,7 +253,7 @@ func TestRefusals(t *testing.T) {
 		if fi, err := v.fs.Lstat("todo.md"); err != nil || fi.Kind != folder.KindFile {
 			continue
 		}
-		if got, ok := readFile(t, v.fs, "todo.md"); ok && got != "winner" {
+		if got, ok := readFile(t, v.fs, "todo.md"); ok && got != "winner" && got != "edited, not recorded" {
 			t.Errorf("%s: todo.md now holds %q", c.name, got)
 		}
 	}
