@@ -60,9 +60,15 @@ func eventsCmd(g *globals) *cobra.Command {
 				_, err := fmt.Fprintln(out, formatEvent(ev))
 				return err
 			}
-			for {
-				if last != 0 {
+			for attempt := 0; ; attempt++ {
+				switch {
+				case last != 0:
 					q.Set("since", strconv.FormatUint(last, 10))
+				case attempt > 0:
+					// Reconnected before any event was shown: from the
+					// oldest the agent keeps, after an events-missed (an ID
+					// of no run of this agent).
+					q.Set("since", "1")
 				}
 				err := followOnce(g, ctx, "/v1/events?"+q.Encode(), show)
 				if ctx.Err() != nil {

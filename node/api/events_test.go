@@ -86,6 +86,10 @@ type eventsBackend struct {
 
 func (e eventsBackend) EventCursor(after uint64) *Cursor { return e.bus.Cursor(after) }
 
+func (e eventsBackend) Status() Status {
+	return Status{Folders: []FolderStatus{{Path: "/f"}, {Path: "/g"}}}
+}
+
 // TestEventStreamResumesAndFilters: GET /v1/events sends each event with
 // its ID, resumes after ?since= or Last-Event-ID, and keeps only the
 // types and folder asked for.
@@ -141,16 +145,18 @@ func TestEventStreamResumesAndFilters(t *testing.T) {
 	if got := read("", jsonID(all[0].ID), 2); len(got) != 2 || got[0].Path != "y" {
 		t.Errorf("Last-Event-ID: %+v", got)
 	}
-	if got := read("?since="+jsonID(mark)+"&type=file-applied&folder=/f", "", 1); len(got) != 1 || got[0].Path != "y" {
+	if got := read("?since="+jsonID(mark)+"&type=file-applied&folder=/f/", "", 1); len(got) != 1 || got[0].Path != "y" {
 		t.Errorf("filtered: %+v", got)
 	}
-	resp, err := http.Get(srv.URL + "/v1/events?since=soon")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("a bad since: %d, want 400", resp.StatusCode)
+	for _, q := range []string{"?since=soon", "?folder=/elsewhere"} {
+		resp, err := http.Get(srv.URL + "/v1/events" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", q, resp.StatusCode)
+		}
 	}
 }
 

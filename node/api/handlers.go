@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -93,6 +94,14 @@ func (h handlers) eventStream(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	folder := q.Get("folder")
+	if folder != "" {
+		f, ok := syncedFolder(h.b.Status(), folder)
+		if !ok {
+			fail(w, Classified(ErrInvalid, "folder: not a synced folder of this agent: "+folder), http.StatusBadRequest)
+			return
+		}
+		folder = f
+	}
 	keep := func(ev Event) bool {
 		if ev.Type == EventMissed {
 			return true
@@ -118,6 +127,24 @@ func (h handlers) eventStream(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, b)
 		fl.Flush()
 	}
+}
+
+// syncedFolder is the synced folder of st that dir names, as the agent
+// names it (events carry that name): the same path, or one that resolves
+// to the same place through symbolic links.
+func syncedFolder(st Status, dir string) (string, bool) {
+	real := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return filepath.Clean(p)
+	}
+	for _, f := range st.Folders {
+		if filepath.Clean(f.Path) == filepath.Clean(dir) || real(f.Path) == real(dir) {
+			return f.Path, true
+		}
+	}
+	return "", false
 }
 
 func (h handlers) scan(w http.ResponseWriter, r *http.Request) {

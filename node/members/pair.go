@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/weftsync/weft/internal/refusal"
@@ -126,6 +127,13 @@ func (s *Service) AnswerPair(ctx context.Context, st Stream, f *wire.Conn, dev k
 	return joined, nil
 }
 
+// isTimeout reports whether err is a read deadline passing (net.Pipe and
+// quic say os.ErrDeadlineExceeded; yamux streams a Timeout error).
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &t) && t.Timeout())
+}
+
 // awaitApproval holds a join of a confirm code until a person decides it
 // (DecideJoin) or member.ConfirmWait passes, tells the joiner it waits
 // (PairPending) and announces it (event join-pending). A join not approved
@@ -151,14 +159,21 @@ func (s *Service) awaitApproval(ctx context.Context, st Stream, f *wire.Conn, j 
 	// it gave up. The reader is ended (a read deadline now) and waited
 	// for before the session goes on.
 	gone := make(chan struct{})
+	var left bool // the joiner closed the stream or sent something: it gave up
 	go func() {
 		defer close(gone)
-		_, _ = st.Read(make([]byte, 1))
+		_, err := st.Read(make([]byte, 1))
+		left = !isTimeout(err)
 		cancel()
 	}()
 	err := s.invites.Wait(ctx, j)
 	_ = st.SetReadDeadline(time.Now())
 	<-gone
+	if err == nil && left {
+		// Approved as the joiner left: it would never get the keys, and
+		// the roster would hold a member that is not there.
+		err = errors.New("the joining device gave up waiting")
+	}
 	if err != nil {
 		f.SendError(wire.CodeJoinDenied, err.Error())
 		_ = f.Flush()
