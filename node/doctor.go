@@ -179,7 +179,7 @@ func (n *Node) folderFacts(v *vault, fs api.FolderStatus, asked string, onePath 
 	withHolders := func(pv doctor.PathState) doctor.PathFacts {
 		pf := doctor.PathFacts{PathState: pv}
 		if pv.Heads > 0 {
-			for _, h := range v.holders(pv.Winner) {
+			for _, h := range v.peers.Holders(pv.Winner) {
 				if h != n.id.ID() {
 					pf.Holders = append(pf.Holders, h.String())
 				}

@@ -429,9 +429,7 @@ func hostileAltersEntry(t *testing.T) {
 	absent(t, filepath.Join(folderPath, "f3.txt"))
 	absent(t, filepath.Join(folderPath, "f4.txt"))
 	// The relay's claim to hold 4 entries never reached the device.
-	v.mu.Lock()
-	claimed := v.peerVec[f.dev][mid.ID()]
-	v.mu.Unlock()
+	claimed := v.peers.Of(f.dev)[mid.ID()]
 	if claimed != 0 {
 		t.Fatalf("what the relay holds of the member, as recorded: got %d, want 0", claimed)
 	}
@@ -640,9 +638,7 @@ func hostileRollsBack(t *testing.T) {
 
 	// A restart forgets what the relay said in memory; the durable mark
 	// remains.
-	v.mu.Lock()
-	delete(v.peerVec, f.dev)
-	v.mu.Unlock()
+	v.peers.Forget(f.dev)
 	advance <- struct{}{}
 	waitFor(t, "the rollback after a restart", func() bool { return evs.count(rolledBack) == 2 })
 	if got := v.unsafeCount(); got != mine {

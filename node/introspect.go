@@ -2,7 +2,6 @@ package node
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/protocol/entry"
@@ -54,35 +53,13 @@ func (v *vault) viewOf(withDirty bool) vaultView {
 
 // heldElsewhere is the highest sequence number of this device's own log
 // that some other device has said it holds.
-func (v *vault) heldElsewhere() uint64 {
-	self := v.n.id.ID()
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	var best uint64
-	for _, vec := range v.peerVec {
-		best = max(best, vec[self])
-	}
-	return best
-}
+func (v *vault) heldElsewhere() uint64 { return v.peers.HeldElsewhere(v.n.id.ID()) }
 
 // toUpload counts the log entries this device holds that some connected
 // member lacks, as far as that member's last LogStatus said: for each
 // author, the largest shortfall over the connected members.
 func (v *vault) toUpload(connected []keys.DeviceID) int {
-	mine := v.vector()
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	var n uint64
-	for a, s := range mine {
-		var short uint64
-		for _, d := range connected {
-			if h := v.peerVec[d][a]; h < s {
-				short = max(short, s-h)
-			}
-		}
-		n += short
-	}
-	return int(n)
+	return v.peers.ToUpload(v.vector(), connected)
 }
 
 // pathState describes path p (slash-separated, relative to the folder).
@@ -116,22 +93,6 @@ func (v *vault) pathState(p string) doctor.PathState {
 	}
 	slices.Sort(pv.Conflicts)
 	return pv
-}
-
-// holders lists the members that may hold the content of version id: its
-// author, and every member whose last LogStatus includes the entry (it
-// has the entry, and so has fetched or will fetch its chunks).
-func (v *vault) holders(id entry.VersionID) []keys.DeviceID {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	out := []keys.DeviceID{id.Author}
-	for d, vec := range v.peerVec {
-		if d != id.Author && vec[id.Author] >= id.Seq {
-			out = append(out, d)
-		}
-	}
-	slices.SortFunc(out[1:], func(a, b keys.DeviceID) int { return strings.Compare(a.String(), b.String()) })
-	return out
 }
 
 // ignored reports whether p is excluded by the folder's ignore rules, as

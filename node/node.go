@@ -327,7 +327,6 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		fguard:    folderguard.New(),
 		kicked:    make(chan struct{}, 1),
 		firstScan: make(chan struct{}),
-		peerVec:   map[keys.DeviceID]protocol.Vector{},
 		tail:      ownlog.NewGate(ownLostTo(n.id.ID(), report), report.NeedRescan),
 	}
 	v.mh.damaged = memberDamaged(report)
@@ -419,7 +418,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 			return fail(err)
 		}
 		if len(acked) > 0 {
-			v.peerVec[d] = protocol.Vector(acked)
+			v.peers.Set(d, protocol.Vector(acked))
 		}
 	}
 	loadIndex.Wait()

@@ -33,7 +33,7 @@ func (v *vault) relayFullErrors() ([]api.PathMessage, map[keys.DeviceID]bool) {
 			continue
 		}
 		full[r.dev] = true
-		theirs := v.peerVec[r.dev]
+		theirs := v.peers.Of(r.dev)
 		var lacking uint64
 		for a, s := range mine {
 			if h := theirs[a]; h < s {

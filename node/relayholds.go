@@ -41,7 +41,7 @@ func (v *vault) noteRelayHolds(r keys.DeviceID, h wire.Holds) {
 // must be held.
 func (v *vault) peerHoldsLocked(d keys.DeviceID) protocol.Vector {
 	out := protocol.Vector{}
-	for a, s := range v.peerVec[d] {
+	for a, s := range v.peers.Of(d) {
 		out[a] = s
 	}
 	for _, m := range v.heldViaRelay {

@@ -18,7 +18,7 @@ func (b apiBackend) Relays() []api.RelayInfo {
 			ri := api.RelayInfo{Folder: v.cfg.Folder, Vault: v.id.String(), Addr: r.addr, ID: r.info.ID.String(),
 				Connected: b.host.Network().Connectedness(r.info.ID) == network.Connected}
 			v.mu.Lock()
-			ri.Holds = v.peerVec[r.dev][self]
+			ri.Holds = v.peers.Of(r.dev)[self]
 			if st, ok := v.relayStat[r.dev]; ok {
 				ri.Error = st.err
 				if st.err == "" {

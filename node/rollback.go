@@ -52,24 +52,18 @@ func rollbackMetaKey(d keys.DeviceID) string { return "relay-rollback/" + d.Stri
 // reports a rollback, records vec as what the relay now holds, and stores
 // it durably, lowering marks that went back.
 func (v *vault) relayHolds(d keys.DeviceID, vec protocol.Vector) {
-	v.mu.Lock()
-	_, known := v.peerVec[d]
-	v.mu.Unlock()
 	var stored protocol.Vector
-	if !known {
+	if !v.peers.Has(d) {
 		acked, err := v.db.Acked(d)
 		if err != nil {
 			v.log.Warn("reading what a relay held before", "relay", d, "err", err)
 		}
 		stored = protocol.Vector(acked)
 	}
-	v.mu.Lock()
-	prev, ok := v.peerVec[d]
+	prev, ok := v.peers.Set(d, vec)
 	if !ok {
 		prev = stored
 	}
-	v.peerVec[d] = vec
-	v.mu.Unlock()
 
 	var back []keys.DeviceID
 	u := &vaultdb.Update{}

@@ -109,10 +109,9 @@ type vault struct {
 	// graph, the bodies, the clocks, how far each author is folded in and
 	// held, the entries held back; mu guards it.
 	view         *logview.View
-	index        *memindex.Index // the folder index in memory, changed by setIndexLocked alone
-	grow         chan struct{}   // closed and replaced whenever the log grows
-	cleaned      chan struct{}   // closed after the first scan, once the temp files of earlier runs are removed
-	peerVec      map[keys.DeviceID]protocol.Vector
+	index        *memindex.Index                                     // the folder index in memory, changed by setIndexLocked alone
+	grow         chan struct{}                                       // closed and replaced whenever the log grows
+	cleaned      chan struct{}                                       // closed after the first scan, once the temp files of earlier runs are removed
 	heldViaRelay map[keys.DeviceID]map[keys.DeviceID]protocol.Vector // relay -> device -> what the relay says it holds (relayholds.go)
 	opened       openStats                                           // how openVault rebuilt the graph (graphsnap.go)
 	scanning     bool
@@ -125,6 +124,9 @@ type vault struct {
 	keep *keeper.Keeper // the local version store and its queue (node/keeper); set at open
 
 	refused heard.Membership // members accepting or refusing this device (revoked.go)
+	// peers is what each member and relay last said it holds (its
+	// LogStatus); it has its own lock.
+	peers heard.Holdings
 	// entryRefused is when peers' refusals of entries were logged
 	// (entryrefusals.go).
 	entryRefused heard.EntryRefusals
@@ -344,10 +346,8 @@ func (v *vault) peerHolds(d keys.DeviceID, vec protocol.Vector) {
 		return
 	}
 	self := v.n.id.ID()
-	v.mu.Lock()
-	before := v.peerVec[d][self]
-	v.peerVec[d] = vec
-	v.mu.Unlock()
+	prev, _ := v.peers.Set(d, vec)
+	before := prev[self]
 	// Remember durably how much of this device's own log the peer holds,
 	// so "unsafe" stays truthful across a restart.
 	if vec[self] > before {
@@ -364,17 +364,7 @@ func (v *vault) peerHolds(d keys.DeviceID, vec protocol.Vector) {
 // device or relay is known to hold.
 func (v *vault) unsafeCount() uint64 {
 	self := v.n.id.ID()
-	mine := v.db.Head(self).Seq
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	var best uint64
-	for _, vec := range v.peerVec {
-		best = max(best, vec[self])
-	}
-	if best >= mine {
-		return 0
-	}
-	return mine - best
+	return v.peers.Unsafe(self, v.db.Head(self).Seq)
 }
 
 // kick asks the vault's reconcile loop to look at dirty paths.

@@ -7,7 +7,10 @@
 //     this device's own log does not chain onto theirs, and how to end the
 //     running pull from each so the next one probes;
 //   - Membership: whether the members this device reaches accept it or
-//     refuse it as not a member (a revoked device is not told otherwise).
+//     refuse it as not a member (a revoked device is not told otherwise);
+//   - Holdings: what each member and relay last said it holds of the
+//     vault's logs, and what status and the doctor ask of that (unsafe
+//     entries, what connected peers lack, who may hold a version).
 //
 // Refused entries, told to the sender. A device that pulls a peer's log
 // and refuses one of the entries it is sent ends the stream; before, it
