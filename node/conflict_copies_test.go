@@ -38,37 +38,7 @@ func TestConcurrentConflictOneCopyPerLoser(t *testing.T) {
 
 func testConflictOneCopyPerLoser(t *testing.T, staggered bool) {
 	ctx := context.Background()
-	c, err := simulation.NewCluster(simulation.ClusterConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("closing the cluster: %v", err)
-		}
-	})
-	if err := c.Start(c.Device(0)); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if _, err := c.Join(ctx, false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.RecordAll(); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		for j := i + 1; j < 3; j++ {
-			if err := c.AddEdge(i, j); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := c.Start(c.Device(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.ConnectEdges(ctx)
+	c := meshCluster(t, 3)
 
 	files := []string{"photo.bin", "notes/todo.txt"}
 	base := map[string][]byte{

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"lukechampine.com/blake3"
-
-	"github.com/weftsync/weft/simulation"
 )
 
 // TestMergeDriversAcrossDevices: two devices apart each change a
@@ -19,33 +17,7 @@ func TestMergeDriversAcrossDevices(t *testing.T) {
 		t.Skip("runs two nodes")
 	}
 	ctx := context.Background()
-	c, err := simulation.NewCluster(simulation.ClusterConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("closing the cluster: %v", err)
-		}
-	})
-	if err := c.Start(c.Device(0)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Join(ctx, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.RecordAll(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.AddEdge(0, 1); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 {
-		if err := c.Start(c.Device(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.ConnectEdges(ctx)
+	c := meshCluster(t, 2)
 
 	files := map[string][3]string{ // base, device 0, device 1
 		".obsidian/app.json": {

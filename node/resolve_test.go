@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/weftsync/weft/node/api"
-	"github.com/weftsync/weft/simulation"
 )
 
 // TestResolveReachesEveryDevice: two devices edit one line of a note
@@ -21,33 +20,7 @@ func TestResolveReachesEveryDevice(t *testing.T) {
 		t.Skip("runs two nodes")
 	}
 	ctx := context.Background()
-	c, err := simulation.NewCluster(simulation.ClusterConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("closing the cluster: %v", err)
-		}
-	})
-	if err := c.Start(c.Device(0)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Join(ctx, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.RecordAll(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.AddEdge(0, 1); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 {
-		if err := c.Start(c.Device(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.ConnectEdges(ctx)
+	c := meshCluster(t, 2)
 
 	// Both notes are created on device 0 and reach device 1 as new files,
 	// so device 1's edits right after are edits of them (a save landing

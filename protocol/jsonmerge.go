@@ -65,31 +65,32 @@ func (m jsonMerger) value(base, x, y []byte) ([]byte, bool) {
 	case bytes.Equal(xx, bx):
 		return yx, true
 	}
-	if bo, ok := objectMembers(bx); ok {
-		xo, okx := objectMembers(xx)
-		yo, oky := objectMembers(yx)
-		if okx && oky {
-			out, ok := keyedMerge(bo, xo, yo, sameJSON, m.value)
-			if !ok {
-				return nil, false
-			}
-			return writeObject(out), true
-		}
+	if out, ok, tried := m.keyed(bx, xx, yx, objectMembers, writeObject); tried {
+		return out, ok
 	}
 	if m.canvas {
-		if ba, ok := idElements(bx); ok {
-			xa, okx := idElements(xx)
-			ya, oky := idElements(yx)
-			if okx && oky {
-				out, ok := keyedMerge(ba, xa, ya, sameJSON, m.value)
-				if !ok {
-					return nil, false
-				}
-				return writeArray(out), true
-			}
+		if out, ok, tried := m.keyed(bx, xx, yx, idElements, writeArray); tried {
+			return out, ok
 		}
 	}
 	return nil, false
+}
+
+// keyed merges three values that split into members (objects, or a
+// canvas's arrays of elements with ids) member by member; tried is false
+// when one of them does not split.
+func (m jsonMerger) keyed(b, x, y []byte, split func([]byte) ([]member, bool), write func([]member) []byte) (out []byte, ok, tried bool) {
+	bm, okb := split(b)
+	xm, okx := split(x)
+	ym, oky := split(y)
+	if !okb || !okx || !oky {
+		return nil, false, false
+	}
+	merged, ok := keyedMerge(bm, xm, ym, sameJSON, m.value)
+	if !ok {
+		return nil, false, true
+	}
+	return write(merged), true, true
 }
 
 func sameJSON(a, b []byte) bool { return bytes.Equal(compact(a), compact(b)) }

@@ -168,6 +168,19 @@ func pair(t *testing.T, s *Service, joiner *keys.Identity, inv member.Invite, na
 	return r
 }
 
+// answerOnPipe answers one pairing session of joiner on an in-memory
+// pipe and returns the joiner's end and AnswerPair's error once it ends.
+func answerOnPipe(s *Service, joiner keys.DeviceID) (net.Conn, <-chan error) {
+	inviterEnd, joinerEnd := net.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		defer inviterEnd.Close()
+		_, err := s.AnswerPair(context.Background(), inviterEnd, wire.NewConn(inviterEnd, nil), joiner)
+		done <- err
+	}()
+	return joinerEnd, done
+}
+
 // TestJoinAdmits: a one-step code admits the device that proves it, once:
 // the joiner gets the vault's secrets and records that make it a member,
 // the inviter's roster holds it under its name, what follows a record is
@@ -269,13 +282,7 @@ func TestJoinWithdrawn(t *testing.T) {
 		t.Fatal(err)
 	}
 	joiner := newIdentity(t)
-	inviterEnd, joinerEnd := net.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		defer inviterEnd.Close()
-		_, err := s.AnswerPair(context.Background(), inviterEnd, wire.NewConn(inviterEnd, nil), joiner.ID())
-		done <- err
-	}()
+	joinerEnd, done := answerOnPipe(s, joiner.ID())
 	f := wire.NewConn(joinerEnd, nil)
 	if err := f.Send(wire.MsgPairRequest, wire.PairRequest{Proof: inv.Proof(joiner.ID())}); err != nil {
 		t.Fatal(err)
@@ -329,13 +336,7 @@ func TestPairRefusals(t *testing.T) {
 			return f.Send(wire.MsgPairRequest, wire.PairRequest{Proof: other.Proof(joiner.ID())})
 		}, false, refusal.BadInvite},
 	} {
-		inviterEnd, joinerEnd := net.Pipe()
-		done := make(chan error, 1)
-		go func() {
-			defer inviterEnd.Close()
-			_, err := s.AnswerPair(context.Background(), inviterEnd, wire.NewConn(inviterEnd, nil), joiner.ID())
-			done <- err
-		}()
+		joinerEnd, done := answerOnPipe(s, joiner.ID())
 		f := wire.NewConn(joinerEnd, nil)
 		if err := c.send(f); err == nil {
 			_ = f.Flush()
