@@ -226,11 +226,13 @@ func TestAuditFirstSyncShowsProgress(t *testing.T) {
 	for {
 		select {
 		case l := <-lines:
-			// "syncing: D of T items applied, F files (B) in the folder":
-			// T counts the 60 files (and whatever else is pending).
+			// "syncing: D of T items applied, F files (B) in the folder;
+			// RATE": T counts the 60 files (and whatever else is pending),
+			// RATE says the rate once two samples are in.
 			var done, total, files int
 			if _, err := fmt.Sscanf(l, "syncing: %d of %d items applied, %d files", &done, &total, &files); err == nil &&
-				done == 0 && total >= n && strings.HasSuffix(l, " in the folder") {
+				done == 0 && total >= n && strings.Contains(l, " in the folder; ") &&
+				(strings.HasSuffix(l, "; measuring the rate") || strings.Contains(l, " items/s, ")) {
 				return
 			}
 			t.Logf("other output: %q", l)

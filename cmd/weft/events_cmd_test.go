@@ -42,3 +42,30 @@ func TestReadSSE(t *testing.T) {
 		t.Fatalf("got %v, want scanned then error at a", got)
 	}
 }
+
+// TestProgressRate: the rates are over the last samples within the
+// window, and the time left follows the item rate.
+func TestProgressRate(t *testing.T) {
+	var r progressRate
+	t0 := time.Date(2026, 12, 7, 6, 0, 0, 0, time.UTC)
+	if got := r.line(10); got != "measuring the rate" {
+		t.Errorf("no samples: %q", got)
+	}
+	r.sample(t0, 0, 0)
+	r.sample(t0.Add(2*time.Second), 20, 2<<20)
+	if got := r.line(100); got != "10 items/s, 1.0 MiB/s received, about 10s left" {
+		t.Errorf("two samples: %q", got)
+	}
+	for i := 3; i <= 30; i++ {
+		r.sample(t0.Add(time.Duration(i)*time.Second), 20+i, 2<<20)
+	}
+	if items, _, _ := r.perSecond(); items < 0.9 || items > 1.1 {
+		t.Errorf("after the burst left the window: %.2f items/s, want about 1", items)
+	}
+	r = progressRate{}
+	r.sample(t0, 5, 0)
+	r.sample(t0.Add(time.Second), 5, 0)
+	if got := r.line(3); got != "0 items/s, 0 B/s received, time left unknown" {
+		t.Errorf("stalled: %q", got)
+	}
+}
