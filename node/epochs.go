@@ -7,6 +7,7 @@ import (
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/member"
+	"github.com/weftsync/weft/relay"
 )
 
 // Key epochs (node/keyring): the ring learns every epoch secret this
@@ -27,7 +28,8 @@ func (v *vault) learnEpochs() {
 
 // memberApplied does what follows a membership record this device stored
 // and applied: learning any new epoch secret, telling the sessions that
-// what is held here grew, and, for a revocation, ending every connection
+// what is held here grew, forgetting what a device or relay that left said
+// it holds, and, for a revocation, ending every connection
 // with the revoked device (streams opened before it was revoked would
 // otherwise keep serving it). v.mu must not be held.
 func (v *vault) memberApplied(r member.Record) {
@@ -35,6 +37,16 @@ func (v *vault) memberApplied(r member.Record) {
 	v.mu.Lock()
 	v.grewLocked()
 	v.mu.Unlock()
+	// What a device or relay that left said it holds no longer makes this
+	// device's entries safe (a restart would not load it either).
+	switch r.Op {
+	case member.OpRevoke:
+		v.peers.Forget(r.Device)
+	case member.OpRemoveRelay:
+		if _, d, err := relay.ParseAddr(r.Relay); err == nil {
+			v.peers.Forget(d)
+		}
+	}
 	if r.Op != member.OpRevoke {
 		return
 	}

@@ -90,6 +90,10 @@ func TestRevoke(t *testing.T) {
 	if res.Epoch != 1 || res.Upto != cHead || res.Device != idC.String() {
 		t.Fatalf("got %+v, want epoch 1, upto %d, device %s", res, cHead, idC)
 	}
+	// What C said it holds no longer makes A's entries safe.
+	if vA.peers.Has(idC) {
+		t.Error("A still counts what the revoked C said it holds")
+	}
 	if _, err := nB.Members().Revoke(api.RevokeRequest{Device: nA.ID().String()}); !errors.Is(err, ErrNotAdmin) {
 		t.Errorf("revoke by a non-admin: got %v, want %v", err, ErrNotAdmin)
 	}

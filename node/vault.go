@@ -340,6 +340,17 @@ func (v *vault) peerHolds(d keys.DeviceID, vec protocol.Vector) {
 	// Everything the peer holds of this device's log was sent before this
 	// status on its stream, so it is taken back by now (logtail.go).
 	v.tailHeard(d, vec[v.n.id.ID()])
+	if !v.isPeer(d) {
+		return // not (or no longer) a member or relay: its word counts for nothing
+	}
+	// A revocation or a relay's removal between the check above and the
+	// record below is caught by the check after it; one after that, by
+	// memberApplied's Forget.
+	defer func() {
+		if !v.isPeer(d) {
+			v.peers.Forget(d)
+		}
+	}()
 	if v.isRelay(d) {
 		v.relayHolds(d, vec)
 		v.n.events.Publish(api.Event{Type: api.EventPeerStatus, Folder: v.cfg.Folder, Peer: d.String()})
