@@ -26,7 +26,7 @@ var errNotJSON = errors.New("not a JSON document")
 // falls back to lines.
 func mergeJSON(base, a, b []byte, canvas bool) (merged []byte, ok bool, err error) {
 	for _, v := range [][]byte{base, a, b} {
-		if !json.Valid(v) {
+		if !json.Valid(v) || jsonDepth(v) > maxJSONDepth {
 			return nil, false, errNotJSON
 		}
 	}
@@ -52,6 +52,34 @@ func layoutOf(v []byte) string {
 		indent = "\n" + string(rest[:len(rest)-len(bytes.TrimLeft(rest, " \t"))])
 	}
 	return indent + "|" + string(v[len(body):])
+}
+
+// maxJSONDepth bounds the nesting a JSON merge descends into: each level
+// re-reads what is below it, so a document nested thousands deep (a
+// member's file, not trusted) would cost time quadratic in its size.
+// Deeper documents merge by lines.
+const maxJSONDepth = 32
+
+// jsonDepth is how deep v's arrays and objects nest.
+func jsonDepth(v []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range v {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 type jsonMerger struct{ canvas bool }

@@ -96,7 +96,7 @@ func jsonOrLines(base, a, b []byte, canvas bool) ([]byte, bool, error) {
 	// Both sides changed one value: lines still merge changes inside it
 	// (two elements of a multi-line array), when the result is JSON.
 	merged, ok, err = Merge3(base, a, b)
-	if err != nil || !ok || !json.Valid(merged) || jsonDuplicateKeys(merged) {
+	if err != nil || !ok || !json.Valid(merged) || jsonDepth(merged) > maxJSONDepth || jsonDuplicateKeys(merged) {
 		return nil, false, err
 	}
 	return merged, true, nil

@@ -117,3 +117,21 @@ func FuzzMergeFrontmatter(f *testing.F) {
 		}
 	})
 }
+
+// TestJSONDepthBounded: a document nested deeper than maxJSONDepth is
+// merged by lines (the keyed merge would re-read each level below it),
+// and the depth count skips brackets inside strings.
+func TestJSONDepthBounded(t *testing.T) {
+	if d := jsonDepth([]byte(`{"a":["[[{",{"b":"\"]"}]}`)); d != 3 {
+		t.Errorf("depth %d, want 3", d)
+	}
+	deep := func(key string) []byte {
+		return []byte(strings.Repeat(`{"x":`, maxJSONDepth+1) + `{"` + key + `":1}` + strings.Repeat("}", maxJSONDepth+1) + "\n")
+	}
+	if _, _, err := mergeJSON(deep("a"), deep("b"), deep("a"), false); err != errNotJSON {
+		t.Errorf("too deep: %v, want errNotJSON (merged by lines)", err)
+	}
+	if got, clean, err := MergeFile("d.json", deep("a"), [][]byte{deep("b"), deep("a")}); err != nil || !clean || string(got) != string(deep("b")) {
+		t.Errorf("too deep, by lines: %v %v %q", clean, err, got)
+	}
+}
