@@ -118,7 +118,7 @@ func TestEnrolLinksNoAgent(t *testing.T) {
 // (node/ownlog), the folder guard (node/folderguard), a full home's fault
 // (node/homefull), the watcher's fallback rescans (node/watchfallback), scan
 // notes and peer rates (node/observe), what peers said of this device
-// (node/heard), answering for membership (node/members), settling a conflict copy (node/resolve), what a vault derives from its log (node/logview), a vault's membership
+// (node/heard), answering for membership (node/members), settling a conflict copy (node/resolve), what a vault derives from its log (node/logview), the web UI (node/ui), a vault's membership
 // (node/roster), the scan's sealing pipeline (node/seal), the clock
 // rules (node/clock), the remembered addresses (node/peerbook), the key
 // epochs (node/keyring) and the content pipeline (node/content) free of
@@ -129,7 +129,7 @@ func TestAgentVocabularyStandsAlone(t *testing.T) {
 	bans := []string{"github.com/libp2p/", "github.com/syndtr/goleveldb", module + "/store/", module + "/relay"}
 	for _, p := range listPackages(t) {
 		switch strings.TrimPrefix(p.ImportPath, module+"/") {
-		case "node/api", "node/doctor", "node/history", "node/restore", "node/scrub", "node/ownlog", "node/folderguard", "node/homefull", "node/watchfallback", "node/observe", "node/heard", "node/members", "node/resolve", "node/logview", "node/roster", "node/seal", "node/clock", "node/peerbook", "node/keyring", "node/content":
+		case "node/api", "node/doctor", "node/history", "node/restore", "node/scrub", "node/ownlog", "node/folderguard", "node/homefull", "node/watchfallback", "node/observe", "node/heard", "node/members", "node/resolve", "node/logview", "node/ui", "node/roster", "node/seal", "node/clock", "node/peerbook", "node/keyring", "node/content":
 		default:
 			continue
 		}

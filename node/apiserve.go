@@ -10,6 +10,7 @@ import (
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/members"
+	"github.com/weftsync/weft/node/ui"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -31,8 +32,10 @@ type apiRun struct {
 // and records where in the home. Calls run under ctx.
 func (n *Node) startAPI(ctx context.Context, addr string) (*apiRun, error) {
 	mon := newMonitor(n)
+	logins := ui.NewLogins(nil)
 	srv, err := api.Listen(ctx, api.Config{
 		Addr: addr, Backend: apiBackend{n, n.members}, Metrics: mon.metrics.Handler(), Opened: n.opened, Log: n.log,
+		UI: ui.Handler(apiBackend{n, n.members}, logins), UILogin: logins.NewCode,
 	})
 	if err != nil {
 		return nil, err

@@ -91,7 +91,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return exitUsage{err} })
 	root.AddCommand(
 		initCmd(g), upCmd(g), inviteCmd(g), joinCmd(g), recoverCmd(g), adminCmd(g), settingsCmd(g), statusCmd(g),
-		conflictsCmd(g), resolveCmd(g), devicesCmd(g), scanCmd(g), versionCmd(), demoCmd(g),
+		conflictsCmd(g), resolveCmd(g), uiCmd(g), devicesCmd(g), scanCmd(g), versionCmd(), demoCmd(g),
 	)
 	root.AddCommand(eventsCmd(g), doctorCmd(g))
 	root.AddCommand(historyCmd(g), restoreCmd(g), revokeCmd(g), deletionsCmd(g), folderCmd(g), scrubCmd(g))

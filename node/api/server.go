@@ -87,6 +87,11 @@ type Config struct {
 	// means open already.
 	Opened <-chan struct{}
 	Log    *slog.Logger
+	// UI, if set, answers everything under /ui/ (node/ui: it keeps its own
+	// sessions; no bearer token there), and UILogin makes the one-time
+	// code of POST /v1/ui/login (`weft ui`), which needs the token.
+	UI      http.Handler
+	UILogin func() string
 }
 
 // Server is the local API, listening. Serve answers it.
@@ -124,9 +129,27 @@ func Listen(ctx context.Context, cfg Config) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{ln: ln, token: hex.EncodeToString(tok[:]), log: log}
-	h := authorized(s.token, waitOpen(cfg.Opened, routes(cfg.Backend, cfg.Metrics)))
+	v1 := routes(cfg.Backend, cfg.Metrics)
+	if cfg.UILogin != nil {
+		v1.HandleFunc("POST /v1/ui/login", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, UILogin{URL: "http://" + r.Host + "/ui/login?code=" + cfg.UILogin()})
+		})
+	}
+	var h http.Handler = authorized(s.token, waitOpen(cfg.Opened, v1))
+	if cfg.UI != nil {
+		top := http.NewServeMux()
+		top.Handle("/ui/", cfg.UI)
+		top.Handle("/", h)
+		h = top
+	}
 	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	return s, nil
+}
+
+// UILogin is the answer of POST /v1/ui/login: a one-time URL that logs a
+// browser in to the UI (node/ui).
+type UILogin struct {
+	URL string `json:"url"`
 }
 
 // Addr is the address the API listens on (host:port).

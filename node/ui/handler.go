@@ -1,0 +1,150 @@
+package ui
+
+import (
+	"embed"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"time"
+
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/doctor"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// cookieName holds the session.
+const cookieName = "weft_ui"
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"size": doctor.HumanSize,
+	"abs":  func(folder, p string) string { return filepath.Join(folder, filepath.FromSlash(p)) },
+	"side": func(s api.ConflictSide) string {
+		if s.Name != "" {
+			return s.Name + " (" + s.Short + ")"
+		}
+		return s.Short
+	},
+}).ParseFS(templateFS, "templates/*.html"))
+
+// page is what every page renders from.
+type page struct {
+	Title     string
+	Message   string
+	Error     string
+	Token     string // the session's form token
+	Status    api.Status
+	Conflicts []api.Conflict
+}
+
+// Handler serves the UI under /ui/ over b, with sessions from l.
+func Handler(b api.Backend, l *Logins) http.Handler {
+	h := handler{b: b, l: l}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ui/login", h.login)
+	mux.HandleFunc("GET /ui/{$}", h.session(h.folders))
+	mux.HandleFunc("GET /ui/conflicts", h.session(h.conflicts))
+	mux.HandleFunc("POST /ui/resolve", h.session(h.sameOrigin(h.resolve)))
+	return headers(mux)
+}
+
+type handler struct {
+	b api.Backend
+	l *Logins
+}
+
+// headers sets what every UI answer carries: no caching, no framing by
+// another site, no scripts from anywhere.
+func headers(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// login takes a one-time code, starts a session and sends the browser to
+// the folders page, so the code's URL leads nowhere afterwards.
+func (h handler) login(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.l.Login(r.URL.Query().Get("code"))
+	if !ok {
+		h.render(w, http.StatusUnauthorized, "login.html", page{Title: "log in", Error: "This login link was used already, or is older than two minutes, or is not this agent's."})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s, Path: "/ui/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Expires: time.Now().Add(SessionTTL)})
+	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+}
+
+// session runs next only for a request of a live session.
+func (h handler) session(next func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, err := r.Cookie(cookieName)
+		if err != nil || !h.l.Valid(c.Value) {
+			h.render(w, http.StatusUnauthorized, "login.html", page{Title: "log in"})
+			return
+		}
+		next(w, r, c.Value)
+	}
+}
+
+// sameOrigin runs next only for a form posted from the UI itself: the
+// session's form token, and an Origin (else a Referer) of this host.
+func (h handler) sameOrigin(next func(http.ResponseWriter, *http.Request, string)) func(http.ResponseWriter, *http.Request, string) {
+	return func(w http.ResponseWriter, r *http.Request, s string) {
+		from := r.Header.Get("Origin")
+		if from == "" {
+			if ref, err := url.Parse(r.Referer()); err == nil && ref.Host != "" {
+				from = ref.Scheme + "://" + ref.Host
+			}
+		}
+		if from != "http://"+r.Host || !h.l.CheckFormToken(s, r.PostFormValue("token")) {
+			http.Error(w, "refused: not a form of this page", http.StatusForbidden)
+			return
+		}
+		next(w, r, s)
+	}
+}
+
+func (h handler) folders(w http.ResponseWriter, r *http.Request, s string) {
+	h.render(w, http.StatusOK, "folders.html", page{Title: "folders", Message: r.URL.Query().Get("msg"), Status: h.b.Status(), Token: h.l.FormToken(s)})
+}
+
+func (h handler) conflicts(w http.ResponseWriter, r *http.Request, s string) {
+	q := r.URL.Query()
+	h.render(w, http.StatusOK, "conflicts.html", page{Title: "conflicts", Message: q.Get("msg"), Error: q.Get("err"),
+		Conflicts: h.b.Conflicts(), Token: h.l.FormToken(s)})
+}
+
+// resolve carries out a choice about a conflict copy (api.ResolveRequest)
+// and goes back to the conflicts, saying what happened.
+func (h handler) resolve(w http.ResponseWriter, r *http.Request, _ string) {
+	req := api.ResolveRequest{Path: r.PostFormValue("path"), Keep: r.PostFormValue("keep")}
+	res, err := h.b.Resolve(r.Context(), req)
+	q := url.Values{}
+	switch {
+	case err != nil:
+		q.Set("err", err.Error())
+	case res.Kept == "both":
+		q.Set("msg", "Kept both: "+res.Copy+" is now "+res.Renamed+".")
+	case res.Kept == "copy":
+		q.Set("msg", "The copy's content is now "+res.Of+"; "+res.Copy+" is gone.")
+	default:
+		q.Set("msg", res.Of+" kept as it was; "+res.Copy+" is gone.")
+	}
+	http.Redirect(w, r, "/ui/conflicts?"+q.Encode(), http.StatusSeeOther)
+}
+
+// render writes page p with template name.
+func (h handler) render(w http.ResponseWriter, code int, name string, p page) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	if err := pages.ExecuteTemplate(w, name, p); err != nil && !errors.Is(err, http.ErrHandlerTimeout) {
+		_, _ = w.Write([]byte("<p>rendering failed: " + template.HTMLEscapeString(err.Error()) + "</p>"))
+	}
+}

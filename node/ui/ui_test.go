@@ -1,0 +1,171 @@
+package ui
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftsync/weft/node/api"
+)
+
+// fakeBackend answers the calls the UI makes; any other panics (the
+// embedded nil interface).
+type fakeBackend struct {
+	api.Backend
+	mu       sync.Mutex
+	resolved []api.ResolveRequest
+}
+
+func (f *fakeBackend) Status() api.Status {
+	return api.Status{Device: "12D3KooWself", Folders: []api.FolderStatus{{Path: "/home/a/notes", State: "error", Files: 3, Bytes: 2048,
+		Errors: []api.PathMessage{{Code: "not-mounted", Reason: "the folder <is> not mounted"}}}}}
+}
+
+func (f *fakeBackend) Conflicts() []api.Conflict {
+	return []api.Conflict{{Folder: "/home/a/notes", Path: "todo.conflict-AbCdEfGh-20261130-054657-1a2b3c.md", Of: "todo.md",
+		Copy:   api.ConflictSide{Short: "AbCdEfGh", Name: "laptop", MTime: time.Date(2026, 11, 30, 5, 46, 57, 0, time.UTC), Size: 10},
+		Winner: &api.ConflictSide{Short: "ZyXwVuTs", MTime: time.Date(2026, 11, 30, 5, 47, 0, 0, time.UTC), Size: 12}}}
+}
+
+func (f *fakeBackend) Resolve(_ context.Context, req api.ResolveRequest) (api.ResolveResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resolved = append(f.resolved, req)
+	return api.ResolveResult{Folder: "/home/a/notes", Copy: "c", Of: "todo.md", Kept: req.Keep}, nil
+}
+
+// client is a browser: cookies kept, redirects followed.
+func client(t *testing.T) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar}
+}
+
+func get(t *testing.T, c *http.Client, u string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestLoginOnce: a page without a session asks to log in; a login code
+// starts a session once, and not again; an unknown code does nothing.
+func TestLoginOnce(t *testing.T) {
+	l := NewLogins(nil)
+	srv := httptest.NewServer(Handler(&fakeBackend{}, l))
+	defer srv.Close()
+	c := client(t)
+	if code, body := get(t, c, srv.URL+"/ui/"); code != http.StatusUnauthorized || !strings.Contains(body, "weft ui") {
+		t.Fatalf("no session: %d %q", code, body)
+	}
+	code := l.NewCode()
+	status, body := get(t, c, srv.URL+"/ui/login?code="+code)
+	if status != http.StatusOK || !strings.Contains(body, "/home/a/notes") || !strings.Contains(body, "not-mounted") {
+		t.Fatalf("after login: %d %q, want the folders page", status, body)
+	}
+	if !strings.Contains(body, "the folder &lt;is&gt; not mounted") {
+		t.Error("a reason was not escaped")
+	}
+	other := client(t)
+	if status, _ := get(t, other, srv.URL+"/ui/login?code="+code); status != http.StatusUnauthorized {
+		t.Errorf("a code used twice: %d, want 401", status)
+	}
+	if status, _ := get(t, other, srv.URL+"/ui/"); status != http.StatusUnauthorized {
+		t.Errorf("the second browser got in: %d", status)
+	}
+	if status, _ := get(t, other, srv.URL+"/ui/login?code=nope"); status != http.StatusUnauthorized {
+		t.Errorf("an unknown code: %d", status)
+	}
+}
+
+// TestCodeAndSessionExpire: a code older than CodeTTL and a session older
+// than SessionTTL are refused.
+func TestCodeAndSessionExpire(t *testing.T) {
+	now := time.Date(2026, 12, 7, 7, 0, 0, 0, time.UTC)
+	l := NewLogins(func() time.Time { return now })
+	code := l.NewCode()
+	now = now.Add(CodeTTL + time.Second)
+	if _, ok := l.Login(code); ok {
+		t.Error("an expired code logged in")
+	}
+	s, ok := l.Login(l.NewCode())
+	if !ok || !l.Valid(s) {
+		t.Fatal("a fresh code did not log in")
+	}
+	now = now.Add(SessionTTL + time.Second)
+	if l.Valid(s) {
+		t.Error("an expired session is valid")
+	}
+}
+
+// TestResolveFormIsSameOriginOnly: the conflicts page offers the
+// choices with the session's form token; a post without it, or from
+// another origin, is refused and changes nothing; a post from the page is
+// carried out and the page says so.
+func TestResolveFormIsSameOriginOnly(t *testing.T) {
+	l := NewLogins(nil)
+	b := &fakeBackend{}
+	srv := httptest.NewServer(Handler(b, l))
+	defer srv.Close()
+	c := client(t)
+	get(t, c, srv.URL+"/ui/login?code="+l.NewCode())
+	status, page := get(t, c, srv.URL+"/ui/conflicts")
+	if status != http.StatusOK || !strings.Contains(page, "laptop (AbCdEfGh)") || !strings.Contains(page, "Keep the copy") {
+		t.Fatalf("conflicts page: %d %q", status, page)
+	}
+	i := strings.Index(page, `name="token" value="`)
+	if i < 0 {
+		t.Fatal("no form token on the page")
+	}
+	tok := page[i+len(`name="token" value="`):]
+	tok = tok[:strings.IndexByte(tok, '"')]
+	post := func(origin string, form url.Values) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/ui/resolve", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	form := url.Values{"path": {"/home/a/notes/todo.conflict-AbCdEfGh-20261130-054657-1a2b3c.md"}, "keep": {"copy"}}
+	if status, _ := post(srv.URL, form); status != http.StatusForbidden {
+		t.Errorf("no token: %d, want 403", status)
+	}
+	form.Set("token", tok)
+	if status, _ := post("http://evil.example", form); status != http.StatusForbidden {
+		t.Errorf("another origin: %d, want 403", status)
+	}
+	if status, _ := post("", form); status != http.StatusForbidden {
+		t.Errorf("no origin or referer: %d, want 403", status)
+	}
+	if len(b.resolved) != 0 {
+		t.Fatalf("refused posts resolved %v", b.resolved)
+	}
+	status, body := post(srv.URL, form)
+	if status != http.StatusOK || !strings.Contains(body, "The copy&#39;s content is now todo.md") {
+		t.Fatalf("from the page: %d %q", status, body)
+	}
+	if len(b.resolved) != 1 || b.resolved[0].Keep != "copy" || b.resolved[0].Path != form.Get("path") {
+		t.Errorf("resolved %+v", b.resolved)
+	}
+}
