@@ -10,7 +10,7 @@ import (
 
 // TestMergeDriversAcrossDevices: two devices apart each change a
 // different key of a settings file on adjacent lines, of a one-line JSON
-// file, and of a note's frontmatter; when they meet, both hold the merged
+// file, and of a note's frontmatter, and different nodes of a canvas; when they meet, both hold the merged
 // files and no conflict copy (protocol.MergeFile).
 func TestMergeDriversAcrossDevices(t *testing.T) {
 	if testing.Short() {
@@ -31,11 +31,17 @@ func TestMergeDriversAcrossDevices(t *testing.T) {
 			"---\nstatus: done\nauthor: ann\n---\nbody\n",
 			"---\nstatus: draft\nauthor: bob\n---\nbody\n",
 		},
+		"board.canvas": {
+			`{"nodes":[{"id":"n1","x":0},{"id":"n2","x":0}],"edges":[]}`,
+			`{"nodes":[{"id":"n1","x":40},{"id":"n2","x":0}],"edges":[]}`,
+			`{"nodes":[{"id":"n1","x":0},{"id":"n2","x":0},{"id":"n3","x":9}],"edges":[{"id":"e1","fromNode":"n2","toNode":"n3"}]}`,
+		},
 	}
 	want := map[string]string{
 		".obsidian/app.json": "{\n  \"alwaysUpdateLinks\": true,\n  \"showLineNumber\": true\n}\n",
 		"data.json":          `{"a":3,"b":4}`,
 		"note.md":            "---\nstatus: done\nauthor: bob\n---\nbody\n",
+		"board.canvas":       `{"nodes":[{"id":"n1","x":40},{"id":"n2","x":0},{"id":"n3","x":9}],"edges":[{"id":"e1","fromNode":"n2","toNode":"n3"}]}`,
 	}
 	for p, v := range files {
 		write(t, c.Device(0).FS, p, []byte(v[0]), 0)

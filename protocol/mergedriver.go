@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +44,9 @@ func MergeFile(p string, base []byte, sides [][]byte) (merged []byte, clean bool
 	}
 	acc := sides[0]
 	for _, s := range sides[1:] {
+		if bytes.Equal(acc, s) {
+			continue // a merge of a with itself is a, byte for byte
+		}
 		acc, clean, err = drive(base, acc, s)
 		if err != nil || !clean {
 			return nil, false, err

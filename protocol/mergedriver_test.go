@@ -99,6 +99,9 @@ func FuzzMergeJSON(f *testing.F) {
 			if cx && json.Valid(base) && json.Valid(a) && json.Valid(b) && !json.Valid(x) {
 				t.Fatalf("%s: merged JSON is not JSON: %q", p, x)
 			}
+			if z, cz, ez := MergeFile(p, base, [][]byte{a, a}); ez == nil && (!cz || string(z) != string(a)) {
+				t.Fatalf("%s: a merge of a with itself is not a: %v %q", p, cz, z)
+			}
 		}
 	})
 }
@@ -114,6 +117,9 @@ func FuzzMergeFrontmatter(f *testing.F) {
 		y, cy, ey := MergeFile("n.md", base, [][]byte{b, a})
 		if cx != cy || (ex == nil) != (ey == nil) || string(x) != string(y) {
 			t.Fatalf("not symmetric: %v %v %q / %v %v %q", cx, ex, x, cy, ey, y)
+		}
+		if z, cz, ez := MergeFile("n.md", base, [][]byte{a, a}); ez == nil && (!cz || string(z) != string(a)) {
+			t.Fatalf("a merge of a with itself is not a: %v %q", cz, z)
 		}
 	})
 }

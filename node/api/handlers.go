@@ -65,8 +65,8 @@ func vaultID(w http.ResponseWriter, s string) (keys.VaultID, bool) {
 
 // eventStream answers GET /v1/events: server-sent events, each with its
 // ID, from after ?since=ID or the Last-Event-ID header (a reconnecting
-// EventSource sends it) or from now; ?type=a,b and ?folder=F keep only
-// those (events-missed always passes).
+// EventSource sends it) or from now; ?type=a,b (or ?types=) and
+// ?folder=F keep only those (events-missed always passes).
 func (h handlers) eventStream(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
@@ -88,7 +88,7 @@ func (h handlers) eventStream(w http.ResponseWriter, r *http.Request) {
 		after = n
 	}
 	types := map[EventType]bool{}
-	for _, t := range strings.Split(q.Get("type"), ",") {
+	for _, t := range strings.Split(q.Get("type")+","+q.Get("types"), ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			types[EventType(t)] = true
 		}
