@@ -47,6 +47,7 @@ func Handler(b api.Backend, l *Logins) http.Handler {
 	mux.HandleFunc("GET /ui/login", h.login)
 	mux.HandleFunc("GET /ui/{$}", h.session(h.folders))
 	mux.HandleFunc("GET /ui/conflicts", h.session(h.conflicts))
+	mux.HandleFunc("GET /ui/devices", h.session(h.devices))
 	mux.HandleFunc("POST /ui/resolve", h.session(h.sameOrigin(h.resolve)))
 	return headers(mux)
 }
@@ -113,6 +114,10 @@ func (h handler) sameOrigin(next func(http.ResponseWriter, *http.Request, string
 
 func (h handler) folders(w http.ResponseWriter, r *http.Request, s string) {
 	h.render(w, http.StatusOK, "folders.html", page{Title: "folders", Message: r.URL.Query().Get("msg"), Status: h.b.Status(), Token: h.l.FormToken(s)})
+}
+
+func (h handler) devices(w http.ResponseWriter, r *http.Request, s string) {
+	h.render(w, http.StatusOK, "devices.html", page{Title: "devices", Status: h.b.Status(), Token: h.l.FormToken(s)})
 }
 
 func (h handler) conflicts(w http.ResponseWriter, r *http.Request, s string) {
