@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// browser starts a headless Chromium for the test (Debian's `chromium`,
+// which .ci/run installs). Without one the test is skipped, except in CI,
+// where that is a failure.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	var path string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no chromium: .ci/run installs Debian's chromium package")
+		}
+		t.Skip("no chromium on this machine (apt-get install chromium)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1200, 900))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancelTime := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() { cancelTime(); cancel(); cancelAlloc() })
+	return ctx
+}
+
+// screenshot saves the page to the test's artifact directory as name.png
+// and fails the test when it is blank: a page that did not render is one
+// colour, or a handful.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot of %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(t.ArtifactDir(), name+".png"), buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(buf))
+	if err != nil {
+		t.Fatalf("screenshot of %s: %v", name, err)
+	}
+	colours := map[[4]uint32]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 3 {
+		for x := b.Min.X; x < b.Max.X; x += 3 {
+			r, g, bl, a := img.At(x, y).RGBA()
+			colours[[4]uint32{r, g, bl, a}] = true
+		}
+	}
+	if len(colours) < 8 {
+		t.Fatalf("the %s page looks blank: %d colours in its screenshot", name, len(colours))
+	}
+}
+
+// visit opens u and returns the page's text once its heading shows.
+func visit(t *testing.T, ctx context.Context, u string) string {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("h1"))); err != nil {
+		t.Fatalf("opening %s: %v", u, err)
+	}
+	body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// TestUIInABrowser: two named devices with a conflict; a browser logs in
+// to a's UI through `weft ui`'s link, sees its folder and both devices by
+// name, and keeps both sides of the conflict; both folders end with the
+// note and the kept copy as ordinary files. Each page is screenshotted
+// into the test's artifact directory.
+func TestUIInABrowser(t *testing.T) {
+	ctx := browser(t)
+	a, b := newDevice(t, "a"), newDevice(t, "b")
+	a.must("init", a.folder, "--name", "desk")
+	a.up()
+	b.must("join", lastLine(a.must("invite")), b.folder, "--name", "laptop")
+	b.up()
+	a.write("note.md", []byte("one\ntwo\nthree\n"))
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		if m["note.md"] == "" {
+			return fmt.Errorf("note.md not synced")
+		}
+		return nil
+	})
+	waitInSync(t, a, b)
+	b.stop()
+	a.write("note.md", []byte("one\ntwo on the desk\nthree\n"))
+	b.write("note.md", []byte("one\ntwo on the laptop\nthree\n"))
+	a.must("scan")
+	b.up()
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		for p := range m {
+			if strings.Contains(p, ".conflict-") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no conflict copy yet")
+	})
+
+	link := strings.TrimSpace(a.must("ui", "--print-url"))
+	base := link[:strings.Index(link, "/ui/")]
+	body := visit(t, ctx, link)
+	if !strings.Contains(body, a.folder) {
+		t.Fatalf("the folders page does not name %s:\n%s", a.folder, body)
+	}
+	screenshot(t, ctx, "folders")
+
+	if body = visit(t, ctx, base+"/ui/devices"); !strings.Contains(body, "desk") || !strings.Contains(body, "laptop") {
+		t.Fatalf("the devices page does not name both devices:\n%s", body)
+	}
+	screenshot(t, ctx, "devices")
+
+	visit(t, ctx, base+"/ui/conflicts")
+	screenshot(t, ctx, "conflicts")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.Search(`//button[text()="Keep both"]`)), chromedp.WaitNotPresent(chromedp.Search(`//button[text()="Keep both"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body"))); err != nil || !strings.Contains(body, "Kept both") {
+		t.Fatalf("after keep both: %q, %v", body, err)
+	}
+	screenshot(t, ctx, "resolved")
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		var names []string
+		for p := range m {
+			if strings.Contains(p, ".conflict-") {
+				return fmt.Errorf("a conflict copy remains: %s", p)
+			}
+			names = append(names, p)
+		}
+		if len(names) != 2 || m["note.md"] == "" {
+			return fmt.Errorf("files %v, want note.md and the kept copy", names)
+		}
+		return nil
+	})
+}
