@@ -438,6 +438,9 @@ func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.
 	if err := v.author(versions, paths, records); err != nil {
 		return err
 	}
+	if merged != nil {
+		v.keepMerged(records[0], merged)
+	}
 	// The winner or the merge is what is at path now (author set its
 	// version in records): an editor's save landing right after it was
 	// made from what was there before (applyrace.go).
@@ -604,6 +607,36 @@ func (v *vault) writeBytes(ctx context.Context, path string, like entry.Version,
 		return vaultdb.Record{}, err
 	}
 	return recordFromInfo(entry.VersionID{}, ver, out.Info), nil
+}
+
+// keepMerged copies a merge this device just wrote and recorded (rec,
+// whose version author set) into the local version store from the merged
+// bytes themselves, before the scan lock is released. Until a peer has
+// fetched it, this disk held its only copy, and an editor's save landing
+// right after the write replaces that copy while the merge stays a head
+// (the save supersedes what was there before the write, applyrace.go):
+// the next decision then needs the merge's content. Copied later from the
+// folder, as other versions are, it was already gone, and both devices
+// retried a conflict copy of it forever (TestTokenRace, seed 2 under
+// load; TestSaveRightAfterMergeKeepsTheMerge).
+func (v *vault) keepMerged(rec vaultdb.Record, merged []byte) {
+	if len(rec.Chunks) == 0 {
+		return // inline: the entry carries the bytes
+	}
+	v.keep.KeepSole(rec.Version, func(c cid.Cid) ([]byte, error) {
+		var off int64
+		for _, ch := range rec.Chunks {
+			end := off + int64(ch.Size)
+			if ch.CID.Equals(c) && end <= int64(len(merged)) {
+				env, ok, err := v.crypt.SealLocalAppend(nil, c, merged[off:end])
+				if err != nil || ok {
+					return env, err
+				}
+			}
+			off = end
+		}
+		return nil, fmt.Errorf("chunk %s: %w", c, errNotLocal)
+	})
 }
 
 // merge fetches the contents of a merge plan for path and merges them

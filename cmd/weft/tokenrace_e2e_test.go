@@ -47,6 +47,19 @@ func TestTokenRace(t *testing.T) {
 
 func tokenRace(t *testing.T, seed uint64) {
 	a, b := pair(t)
+	// WEFT_TOKEN_RACE_KEEP=DIR keeps both agents' debug logs there (the
+	// test's own go away with its temporary directory), whether the run
+	// passed or failed. Registered after pair's cleanups, it runs before
+	// them, while the logs still exist.
+	if keep := os.Getenv("WEFT_TOKEN_RACE_KEEP"); keep != "" {
+		t.Cleanup(func() {
+			_ = os.MkdirAll(keep, 0o755)
+			for _, d := range []*device{a, b} {
+				logb, _ := os.ReadFile(filepath.Join(filepath.Dir(d.home), d.name+".log"))
+				_ = os.WriteFile(filepath.Join(keep, fmt.Sprintf("seed%d-%s.log", seed, d.name)), logb, 0o644)
+			}
+		})
+	}
 	const files = 50
 	for i := range files {
 		a.writeAtomic(fmt.Sprintf("f%02d.md", i), []byte(fmt.Sprintf("# file %d\n", i)))
@@ -126,15 +139,6 @@ func tokenRace(t *testing.T, seed uint64) {
 					}
 				}
 			}
-		}
-	}
-	// WEFT_TOKEN_RACE_KEEP=DIR keeps both agents' debug logs there (the
-	// test's own go away with its temporary directory).
-	if keep := os.Getenv("WEFT_TOKEN_RACE_KEEP"); keep != "" {
-		_ = os.MkdirAll(keep, 0o755)
-		for _, d := range []*device{a, b} {
-			logb, _ := os.ReadFile(filepath.Join(filepath.Dir(d.home), d.name+".log"))
-			_ = os.WriteFile(filepath.Join(keep, fmt.Sprintf("seed%d-%s.log", seed, d.name)), logb, 0o644)
 		}
 	}
 	t.Logf("seed %d: %d tokens written over %s, %d lost, %d files and conflict copies", seed, total, limit, lost, len(final))

@@ -13,7 +13,12 @@
 //   - before the agent replaces or deletes a file (a peer's version, a
 //     resolution, a deletion), the version on disk is copied first if the
 //     store lacks it, synchronously (KeepNow): what sync takes away is
-//     always kept.
+//     always kept;
+//   - a merge this device writes is copied from the merged bytes in memory,
+//     synchronously and whatever the budget (KeepSole): until a peer has
+//     fetched it, it exists nowhere else, and an editor's save landing
+//     right after the write replaces it on disk while the merge stays a
+//     version other devices need.
 //
 // Inline versions (4 KiB or less) are in the log itself and need no copy.
 // A version larger than a quarter of the budget is not kept (one large

@@ -228,7 +228,23 @@ func (k *Keeper) KeepBeforeReplace(cur vaultdb.Record, had bool) {
 
 // KeepNow copies one version's chunks into the store, when the policy
 // admits it.
-func (k *Keeper) KeepNow(j Job) {
+func (k *Keeper) KeepNow(j Job) { k.keep(j, k.cfg.Vault.Envelope, false) }
+
+// KeepSole copies version id into the store from envelope (which
+// re-creates its chunks from bytes the caller holds, not from the
+// folder), whatever the budget says: the caller's bytes are this
+// device's only copy of content other devices may still need, such as a
+// merge it just wrote, which an editor's save can replace on disk before
+// any peer fetched it (docs/sync.md, "Saves racing an apply"). Only a
+// disk short of space, or no store, keeps it out. The prune treats it as
+// any kept version.
+func (k *Keeper) KeepSole(id entry.VersionID, envelope func(cid.Cid) ([]byte, error)) {
+	k.keep(Job{ID: id}, envelope, true)
+}
+
+// keep copies j's version into the store, reading its chunks through
+// envelope; sole skips the budget rules (KeepSole).
+func (k *Keeper) keep(j Job, envelope func(cid.Cid) ([]byte, error), sole bool) {
 	if !k.Available() || j.ID == (entry.VersionID{}) {
 		return
 	}
@@ -248,6 +264,7 @@ func (k *Keeper) KeepNow(j Job) {
 	budget := k.policy.Load().BudgetFor(k.cfg.Vault.FolderBytes())
 	u := k.store.Usage()
 	switch {
+	case sole:
 	case int64(ver.Size) > budget/4,
 		j.Fresh && u.Bytes+int64(ver.Size) > budget:
 		k.skipped.Add(1)
@@ -261,7 +278,7 @@ func (k *Keeper) KeepNow(j Job) {
 	for i, c := range ver.Chunks {
 		refs[i] = versions.ChunkRef{CID: c.CID, Size: c.Size}
 	}
-	added, err := k.store.Keep(versions.Kept{ID: key, Path: ver.Path, Size: ver.Size, Chunks: refs}, k.cfg.Vault.Envelope)
+	added, err := k.store.Keep(versions.Kept{ID: key, Path: ver.Path, Size: ver.Size, Chunks: refs}, envelope)
 	switch {
 	case errors.Is(err, versions.ErrContent):
 		k.skipped.Add(1) // edited or gone again before it could be read

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -138,6 +139,39 @@ func TestKeepPolicy(t *testing.T) {
 	k.KeepNow(Job{ID: small})
 	if info := k.Info(); info.Kept != 1 {
 		t.Fatalf("info %+v: want the small version kept once the disk has room", info)
+	}
+}
+
+// KeepSole keeps from the caller's bytes, not the folder, and past the
+// budget (a merge whose only copy they are); a disk short of space still
+// keeps it out.
+func TestKeepSole(t *testing.T) {
+	f := newFake()
+	k := open(t, f)
+	k.SetPolicy(api.VersionPolicy{Budget: 200})
+	id := f.version(1, "merged.md", 3) // about 90 bytes: over a quarter of 200
+	held := maps.Clone(f.folder)
+	clear(f.folder) // an editor's save replaced the file
+	fromMemory := func(c cid.Cid) ([]byte, error) {
+		if b, ok := held[c]; ok {
+			return b, nil
+		}
+		return nil, errors.New("not in the merge")
+	}
+	f.free = LowDisk - 1
+	k.KeepSole(id, fromMemory)
+	if info := k.Info(); info.Kept != 0 || info.Skipped != 1 {
+		t.Fatalf("info %+v: want it skipped on a nearly full disk", info)
+	}
+	f.free = 0
+	k.KeepSole(id, fromMemory)
+	if info := k.Info(); info.Kept != 1 {
+		t.Fatalf("info %+v: want it kept past the budget", info)
+	}
+	for _, c := range f.versions[id].Chunks {
+		if _, err := k.Envelope(c.CID); err != nil {
+			t.Fatalf("chunk %s of the kept merge: %v", c.CID, err)
+		}
 	}
 }
 
