@@ -120,7 +120,7 @@ func (n *Node) scanNoted(ctx context.Context, v *vault, rel string, onePath bool
 	}
 	out := api.ScanResult{
 		Folder: v.cfg.Folder, Path: rel, Files: res.Files, Dirs: res.Dirs, Bytes: res.Bytes,
-		Changes: len(res.Changes), Changed: []api.ScanChange{}, Unsettled: res.Unsettled, Skipped: []api.PathMessage{},
+		Changes: res.NumChanges(), Changed: []api.ScanChange{}, Unsettled: res.Unsettled, Skipped: []api.PathMessage{},
 		Millis: time.Since(start).Milliseconds(),
 	}
 	if out.Unsettled == nil {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
+	"strings"
 	"time"
 
 	"lukechampine.com/blake3"
@@ -184,13 +186,24 @@ func (v *vault) scanWatching(ctx context.Context, paths []string, mode scanMode,
 	}
 	var err error
 	start := time.Now()
-	if paths == nil {
-		res, err = v.scanner.ScanWatching(ctx, watchDir)
-	} else {
-		res, err = v.scanner.ScanPaths(ctx, paths)
+	opts := folder.ScanOptions{Paths: paths, Watch: watchDir}
+	var oversized []folder.Skip // refused from spilled batches
+	if paths == nil && v.spillable() {
+		opts.SpillEvery = spillEvery
+		opts.Spill = func(batch []folder.Change) error {
+			r := folder.Result{Changes: batch}
+			refuseOversized(&r, v.n.cfg.MaxFileChunks)
+			oversized = append(oversized, r.Skipped...) // spills do not overlap
+			return v.record(r.Changes, nil, nil)
+		}
 	}
+	res, err = v.scanner.ScanWith(ctx, opts)
 	if err == nil {
 		refuseOversized(&res, v.n.cfg.MaxFileChunks)
+		if len(oversized) > 0 {
+			res.Skipped = append(res.Skipped, oversized...)
+			slices.SortFunc(res.Skipped, func(a, b folder.Skip) int { return strings.Compare(a.Path, b.Path) })
+		}
 		res.Changes, confirmed = v.holdLocalDeletions(res.Changes, mode, paths)
 	}
 	v.report.scan(start, paths, res, err)
@@ -210,6 +223,23 @@ func (v *vault) scanWatching(ctx context.Context, paths []string, mode scanMode,
 		v.mu.Unlock()
 	}
 	return res, nil
+}
+
+// spillEvery is how many new files a full scan records at a time while it
+// still walks (folder.ScanOptions.Spill): a few entries' worth, so a first
+// scan of 100,000 small files holds a few MiB of their bytes, not all.
+const spillEvery = 4 * maxVersionsPerEntry
+
+// spillable reports whether a full scan may record new files before the
+// walk ends. New files are recorded on their own unless one may be a
+// conflict copy moved back onto its name (withMovedCopies pairs it with
+// the copy's deletion, found at the walk's end), which needs a copy in
+// the index. Applies, which write copies, take the scan lock, so none
+// appears during the scan.
+func (v *vault) spillable() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.index.NumConflictCopies() == 0
 }
 
 // withMovedCopies adds to changes the deletion of each conflict copy that

@@ -651,12 +651,12 @@ func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 					v.log.Error("first scan", "err", err)
 				}
 			} else {
-				v.log.Info("scanned", "files", res.Files, "changes", len(res.Changes))
+				v.log.Info("scanned", "files", res.Files, "changes", res.NumChanges())
 			}
 			v.removeLeftTemps(ctx, res, err)
 			close(v.cleaned)
 			close(v.firstScan)
-			n.events.Publish(api.Event{Type: api.EventScanned, Folder: v.cfg.Folder, Count: len(res.Changes)})
+			n.events.Publish(api.Event{Type: api.EventScanned, Folder: v.cfg.Folder, Count: res.NumChanges()})
 			v.kick()
 			if !n.cfg.NoScrub {
 				wg.Go(func() { scrub.Loop(ctx, scrubVault{v}) })

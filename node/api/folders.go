@@ -21,7 +21,9 @@ type ScanResult struct {
 	Files int   `json:"files"`
 	Dirs  int   `json:"dirs"`
 	Bytes int64 `json:"bytes"`
-	// Changes counts the changes recorded; Changed lists the first 1000.
+	// Changes counts the changes recorded; Changed lists the first 1000
+	// of them, except the new files a whole-folder scan recorded while it
+	// still walked (docs/folder.md, "New files recorded during the scan").
 	Changes int          `json:"changes"`
 	Changed []ScanChange `json:"changed"`
 	// Unsettled lists files that changed while being read (recorded once

@@ -98,6 +98,33 @@ type Result struct {
 	// Files, Dirs and Bytes count what the scan saw on disk (not ignored).
 	Files, Dirs int
 	Bytes       int64
+	// Spilled counts the changes handed to ScanOptions.Spill during the
+	// scan instead of being returned in Changes.
+	Spilled int
+}
+
+// NumChanges is how many changes the scan found: those in Changes and
+// those it spilled.
+func (r Result) NumChanges() int { return len(r.Changes) + r.Spilled }
+
+// ScanOptions says what one scan covers and what it does on the way.
+type ScanOptions struct {
+	// Paths to scan, each with its subtree when it is a directory; nil or
+	// "" is the whole folder.
+	Paths []string
+	// Watch, when set, is called for every directory just before it is
+	// listed (see ScanWatching).
+	Watch func(dir string)
+	// Spill, when set, takes new files (Added, KindFile) off the scan's
+	// hands in batches of SpillEvery as they are hashed, instead of
+	// holding every one until the walk ends: a first scan of 100,000 small
+	// files otherwise holds all their bytes at once. Calls do not overlap
+	// and come from the scan's workers; an error ends the scan with it.
+	// Only a caller that needs nothing from a new file but the file itself
+	// may spill (the node: a scan whose additions cannot be moves of a
+	// conflict copy).
+	Spill      func([]Change) error
+	SpillEvery int
 }
 
 // ScannerConfig configures a Scanner.
@@ -180,7 +207,22 @@ func (s *Scanner) ScanPaths(ctx context.Context, paths []string) (Result, error)
 	return s.scanPaths(ctx, paths, nil)
 }
 
+// ScanWith is a scan as o says: the paths, a watch call per directory, a
+// spill of new files.
+func (s *Scanner) ScanWith(ctx context.Context, o ScanOptions) (Result, error) {
+	paths := o.Paths
+	if paths == nil {
+		paths = []string{""}
+	}
+	return s.scan(ctx, paths, o)
+}
+
 func (s *Scanner) scanPaths(ctx context.Context, paths []string, watch func(dir string)) (Result, error) {
+	return s.scan(ctx, paths, ScanOptions{Watch: watch})
+}
+
+func (s *Scanner) scan(ctx context.Context, paths []string, o ScanOptions) (Result, error) {
+	watch := o.Watch
 	ig, err := LoadIgnore(s.cfg.FS, s.Ignore())
 	if err != nil {
 		return Result{}, err
@@ -191,6 +233,9 @@ func (s *Scanner) scanPaths(ctx context.Context, paths []string, watch func(dir 
 
 	w := &walk{s: s, ctx: ctx, ig: ig, watch: watch, seen: map[string]bool{},
 		prefetched: map[string]chan listing{}, sem: make(chan struct{}, s.cfg.Workers)}
+	if o.Spill != nil {
+		w.spill, w.spillEvery = o.Spill, max(o.SpillEvery, 1)
+	}
 	defer w.pf.Wait()
 	if s.cfg.Folding.Folds() {
 		w.keys = map[string]string{}
@@ -216,6 +261,9 @@ func (s *Scanner) scanPaths(ctx context.Context, paths []string, watch func(dir 
 	}
 	close(jobs)
 	wg.Wait()
+	// New files short of a whole batch are returned with the rest.
+	w.res.Changes = append(w.res.Changes, w.pending...)
+	w.pending = nil
 	if w.err != nil {
 		return Result{}, w.err
 	}
@@ -274,10 +322,17 @@ type walk struct {
 	sem        chan struct{}  // bounds prefetching goroutines
 	pf         sync.WaitGroup // prefetching goroutines
 
-	// mu guards res and err, which workers write.
-	mu  sync.Mutex
-	res Result
-	err error
+	// spill, when set, takes new files in batches of spillEvery
+	// (ScanOptions.Spill); spillMu keeps its calls one at a time.
+	spill      func([]Change) error
+	spillEvery int
+	spillMu    sync.Mutex
+
+	// mu guards res, pending and err, which workers write.
+	mu      sync.Mutex
+	res     Result
+	pending []Change // new files waiting for a whole batch to spill
+	err     error
 }
 
 func (w *walk) fail(err error) {
@@ -296,8 +351,26 @@ func (w *walk) skip(p string, err error) {
 
 func (w *walk) change(c Change) {
 	w.mu.Lock()
-	w.res.Changes = append(w.res.Changes, c)
+	if w.spill == nil || c.Type != Added || c.New.Kind != KindFile {
+		w.res.Changes = append(w.res.Changes, c)
+		w.mu.Unlock()
+		return
+	}
+	w.pending = append(w.pending, c)
+	if len(w.pending) < w.spillEvery || w.err != nil {
+		w.mu.Unlock()
+		return
+	}
+	batch := w.pending
+	w.pending = nil
+	w.res.Spilled += len(batch)
 	w.mu.Unlock()
+	w.spillMu.Lock()
+	err := w.spill(batch)
+	w.spillMu.Unlock()
+	if err != nil {
+		w.fail(fmt.Errorf("recording new files during the scan: %w", err))
+	}
 }
 
 // ancestorIgnored reports whether a proper ancestor directory of p is

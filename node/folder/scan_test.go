@@ -3,8 +3,10 @@ package folder
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -288,4 +290,58 @@ func TestScanHashErrorSkips(t *testing.T) {
 	if len(r.Skipped) != 1 || r.Skipped[0].Path != "bad" {
 		t.Errorf("skipped = %+v, want [bad]", r.Skipped)
 	}
+}
+
+// A scan with a spill hands new files over in whole batches as they are
+// hashed and returns the rest (a short batch, directories, edits) as
+// usual; every change is counted once. An error from the spill ends the
+// scan with it.
+func TestScanSpillsNewFiles(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS) {
+		idx := MapIndex{}
+		s := newScanner(t, fsys, idx)
+		put(t, fsys, "old.txt", "old")
+		scanInto(t, s, idx)
+		put(t, fsys, "old.txt", "edited")
+		for i := range 10 {
+			put(t, fsys, fmt.Sprintf("d/n%d.md", i), fmt.Sprint("note ", i))
+		}
+		var spilled []Change
+		var batches []int
+		r, err := s.ScanWith(t.Context(), ScanOptions{SpillEvery: 3, Spill: func(cs []Change) error {
+			batches = append(batches, len(cs))
+			spilled = append(spilled, cs...)
+			return nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(batches, []int{3, 3, 3}) || r.Spilled != 9 {
+			t.Fatalf("spilled batches %v (Spilled %d), want three of 3", batches, r.Spilled)
+		}
+		for _, c := range spilled {
+			if c.Type != Added || c.New.Kind != KindFile || c.Extra == nil && c.New.Hash == ([32]byte{}) {
+				t.Fatalf("spilled %s %s: want new, hashed files only", c.Type, c.Path)
+			}
+		}
+		got := changes(r)
+		if r.NumChanges() != 12 || !strings.Contains(got, "added d\n") || !strings.Contains(got, "modified old.txt\n") {
+			t.Fatalf("returned (%d changes in all):\n%s\nwant the directory, the edit and one new file", r.NumChanges(), got)
+		}
+		seen := map[string]bool{}
+		for _, c := range append(spilled, r.Changes...) {
+			if seen[c.Path] {
+				t.Fatalf("%s reported twice", c.Path)
+			}
+			seen[c.Path] = true
+		}
+
+		for i := range 4 {
+			put(t, fsys, fmt.Sprintf("e/n%d.md", i), "x")
+		}
+		boom := errors.New("home disk full")
+		if _, err := s.ScanWith(t.Context(), ScanOptions{Paths: []string{"e"}, SpillEvery: 2, Spill: func([]Change) error { return boom }}); !errors.Is(err, boom) {
+			t.Fatalf("a failing spill: scan error %v, want %v", err, boom)
+		}
+	})
 }
