@@ -153,4 +153,15 @@ func TestUIInABrowser(t *testing.T) {
 		}
 		return nil
 	})
+	// The activity page tells the story from the agent's events: the
+	// other device by name, and the conflict copy (written here, or
+	// received when the laptop's resolution came first).
+	if body = visit(t, ctx, base+"/ui/activity?pause=1"); !strings.Contains(body, "laptop") || !strings.Contains(body, ".conflict-") {
+		t.Fatalf("the activity page does not show the conflict and the other device:\n%s", body)
+	}
+	screenshot(t, ctx, "activity")
+	if body = visit(t, ctx, base+"/ui/relays"); !strings.Contains(body, "No relay") {
+		t.Fatalf("the relays page of a vault without one:\n%s", body)
+	}
+	screenshot(t, ctx, "relays")
 }

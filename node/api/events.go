@@ -205,6 +205,35 @@ func (e *Bus) Cursor(after uint64) *Cursor {
 	return c
 }
 
+// Rewind moves the cursor back by up to n events, not past the oldest
+// kept: a page that shows the latest events reads them with TryNext.
+func (c *Cursor) Rewind(n int) {
+	b := c.bus
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	oldest := b.next - min(b.next-b.first, RetainEvents)
+	c.next = max(oldest, c.next-min(c.next, uint64(max(n, 0))))
+	c.missed, c.other = 0, false
+}
+
+// TryNext returns the cursor's next event if one is kept, without
+// waiting and without reporting missed events (it skips to the oldest
+// kept); false when the cursor has read everything published.
+func (c *Cursor) TryNext() (Event, bool) {
+	b := c.bus
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	oldest := b.next - min(b.next-b.first, RetainEvents)
+	c.next = max(c.next, oldest)
+	c.missed, c.other = 0, false
+	if c.next >= b.next {
+		return Event{}, false
+	}
+	ev := b.ring[c.next%RetainEvents]
+	c.next++
+	return ev, true
+}
+
 // Next returns the cursor's next event, waiting for one until ctx ends.
 // When the events it should return next are no longer kept (the reader
 // fell behind by more than RetainEvents), or it resumed from another run,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -75,6 +76,38 @@ func TestCursorSaysWhatItMissed(t *testing.T) {
 		if ev, _ := c.Next(ctx); ev.Type != EventApplied {
 			t.Errorf("after %d: then %+v, want the oldest kept", after, ev)
 		}
+	}
+}
+
+// TestCursorRewindReadsTheLatest: a cursor rewound by n reads the n
+// latest events without waiting, never before the oldest kept, and says
+// nothing of what it skipped.
+func TestCursorRewindReadsTheLatest(t *testing.T) {
+	b := NewBus()
+	c := b.Cursor(0)
+	if _, ok := c.TryNext(); ok {
+		t.Fatal("an empty bus gave an event")
+	}
+	for i := range 5 {
+		b.Publish(Event{Type: EventApplied, Count: i})
+	}
+	c = b.Cursor(0)
+	c.Rewind(3)
+	var got []int
+	for ev, ok := c.TryNext(); ok; ev, ok = c.TryNext() {
+		got = append(got, ev.Count)
+	}
+	if !slices.Equal(got, []int{2, 3, 4}) {
+		t.Fatalf("the 3 latest: %v", got)
+	}
+	for i := range RetainEvents {
+		b.Publish(Event{Type: EventApplied, Count: 5 + i})
+	}
+	c = b.Cursor(0)
+	c.Rewind(RetainEvents + 100)
+	ev, ok := c.TryNext()
+	if !ok || ev.Type != EventApplied || ev.Count != 5 {
+		t.Fatalf("rewound past the oldest kept: %+v %v, want the oldest kept (count 5)", ev, ok)
 	}
 }
 

@@ -20,8 +20,9 @@ var templateFS embed.FS
 const cookieName = "weft_ui"
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"size": doctor.HumanSize,
-	"abs":  func(folder, p string) string { return filepath.Join(folder, filepath.FromSlash(p)) },
+	"size":  doctor.HumanSize,
+	"usize": func(n uint64) string { return doctor.HumanSize(int64(min(n, 1<<62))) },
+	"abs":   func(folder, p string) string { return filepath.Join(folder, filepath.FromSlash(p)) },
 	"side": func(s api.ConflictSide) string {
 		if s.Name != "" {
 			return s.Name + " (" + s.Short + ")"
@@ -38,7 +39,17 @@ type page struct {
 	Token     string // the session's form token
 	Status    api.Status
 	Conflicts []api.Conflict
+	Relays    []api.RelayInfo
+	Activity  []activity
+	// Refresh, when not 0, reloads the page every so many seconds; All
+	// and Paused are the activity page's choices.
+	Refresh     int
+	All, Paused bool
 }
+
+// activityRefresh is how often the activity page reloads itself, in
+// seconds: live enough to watch a sync, with no script (docs/ui.md).
+const activityRefresh = 3
 
 // Handler serves the UI under /ui/ over b, with sessions from l.
 func Handler(b api.Backend, l *Logins) http.Handler {
@@ -48,6 +59,8 @@ func Handler(b api.Backend, l *Logins) http.Handler {
 	mux.HandleFunc("GET /ui/{$}", h.session(h.folders))
 	mux.HandleFunc("GET /ui/conflicts", h.session(h.conflicts))
 	mux.HandleFunc("GET /ui/devices", h.session(h.devices))
+	mux.HandleFunc("GET /ui/activity", h.session(h.activity))
+	mux.HandleFunc("GET /ui/relays", h.session(h.relays))
 	mux.HandleFunc("POST /ui/resolve", h.session(h.sameOrigin(h.resolve)))
 	return headers(mux)
 }
@@ -118,6 +131,21 @@ func (h handler) folders(w http.ResponseWriter, r *http.Request, s string) {
 
 func (h handler) devices(w http.ResponseWriter, r *http.Request, s string) {
 	h.render(w, http.StatusOK, "devices.html", page{Title: "devices", Status: h.b.Status(), Token: h.l.FormToken(s)})
+}
+
+// activity lists the latest events, newest first (latestActivity).
+func (h handler) activity(w http.ResponseWriter, r *http.Request, s string) {
+	q := r.URL.Query()
+	p := page{Title: "activity", All: q.Get("all") != "", Paused: q.Get("pause") != "", Token: h.l.FormToken(s)}
+	p.Activity = latestActivity(h.b.EventCursor(0), p.All)
+	if !p.Paused {
+		p.Refresh = activityRefresh
+	}
+	h.render(w, http.StatusOK, "activity.html", p)
+}
+
+func (h handler) relays(w http.ResponseWriter, r *http.Request, s string) {
+	h.render(w, http.StatusOK, "relays.html", page{Title: "relays", Relays: h.b.Relays(), Token: h.l.FormToken(s)})
 }
 
 func (h handler) conflicts(w http.ResponseWriter, r *http.Request, s string) {

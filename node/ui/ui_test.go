@@ -21,6 +21,14 @@ type fakeBackend struct {
 	api.Backend
 	mu       sync.Mutex
 	resolved []api.ResolveRequest
+	bus      *api.Bus
+}
+
+func (f *fakeBackend) EventCursor(after uint64) *api.Cursor { return f.bus.Cursor(after) }
+
+func (f *fakeBackend) Relays() []api.RelayInfo {
+	return []api.RelayInfo{{Folder: "/home/a/notes", Addr: "/dns4/relay.example/tcp/4001/p2p/12D3KooWrelay", Connected: true, Holds: 42,
+		Quota: &api.RelayQuota{Bytes: 5 << 20, BytesLimit: 1 << 30, Entries: 42, Full: false}}}
 }
 
 func (f *fakeBackend) Status() api.Status {
@@ -171,5 +179,50 @@ func TestResolveFormIsSameOriginOnly(t *testing.T) {
 	}
 	if len(b.resolved) != 1 || b.resolved[0].Keep != "copy" || b.resolved[0].Path != form.Get("path") {
 		t.Errorf("resolved %+v", b.resolved)
+	}
+}
+
+// TestActivityAndRelaysPages: the activity page lists the latest events
+// newest first, in words, without the log's bookkeeping unless asked for
+// every event, escaped, and reloads itself unless paused; the relays page
+// shows each relay's connection, holdings and quota.
+func TestActivityAndRelaysPages(t *testing.T) {
+	l := NewLogins(nil)
+	b := &fakeBackend{bus: api.NewBus()}
+	srv := httptest.NewServer(Handler(b, l))
+	defer srv.Close()
+	c := client(t)
+	get(t, c, srv.URL+"/ui/login?code="+l.NewCode())
+	if _, body := get(t, c, srv.URL+"/ui/activity"); !strings.Contains(body, "Nothing has happened") {
+		t.Fatalf("activity of a quiet agent: %q", body)
+	}
+	b.bus.Publish(api.Event{Type: api.EventScanned, Folder: "/home/a/notes", Count: 3})
+	b.bus.Publish(api.Event{Type: api.EventEntryWritten, Folder: "/home/a/notes", Seq: 7})
+	b.bus.Publish(api.Event{Type: api.EventApplied, Folder: "/home/a/notes", Path: "old.md", Kind: "deletion", Peer: "12D3KooWAbCdEfGhXYZ"})
+	b.bus.Publish(api.Event{Type: api.EventError, Folder: "/home/a/notes", Path: "x.md", Error: "<script>boom</script>"})
+	status, body := get(t, c, srv.URL+"/ui/activity")
+	if status != http.StatusOK {
+		t.Fatalf("activity: %d", status)
+	}
+	iErr, iDel, iScan := strings.Index(body, "x.md"), strings.Index(body, "deleted (by another device)"), strings.Index(body, "3 changes")
+	if iErr < 0 || iDel < 0 || iScan < 0 || !(iErr < iDel && iDel < iScan) {
+		t.Fatalf("want the error, the deletion and the scan, newest first (at %d, %d, %d):\n%s", iErr, iDel, iScan, body)
+	}
+	if !strings.Contains(body, "AbCdEfGh") || strings.Contains(body, "entry written") {
+		t.Errorf("want the peer's short ID and no bookkeeping:\n%s", body)
+	}
+	if strings.Contains(body, "<script>") || !strings.Contains(body, "&lt;script&gt;boom") {
+		t.Error("an event's error was not escaped")
+	}
+	if !strings.Contains(body, `http-equiv="refresh"`) {
+		t.Error("the activity page does not reload itself")
+	}
+	_, body = get(t, c, srv.URL+"/ui/activity?all=1&pause=1")
+	if !strings.Contains(body, "entry written") || strings.Contains(body, `http-equiv="refresh"`) {
+		t.Errorf("every event, paused: want the bookkeeping and no reload:\n%s", body)
+	}
+	status, body = get(t, c, srv.URL+"/ui/relays")
+	if status != http.StatusOK || !strings.Contains(body, "relay.example") || !strings.Contains(body, "5.0 MiB of 1.0 GiB") || !strings.Contains(body, "42") {
+		t.Fatalf("relays page: %d %q", status, body)
 	}
 }
