@@ -164,4 +164,15 @@ func TestUIInABrowser(t *testing.T) {
 		t.Fatalf("the relays page of a vault without one:\n%s", body)
 	}
 	screenshot(t, ctx, "relays")
+	// Pairing: an invite made from the page comes with its code and a QR
+	// code drawn inline (the CSP allows no image source).
+	visit(t, ctx, base+"/ui/pairing")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.Search(`//button[text()="Create invite"]`)), chromedp.WaitVisible(chromedp.CSS("svg.qr"))); err != nil {
+		t.Fatal(err)
+	}
+	code, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("code.code")))
+	if err != nil || !strings.HasPrefix(strings.TrimSpace(code), "weft1") {
+		t.Fatalf("the invite's code on the page: %q, %v", code, err)
+	}
+	screenshot(t, ctx, "pairing")
 }

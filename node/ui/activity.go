@@ -32,12 +32,17 @@ type activity struct {
 
 // latestActivity reads the latest events the agent keeps, newest first:
 // up to activityShown of them, the chatty ones left out unless all.
-func latestActivity(c *api.Cursor, all bool) []activity {
+// names maps peer IDs to the names the membership gives them, for
+// events that carry only the ID.
+func latestActivity(c *api.Cursor, all bool, names map[string]string) []activity {
 	c.Rewind(api.RetainEvents)
 	var out []activity
 	for ev, ok := c.TryNext(); ok; ev, ok = c.TryNext() {
 		if !all && chatty[ev.Type] {
 			continue
+		}
+		if ev.Name == "" && ev.Peer != "" {
+			ev.Name = names[ev.Peer]
 		}
 		out = append(out, describe(ev))
 	}
@@ -73,14 +78,23 @@ var what = map[api.EventType]string{
 	api.EventWatcherRescan:    "rescanned (the watcher overflowed)",
 }
 
+// localChange says a local change of each kind (folder.ChangeType) in
+// words.
+var localChange = map[string]string{
+	"added": "added here", "modified": "changed here", "deleted": "deleted here", "kind-changed": "replaced here",
+}
+
 // describe puts an event in words for the activity page.
 func describe(ev api.Event) activity {
 	a := activity{Event: ev, What: what[ev.Type], Peer: ev.Name}
 	if a.What == "" {
 		a.What = strings.ReplaceAll(string(ev.Type), "-", " ")
 	}
-	if ev.Type == api.EventApplied && ev.Kind == "deletion" {
+	switch {
+	case ev.Type == api.EventApplied && ev.Kind == "deletion":
 		a.What = "deleted (by another device)"
+	case ev.Type == api.EventLocalChange && localChange[ev.Kind] != "":
+		a.What = localChange[ev.Kind]
 	}
 	if ev.Folder != "" {
 		a.Folder = filepath.Base(ev.Folder)
@@ -101,8 +115,9 @@ func describe(ev api.Event) activity {
 		if ev.Count > 0 {
 			d = append(d, plural(ev.Count, "event", "events"))
 		}
+	case api.EventApplied, api.EventLocalChange: // the kind is in What
 	default:
-		if ev.Kind != "" && ev.Type != api.EventApplied {
+		if ev.Kind != "" {
 			d = append(d, ev.Kind)
 		}
 	}

@@ -40,6 +40,8 @@ type page struct {
 	Status    api.Status
 	Conflicts []api.Conflict
 	Relays    []api.RelayInfo
+	Joins     []api.WaitingJoin
+	Invite    *invitation // the pairing page's invite just made
 	Activity  []activity
 	// Refresh, when not 0, reloads the page every so many seconds; All
 	// and Paused are the activity page's choices.
@@ -62,6 +64,9 @@ func Handler(b api.Backend, l *Logins) http.Handler {
 	mux.HandleFunc("GET /ui/activity", h.session(h.activity))
 	mux.HandleFunc("GET /ui/relays", h.session(h.relays))
 	mux.HandleFunc("POST /ui/resolve", h.session(h.sameOrigin(h.resolve)))
+	mux.HandleFunc("GET /ui/pairing", h.session(h.pairing))
+	mux.HandleFunc("POST /ui/invite", h.session(h.sameOrigin(h.invite)))
+	mux.HandleFunc("POST /ui/joins", h.session(h.sameOrigin(h.decideJoin)))
 	return headers(mux)
 }
 
@@ -137,7 +142,13 @@ func (h handler) devices(w http.ResponseWriter, r *http.Request, s string) {
 func (h handler) activity(w http.ResponseWriter, r *http.Request, s string) {
 	q := r.URL.Query()
 	p := page{Title: "activity", All: q.Get("all") != "", Paused: q.Get("pause") != "", Token: h.l.FormToken(s)}
-	p.Activity = latestActivity(h.b.EventCursor(0), p.All)
+	names := map[string]string{}
+	for _, peer := range h.b.Status().Peers {
+		if peer.Name != "" {
+			names[peer.ID] = peer.Name
+		}
+	}
+	p.Activity = latestActivity(h.b.EventCursor(0), p.All, names)
 	if !p.Paused {
 		p.Refresh = activityRefresh
 	}

@@ -2,17 +2,21 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	qrcode "github.com/skip2/go-qrcode"
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/protocol/keys"
 )
 
 // fakeBackend answers the calls the UI makes; any other panics (the
@@ -22,6 +26,31 @@ type fakeBackend struct {
 	mu       sync.Mutex
 	resolved []api.ResolveRequest
 	bus      *api.Bus
+	invites  []inviteCall
+	decided  []string
+}
+
+type inviteCall struct {
+	ttl     time.Duration
+	confirm bool
+}
+
+func (f *fakeBackend) Invite(_ keys.VaultID, ttl time.Duration, confirm bool) (api.InviteResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.invites = append(f.invites, inviteCall{ttl, confirm})
+	return api.InviteResponse{Code: "weft1abcdefghijklmnopqrstuvwxyz234567abcdefghijklmnop", Expires: time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)}, nil
+}
+
+func (f *fakeBackend) WaitingJoins() []api.WaitingJoin {
+	return []api.WaitingJoin{{Folder: "/home/a/notes", Device: "12D3KooWPhoNe123XYZ", Name: "phone", Words: "apple river stone moon", Since: time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)}}
+}
+
+func (f *fakeBackend) DecideJoin(req api.JoinDecision, approve bool) (api.WaitingJoin, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.decided = append(f.decided, fmt.Sprintf("%s %v", req.Device, approve))
+	return api.WaitingJoin{Folder: "/home/a/notes", Device: req.Device, Name: "phone"}, nil
 }
 
 func (f *fakeBackend) EventCursor(after uint64) *api.Cursor { return f.bus.Cursor(after) }
@@ -199,6 +228,8 @@ func TestActivityAndRelaysPages(t *testing.T) {
 	b.bus.Publish(api.Event{Type: api.EventScanned, Folder: "/home/a/notes", Count: 3})
 	b.bus.Publish(api.Event{Type: api.EventEntryWritten, Folder: "/home/a/notes", Seq: 7})
 	b.bus.Publish(api.Event{Type: api.EventApplied, Folder: "/home/a/notes", Path: "old.md", Kind: "deletion", Peer: "12D3KooWAbCdEfGhXYZ"})
+	b.bus.Publish(api.Event{Type: api.EventPeerConnected, Peer: "12D3KooWother", Kind: "lan"})
+	b.bus.Publish(api.Event{Type: api.EventLocalChange, Folder: "/home/a/notes", Path: "new.md", Kind: "added"})
 	b.bus.Publish(api.Event{Type: api.EventError, Folder: "/home/a/notes", Path: "x.md", Error: "<script>boom</script>"})
 	status, body := get(t, c, srv.URL+"/ui/activity")
 	if status != http.StatusOK {
@@ -210,6 +241,9 @@ func TestActivityAndRelaysPages(t *testing.T) {
 	}
 	if !strings.Contains(body, "AbCdEfGh") || strings.Contains(body, "entry written") {
 		t.Errorf("want the peer's short ID and no bookkeeping:\n%s", body)
+	}
+	if !strings.Contains(body, "added here") || !strings.Contains(body, "<td>laptop</td>") {
+		t.Errorf("want the local change in words and a connected device by its name from the status:\n%s", body)
 	}
 	if strings.Contains(body, "<script>") || !strings.Contains(body, "&lt;script&gt;boom") {
 		t.Error("an event's error was not escaped")
@@ -225,4 +259,119 @@ func TestActivityAndRelaysPages(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(body, "relay.example") || !strings.Contains(body, "5.0 MiB of 1.0 GiB") || !strings.Contains(body, "42") {
 		t.Fatalf("relays page: %d %q", status, body)
 	}
+}
+
+// postForm posts form to path as the UI's own page would (its origin),
+// without following the redirect.
+func postForm(t *testing.T, c *http.Client, base, path string, form url.Values) (int, string, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	noRedirect := *c
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Location"), string(b)
+}
+
+// formToken finds the session's form token on a page.
+func formToken(t *testing.T, page string) string {
+	t.Helper()
+	i := strings.Index(page, `name="token" value="`)
+	if i < 0 {
+		t.Fatal("no form token on the page")
+	}
+	tok := page[i+len(`name="token" value="`):]
+	return tok[:strings.IndexByte(tok, '"')]
+}
+
+// TestPairingPage: the pairing page makes an invite only from its own
+// form, shows the code once with a QR code of exactly that code (and
+// never puts it in a URL), and approves or denies a waiting join, shown
+// with its words.
+func TestPairingPage(t *testing.T) {
+	l := NewLogins(nil)
+	b := &fakeBackend{bus: api.NewBus()}
+	srv := httptest.NewServer(Handler(b, l))
+	defer srv.Close()
+	c := client(t)
+	get(t, c, srv.URL+"/ui/login?code="+l.NewCode())
+	status, page := get(t, c, srv.URL+"/ui/pairing")
+	if status != http.StatusOK || !strings.Contains(page, "apple river stone moon") || !strings.Contains(page, "phone") || !strings.Contains(page, "Create invite") {
+		t.Fatalf("pairing page: %d %q", status, page)
+	}
+	tok := formToken(t, page)
+	if status, _, _ := postForm(t, c, srv.URL, "/ui/invite", url.Values{"confirm": {"1"}, "ttl": {"1h"}}); status != http.StatusForbidden || len(b.invites) != 0 {
+		t.Fatalf("an invite without the form token: %d, %d invites made", status, len(b.invites))
+	}
+	status, loc, body := postForm(t, c, srv.URL, "/ui/invite", url.Values{"token": {tok}, "confirm": {"1"}, "ttl": {"1h"}})
+	if status != http.StatusOK || loc != "" {
+		t.Fatalf("invite: %d, redirect %q: the code must come in the answer", status, loc)
+	}
+	if len(b.invites) != 1 || !b.invites[0].confirm || b.invites[0].ttl != time.Hour {
+		t.Fatalf("invites made: %+v, want one with approval, for 1h", b.invites)
+	}
+	const code = "weft1abcdefghijklmnopqrstuvwxyz234567abcdefghijklmnop"
+	if !strings.Contains(body, code) || !strings.Contains(body, "compare the words") {
+		t.Fatalf("the invite's page lacks the code or the approval note:\n%s", body)
+	}
+	got := svgModules(t, body)
+	q, err := qrcode.New(strings.ToUpper(code), qrcode.Medium)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.DisableBorder = true
+	want := q.Bitmap()
+	if len(got) != len(want) {
+		t.Fatalf("the QR code is %d modules wide, want %d", len(got), len(want))
+	}
+	for y := range want {
+		if !slices.Equal(got[y], want[y]) {
+			t.Fatalf("row %d of the QR code differs from the code's", y)
+		}
+	}
+
+	status, loc, _ = postForm(t, c, srv.URL, "/ui/joins", url.Values{"token": {tok}, "device": {"12D3KooWPhoNe123XYZ"}, "decision": {"approve"}})
+	if status != http.StatusSeeOther || !strings.Contains(loc, "Approved") || len(b.decided) != 1 || b.decided[0] != "12D3KooWPhoNe123XYZ true" {
+		t.Fatalf("approve: %d %q, decided %v", status, loc, b.decided)
+	}
+	if _, _, _ = postForm(t, c, srv.URL, "/ui/joins", url.Values{"token": {tok}, "device": {"12D3KooWPhoNe123XYZ"}, "decision": {"deny"}}); b.decided[1] != "12D3KooWPhoNe123XYZ false" {
+		t.Fatalf("deny: decided %v", b.decided)
+	}
+}
+
+// svgModules reads the QR code's dark modules back from the page's
+// inline SVG (rectangles of height 1 inside a 4-module quiet zone).
+func svgModules(t *testing.T, page string) [][]bool {
+	t.Helper()
+	i := strings.Index(page, `<svg`)
+	j := strings.Index(page, `</svg>`)
+	if i < 0 || j < 0 {
+		t.Fatal("no inline SVG on the page")
+	}
+	svg := page[i:j]
+	var n int
+	if _, err := fmt.Sscanf(svg[strings.Index(svg, `viewBox="`):], `viewBox="0 0 %d`, &n); err != nil {
+		t.Fatal(err)
+	}
+	size := n - 8
+	out := make([][]bool, size)
+	for y := range out {
+		out[y] = make([]bool, size)
+	}
+	for _, part := range strings.Split(svg, `<rect x="`)[1:] {
+		var x, y, w int
+		if _, err := fmt.Sscanf(part, `%d" y="%d" width="%d"`, &x, &y, &w); err != nil {
+			t.Fatal(err)
+		}
+		for k := range w {
+			out[y-4][x-4+k] = true
+		}
+	}
+	return out
 }
