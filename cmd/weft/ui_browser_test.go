@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"image/png"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -175,4 +176,25 @@ func TestUIInABrowser(t *testing.T) {
 		t.Fatalf("the invite's code on the page: %q, %v", code, err)
 	}
 	screenshot(t, ctx, "pairing")
+	// History: the note's first version, previewed and then restored from
+	// the preview, comes back on both devices.
+	visit(t, ctx, base+"/ui/history?path="+url.QueryEscape(filepath.Join(a.folder, "note.md")))
+	screenshot(t, ctx, "history")
+	oldest := `(//button[text()="Restore this…"])[last()]`
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.Search(oldest)), chromedp.WaitVisible(chromedp.Search(`//button[text()="Restore now"]`))); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "restore-preview")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.Search(`//button[text()="Restore now"]`)), chromedp.WaitNotPresent(chromedp.Search(`//button[text()="Restore now"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body"))); err != nil || !strings.Contains(body, "Restored 1 path") {
+		t.Fatalf("after restore now: %q, %v", body, err)
+	}
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		if m["note.md"] != "file:one\ntwo\nthree\n" {
+			return fmt.Errorf("note.md is %q, want its first version back", m["note.md"])
+		}
+		return nil
+	})
 }

@@ -42,6 +42,9 @@ type page struct {
 	Relays    []api.RelayInfo
 	Joins     []api.WaitingJoin
 	Invite    *invitation // the pairing page's invite just made
+	Path      string      // the history page's path
+	History   *api.History
+	Preview   *restorePreview
 	Activity  []activity
 	// Refresh, when not 0, reloads the page every so many seconds; All
 	// and Paused are the activity page's choices.
@@ -65,6 +68,8 @@ func Handler(b api.Backend, l *Logins) http.Handler {
 	mux.HandleFunc("GET /ui/relays", h.session(h.relays))
 	mux.HandleFunc("POST /ui/resolve", h.session(h.sameOrigin(h.resolve)))
 	mux.HandleFunc("GET /ui/pairing", h.session(h.pairing))
+	mux.HandleFunc("GET /ui/history", h.session(h.history))
+	mux.HandleFunc("POST /ui/restore", h.session(h.sameOrigin(h.restore)))
 	mux.HandleFunc("POST /ui/invite", h.session(h.sameOrigin(h.invite)))
 	mux.HandleFunc("POST /ui/joins", h.session(h.sameOrigin(h.decideJoin)))
 	return headers(mux)

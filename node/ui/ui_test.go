@@ -28,6 +28,31 @@ type fakeBackend struct {
 	bus      *api.Bus
 	invites  []inviteCall
 	decided  []string
+	restores []api.RestoreRequest
+}
+
+func (f *fakeBackend) History(path string) (api.History, error) {
+	if path != "/home/a/notes/todo.md" {
+		return api.History{}, fmt.Errorf("%s is not in a synced folder", path)
+	}
+	t0 := time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)
+	return api.History{Folder: "/home/a/notes", Path: "todo.md", Versions: []api.HistoryVersion{
+		{ID: "ZyXwVuTs/4/0", Time: t0.Add(time.Hour), AuthorShort: "ZyXwVuTs", AuthorName: "laptop", Kind: "file", Size: 12, State: "current", OnDisk: true, Content: "local"},
+		{ID: "AbCdEfGh/2/0", Time: t0, AuthorShort: "AbCdEfGh", Self: true, Kind: "file", Size: 10, State: "superseded", Content: "versions"},
+		{ID: "AbCdEfGh/1/0", Time: t0.Add(-time.Hour), AuthorShort: "AbCdEfGh", Self: true, Kind: "file", Size: 9000, State: "superseded", Content: "none"},
+	}}, nil
+}
+
+func (f *fakeBackend) Restore(_ context.Context, req api.RestoreRequest) (api.RestoreResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.restores = append(f.restores, req)
+	res := api.RestoreResult{DryRun: req.DryRun, Changes: []api.RestoreChange{{Folder: "/home/a/notes", Path: "todo.md", Action: "restore", From: req.Version, Kind: "file", Size: 10, Content: "versions"}}}
+	if req.All {
+		res.Changes = append(res.Changes, api.RestoreChange{Folder: "/home/a/notes", Path: "new.md", Action: "delete"})
+		res.Failed = []api.RestoreFailure{{Folder: "/home/a/notes", Path: "big.bin", Code: "unavailable", Reason: "no device holds it"}}
+	}
+	return res, nil
 }
 
 type inviteCall struct {
@@ -374,4 +399,57 @@ func svgModules(t *testing.T, page string) [][]bool {
 		}
 	}
 	return out
+}
+
+// TestHistoryAndRestorePages: a file's history offers to restore the
+// versions that can be; a restore is previewed first (a dry run, nothing
+// done) and carried out only from the preview's own form; a folder's
+// point-in-time restore shows what would be deleted and what cannot be
+// restored, and offers a partial restore.
+func TestHistoryAndRestorePages(t *testing.T) {
+	l := NewLogins(nil)
+	b := &fakeBackend{bus: api.NewBus()}
+	srv := httptest.NewServer(Handler(b, l))
+	defer srv.Close()
+	c := client(t)
+	get(t, c, srv.URL+"/ui/login?code="+l.NewCode())
+	status, page := get(t, c, srv.URL+"/ui/history?path=/home/a/notes/todo.md")
+	if status != http.StatusOK || !strings.Contains(page, "laptop") || !strings.Contains(page, "this device") {
+		t.Fatalf("history: %d %q", status, page)
+	}
+	if n := strings.Count(page, "Restore this"); n != 1 {
+		t.Fatalf("%d restore buttons, want 1 (not the version on disk, not one whose content is nowhere):\n%s", n, page)
+	}
+	if _, page := get(t, c, srv.URL+"/ui/history?path=/elsewhere"); !strings.Contains(page, "not in a synced folder") {
+		t.Errorf("a path outside the folders: want the error on the page")
+	}
+	tok := formToken(t, page)
+	if status, _, _ := postForm(t, c, srv.URL, "/ui/restore", url.Values{"path": {"/home/a/notes/todo.md"}, "version": {"AbCdEfGh/2/0"}}); status != http.StatusForbidden || len(b.restores) != 0 {
+		t.Fatalf("a restore without the form token: %d, %d restores", status, len(b.restores))
+	}
+	status, _, body := postForm(t, c, srv.URL, "/ui/restore", url.Values{"token": {tok}, "path": {"/home/a/notes/todo.md"}, "version": {"AbCdEfGh/2/0"}, "preview": {"1"}})
+	if status != http.StatusOK || len(b.restores) != 1 || !b.restores[0].DryRun || !strings.Contains(body, "Nothing has changed yet") || !strings.Contains(body, "Restore now") {
+		t.Fatalf("preview: %d, restores %+v:\n%s", status, b.restores, body)
+	}
+	// The preview's own form carries the restore out.
+	form := url.Values{"token": {formToken(t, body)}}
+	for _, name := range []string{"path", "version"} {
+		i := strings.Index(body, `name="`+name+`" value="`)
+		v := body[i+len(`name="`+name+`" value="`):]
+		form.Set(name, v[:strings.IndexByte(v, '"')])
+	}
+	status, loc, _ := postForm(t, c, srv.URL, "/ui/restore", form)
+	if status != http.StatusSeeOther || !strings.Contains(loc, "Restored+1+path") || len(b.restores) != 2 || b.restores[1].DryRun || b.restores[1].Version != "AbCdEfGh/2/0" {
+		t.Fatalf("restore: %d %q, restores %+v", status, loc, b.restores)
+	}
+
+	status, _, body = postForm(t, c, srv.URL, "/ui/restore", url.Values{"token": {tok}, "path": {"/home/a/notes"}, "all": {"1"}, "at": {"-2h"}, "preview": {"1"}})
+	if status != http.StatusOK || !b.restores[2].All || b.restores[2].At != "-2h" || !b.restores[2].DryRun {
+		t.Fatalf("folder preview: %d, request %+v", status, b.restores[2])
+	}
+	for _, want := range []string{"new.md", "deleted", "big.bin", "unavailable", "Restore what can be"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the folder's preview lacks %q:\n%s", want, body)
+		}
+	}
 }
