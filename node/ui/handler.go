@@ -3,6 +3,7 @@ package ui
 import (
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -20,7 +21,14 @@ var templateFS embed.FS
 const cookieName = "weft_ui"
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"size":  doctor.HumanSize,
+	"size": doctor.HumanSize,
+	"rate": func(r folderRate) string {
+		s := fmt.Sprintf("%.0f files/s, %s/s", r.Items, doctor.HumanSize(int64(r.Bytes)))
+		if r.Left > 0 {
+			s += ", about " + r.Left.String() + " left"
+		}
+		return s
+	},
 	"usize": func(n uint64) string { return doctor.HumanSize(int64(min(n, 1<<62))) },
 	"abs":   func(folder, p string) string { return filepath.Join(folder, filepath.FromSlash(p)) },
 	"side": func(s api.ConflictSide) string {
@@ -45,6 +53,7 @@ type page struct {
 	Path      string      // the history page's path
 	History   *api.History
 	Preview   *restorePreview
+	Rates     map[string]folderRate // the folders page's rates, by folder
 	Activity  []activity
 	// Refresh, when not 0, reloads the page every so many seconds; All
 	// and Paused are the activity page's choices.
@@ -135,8 +144,17 @@ func (h handler) sameOrigin(next func(http.ResponseWriter, *http.Request, string
 	}
 }
 
+// folders shows every folder's state; while one is scanning or syncing,
+// the page shows its rate and time left and reloads itself.
 func (h handler) folders(w http.ResponseWriter, r *http.Request, s string) {
-	h.render(w, http.StatusOK, "folders.html", page{Title: "folders", Message: r.URL.Query().Get("msg"), Status: h.b.Status(), Token: h.l.FormToken(s)})
+	p := page{Title: "folders", Message: r.URL.Query().Get("msg"), Status: h.b.Status(), Token: h.l.FormToken(s)}
+	p.Rates = folderRates(h.b.EventCursor(0), h.l.now(), p.Status.Folders)
+	for _, f := range p.Status.Folders {
+		if f.State == "syncing" || f.State == "scanning" {
+			p.Refresh = activityRefresh
+		}
+	}
+	h.render(w, http.StatusOK, "folders.html", p)
 }
 
 func (h handler) devices(w http.ResponseWriter, r *http.Request, s string) {

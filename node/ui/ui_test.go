@@ -78,7 +78,14 @@ func (f *fakeBackend) DecideJoin(req api.JoinDecision, approve bool) (api.Waitin
 	return api.WaitingJoin{Folder: "/home/a/notes", Device: req.Device, Name: "phone"}, nil
 }
 
-func (f *fakeBackend) EventCursor(after uint64) *api.Cursor { return f.bus.Cursor(after) }
+func (f *fakeBackend) EventCursor(after uint64) *api.Cursor {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.bus == nil {
+		f.bus = api.NewBus()
+	}
+	return f.bus.Cursor(after)
+}
 
 func (f *fakeBackend) Relays() []api.RelayInfo {
 	return []api.RelayInfo{{Folder: "/home/a/notes", Addr: "/dns4/relay.example/tcp/4001/p2p/12D3KooWrelay", Connected: true, Holds: 42,
