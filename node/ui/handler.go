@@ -29,6 +29,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		}
 		return s
 	},
+	"compare": compare,
 	"usize": func(n uint64) string { return doctor.HumanSize(int64(min(n, 1<<62))) },
 	"abs":   func(folder, p string) string { return filepath.Join(folder, filepath.FromSlash(p)) },
 	"side": func(s api.ConflictSide) string {
@@ -76,6 +77,7 @@ func Handler(b api.Backend, l *Logins) http.Handler {
 	mux.HandleFunc("GET /ui/activity", h.session(h.activity))
 	mux.HandleFunc("GET /ui/relays", h.session(h.relays))
 	mux.HandleFunc("POST /ui/resolve", h.session(h.sameOrigin(h.resolve)))
+	mux.HandleFunc("POST /ui/merge", h.session(h.sameOrigin(h.merge)))
 	mux.HandleFunc("GET /ui/pairing", h.session(h.pairing))
 	mux.HandleFunc("GET /ui/history", h.session(h.history))
 	mux.HandleFunc("POST /ui/restore", h.session(h.sameOrigin(h.restore)))

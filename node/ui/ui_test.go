@@ -3,11 +3,14 @@ package ui
 import (
 	"context"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +32,8 @@ type fakeBackend struct {
 	invites  []inviteCall
 	decided  []string
 	restores []api.RestoreRequest
+	taken    []string      // contents of the files Resolve took
+	conflict *api.Conflict // what Conflicts returns, when set
 }
 
 func (f *fakeBackend) History(path string) (api.History, error) {
@@ -99,6 +104,9 @@ func (f *fakeBackend) Status() api.Status {
 }
 
 func (f *fakeBackend) Conflicts() []api.Conflict {
+	if f.conflict != nil {
+		return []api.Conflict{*f.conflict}
+	}
 	return []api.Conflict{{Folder: "/home/a/notes", Path: "todo.conflict-AbCdEfGh-20261130-054657-1a2b3c.md", Of: "todo.md",
 		Copy:   api.ConflictSide{Short: "AbCdEfGh", Name: "laptop", MTime: time.Date(2026, 11, 30, 5, 46, 57, 0, time.UTC), Size: 10},
 		Winner: &api.ConflictSide{Short: "ZyXwVuTs", MTime: time.Date(2026, 11, 30, 5, 47, 0, 0, time.UTC), Size: 12}}}
@@ -107,6 +115,13 @@ func (f *fakeBackend) Conflicts() []api.Conflict {
 func (f *fakeBackend) Resolve(_ context.Context, req api.ResolveRequest) (api.ResolveResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if req.Take != "" {
+		b, err := os.ReadFile(req.Take)
+		if err != nil {
+			return api.ResolveResult{}, err
+		}
+		f.taken = append(f.taken, string(b))
+	}
 	f.resolved = append(f.resolved, req)
 	return api.ResolveResult{Folder: "/home/a/notes", Copy: "c", Of: "todo.md", Kept: req.Keep}, nil
 }
@@ -458,5 +473,57 @@ func TestHistoryAndRestorePages(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("the folder's preview lacks %q:\n%s", want, body)
 		}
+	}
+}
+
+// TestCompareAndMerge: a text conflict is shown side by side, with a
+// draft merge holding both sides of each difference between markers; a
+// merge posted with the markers still in it is refused; one without them
+// becomes the file's content through resolve's take (the agent reads a
+// private temporary file, gone afterwards).
+func TestCompareAndMerge(t *testing.T) {
+	dir := t.TempDir()
+	copyName := "todo.conflict-AbCdEfGh-20261130-054657-1a2b3c.md"
+	if err := os.WriteFile(filepath.Join(dir, "todo.md"), []byte("milk\neggs on the desk\nbread\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, copyName), []byte("milk\neggs on the laptop\nbread\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := NewLogins(nil)
+	b := &fakeBackend{conflict: &api.Conflict{Folder: dir, Path: copyName, Of: "todo.md", Copy: api.ConflictSide{Short: "AbCdEfGh"}}}
+	srv := httptest.NewServer(Handler(b, l))
+	defer srv.Close()
+	c := client(t)
+	get(t, c, srv.URL+"/ui/login?code="+l.NewCode())
+	_, page := get(t, c, srv.URL+"/ui/conflicts")
+	for _, want := range []string{
+		`<td class="old"><pre>eggs on the desk`, `<td class="new"><pre>eggs on the laptop`,
+		markName + "\neggs on the desk\n" + markMid + "\neggs on the laptop\n" + markCopy,
+	} {
+		if !strings.Contains(page, html.EscapeString(want)) && !strings.Contains(page, want) {
+			t.Fatalf("the conflicts page lacks %q:\n%s", want, page)
+		}
+	}
+	tok := formToken(t, page)
+	abs := filepath.Join(dir, copyName)
+	_, loc, _ := postForm(t, c, srv.URL, "/ui/merge", url.Values{"token": {tok}, "path": {abs}, "text": {"milk\r\n" + markName + "\r\neggs\r\n"}})
+	if !strings.Contains(loc, "conflict+markers") || len(b.resolved) != 0 {
+		t.Fatalf("a merge with markers: redirect %q, resolved %v", loc, b.resolved)
+	}
+	_, loc, _ = postForm(t, c, srv.URL, "/ui/merge", url.Values{"token": {tok}, "path": {abs}, "text": {"milk\r\neggs on both\r\nbread\r\n"}})
+	if !strings.Contains(loc, "Your+merge") || len(b.taken) != 1 || b.taken[0] != "milk\neggs on both\nbread\n" || b.resolved[0].Path != abs {
+		t.Fatalf("a merge: redirect %q, taken %q, resolved %+v", loc, b.taken, b.resolved)
+	}
+	if _, err := os.Stat(b.resolved[0].Take); !os.IsNotExist(err) {
+		t.Errorf("the merge's temporary file is still there: %v", err)
+	}
+
+	// A binary side is not compared, and says why.
+	if err := os.WriteFile(filepath.Join(dir, copyName), []byte{0, 1, 2}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, page := get(t, c, srv.URL+"/ui/conflicts"); !strings.Contains(page, "Not compared: not text") {
+		t.Errorf("a binary copy: want it said not compared:\n%s", page)
 	}
 }
