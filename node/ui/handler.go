@@ -30,8 +30,8 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		return s
 	},
 	"compare": compare,
-	"usize": func(n uint64) string { return doctor.HumanSize(int64(min(n, 1<<62))) },
-	"abs":   func(folder, p string) string { return filepath.Join(folder, filepath.FromSlash(p)) },
+	"usize":   func(n uint64) string { return doctor.HumanSize(int64(min(n, 1<<62))) },
+	"abs":     func(folder, p string) string { return filepath.Join(folder, filepath.FromSlash(p)) },
 	"side": func(s api.ConflictSide) string {
 		if s.Name != "" {
 			return s.Name + " (" + s.Short + ")"
