@@ -132,7 +132,10 @@ func TestUIInABrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "devices")
 
-	visit(t, ctx, base+"/ui/conflicts")
+	// The text conflict side by side: each device's line on its side.
+	if body = visit(t, ctx, base+"/ui/conflicts"); !strings.Contains(body, "two on the desk") || !strings.Contains(body, "two on the laptop") || !strings.Contains(body, "Take this merge") {
+		t.Fatalf("the conflicts page does not show both sides and the merge box:\n%s", body)
+	}
 	screenshot(t, ctx, "conflicts")
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.Search(`//button[text()="Keep both"]`)), chromedp.WaitNotPresent(chromedp.Search(`//button[text()="Keep both"]`))); err != nil {
 		t.Fatal(err)
