@@ -15,6 +15,11 @@ import (
 	"github.com/weftsync/weft/protocol"
 )
 
+// compareFirst is how many conflicts the conflicts page compares side by
+// side: a folder with thousands of copies renders in bounded time, the
+// rest with their buttons.
+const compareFirst = 20
+
 // maxCompareBytes bounds each side the conflicts page compares: larger
 // files are resolved with the buttons alone.
 const maxCompareBytes = 256 << 10

@@ -30,6 +30,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		return s
 	},
 	"compare": compare,
+	"bps":     func(f float64) string { return doctor.HumanSize(int64(f)) + "/s" },
 	"usize":   func(n uint64) string { return doctor.HumanSize(int64(min(n, 1<<62))) },
 	"abs":     func(folder, p string) string { return filepath.Join(folder, filepath.FromSlash(p)) },
 	"side": func(s api.ConflictSide) string {
@@ -42,20 +43,24 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 
 // page is what every page renders from.
 type page struct {
-	Title     string
-	Message   string
-	Error     string
-	Token     string // the session's form token
-	Status    api.Status
-	Conflicts []api.Conflict
-	Relays    []api.RelayInfo
-	Joins     []api.WaitingJoin
-	Invite    *invitation // the pairing page's invite just made
-	Path      string      // the history page's path
-	History   *api.History
-	Preview   *restorePreview
-	Rates     map[string]folderRate // the folders page's rates, by folder
-	Activity  []activity
+	Title      string
+	Message    string
+	Error      string
+	Token      string // the session's form token
+	Status     api.Status
+	Conflicts  []api.Conflict
+	Relays     []api.RelayInfo
+	Joins      []api.WaitingJoin
+	Invite     *invitation // the pairing page's invite just made
+	Path       string      // the history page's path
+	History    *api.History
+	Preview    *restorePreview
+	Rates      map[string]folderRate // the folders page's rates, by folder
+	Throughput map[string]peerRate   // the devices page's rates, by peer ID
+	// CompareFirst is how many conflicts the conflicts page compares side
+	// by side (each reads both files).
+	CompareFirst int
+	Activity     []activity
 	// Refresh, when not 0, reloads the page every so many seconds; All
 	// and Paused are the activity page's choices.
 	Refresh     int
@@ -68,7 +73,7 @@ const activityRefresh = 3
 
 // Handler serves the UI under /ui/ over b, with sessions from l.
 func Handler(b api.Backend, l *Logins) http.Handler {
-	h := handler{b: b, l: l}
+	h := handler{b: b, l: l, rates: &throughput{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ui/login", h.login)
 	mux.HandleFunc("GET /ui/{$}", h.session(h.folders))
@@ -87,8 +92,9 @@ func Handler(b api.Backend, l *Logins) http.Handler {
 }
 
 type handler struct {
-	b api.Backend
-	l *Logins
+	b     api.Backend
+	l     *Logins
+	rates *throughput // the devices page's samples
 }
 
 // headers sets what every UI answer carries: no caching, no framing by
@@ -159,9 +165,17 @@ func (h handler) folders(w http.ResponseWriter, r *http.Request, s string) {
 	h.render(w, http.StatusOK, "folders.html", p)
 }
 
+// devices lists the peers; the page reloads itself, and each load
+// measures every peer's throughput since the one before.
 func (h handler) devices(w http.ResponseWriter, r *http.Request, s string) {
-	h.render(w, http.StatusOK, "devices.html", page{Title: "devices", Status: h.b.Status(), Token: h.l.FormToken(s)})
+	p := page{Title: "devices", Status: h.b.Status(), Token: h.l.FormToken(s), Refresh: devicesRefresh}
+	p.Throughput = h.rates.sample(h.l.now(), p.Status.Peers)
+	h.render(w, http.StatusOK, "devices.html", p)
 }
+
+// devicesRefresh is how often the devices page reloads itself, in
+// seconds, measuring throughput over that interval.
+const devicesRefresh = 5
 
 // activity lists the latest events, newest first (latestActivity).
 func (h handler) activity(w http.ResponseWriter, r *http.Request, s string) {
@@ -187,7 +201,7 @@ func (h handler) relays(w http.ResponseWriter, r *http.Request, s string) {
 func (h handler) conflicts(w http.ResponseWriter, r *http.Request, s string) {
 	q := r.URL.Query()
 	h.render(w, http.StatusOK, "conflicts.html", page{Title: "conflicts", Message: q.Get("msg"), Error: q.Get("err"),
-		Conflicts: h.b.Conflicts(), Token: h.l.FormToken(s)})
+		Conflicts: h.b.Conflicts(), Token: h.l.FormToken(s), CompareFirst: compareFirst})
 }
 
 // resolve carries out a choice about a conflict copy (api.ResolveRequest)
