@@ -382,6 +382,7 @@ func (v *vault) writeDecision(ctx context.Context, path string, winnerID entry.V
 		}
 		copyRecs = append(copyRecs, r)
 		if c.existing == (entry.VersionID{}) {
+			v.log.Warn("conflict: both versions kept, the other one in a conflict copy (`weft conflicts`, `weft resolve`)", "path", path, "copy", c.ver.Path)
 			v.n.events.Publish(api.Event{Type: api.EventConflict, Folder: v.cfg.Folder, Path: c.ver.Path})
 		}
 	}

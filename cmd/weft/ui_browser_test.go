@@ -119,6 +119,16 @@ func TestUIInABrowser(t *testing.T) {
 		return fmt.Errorf("no conflict copy yet")
 	})
 
+	// Whichever device wrote the copy said so in its log.
+	var logs string
+	for _, d := range []*device{a, b} {
+		l, _ := os.ReadFile(filepath.Join(filepath.Dir(d.home), d.name+".log"))
+		logs += string(l)
+	}
+	if !strings.Contains(logs, `msg="conflict: both versions kept`) {
+		t.Error("no device logged the conflict")
+	}
+
 	link := strings.TrimSpace(a.must("ui", "--print-url"))
 	base := link[:strings.Index(link, "/ui/")]
 	body := visit(t, ctx, link)
