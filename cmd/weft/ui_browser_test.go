@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image/png"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/weftsync/weft/node/api"
 )
 
 // browser starts a headless Chromium for the test (Debian's `chromium`,
@@ -210,4 +212,161 @@ func TestUIInABrowser(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Pairing, continued: a third device joins with the code the page
+	// made; its join waits, shows on the page with its words, and is
+	// approved there.
+	c := newDevice(t, "c")
+	joined := make(chan error, 1)
+	go func() {
+		_, err := c.run("join", strings.TrimSpace(code), c.folder, "--name", "phone")
+		joined <- err
+	}()
+	waitPage(t, ctx, base+"/ui/pairing", "phone")
+	screenshot(t, ctx, "join-waiting")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.Search(`//button[text()="Approve"]`)), chromedp.WaitVisible(chromedp.Search(`//p[contains(., "Approved")]`))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-joined:
+		if err != nil {
+			t.Fatalf("the join approved on the page: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the join did not end a minute after its approval")
+	}
+	c.up()
+	waitSame(t, a, c, time.Minute, func(m map[string]string) error {
+		if m["note.md"] == "" {
+			return fmt.Errorf("the new device has no note.md yet")
+		}
+		return nil
+	})
+
+	// A second conflict, settled with "Keep what holds the name": the
+	// copy goes everywhere and the name keeps its content.
+	b.stop()
+	c.stop()
+	a.write("list.md", []byte("milk\nthe desk's eggs\n"))
+	b.write("list.md", []byte("milk\nthe laptop's eggs\n"))
+	a.must("scan")
+	b.up()
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		for p := range m {
+			if strings.HasPrefix(p, "list.conflict-") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no conflict copy of list.md yet")
+	})
+	visit(t, ctx, base+"/ui/conflicts")
+	held := `(//h2[contains(., "list.conflict-")]/following::button[text()="Keep what holds the name"])[1]`
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.Search(held)), chromedp.WaitVisible(chromedp.Search(`//p[contains(., "kept as it was")]`))); err != nil {
+		t.Fatal(err)
+	}
+	kept := waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		for p := range m {
+			if strings.HasPrefix(p, "list.conflict-") {
+				return fmt.Errorf("the copy %s is still there", p)
+			}
+		}
+		return nil
+	})["list.md"]
+	if kept != "file:milk\nthe desk's eggs\n" && kept != "file:milk\nthe laptop's eggs\n" {
+		t.Fatalf("list.md after keeping what held the name: %q", kept)
+	}
+
+	// A deleted file comes back from its history.
+	a.write("gone.md", []byte("keep me\n"))
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		if m["gone.md"] == "" {
+			return fmt.Errorf("gone.md not synced")
+		}
+		return nil
+	})
+	if err := os.Remove(filepath.Join(a.folder, "gone.md")); err != nil {
+		t.Fatal(err)
+	}
+	a.must("scan")
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		if m["gone.md"] != "" {
+			return fmt.Errorf("gone.md not deleted everywhere yet")
+		}
+		return nil
+	})
+	visit(t, ctx, base+"/ui/history?path="+url.QueryEscape(filepath.Join(a.folder, "gone.md")))
+	restore(t, ctx, `(//tr[td[text()="file"]]//button[text()="Restore this…"])[1]`, "Restored 1 path")
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		if m["gone.md"] != "file:keep me\n" {
+			return fmt.Errorf("gone.md is %q, want it back", m["gone.md"])
+		}
+		return nil
+	})
+
+	// A point-in-time restore of the folder, previewed first: a file made
+	// after the moment is deleted again.
+	// The moment is the time of gone.md's restore: a's log clock gives
+	// later.md a later time.
+	var hist api.History
+	if err := json.Unmarshal([]byte(a.must("history", "--json", filepath.Join(a.folder, "gone.md"))), &hist); err != nil || len(hist.Versions) == 0 {
+		t.Fatalf("gone.md's history: %v", err)
+	}
+	moment := hist.Versions[0].Time.UTC().Format(time.RFC3339Nano)
+	a.write("later.md", []byte("made after the moment\n"))
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		if m["later.md"] == "" {
+			return fmt.Errorf("later.md not synced")
+		}
+		return nil
+	})
+	visit(t, ctx, base+"/ui/history")
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`input[name="at"]`), moment), chromedp.Click(chromedp.Search(`//button[text()="Preview"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//button[text()="Restore now"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body"))); err != nil || !strings.Contains(body, "later.md") || !strings.Contains(body, "deleted") {
+		t.Fatalf("the folder's preview: %q, %v", body, err)
+	}
+	screenshot(t, ctx, "folder-restore-preview")
+	restore(t, ctx, "", "Restored")
+	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+		if m["later.md"] != "" || m["gone.md"] == "" {
+			return fmt.Errorf("want later.md gone and gone.md still there")
+		}
+		return nil
+	})
+}
+
+// waitPage reloads u until its text holds want (a minute at most).
+func waitPage(t *testing.T, ctx context.Context, u, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		body := visit(t, ctx, u)
+		if strings.Contains(body, want) {
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never showed %q:\n%s", u, want, body)
+		}
+		time.Sleep(200 * time.Millisecond) // a person reloading the page
+	}
+}
+
+// restore presses the history page's button (an XPath; "" when the
+// preview is open already), then "Restore now" on the preview, and
+// checks the page then says want.
+func restore(t *testing.T, ctx context.Context, button, want string) {
+	t.Helper()
+	if button != "" {
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.Search(button)), chromedp.WaitVisible(chromedp.Search(`//button[text()="Restore now"]`))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.Search(`//button[text()="Restore now"]`)), chromedp.WaitNotPresent(chromedp.Search(`//button[text()="Restore now"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body"))); err != nil || !strings.Contains(body, want) {
+		t.Fatalf("after restore now: %q, %v; want %q", body, err, want)
+	}
 }
