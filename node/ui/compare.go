@@ -16,9 +16,27 @@ import (
 )
 
 // compareFirst is how many conflicts the conflicts page compares side by
-// side: a folder with thousands of copies renders in bounded time, the
-// rest with their buttons.
-const compareFirst = 20
+// side, and compareBudget how many bytes of both sides together at most:
+// a folder with thousands of copies, or large notes, renders a page of
+// bounded size and time; the rest keep their buttons.
+const (
+	compareFirst  = 20
+	compareBudget = 1 << 20
+)
+
+// compareAll compares the first conflicts within the budgets; nil
+// entries are not compared (no copy of a file, or past a budget).
+func compareAll(cs []api.Conflict) []*comparison {
+	out := make([]*comparison, len(cs))
+	budget := compareBudget
+	for i, c := range cs {
+		if i == compareFirst || budget <= 0 {
+			break
+		}
+		out[i] = compare(c, &budget)
+	}
+	return out
+}
 
 // maxCompareBytes bounds each side the conflicts page compares: larger
 // files are resolved with the buttons alone.
@@ -52,8 +70,9 @@ const (
 	markCopy = ">>>>>>> the conflict copy"
 )
 
-// compare reads a conflict's two sides from the folder and lines them up.
-func compare(c api.Conflict) *comparison {
+// compare reads a conflict's two sides from the folder and lines them
+// up, taking their sizes from budget.
+func compare(c api.Conflict, budget *int) *comparison {
 	if c.Of == "" {
 		return nil
 	}
@@ -64,6 +83,9 @@ func compare(c api.Conflict) *comparison {
 	cp, err := readSide(filepath.Join(c.Folder, filepath.FromSlash(c.Path)))
 	if err != nil {
 		return &comparison{Why: err.Error()}
+	}
+	if *budget -= len(name) + len(cp); *budget < 0 {
+		return &comparison{Why: "the page compares at most " + fmt.Sprint(compareBudget>>10) + " KiB of conflicts; resolve some above first"}
 	}
 	ops, ok := protocol.DiffLines(name, cp)
 	if !ok {

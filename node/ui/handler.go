@@ -29,10 +29,9 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		}
 		return s
 	},
-	"compare": compare,
-	"bps":     func(f float64) string { return doctor.HumanSize(int64(f)) + "/s" },
-	"usize":   func(n uint64) string { return doctor.HumanSize(int64(min(n, 1<<62))) },
-	"abs":     func(folder, p string) string { return filepath.Join(folder, filepath.FromSlash(p)) },
+	"bps":   func(f float64) string { return doctor.HumanSize(int64(f)) + "/s" },
+	"usize": func(n uint64) string { return doctor.HumanSize(int64(min(n, 1<<62))) },
+	"abs":   func(folder, p string) string { return filepath.Join(folder, filepath.FromSlash(p)) },
 	"side": func(s api.ConflictSide) string {
 		if s.Name != "" {
 			return s.Name + " (" + s.Short + ")"
@@ -57,10 +56,10 @@ type page struct {
 	Preview    *restorePreview
 	Rates      map[string]folderRate // the folders page's rates, by folder
 	Throughput map[string]peerRate   // the devices page's rates, by peer ID
-	// CompareFirst is how many conflicts the conflicts page compares side
-	// by side (each reads both files).
-	CompareFirst int
-	Activity     []activity
+	// Compared holds the conflicts page's side-by-side comparisons, by
+	// the conflict's index (nil: not compared).
+	Compared []*comparison
+	Activity []activity
 	// Refresh, when not 0, reloads the page every so many seconds; All
 	// and Paused are the activity page's choices.
 	Refresh     int
@@ -200,8 +199,9 @@ func (h handler) relays(w http.ResponseWriter, r *http.Request, s string) {
 
 func (h handler) conflicts(w http.ResponseWriter, r *http.Request, s string) {
 	q := r.URL.Query()
+	cs := h.b.Conflicts()
 	h.render(w, http.StatusOK, "conflicts.html", page{Title: "conflicts", Message: q.Get("msg"), Error: q.Get("err"),
-		Conflicts: h.b.Conflicts(), Token: h.l.FormToken(s), CompareFirst: compareFirst})
+		Conflicts: cs, Compared: compareAll(cs), Token: h.l.FormToken(s)})
 }
 
 // resolve carries out a choice about a conflict copy (api.ResolveRequest)
