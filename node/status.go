@@ -77,6 +77,11 @@ func (n *Node) Status() api.Status {
 			p.LastSeen = &t
 		}
 		n.mu.Unlock()
+		if m := n.monitor(); m != nil {
+			// The monitor's own samples, every observe.SampleEvery: a
+			// status asked for often must not crowd the minute out.
+			p.SentBytesPerSec, p.RecvBytesPerSec, _ = m.rates.Throughput(d)
+		}
 		st.Peers = append(st.Peers, p)
 	}
 	slices.SortFunc(st.Peers, func(a, b api.PeerStatus) int { return strings.Compare(a.ID, b.ID) })

@@ -43,14 +43,19 @@ type PathMessage struct {
 
 // PeerStatus is one peer's state.
 type PeerStatus struct {
-	ID            string     `json:"id"`
-	Name          string     `json:"name,omitempty"` // as the membership records it
-	Role          string     `json:"role"`           // device, relay
-	Connection    string     `json:"connection"`     // lan, direct, holepunched, relayed, offline
-	BytesSent     int64      `json:"bytes_sent"`
-	BytesReceived int64      `json:"bytes_received"`
-	MsgsSent      int64      `json:"messages_sent"`
-	MsgsReceived  int64      `json:"messages_received"`
-	InSync        bool       `json:"in_sync"`
-	LastSeen      *time.Time `json:"last_seen"` // now while connected; null if never connected
+	ID            string `json:"id"`
+	Name          string `json:"name,omitempty"` // as the membership records it
+	Role          string `json:"role"`           // device, relay
+	Connection    string `json:"connection"`     // lan, direct, holepunched, relayed, offline
+	BytesSent     int64  `json:"bytes_sent"`
+	BytesReceived int64  `json:"bytes_received"`
+	MsgsSent      int64  `json:"messages_sent"`
+	MsgsReceived  int64  `json:"messages_received"`
+	// SentBytesPerSec and RecvBytesPerSec are the throughput to and from
+	// the peer over the last minute (or since the API started, if less):
+	// the same figures as `weft doctor`'s.
+	SentBytesPerSec float64    `json:"sent_bytes_per_sec"`
+	RecvBytesPerSec float64    `json:"received_bytes_per_sec"`
+	InSync          bool       `json:"in_sync"`
+	LastSeen        *time.Time `json:"last_seen"` // now while connected; null if never connected
 }

@@ -42,20 +42,19 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 
 // page is what every page renders from.
 type page struct {
-	Title      string
-	Message    string
-	Error      string
-	Token      string // the session's form token
-	Status     api.Status
-	Conflicts  []api.Conflict
-	Relays     []api.RelayInfo
-	Joins      []api.WaitingJoin
-	Invite     *invitation // the pairing page's invite just made
-	Path       string      // the history page's path
-	History    *api.History
-	Preview    *restorePreview
-	Rates      map[string]folderRate // the folders page's rates, by folder
-	Throughput map[string]peerRate   // the devices page's rates, by peer ID
+	Title     string
+	Message   string
+	Error     string
+	Token     string // the session's form token
+	Status    api.Status
+	Conflicts []api.Conflict
+	Relays    []api.RelayInfo
+	Joins     []api.WaitingJoin
+	Invite    *invitation // the pairing page's invite just made
+	Path      string      // the history page's path
+	History   *api.History
+	Preview   *restorePreview
+	Rates     map[string]folderRate // the folders page's rates, by folder
 	// Compared holds the conflicts page's side-by-side comparisons, by
 	// the conflict's index (nil: not compared).
 	Compared []*comparison
@@ -72,7 +71,7 @@ const activityRefresh = 3
 
 // Handler serves the UI under /ui/ over b, with sessions from l.
 func Handler(b api.Backend, l *Logins) http.Handler {
-	h := handler{b: b, l: l, rates: &throughput{}}
+	h := handler{b: b, l: l}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ui/login", h.login)
 	mux.HandleFunc("GET /ui/{$}", h.session(h.folders))
@@ -91,9 +90,8 @@ func Handler(b api.Backend, l *Logins) http.Handler {
 }
 
 type handler struct {
-	b     api.Backend
-	l     *Logins
-	rates *throughput // the devices page's samples
+	b api.Backend
+	l *Logins
 }
 
 // headers sets what every UI answer carries: no caching, no framing by
@@ -164,16 +162,14 @@ func (h handler) folders(w http.ResponseWriter, r *http.Request, s string) {
 	h.render(w, http.StatusOK, "folders.html", p)
 }
 
-// devices lists the peers; the page reloads itself, and each load
-// measures every peer's throughput since the one before.
+// devices lists the peers with their throughput; the page reloads
+// itself.
 func (h handler) devices(w http.ResponseWriter, r *http.Request, s string) {
-	p := page{Title: "devices", Status: h.b.Status(), Token: h.l.FormToken(s), Refresh: devicesRefresh}
-	p.Throughput = h.rates.sample(h.l.now(), p.Status.Peers)
-	h.render(w, http.StatusOK, "devices.html", p)
+	h.render(w, http.StatusOK, "devices.html", page{Title: "devices", Status: h.b.Status(), Token: h.l.FormToken(s), Refresh: devicesRefresh})
 }
 
 // devicesRefresh is how often the devices page reloads itself, in
-// seconds, measuring throughput over that interval.
+// seconds.
 const devicesRefresh = 5
 
 // activity lists the latest events, newest first (latestActivity).
