@@ -17,6 +17,7 @@ import (
 	"github.com/weftsync/weft/node/enrol"
 	"github.com/weftsync/weft/node/members"
 	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/member"
 
 	"github.com/skip2/go-qrcode"
 	"github.com/spf13/cobra"
@@ -226,6 +227,11 @@ func joinCmd(g *globals) *cobra.Command {
 			})
 			if err != nil {
 				return err
+			}
+			if inv, err := member.ParseInvite(args[0]); err == nil {
+				if id, err := h.Identity(); err == nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "The inviting device shows these words for this join: %s\n", inv.Words(id.ID()))
+				}
 			}
 			running, err := g.loadInAgent()
 			switch {

@@ -30,8 +30,21 @@ func TestDeviceNames(t *testing.T) {
 	a, b := newDevice(t, "a"), newDevice(t, "b")
 	a.must("init", a.folder, "--name", "laptop")
 	a.up()
-	b.must("join", lastLine(a.must("invite")), b.folder, "--name", "Zoë's phone")
+	out := b.must("join", lastLine(a.must("invite")), b.folder, "--name", "Zoë's phone")
 	b.up()
+	// A join without approval still has its words: the joiner prints them
+	// and the inviter logs them with the joined device's name.
+	_, words, ok := strings.Cut(out, "shows these words for this join: ")
+	words, _, _ = strings.Cut(words, "\n")
+	if !ok || len(strings.Fields(words)) != 4 {
+		t.Fatalf("join's output has no words:\n%s", out)
+	}
+	eventually(t, time.Minute, func() error {
+		if log := a.logAll(); !strings.Contains(log, `msg="device joined"`) || !strings.Contains(log, `words="`+words+`"`) {
+			return fmt.Errorf("a's log has no join with the words %q", words)
+		}
+		return nil
+	})
 	aID, bID := a.status().Device, b.status().Device
 	if st := a.status(); st.Name != "laptop" || peerName(a, bID) != "Zoë's phone" {
 		t.Fatalf("a: name %q, b named %q", st.Name, peerName(a, bID))

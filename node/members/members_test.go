@@ -200,7 +200,7 @@ func TestJoinAdmits(t *testing.T) {
 	if r.err != nil || r.askErr != nil {
 		t.Fatalf("pairing: answer %v, ask %v", r.err, r.askErr)
 	}
-	if r.joined.Device != joiner.ID() || r.joined.Name != "laptop" || r.joined.Vault != Vault(v) || r.joined.Words != "" {
+	if r.joined.Device != joiner.ID() || r.joined.Name != "laptop" || r.joined.Vault != Vault(v) || r.joined.Words != inv.Words(joiner.ID()) {
 		t.Errorf("joined %+v", r.joined)
 	}
 	if r.asked.Secrets.Vault().ID != v.id {

@@ -52,8 +52,9 @@ type Joined struct {
 	Vault  Vault
 	Device keys.DeviceID
 	Name   string
-	// Words are what both devices showed for a join that waited for
-	// approval ("" for a code without confirmation).
+	// Words are the join's short authentication string
+	// (member.Invite.Words), which the joining device shows too: before
+	// approval for a code made with confirmation, once joined otherwise.
 	Words string
 }
 
@@ -84,9 +85,10 @@ func (s *Service) AnswerPair(ctx context.Context, st Stream, f *wire.Conn, dev k
 		f.SendError(wire.CodeInviteInvalid, err.Error())
 		return Joined{}, &Refusal{Reason: refusal.BadInvite, Err: err}
 	}
-	joined := Joined{Device: dev, Name: req.Name}
+	// The words both devices can show for this join, with or without
+	// approval: the joiner prints them too (`weft join`).
+	joined := Joined{Device: dev, Name: req.Name, Words: taken.Invite.Words(dev)}
 	if j := taken.Join; j != nil {
-		joined.Words = j.Words
 		if err := s.awaitApproval(ctx, st, f, j); err != nil {
 			return Joined{}, err
 		}
