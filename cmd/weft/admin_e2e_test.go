@@ -29,7 +29,7 @@ func eventually(t *testing.T, limit time.Duration, f func() error) {
 // TestSeveralAdmins: an admin makes another device an admin, which then
 // invites; an admin steps down while another remains, the last one
 // cannot; the vault's setting lets every member invite, and turning it
-// off stops them.
+// off stops them; an admin removes another admin.
 func TestSeveralAdmins(t *testing.T) {
 	a, b := pair(t)
 	b.up()
@@ -88,6 +88,21 @@ func TestSeveralAdmins(t *testing.T) {
 	eventually(t, time.Minute, func() error {
 		if _, err := c.run("invite"); err == nil {
 			return fmt.Errorf("c still invites with members-invite off")
+		}
+		return nil
+	})
+
+	// An admin removes another admin: c, made one by b, is a member again.
+	cID := c.status().Device
+	b.must("admin", "add", cID)
+	eventually(t, time.Minute, func() error {
+		_, err := c.run("invite")
+		return err
+	})
+	b.must("admin", "remove", cID)
+	eventually(t, time.Minute, func() error {
+		if _, err := c.run("invite"); err == nil || !strings.Contains(err.Error(), "only the vault's admins") {
+			return fmt.Errorf("c, no longer an admin, invites (or fails otherwise): %v", err)
 		}
 		return nil
 	})

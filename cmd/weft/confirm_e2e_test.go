@@ -176,6 +176,12 @@ func TestInviteConfirm(t *testing.T) {
 	if out, err := dj.wait(t); err == nil || !strings.Contains(out, "denied") {
 		t.Fatalf("denied join: %v\n%s", err, out)
 	}
+	if vs, _ := os.ReadDir(filepath.Join(d.home, "vaults")); len(vs) != 0 {
+		t.Fatalf("the denied device kept %d vaults", len(vs))
+	}
+	if fs, _ := os.ReadDir(d.folder); len(fs) != 0 {
+		t.Fatalf("the denied device's folder holds %d entries", len(fs))
+	}
 	if js := a.pendingJoins(); len(js) != 0 {
 		t.Fatalf("joins still waiting: %+v", js)
 	}
