@@ -201,6 +201,7 @@ func (v *vault) scanWatching(ctx context.Context, paths []string, mode scanMode,
 	if err == nil {
 		refuseOversized(&res, v.n.cfg.MaxFileChunks)
 		if len(oversized) > 0 {
+			res.Spilled -= len(oversized) // refused, not recorded: counted as skipped
 			res.Skipped = append(res.Skipped, oversized...)
 			slices.SortFunc(res.Skipped, func(a, b folder.Skip) int { return strings.Compare(a.Path, b.Path) })
 		}
@@ -231,15 +232,20 @@ func (v *vault) scanWatching(ctx context.Context, paths []string, mode scanMode,
 const spillEvery = 4 * maxVersionsPerEntry
 
 // spillable reports whether a full scan may record new files before the
-// walk ends. New files are recorded on their own unless one may be a
-// conflict copy moved back onto its name (withMovedCopies pairs it with
-// the copy's deletion, found at the walk's end), which needs a copy in
-// the index. Applies, which write copies, take the scan lock, so none
-// appears during the scan.
+// walk ends: only while the folder index is empty (the first scan of a
+// folder, or of one just joined), the case of 100,000 new files at once.
+// With anything indexed a new file may be half of something the walk's
+// end judges whole: a move that the mass-delete guard pairs with the
+// deletion of the same content (and whose share of the folder it judges
+// against the index before the scan), a conflict copy moved back onto its
+// name (withMovedCopies), or a rename that changes only the case of a
+// name on a case-insensitive file system (the scanner's twin check).
+// Applies take the scan lock, so nothing is indexed during the scan but
+// by the scan itself.
 func (v *vault) spillable() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.index.NumConflictCopies() == 0
+	return v.index.Len() == 0
 }
 
 // withMovedCopies adds to changes the deletion of each conflict copy that

@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// A whole-folder scan records new files while it walks, in batches of
-// spillEvery, and every one of them ends up recorded exactly once; with a
-// conflict copy in the index it records them at the end (a new file may
-// be the copy moved back, paired with the copy's deletion).
+// The first whole-folder scan of a folder records new files while it
+// walks, in batches of spillEvery, and every one of them ends up recorded
+// exactly once; once anything is indexed, a scan records them at the end,
+// where a move is judged whole.
 func TestFirstScanRecordsNewFilesInBatches(t *testing.T) {
 	n, folderPath := testNodeWith(t, Config{NoWatcher: true, NoScrub: true})
 	v := n.vaultsNow()[0]
@@ -44,19 +44,16 @@ func TestFirstScanRecordsNewFilesInBatches(t *testing.T) {
 		t.Fatalf("a rescan found %d changes (%v), want none", res.NumChanges(), err)
 	}
 
-	// A conflict copy in the index: new files wait for the walk's end.
-	copyName := "d0/n0.conflict-AAAAAAAA-20260101-000000-000000.md"
-	if err := os.WriteFile(filepath.Join(folderPath, copyName), []byte("a copy\n"), 0o644); err != nil {
+	// With anything indexed, new files wait for the walk's end: a move
+	// of many files is judged whole by the mass-delete guard (as a move,
+	// not a mass deletion).
+	if err := os.Mkdir(filepath.Join(folderPath, "moved"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.scan(t.Context(), nil); err != nil {
-		t.Fatal(err)
-	}
-	v.mu.Lock()
-	copies := v.index.NumConflictCopies()
-	v.mu.Unlock()
-	if copies != 1 {
-		t.Fatalf("the index holds %d conflict copies, want 1 (is %s a copy's name?)", copies, copyName)
+	for d := range 10 {
+		if err := os.Rename(filepath.Join(folderPath, fmt.Sprintf("d%d", d)), filepath.Join(folderPath, "moved", fmt.Sprintf("d%d", d))); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i := range spillEvery + 1 {
 		if err := os.WriteFile(filepath.Join(folderPath, fmt.Sprintf("e%d.md", i)), []byte("e"), 0o644); err != nil {
@@ -67,7 +64,16 @@ func TestFirstScanRecordsNewFilesInBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Spilled != 0 || len(res.Changes) != spillEvery+1 {
-		t.Fatalf("with a conflict copy indexed: spilled %d, returned %d, want 0 and %d", res.Spilled, len(res.Changes), spillEvery+1)
+	if res.Spilled != 0 {
+		t.Fatalf("a scan of an indexed folder spilled %d new files", res.Spilled)
+	}
+	if held := n.API().Deletions(); len(held) != 0 {
+		t.Fatalf("a move of every file is held as a mass deletion: %+v", held)
+	}
+	v.mu.Lock()
+	moved := len(v.view.Graph.Heads("moved/d0/n0.md"))
+	v.mu.Unlock()
+	if moved != 1 {
+		t.Fatalf("moved/d0/n0.md has %d heads, want the move recorded", moved)
 	}
 }
