@@ -236,8 +236,9 @@ func (k *Keeper) KeepNow(j Job) { k.keep(j, k.cfg.Vault.Envelope, false) }
 // device's only copy of content other devices may still need, such as a
 // merge it just wrote, which an editor's save can replace on disk before
 // any peer fetched it (docs/sync.md, "Saves racing an apply"). Only a
-// disk short of space, or no store, keeps it out. The prune treats it as
-// any kept version.
+// disk short of space, or no store, keeps it out. The prune then treats
+// it as any kept version (with versions off, whose budget is 0, the next
+// prune drops it).
 func (k *Keeper) KeepSole(id entry.VersionID, envelope func(cid.Cid) ([]byte, error)) {
 	k.keep(Job{ID: id}, envelope, true)
 }

@@ -1,6 +1,9 @@
 package ui
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +48,12 @@ const maxCompareBytes = 256 << 10
 // comparison is a text conflict shown side by side, and the starting
 // point of a merge edited by hand.
 type comparison struct {
+	// Sides identifies the two contents compared (sideHash of each): a
+	// merge is taken only while both are still what was shown.
+	Sides string
+	// CRLF: both sides end their lines with CRLF, and so does the merge
+	// (browsers post a text box's lines with CRLF whatever they were).
+	CRLF bool
 	Rows []diffRow
 	// Draft is what holds the name with each differing region written as
 	// both sides between conflict markers, for the person to edit.
@@ -76,11 +85,7 @@ func compare(c api.Conflict, budget *int) *comparison {
 	if c.Of == "" {
 		return nil
 	}
-	name, err := readSide(filepath.Join(c.Folder, filepath.FromSlash(c.Of)))
-	if err != nil {
-		return &comparison{Why: err.Error()}
-	}
-	cp, err := readSide(filepath.Join(c.Folder, filepath.FromSlash(c.Path)))
+	name, cp, err := readSides(c)
 	if err != nil {
 		return &comparison{Why: err.Error()}
 	}
@@ -91,12 +96,39 @@ func compare(c api.Conflict, budget *int) *comparison {
 	if !ok {
 		return &comparison{Why: "not text, or too different to compare line by line"}
 	}
-	return &comparison{Rows: sideBySide(ops), Draft: draft(ops)}
+	d := draft(ops)
+	if !bytes.HasSuffix(name, []byte("\n")) && !bytes.HasSuffix(cp, []byte("\n")) {
+		d = strings.TrimSuffix(d, "\n") // neither side ends with a newline: nor does the draft
+	}
+	crlf := bytes.Contains(name, []byte("\r\n")) && bytes.Contains(cp, []byte("\r\n"))
+	if crlf {
+		d = strings.ReplaceAll(d, "\r\n", "\n") // the box shows lines; the merge gets CRLF back
+	}
+	return &comparison{Sides: sidesHash(name, cp), CRLF: crlf, Rows: sideBySide(ops), Draft: d}
 }
 
-// readSide reads one regular file of at most maxCompareBytes.
-func readSide(p string) ([]byte, error) {
-	info, err := os.Lstat(p)
+// readSides reads what holds a conflict's name and its copy, each a
+// regular file of at most maxCompareBytes, through the folder's root: a
+// symlinked directory cannot lead outside the folder.
+func readSides(c api.Conflict) (name, cp []byte, err error) {
+	root, err := os.OpenRoot(c.Folder)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer root.Close()
+	if name, err = readSide(root, c.Of); err != nil {
+		return nil, nil, err
+	}
+	if cp, err = readSide(root, c.Path); err != nil {
+		return nil, nil, err
+	}
+	return name, cp, nil
+}
+
+// readSide reads one regular file of root, of at most maxCompareBytes.
+func readSide(root *os.Root, rel string) ([]byte, error) {
+	p := filepath.FromSlash(rel)
+	info, err := root.Lstat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%s is not there now", filepath.Base(p))
@@ -107,12 +139,21 @@ func readSide(p string) ([]byte, error) {
 	case info.Size() > maxCompareBytes:
 		return nil, fmt.Errorf("%s is larger than %d KiB", filepath.Base(p), maxCompareBytes>>10)
 	}
-	f, err := os.Open(p)
+	f, err := root.Open(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, maxCompareBytes+1))
+}
+
+// sidesHash identifies the two contents a comparison showed.
+func sidesHash(name, cp []byte) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:", len(name))
+	h.Write(name)
+	h.Write(cp)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // sideBySide pairs each run of removed lines with the run of added lines
@@ -189,6 +230,27 @@ func (h handler) merge(w http.ResponseWriter, r *http.Request, _ string) {
 			return
 		}
 	}
+	// Taken only over what was shown: a newer version of either side
+	// that arrived since would otherwise be replaced unseen.
+	path := r.PostFormValue("path")
+	var c *api.Conflict
+	for _, x := range h.b.Conflicts() {
+		if filepath.Join(x.Folder, filepath.FromSlash(x.Path)) == path {
+			c = &x
+		}
+	}
+	if c == nil {
+		q.Set("err", "No conflict copy "+path+" now: it was resolved meanwhile.")
+		return
+	}
+	name, cp, err := readSides(*c)
+	if err != nil || sidesHash(name, cp) != r.PostFormValue("sides") {
+		q.Set("err", "The file or its copy changed since the page showed them: look at them again, then merge.")
+		return
+	}
+	if r.PostFormValue("crlf") != "" {
+		text = strings.ReplaceAll(text, "\n", "\r\n")
+	}
 	tmp, err := os.CreateTemp("", "weft-ui-merge-")
 	if err != nil {
 		q.Set("err", "Writing the merge: "+err.Error())
@@ -203,7 +265,7 @@ func (h handler) merge(w http.ResponseWriter, r *http.Request, _ string) {
 		q.Set("err", "Writing the merge: "+err.Error())
 		return
 	}
-	res, err := h.b.Resolve(r.Context(), api.ResolveRequest{Path: r.PostFormValue("path"), Take: tmp.Name()})
+	res, err := h.b.Resolve(r.Context(), api.ResolveRequest{Path: path, Take: tmp.Name()})
 	if err != nil {
 		q.Set("err", err.Error())
 		return

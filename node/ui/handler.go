@@ -29,9 +29,12 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		}
 		return s
 	},
-	"bps":   func(f float64) string { return doctor.HumanSize(int64(f)) + "/s" },
-	"usize": func(n uint64) string { return doctor.HumanSize(int64(min(n, 1<<62))) },
-	"abs":   func(folder, p string) string { return filepath.Join(folder, filepath.FromSlash(p)) },
+	"bps": func(f float64) string { return doctor.HumanSize(int64(f)) + "/s" },
+	// rfc3339 pins a moment previewed (an "-2h" resolved once) for the
+	// form that carries the restore out.
+	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+	"usize":   func(n uint64) string { return doctor.HumanSize(int64(min(n, 1<<62))) },
+	"abs":     func(folder, p string) string { return filepath.Join(folder, filepath.FromSlash(p)) },
 	"side": func(s api.ConflictSide) string {
 		if s.Name != "" {
 			return s.Name + " (" + s.Short + ")"

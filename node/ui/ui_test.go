@@ -53,6 +53,10 @@ func (f *fakeBackend) Restore(_ context.Context, req api.RestoreRequest) (api.Re
 	defer f.mu.Unlock()
 	f.restores = append(f.restores, req)
 	res := api.RestoreResult{DryRun: req.DryRun, Changes: []api.RestoreChange{{Folder: "/home/a/notes", Path: "todo.md", Action: "restore", From: req.Version, Kind: "file", Size: 10, Content: "versions"}}}
+	if req.At != "" {
+		at := time.Date(2026, 12, 7, 6, 0, 0, 0, time.UTC) // "-2h", resolved by the agent
+		res.At = &at
+	}
 	if req.All {
 		res.Changes = append(res.Changes, api.RestoreChange{Folder: "/home/a/notes", Path: "new.md", Action: "delete"})
 		res.Failed = []api.RestoreFailure{{Folder: "/home/a/notes", Path: "big.bin", Code: "unavailable", Reason: "no device holds it"}}
@@ -383,6 +387,9 @@ func TestPairingPage(t *testing.T) {
 		}
 	}
 
+	if status, _, _ := postForm(t, c, srv.URL, "/ui/joins", url.Values{"device": {"12D3KooWPhoNe123XYZ"}, "decision": {"approve"}}); status != http.StatusForbidden || len(b.decided) != 0 {
+		t.Fatalf("an approval without the form token: %d, decided %v", status, b.decided)
+	}
 	status, loc, _ = postForm(t, c, srv.URL, "/ui/joins", url.Values{"token": {tok}, "device": {"12D3KooWPhoNe123XYZ"}, "decision": {"approve"}})
 	if status != http.StatusSeeOther || !strings.Contains(loc, "Approved") || len(b.decided) != 1 || b.decided[0] != "12D3KooWPhoNe123XYZ true" {
 		t.Fatalf("approve: %d %q, decided %v", status, loc, b.decided)
@@ -469,7 +476,7 @@ func TestHistoryAndRestorePages(t *testing.T) {
 	if status != http.StatusOK || !b.restores[2].All || b.restores[2].At != "-2h" || !b.restores[2].DryRun {
 		t.Fatalf("folder preview: %d, request %+v", status, b.restores[2])
 	}
-	for _, want := range []string{"new.md", "deleted", "big.bin", "unavailable", "Restore what can be"} {
+	for _, want := range []string{"new.md", "deleted", "big.bin", "unavailable", "Restore what can be", `name="at" value="2026-12-07T06:00:00Z"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the folder's preview lacks %q:\n%s", want, body)
 		}
@@ -505,18 +512,46 @@ func TestCompareAndMerge(t *testing.T) {
 			t.Fatalf("the conflicts page lacks %q:\n%s", want, page)
 		}
 	}
-	tok := formToken(t, page)
+	tok, sides := formToken(t, page), hiddenValue(t, page, "sides")
 	abs := filepath.Join(dir, copyName)
-	_, loc, _ := postForm(t, c, srv.URL, "/ui/merge", url.Values{"token": {tok}, "path": {abs}, "text": {"milk\r\n" + markName + "\r\neggs\r\n"}})
+	if status, _, _ := postForm(t, c, srv.URL, "/ui/merge", url.Values{"path": {abs}, "sides": {sides}, "text": {"x\n"}}); status != http.StatusForbidden {
+		t.Fatalf("a merge without the form token: %d, want 403", status)
+	}
+	_, loc, _ := postForm(t, c, srv.URL, "/ui/merge", url.Values{"token": {tok}, "path": {abs}, "sides": {sides}, "text": {"milk\r\n" + markName + "\r\neggs\r\n"}})
 	if !strings.Contains(loc, "conflict+markers") || len(b.resolved) != 0 {
 		t.Fatalf("a merge with markers: redirect %q, resolved %v", loc, b.resolved)
 	}
-	_, loc, _ = postForm(t, c, srv.URL, "/ui/merge", url.Values{"token": {tok}, "path": {abs}, "text": {"milk\r\neggs on both\r\nbread\r\n"}})
+	// The copy changes after the page showed it: the merge is refused.
+	if err := os.WriteFile(filepath.Join(dir, copyName), []byte("milk\neggs on the laptop, again\nbread\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, loc, _ = postForm(t, c, srv.URL, "/ui/merge", url.Values{"token": {tok}, "path": {abs}, "sides": {sides}, "text": {"milk\r\neggs on both\r\nbread\r\n"}})
+	if !strings.Contains(loc, "changed+since") || len(b.resolved) != 0 {
+		t.Fatalf("a merge over a changed copy: redirect %q, resolved %v", loc, b.resolved)
+	}
+	_, page = get(t, c, srv.URL+"/ui/conflicts")
+	sides = hiddenValue(t, page, "sides")
+	_, loc, _ = postForm(t, c, srv.URL, "/ui/merge", url.Values{"token": {tok}, "path": {abs}, "sides": {sides}, "text": {"milk\r\neggs on both\r\nbread\r\n"}})
 	if !strings.Contains(loc, "Your+merge") || len(b.taken) != 1 || b.taken[0] != "milk\neggs on both\nbread\n" || b.resolved[0].Path != abs {
 		t.Fatalf("a merge: redirect %q, taken %q, resolved %+v", loc, b.taken, b.resolved)
 	}
 	if _, err := os.Stat(b.resolved[0].Take); !os.IsNotExist(err) {
 		t.Errorf("the merge's temporary file is still there: %v", err)
+	}
+
+	// Both sides with CRLF line ends: so is the merge taken.
+	for _, f := range []struct{ name, text string }{{"todo.md", "milk\r\nA\r\n"}, {copyName, "milk\r\nB\r\n"}} {
+		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, page = get(t, c, srv.URL+"/ui/conflicts")
+	if hiddenValue(t, page, "crlf") != "1" {
+		t.Fatal("CRLF sides: no crlf field on the page")
+	}
+	postForm(t, c, srv.URL, "/ui/merge", url.Values{"token": {tok}, "path": {abs}, "sides": {hiddenValue(t, page, "sides")}, "crlf": {"1"}, "text": {"milk\r\nA and B\r\n"}})
+	if len(b.taken) != 2 || b.taken[1] != "milk\r\nA and B\r\n" {
+		t.Fatalf("a merge of CRLF sides took %q", b.taken)
 	}
 
 	// A binary side is not compared, and says why.
@@ -526,4 +561,15 @@ func TestCompareAndMerge(t *testing.T) {
 	if _, page := get(t, c, srv.URL+"/ui/conflicts"); !strings.Contains(page, "Not compared: not text") {
 		t.Errorf("a binary copy: want it said not compared:\n%s", page)
 	}
+}
+
+// hiddenValue finds the value of the first hidden field called name.
+func hiddenValue(t *testing.T, page, name string) string {
+	t.Helper()
+	i := strings.Index(page, `name="`+name+`" value="`)
+	if i < 0 {
+		t.Fatalf("no field %s on the page", name)
+	}
+	v := page[i+len(`name="`+name+`" value="`):]
+	return v[:strings.IndexByte(v, '"')]
 }
