@@ -80,7 +80,7 @@ func (v *vault) loadGraphSnapshotLocked(heads map[keys.DeviceID]entry.Head) map[
 			// from the stored pieces, or kept waiting for them, exactly as
 			// the replay does.
 			v.view.Pieced[logview.EntryRef{Author: sv.ID.Author, Seq: sv.ID.Seq}] = struct{}{}
-			body = v.expandStored(&entry.Body{Versions: []entry.Version{body}}).Versions[0]
+			body = v.pieces.ExpandStored(&entry.Body{Versions: []entry.Version{body}}).Versions[0]
 		}
 		v.view.Bodies[sv.ID] = body
 		v.eng.Touch(body.Path)

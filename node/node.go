@@ -28,6 +28,7 @@ import (
 	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/node/ownlog"
 	"github.com/weftsync/weft/node/peerbook"
+	"github.com/weftsync/weft/node/pieces"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/node/scrub"
 	"github.com/weftsync/weft/protocol"
@@ -329,6 +330,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		firstScan: make(chan struct{}),
 		tail:      ownlog.NewGate(ownLostTo(n.id.ID(), report), report.NeedRescan),
 	}
+	v.pieces = pieces.New(db, v.log, v.noteHomeWrite)
 	v.mh.damaged = memberDamaged(report)
 	v.openKeeper()
 	v.local = localChunks{files: v.chunks, keep: v.keep, crypt: v.crypt, db: db}
@@ -397,7 +399,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 			}
 			// Every piece was stored before its entry; one missing or
 			// damaged since is fetched again when needed (pieces.go).
-			body = v.expandStored(body)
+			body = v.pieces.ExpandStored(body)
 			v.addBodyLocked(e, body)
 			return nil
 		})

@@ -20,6 +20,7 @@ import (
 	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/node/ownlog"
 	"github.com/weftsync/weft/node/peerbook"
+	"github.com/weftsync/weft/node/pieces"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/node/watchfallback"
 	"github.com/weftsync/weft/protocol"
@@ -54,10 +55,11 @@ type vault struct {
 	chunks *folderChunks
 	// local re-creates the chunks this device holds (localchunks.go); set
 	// at open, once the version store is.
-	local localChunks
-	db    *vaultdb.DB
-	fs    folder.FS
-	log   *slog.Logger
+	local  localChunks
+	db     *vaultdb.DB
+	pieces *pieces.Pieces // expands and repairs chunk lists from the piece store (node/pieces)
+	fs     folder.FS
+	log    *slog.Logger
 	// report tells the events, the doctor and the metrics what happens in
 	// the folder (hooks.go).
 	report folderReport
@@ -265,10 +267,10 @@ func (v *vault) ingestEntry(raw []byte, src *entrySource) error {
 // entrySource is the peer an entry came from.
 type entrySource struct {
 	dev   keys.DeviceID
-	fetch pieceFetcher // its pieces, from the same peer
+	fetch pieces.Fetcher // its pieces, from the same peer
 }
 
-func (s *entrySource) pieces() pieceFetcher {
+func (s *entrySource) pieceFetcher() pieces.Fetcher {
 	if s == nil {
 		return nil
 	}
@@ -305,7 +307,7 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head, sr
 	}
 	// A large file's chunk list comes in pieces: fetched from the sender,
 	// stored, then expanded, all before the entry is (pieces.go).
-	if body, err = v.expandBody(body, src.pieces()); err != nil {
+	if body, err = v.pieces.Expand(body, src.pieceFetcher()); err != nil {
 		return fmt.Errorf("entry %s/%d: %w", author, e.Seq(), err)
 	}
 	err = v.db.Append(e)
