@@ -82,6 +82,11 @@ func (v *vault) reconcile(ctx context.Context) {
 	v.mu.Lock()
 	v.eng.Tick(v.n.now())
 	rd := v.eng.Ready(guardIndex{v})
+	v.pending.passBytes = engine.BytesToWrite(v.view.Graph, slices.Concat(rd.Adds, rd.AfterDeletions), func(p string) (protocol.VersionID, bool) {
+		rec, ok := v.index.Get(p)
+		return rec.Version, ok
+	})
+	v.pending.written.Store(0)
 	v.mu.Unlock()
 	v.noteIncomingHold(rd.Guard)
 	adds := v.applySmallFiles(ctx, rd.Adds)
@@ -99,6 +104,7 @@ func (v *vault) reconcile(ctx context.Context) {
 	}
 	v.mu.Lock()
 	v.eng.Advance(rd)
+	v.pending.passBytes = 0
 	v.mu.Unlock()
 	v.n.events.Publish(api.Event{Type: api.EventReconciled, Folder: v.cfg.Folder})
 }
@@ -582,6 +588,7 @@ func (v *vault) applyVersion(ctx context.Context, id entry.VersionID, ver entry.
 		if err != nil {
 			return vaultdb.Record{}, err
 		}
+		v.pending.written.Add(int64(ver.Size))
 		v.n.events.Publish(api.Event{Type: api.EventApplied, Folder: v.cfg.Folder, Path: ver.Path, Kind: "file", Bytes: int64(ver.Size)})
 		return recordFromInfo(id, ver, out.Info), nil
 	}

@@ -141,6 +141,7 @@ func (v *vault) writeSmallFiles(ctx context.Context, batch []decided, rest, resc
 	}
 	v.mu.Unlock()
 	for _, d := range done {
+		v.pending.written.Add(int64(d.winner.Size))
 		v.n.events.Publish(api.Event{Type: api.EventApplied, Folder: v.cfg.Folder, Path: d.path, Kind: "file", Bytes: int64(d.winner.Size)})
 	}
 	return rest, rescan

@@ -16,6 +16,7 @@ import (
 type vaultView struct {
 	scanning, scanned bool
 	toApply, toFetch  int
+	pendingBytes      int64 // engine.BytesToWrite of the pass, less what it wrote
 	files, dirs       int
 	bytes             int64
 	conflicts         []string          // conflict copies present, sorted
@@ -39,7 +40,8 @@ func (v *vault) viewOf(withDirty bool) vaultView {
 		// The engine counts each pending path once: the dirty ones, or
 		// the current pass's unsettled ones when they are more.
 		toApply: v.eng.Pending(), toFetch: v.pending.toFetch,
-		errs: map[string]string{},
+		pendingBytes: max(0, v.pending.passBytes-v.pending.written.Load()),
+		errs:         map[string]string{},
 		// Kept as the index changes (memindex), not walked here.
 		files: v.index.Files(), dirs: v.index.Dirs(), bytes: v.index.Bytes(),
 		conflicts: v.index.ConflictCopies(),

@@ -127,7 +127,7 @@ func (v *vault) status() api.FolderStatus {
 	fs := api.FolderStatus{
 		Path: v.cfg.Folder, Vault: v.id.String(), InitialScanDone: view.scanned,
 		Files: view.files, Bytes: view.bytes, Conflicts: len(view.conflicts),
-		PendingApply: view.toApply, PendingFetch: view.toFetch, PendingUpload: upload, Unsafe: unsafe,
+		PendingApply: view.toApply, PendingFetch: view.toFetch, PendingBytes: view.pendingBytes, PendingUpload: upload, Unsafe: unsafe,
 		Written: v.db.Head(v.n.id.ID()).Seq, Errors: []api.PathMessage{},
 	}
 	// pending is what this device must still do itself; what peers

@@ -146,6 +146,12 @@ type vault struct {
 // pendingCounts are what the vault still has to do.
 type pendingCounts struct {
 	toFetch int
+	// passBytes estimates the bytes the current reconcile pass writes
+	// (engine.BytesToWrite, set when the pass starts, 0 between passes);
+	// written counts the bytes of files it has written so far (the
+	// appliers add to it, without v.mu).
+	passBytes int64
+	written   atomic.Int64
 }
 
 // storedVector is, per author, the head of the stored log, revoked

@@ -276,7 +276,11 @@ func statusCmd(g *globals) *cobra.Command {
 			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "FOLDER\tSTATE\tFILES\tBYTES\tPENDING\tWRITTEN\tSAFE\tCONFLICTS")
 			for _, f := range st.Folders {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%d\n", f.Path, f.State, f.Files, doctor.HumanSize(f.Bytes), f.Pending, f.Written, safeText(f), f.Conflicts)
+				pending := fmt.Sprint(f.Pending)
+				if f.PendingBytes > 0 {
+					pending += " (" + doctor.HumanSize(f.PendingBytes) + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%d\n", f.Path, f.State, f.Files, doctor.HumanSize(f.Bytes), pending, f.Written, safeText(f), f.Conflicts)
 			}
 			tw.Flush()
 			for _, f := range st.Folders {

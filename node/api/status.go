@@ -13,21 +13,25 @@ type Status struct {
 
 // FolderStatus is one folder's state.
 type FolderStatus struct {
-	Path            string        `json:"path"`
-	Vault           string        `json:"vault"`
-	State           string        `json:"state"`           // error, held, scanning, syncing, offline, in-sync
-	Error           string        `json:"error,omitempty"` // why, when State is "error"
-	InitialScanDone bool          `json:"initial_scan_done"`
-	Files           int           `json:"files"`
-	Bytes           int64         `json:"bytes"`
-	Pending         int           `json:"pending"`
-	PendingApply    int           `json:"pending_apply"`
-	PendingFetch    int           `json:"pending_fetch"`
-	PendingUpload   int           `json:"pending_upload"`
-	Unsafe          uint64        `json:"unsafe"`
-	Written         uint64        `json:"written"` // this device's own entries, durable here
-	Conflicts       int           `json:"conflicts"`
-	Errors          []PathMessage `json:"errors"`
+	Path            string `json:"path"`
+	Vault           string `json:"vault"`
+	State           string `json:"state"`           // error, held, scanning, syncing, offline, in-sync
+	Error           string `json:"error,omitempty"` // why, when State is "error"
+	InitialScanDone bool   `json:"initial_scan_done"`
+	Files           int    `json:"files"`
+	Bytes           int64  `json:"bytes"`
+	Pending         int    `json:"pending"`
+	PendingApply    int    `json:"pending_apply"`
+	PendingFetch    int    `json:"pending_fetch"`
+	// PendingBytes estimates the bytes of files the current reconcile
+	// pass still writes (the largest version waiting at each path, less
+	// what the pass wrote); 0 between passes.
+	PendingBytes  int64         `json:"pending_bytes"`
+	PendingUpload int           `json:"pending_upload"`
+	Unsafe        uint64        `json:"unsafe"`
+	Written       uint64        `json:"written"` // this device's own entries, durable here
+	Conflicts     int           `json:"conflicts"`
+	Errors        []PathMessage `json:"errors"`
 }
 
 // PathMessage is a problem with one path, or with the whole folder when

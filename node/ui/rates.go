@@ -14,14 +14,15 @@ const rateWindow = 10 * time.Second
 type folderRate struct {
 	Items float64 // files applied per second
 	Bytes float64 // bytes of them per second
-	// Left is the time the pending items take at that rate (0: unknown).
+	// Left is the time the pending items and bytes take at that rate (0:
+	// unknown).
 	Left time.Duration
 }
 
 // folderRates measures each folder's rate over the events the agent
 // keeps (a burst larger than api.RetainEvents inside the window is
 // measured over the part kept, from its oldest event's time), and the
-// time its pending items take at that rate.
+// time its pending items and bytes take at that rate.
 func folderRates(c *api.Cursor, now time.Time, folders []api.FolderStatus) map[string]folderRate {
 	c.Rewind(api.RetainEvents)
 	since := now.Add(-rateWindow)
@@ -56,9 +57,16 @@ func folderRates(c *api.Cursor, now time.Time, folders []api.FolderStatus) map[s
 			secs = max(now.Sub(s.oldest).Seconds(), 1)
 		}
 		r := folderRate{Items: float64(s.items) / secs, Bytes: float64(s.bytes) / secs}
+		// The slower of the items' and the bytes' estimates: many small
+		// files are bound by the files, a large one by its bytes.
+		var left float64
 		if r.Items > 0 && f.Pending > 0 {
-			r.Left = time.Duration(float64(f.Pending) / r.Items * float64(time.Second)).Round(time.Second)
+			left = float64(f.Pending) / r.Items
 		}
+		if r.Bytes > 0 && f.PendingBytes > 0 {
+			left = max(left, float64(f.PendingBytes)/r.Bytes)
+		}
+		r.Left = time.Duration(left * float64(time.Second)).Round(time.Second)
 		out[f.Path] = r
 	}
 	return out

@@ -19,13 +19,13 @@ func TestFolderRates(t *testing.T) {
 	}
 	b.Publish(api.Event{Type: api.EventEntryReceived, Folder: "/f", Time: now})
 	b.Publish(api.Event{Type: api.EventApplied, Folder: "/g", Time: now, Bytes: 10})
-	rates := folderRates(b.Cursor(0), now, []api.FolderStatus{{Path: "/f", Pending: 100}, {Path: "/g"}, {Path: "/h", Pending: 5}})
+	rates := folderRates(b.Cursor(0), now, []api.FolderStatus{{Path: "/f", Pending: 100}, {Path: "/g", Pending: 1, PendingBytes: 1000}, {Path: "/h", Pending: 5}})
 	f := rates["/f"]
 	if f.Items != 5 || f.Bytes != 50*2048/10 || f.Left != 20*time.Second {
 		t.Errorf("/f: %+v, want 5 files/s, 10,240 B/s, 20 s left", f)
 	}
-	if g := rates["/g"]; g.Items != 0.1 || g.Left != 0 {
-		t.Errorf("/g: %+v, want 0.1 files/s and nothing pending", g)
+	if g := rates["/g"]; g.Items != 0.1 || g.Left != 1000*time.Second {
+		t.Errorf("/g: %+v, want 0.1 files/s and 1,000 bytes left at 1 B/s: 1,000 s", g)
 	}
 	if _, ok := rates["/h"]; ok {
 		t.Error("/h applied nothing: want no rate")
