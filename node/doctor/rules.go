@@ -346,6 +346,10 @@ var codeFindings = map[string]struct{ severity, fix string }{
 	api.CodeLogUnconfirmed:   {api.SeverityWarning, "keep a member or the relay reachable: local changes are recorded once this device knows its own log is whole"},
 }
 
+// FixFor is what to do about a folder error of status with code, as
+// weft doctor says it ("" for a code doctor has no advice for).
+func FixFor(code string) string { return codeFindings[code].fix }
+
 func nextLimit(dirs int) int { return max(524288, dirs*2) }
 
 // HumanSize writes a byte count for a person: 1.5 MiB, 312 B.

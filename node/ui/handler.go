@@ -22,6 +22,7 @@ const cookieName = "weft_ui"
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"size": doctor.HumanSize,
+	"fix":  doctor.FixFor,
 	"rate": func(r folderRate) string {
 		s := fmt.Sprintf("%.0f files/s, %s/s", r.Items, doctor.HumanSize(int64(r.Bytes)))
 		if r.Left > 0 {

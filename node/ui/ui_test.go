@@ -104,7 +104,7 @@ func (f *fakeBackend) Relays() []api.RelayInfo {
 func (f *fakeBackend) Status() api.Status {
 	seen := time.Date(2026, 12, 7, 7, 0, 0, 0, time.UTC)
 	return api.Status{Device: "12D3KooWself", Peers: []api.PeerStatus{{ID: "12D3KooWother", Name: "laptop", Role: "device", Connection: "lan", InSync: true, LastSeen: &seen, BytesReceived: 3 << 20, RecvBytesPerSec: 2 << 20}}, Folders: []api.FolderStatus{{Path: "/home/a/notes", State: "error", Files: 3, Bytes: 2048,
-		Errors: []api.PathMessage{{Code: "not-mounted", Reason: "the folder <is> not mounted"}}}}}
+		Errors: []api.PathMessage{{Code: "not-mounted", Reason: "the folder <is> not mounted"}, {Code: api.CodeHomeDiskFull, Reason: "home full"}}}}}
 }
 
 func (f *fakeBackend) Conflicts() []api.Conflict {
@@ -168,6 +168,9 @@ func TestLoginOnce(t *testing.T) {
 	}
 	if !strings.Contains(body, "the folder &lt;is&gt; not mounted") {
 		t.Error("a reason was not escaped")
+	}
+	if !strings.Contains(body, "What to do:</strong> free space on the disk that holds weft") {
+		t.Errorf("a folder error without what to do about it:\n%s", body)
 	}
 	if status, body := get(t, c, srv.URL+"/ui/devices"); status != http.StatusOK || !strings.Contains(body, "laptop") || !strings.Contains(body, "lan") || !strings.Contains(body, "3.0 MiB") || !strings.Contains(body, "2.0 MiB/s / 0 B/s over the last minute") {
 		t.Errorf("devices page: %d %q", status, body)
