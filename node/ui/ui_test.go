@@ -212,12 +212,8 @@ func TestCodeAndSessionExpire(t *testing.T) {
 // another origin, is refused and changes nothing; a post from the page is
 // carried out and the page says so.
 func TestResolveFormIsSameOriginOnly(t *testing.T) {
-	l := NewLogins(nil)
 	b := &fakeBackend{}
-	srv := httptest.NewServer(Handler(b, l))
-	defer srv.Close()
-	c := client(t)
-	get(t, c, srv.URL+"/ui/login?code="+l.NewCode())
+	srv, c := loggedIn(t, b)
 	status, page := get(t, c, srv.URL+"/ui/conflicts")
 	if status != http.StatusOK || !strings.Contains(page, "laptop (AbCdEfGh)") || !strings.Contains(page, "Keep the copy") {
 		t.Fatalf("conflicts page: %d %q", status, page)
@@ -270,12 +266,8 @@ func TestResolveFormIsSameOriginOnly(t *testing.T) {
 // every event, escaped, and reloads itself unless paused; the relays page
 // shows each relay's connection, holdings and quota.
 func TestActivityAndRelaysPages(t *testing.T) {
-	l := NewLogins(nil)
 	b := &fakeBackend{bus: api.NewBus()}
-	srv := httptest.NewServer(Handler(b, l))
-	defer srv.Close()
-	c := client(t)
-	get(t, c, srv.URL+"/ui/login?code="+l.NewCode())
+	srv, c := loggedIn(t, b)
 	if _, body := get(t, c, srv.URL+"/ui/activity"); !strings.Contains(body, "Nothing has happened") {
 		t.Fatalf("activity of a quiet agent: %q", body)
 	}
@@ -349,12 +341,8 @@ func formToken(t *testing.T, page string) string {
 // never puts it in a URL), and approves or denies a waiting join, shown
 // with its words.
 func TestPairingPage(t *testing.T) {
-	l := NewLogins(nil)
 	b := &fakeBackend{bus: api.NewBus()}
-	srv := httptest.NewServer(Handler(b, l))
-	defer srv.Close()
-	c := client(t)
-	get(t, c, srv.URL+"/ui/login?code="+l.NewCode())
+	srv, c := loggedIn(t, b)
 	status, page := get(t, c, srv.URL+"/ui/pairing")
 	if status != http.StatusOK || !strings.Contains(page, "apple river stone moon") || !strings.Contains(page, "phone") || !strings.Contains(page, "Create invite") {
 		t.Fatalf("pairing page: %d %q", status, page)
@@ -439,12 +427,8 @@ func svgModules(t *testing.T, page string) [][]bool {
 // point-in-time restore shows what would be deleted and what cannot be
 // restored, and offers a partial restore.
 func TestHistoryAndRestorePages(t *testing.T) {
-	l := NewLogins(nil)
 	b := &fakeBackend{bus: api.NewBus()}
-	srv := httptest.NewServer(Handler(b, l))
-	defer srv.Close()
-	c := client(t)
-	get(t, c, srv.URL+"/ui/login?code="+l.NewCode())
+	srv, c := loggedIn(t, b)
 	status, page := get(t, c, srv.URL+"/ui/history?path=/home/a/notes/todo.md")
 	if status != http.StatusOK || !strings.Contains(page, "laptop") || !strings.Contains(page, "this device") {
 		t.Fatalf("history: %d %q", status, page)
@@ -500,12 +484,8 @@ func TestCompareAndMerge(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, copyName), []byte("milk\neggs on the laptop\nbread\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l := NewLogins(nil)
 	b := &fakeBackend{conflict: &api.Conflict{Folder: dir, Path: copyName, Of: "todo.md", Copy: api.ConflictSide{Short: "AbCdEfGh"}}}
-	srv := httptest.NewServer(Handler(b, l))
-	defer srv.Close()
-	c := client(t)
-	get(t, c, srv.URL+"/ui/login?code="+l.NewCode())
+	srv, c := loggedIn(t, b)
 	_, page := get(t, c, srv.URL+"/ui/conflicts")
 	for _, want := range []string{
 		`<td class="old"><pre>eggs on the desk`, `<td class="new"><pre>eggs on the laptop`,
@@ -575,4 +555,15 @@ func hiddenValue(t *testing.T, page, name string) string {
 	}
 	v := page[i+len(`name="`+name+`" value="`):]
 	return v[:strings.IndexByte(v, '"')]
+}
+
+// loggedIn serves the UI over b and returns a browser logged in to it.
+func loggedIn(t *testing.T, b *fakeBackend) (*httptest.Server, *http.Client) {
+	t.Helper()
+	l := NewLogins(nil)
+	srv := httptest.NewServer(Handler(b, l))
+	t.Cleanup(srv.Close)
+	c := client(t)
+	get(t, c, srv.URL+"/ui/login?code="+l.NewCode())
+	return srv, c
 }
