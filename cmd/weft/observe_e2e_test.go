@@ -36,6 +36,7 @@ type statusDoc struct {
 		Pending         int    `json:"pending"`
 		PendingApply    int    `json:"pending_apply"`
 		PendingFetch    int    `json:"pending_fetch"`
+		PendingBytes    int64  `json:"pending_bytes"`
 		PendingUpload   int    `json:"pending_upload"`
 		Unsafe          uint64 `json:"unsafe"`
 		Written         uint64 `json:"written"`
@@ -57,6 +58,8 @@ type statusDoc struct {
 		BytesReceived int64      `json:"bytes_received"`
 		MsgsSent      int64      `json:"messages_sent"`
 		MsgsReceived  int64      `json:"messages_received"`
+		SentPerSec    float64    `json:"sent_bytes_per_sec"`
+		RecvPerSec    float64    `json:"received_bytes_per_sec"`
 		InSync        bool       `json:"in_sync"`
 		LastSeen      *time.Time `json:"last_seen"`
 	} `json:"peers"`
@@ -99,6 +102,9 @@ func strictStatus(t *testing.T, d *device) statusDoc {
 		if f.Unsafe > f.Written {
 			t.Errorf("unsafe %d > written %d: unsafe counts this device's own entries", f.Unsafe, f.Written)
 		}
+		if f.PendingBytes < 0 {
+			t.Errorf("pending_bytes %d", f.PendingBytes)
+		}
 	}
 	for _, p := range st.Peers {
 		if !slices.Contains([]string{"device", "relay"}, p.Role) {
@@ -109,6 +115,9 @@ func strictStatus(t *testing.T, d *device) statusDoc {
 		}
 		if p.Connection != "offline" && p.LastSeen == nil {
 			t.Errorf("connected peer %s has no last_seen", p.ID)
+		}
+		if p.SentPerSec < 0 || p.RecvPerSec < 0 {
+			t.Errorf("peer %s throughput %v / %v", p.ID, p.SentPerSec, p.RecvPerSec)
 		}
 	}
 	return st
