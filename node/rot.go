@@ -3,18 +3,12 @@ package node
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io/fs"
 	"log/slog"
-	"maps"
-	"path"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/damaged"
 	"github.com/weftsync/weft/node/folder"
-	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/node/scrub"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
@@ -30,36 +24,19 @@ import (
 // all (a bad sector, bit rot) by re-hashing unchanged files at a slow
 // pace.
 
-// corruptDir is where damaged copies are kept, inside WorkDir (never
-// synced).
-const corruptDir = folder.WorkDir + "/corrupt"
-
-// corruptFile is a damaged file being repaired.
-type corruptFile struct {
-	aside string // where the damaged copy was moved, relative to the folder
-	since time.Time
-}
-
 // quarantine handles the damaged files a scan or the scrub found: each is
-// moved aside and written again from the recorded version. It returns the
-// paths it quarantined. A file that changed again since it was read is
-// left to the next scan.
+// moved aside (damaged.MoveAside) and written again from the recorded
+// version. It returns the paths it quarantined. A file that changed again
+// since it was read is left to the next scan.
 func (v *vault) quarantine(found []folder.Change) []string {
 	var done []string
 	for _, c := range found {
-		aside, err := v.moveAside(c)
+		aside, err := damaged.MoveAside(v.fs, c, v.n.now())
 		if err != nil {
-			if !errors.Is(err, errChangedAgain) {
+			if !errors.Is(err, damaged.ErrChangedAgain) {
 				// Not recorded, not repaired: said in status until it is.
 				v.log.Warn("moving a damaged file aside", "path", c.Path, "err", err)
-				v.mu.Lock()
-				if v.corrupt == nil {
-					v.corrupt = map[string]corruptFile{}
-				}
-				if _, ok := v.corrupt[c.Path]; !ok {
-					v.corrupt[c.Path] = corruptFile{aside: "(not moved: " + err.Error() + ")", since: v.n.now()}
-				}
-				v.mu.Unlock()
+				v.damaged.NotMoved(c.Path, err, v.n.now())
 			}
 			continue
 		}
@@ -72,11 +49,8 @@ func (v *vault) quarantine(found []folder.Change) []string {
 		v.mu.Lock()
 		v.setIndexLocked(c.Path, vaultdb.Record{})
 		v.eng.Touch(c.Path)
-		if v.corrupt == nil {
-			v.corrupt = map[string]corruptFile{}
-		}
-		v.corrupt[c.Path] = corruptFile{aside: aside, since: v.n.now()}
 		v.mu.Unlock()
+		v.damaged.MovedAside(c.Path, aside, v.n.now())
 		v.log.Warn("damaged file: its content changed without an edit (disk damage?); the damaged copy is kept aside and the recorded version is written again",
 			"path", c.Path, "aside", aside)
 		v.n.events.Publish(api.Event{Type: api.EventCorrupt, Folder: v.cfg.Folder, Path: c.Path, Kind: "file", Error: "content does not match the recorded version; kept at " + aside})
@@ -88,56 +62,12 @@ func (v *vault) quarantine(found []folder.Change) []string {
 	return done
 }
 
-// errChangedAgain: a damaged file changed again before it was moved aside.
-var errChangedAgain = errors.New("changed again")
-
-// moveAside renames a damaged file into corruptDir, under its path with
-// the time appended, and returns where it went. The file must still be
-// what the check read (same size, mtime, inode and ctime).
-func (v *vault) moveAside(c folder.Change) (string, error) {
-	info, err := v.fs.Lstat(c.Path)
-	if err != nil {
-		return "", err
-	}
-	if info.Kind != folder.KindFile || info.Size != c.New.Size || info.MTime != c.New.MTime || info.Inode != c.New.Inode || info.Ctime != c.New.Ctime {
-		return "", errChangedAgain
-	}
-	aside := fmt.Sprintf("%s/%s~%s", corruptDir, c.Path, v.n.now().UTC().Format("20060102T150405.000000000Z"))
-	dir := path.Dir(aside)
-	parts := strings.Split(dir, "/")
-	for i := range parts {
-		if err := v.fs.Mkdir(strings.Join(parts[:i+1], "/"), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-			return "", fmt.Errorf("creating %s: %w", dir, err)
-		}
-	}
-	if err := v.fs.Rename(c.Path, aside); err != nil {
-		return "", fmt.Errorf("moving %s aside: %w", c.Path, err)
-	}
-	if err := v.fs.SyncDir(dir); err != nil {
-		return "", err
-	}
-	return aside, v.fs.SyncDir(memindex.ParentDir(c.Path))
-}
-
 // repairedLocked notes that path was written again: a damaged file it
-// replaced is repaired. v.mu must be held.
+// replaced is repaired. v.mu may be held (damaged.Files is a leaf).
 func (v *vault) repairedLocked(p string) {
-	if cf, ok := v.corrupt[p]; ok {
-		delete(v.corrupt, p)
-		v.log.Info("damaged file repaired", "path", p, "aside", cf.aside)
+	if aside, ok := v.damaged.Repaired(p); ok {
+		v.log.Info("damaged file repaired", "path", p, "aside", aside)
 	}
-}
-
-// corruptErrors are the errors[] items of damaged files not repaired yet.
-func (v *vault) corruptErrors() []api.PathMessage {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	var out []api.PathMessage
-	for _, p := range slices.Sorted(maps.Keys(v.corrupt)) {
-		out = append(out, api.PathMessage{Code: api.CodeCorrupt, Path: p, Reason: fmt.Sprintf(
-			"the file's content changed without an edit (damage on the disk): the damaged copy is kept at %s; the recorded version is being written again from this device's other files, peers or the relay", v.corrupt[p].aside)})
-	}
-	return out
 }
 
 // scrubVault is scrub.Vault for one vault.

@@ -143,7 +143,7 @@ func (v *vault) status() api.FolderStatus {
 	}
 	held := v.heldErrors()
 	fs.Errors = append(fs.Errors, held...)
-	corrupt := v.corruptErrors()
+	corrupt := v.damaged.Errors()
 	fs.Errors = append(fs.Errors, corrupt...)
 	for _, p := range slices.Sorted(maps.Keys(view.errs)) {
 		fs.Errors = append(fs.Errors, api.PathMessage{Code: applyErrorCode(view.errs[p]), Path: p, Reason: view.errs[p]})

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/damaged"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/folderguard"
 	"github.com/weftsync/weft/node/heard"
@@ -121,7 +122,7 @@ type vault struct {
 	fullScans    int  // full scans completed since the vault opened
 	adoptPasses  int  // adoptOwnHeads passes completed since the vault opened
 	pending      pendingCounts
-	corrupt      map[string]corruptFile // damaged files being written again (rot.go)
+	damaged      damaged.Files // damaged files being written again (rot.go, node/damaged)
 
 	keep *keeper.Keeper // the local version store and its queue (node/keeper); set at open
 
