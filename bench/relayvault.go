@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -90,7 +91,11 @@ func (v *relayVault) handOver(rc *runCtx, arrived func() (time.Time, error)) (h 
 	}
 	seen, err := arrived()
 	if err != nil {
-		return h, fmt.Errorf("device B (A offline, relay only): %w\n%s", err, v.b.logTail())
+		// What B knew when it gave up: its folder's pending work and
+		// errors, and whether it saw the relay holding everything.
+		st, serr := v.b.status(rc.ctx)
+		doc, _ := json.Marshal(st)
+		return h, fmt.Errorf("device B (A offline, relay only): %w\nB's status (%v): %s\n%s", err, serr, doc, v.b.logTail())
 	}
 	h.down = seen.Sub(start)
 	if h.b, err = v.b.usage(); err != nil {

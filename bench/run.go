@@ -195,11 +195,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rc.add("load average (1 min) at start", "load", loadAvg())
 			err := sc.run(rc)
 			rc.add("load average (1 min) at end", "load", loadAvg())
-			os.RemoveAll(rc.dir)
 			if err != nil {
-				res.Error = fmt.Sprintf("run %d: %v", i+1, err)
+				// Kept for a look at the agents' logs and homes: the
+				// scratch root goes with it unless --dir named one.
+				res.Error = fmt.Sprintf("run %d: %v (its directory: %s)", i+1, err, rc.dir)
 				break
 			}
+			os.RemoveAll(rc.dir)
 			per = append(per, rc)
 			fmt.Fprintf(cfg.Out, "   run %d: %s\n", i+1, oneLine(rc))
 		}
