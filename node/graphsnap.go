@@ -70,6 +70,7 @@ func (v *vault) loadGraphSnapshotLocked(heads map[keys.DeviceID]entry.Head) map[
 		sv := &s.Versions[i]
 		cv := engine.CoreVersion(sv.ID, sv.Clock, sv.Time, sv.Body)
 		cv.Text = sv.Text // computed from inline bytes the snapshot does not hold
+		cv.AuthorName = sv.Author
 		if err := v.view.Graph.Add(cv); err != nil {
 			v.log.Warn("version not added to graph", "version", sv.ID, "err", err)
 			continue
@@ -141,7 +142,7 @@ func (v *vault) saveGraphSnapshot() error {
 		if !ok {
 			continue
 		}
-		s.Versions = append(s.Versions, graphsnap.Version{ID: id, Clock: g.Clock, Time: g.Time, Text: g.Text, Body: body})
+		s.Versions = append(s.Versions, graphsnap.Version{ID: id, Clock: g.Clock, Time: g.Time, Text: g.Text, Author: g.AuthorName, Body: body})
 	}
 	reach := maps.Clone(v.view.Folded)
 	pieced := slices.Collect(maps.Keys(v.view.Pieced))

@@ -9,11 +9,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
+	"github.com/weftsync/weft/node/enrol"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/store/graphsnap"
+	"github.com/weftsync/weft/store/home"
 )
 
 // derivedState is what openVault derives from the log, for comparing a
@@ -50,7 +53,17 @@ func derivedOf(v *vault) derivedState {
 // log replayed.
 func TestGraphSnapshotRestart(t *testing.T) {
 	ctx := context.Background()
-	h, folderPath := testHome(t)
+	dir := t.TempDir()
+	h, err := home.Open(filepath.Join(dir, "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	folderPath := filepath.Join(dir, "folder")
+	// A named device: its entries carry the name (format 3), which the
+	// snapshot must keep for the versions it holds.
+	if _, _, err := enrol.InitVault(h, folderPath, "Zoë's phone", time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	open := func() (*Node, *vault) {
 		n, err := New(Config{Home: h, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, APIAddr: "-",
 			NoWatcher: true, NoDHT: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -131,6 +144,11 @@ func TestGraphSnapshotRestart(t *testing.T) {
 	want := replayAll()
 	if len(want.bodies) < 6 {
 		t.Fatalf("full replay holds %d versions, want the 6 written and the edit and deletion", len(want.bodies))
+	}
+	for id, ver := range want.versions {
+		if ver.AuthorName != "Zoë's phone" {
+			t.Fatalf("version %v of %s: author name %q, want the device's", id, ver.Path, ver.AuthorName)
+		}
 	}
 	n, v = open()
 	if !v.opened.fromSnapshot || v.opened.replayed != 0 {

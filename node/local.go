@@ -486,7 +486,9 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 	}
 	if len(versions) > 0 {
 		engine.AuthorOrder(versions)
-		body = &entry.Body{Versions: versions}
+		// The device's current name travels in the entry, so conflict
+		// copies of these versions are named for it on every device.
+		body = &entry.Body{Versions: versions, Author: v.roster.Name(self)}
 		listed, pieces := entry.SplitBody(body, v.pieceParams())
 		v.mu.Lock()
 		clock := v.view.Clock + 1

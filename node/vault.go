@@ -203,9 +203,11 @@ func (v *vault) ingestMember(raw []byte) error {
 	}
 	v.memberApplied(*r)
 	if r.Op == member.OpAdd || r.Op == member.OpRecover {
-		// Every device says who joined, not only the one that admitted it.
-		v.log.Info("device joined", "peer", r.Device, "name", r.Name, "op", r.Op, "by", r.Signer)
-		v.n.events.Publish(api.Event{Type: api.EventPeerJoined, Peer: r.Device.String(), Name: r.Name, Folder: v.cfg.Folder})
+		// Every device says who joined, not only the one that admitted it,
+		// with the words both devices of the join showed (format-3 add
+		// records carry them).
+		v.log.Info("device joined", "peer", r.Device, "name", r.Name, "words", r.Words, "op", r.Op, "by", r.Signer)
+		v.n.events.Publish(api.Event{Type: api.EventPeerJoined, Peer: r.Device.String(), Name: r.Name, Folder: v.cfg.Folder, Words: r.Words})
 		v.n.goRun(func(context.Context) { v.n.syncWithDevice(r.Device) })
 	}
 	return nil
@@ -214,7 +216,7 @@ func (v *vault) ingestMember(raw []byte) error {
 // admit records a new member named name ("" for none), admitted by this
 // device.
 func (v *vault) admit(d keys.DeviceID, name string) error {
-	r, err := v.roster.Admit(d, name) // seals the epoch secrets after 0 to d
+	r, err := v.roster.Admit(d, name, "") // seals the epoch secrets after 0 to d
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // conflictTimeLayout formats the loser's recorded mtime in conflict names.
@@ -28,15 +31,23 @@ const (
 const conflictHashBytes = 3
 
 // ConflictName returns the name of the conflict copy of loser at path:
-// the base name's stem, ".conflict-", the short ID of the loser's author
-// (keys.DeviceID.Short), "-", the loser's recorded MTime in UTC as
+// the base name's stem, ".conflict-", the loser's author's device name as
+// its entry recorded it (Version.AuthorName, in the file-safe form of
+// conflictNameTag) and "-" when it has one, the short ID of the loser's
+// author (keys.DeviceID.Short), "-", the loser's recorded MTime in UTC as
 // YYYYMMDD-HHMMSS, "-", the first three bytes of its content hash in
 // lowercase hex, then "-n" when n > 1, then the extension:
 //
 //	notes/todo.md   -> notes/todo.conflict-AbCdEfGh-20261130-054657-1a2b3c.md
+//	  by "Zoë's phone" notes/todo.conflict-Zoë_s_phone-AbCdEfGh-20261130-054657-1a2b3c.md
 //	Makefile        -> Makefile.conflict-AbCdEfGh-20261130-054657-1a2b3c
 //	.bashrc         -> .bashrc.conflict-AbCdEfGh-20261130-054657-1a2b3c
 //	a.tar.gz, n = 2 -> a.tar.conflict-AbCdEfGh-20261130-054657-1a2b3c-2.gz
+//
+// The name says to a person which device's edit the copy holds; the short
+// ID stays beside it because names need not be unique. The name is the
+// one signed into the loser's own entry, never the membership's current
+// one, so a rename later does not change a copy's name.
 //
 // The extension is the part of the base name from its last dot, unless that
 // dot starts the name, so the copy still opens in the same application. The
@@ -49,7 +60,7 @@ const conflictHashBytes = 3
 // (an extension over 32 bytes is cut as part of the stem instead). Before,
 // the copy of a note with a long name could not be written, and both
 // devices stayed syncing for good. The suffix itself is never cut (two
-// contents would then share a name), so a path within about 50 bytes of
+// contents would then share a name), so a path within about 75 bytes of
 // 4096 still gets a copy name too long to write.
 //
 // The content hash is what makes the name a function of the content: two
@@ -71,6 +82,10 @@ func ConflictName(path string, loser Version, n int) string {
 	}
 	var suffix strings.Builder
 	suffix.WriteString(".conflict-")
+	if name := conflictNameTag(loser.AuthorName); name != "" {
+		suffix.WriteString(name)
+		suffix.WriteByte('-')
+	}
 	suffix.WriteString(loser.ID.Author.Short())
 	suffix.WriteByte('-')
 	suffix.WriteString(time.Unix(0, loser.MTime).UTC().Format(conflictTimeLayout))
@@ -88,6 +103,37 @@ func ConflictName(path string, loser Version, n int) string {
 		stem = cutUTF8(stem, limit-suffix.Len()-len(ext))
 	}
 	return dir + stem + suffix.String() + ext
+}
+
+// maxNameTag bounds the device name a conflict copy's name carries, in
+// bytes.
+const maxNameTag = 24
+
+// conflictNameTag is the form of a device name a conflict copy's name
+// carries: NFC, letters and digits kept, every other run of characters
+// (spaces, punctuation, '-', '.', '/', marks, symbols) one '_', no '_' at
+// either end, cut to maxNameTag bytes at a character boundary. It holds
+// nothing a file system or ParseConflictName treats specially, and it is a
+// function of the name alone, so every device makes the same tag. "" when
+// nothing is left.
+func conflictNameTag(name string) string {
+	if name == "" {
+		return ""
+	}
+	var b strings.Builder
+	gap := false
+	for _, r := range norm.NFC.String(name) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if gap && b.Len() > 0 {
+				b.WriteByte('_')
+			}
+			gap = false
+			b.WriteRune(r)
+			continue
+		}
+		gap = true
+	}
+	return strings.TrimRight(cutUTF8(b.String(), maxNameTag), "_")
 }
 
 // cutUTF8 returns the longest prefix of s of at most n bytes that ends at
@@ -158,6 +204,9 @@ type ConflictOrigin struct {
 	// second).
 	Author string
 	MTime  time.Time
+	// Name is the device name tag the copy's name carries (conflictNameTag
+	// of the author's name when it wrote the content), "" when it has none.
+	Name string
 }
 
 // IsConflictCopy reports whether p is named like a conflict copy
@@ -179,21 +228,46 @@ func ParseConflictName(p string) (o ConflictOrigin, ok bool) {
 		return o, false
 	}
 	stem, rest := base[:i], base[i+len(".conflict-"):]
-	// AUTHOR-YYYYMMDD-HHMMSS-HASH6[-n][.ext]
+	// [NAME-]AUTHOR-YYYYMMDD-HHMMSS-HASH6[-n][.ext]: read without a name
+	// first, then with one (a name tag holds no '-', conflictNameTag).
+	o, tail, ok := parseConflictSuffix(rest)
+	if !ok {
+		name, after, cut := strings.Cut(rest, "-")
+		if !cut || name == "" || strings.ContainsAny(name, "./") {
+			return o, false
+		}
+		if o, tail, ok = parseConflictSuffix(after); !ok {
+			return o, false
+		}
+		o.Name = name
+	}
+	o.Of = dir + stem + tail
+	if len(base) >= MaxNameBytes-4 || len(p) >= MaxPathBytes-4 {
+		o.Of = "" // maybe shortened: the stem may be cut
+	}
+	return o, true
+}
+
+// parseConflictSuffix reads AUTHOR-YYYYMMDD-HHMMSS-HASH6[-n][.ext] and
+// returns the author and time, and the extension part (tail).
+func parseConflictSuffix(rest string) (o ConflictOrigin, tail string, ok bool) {
 	parts := strings.SplitN(rest, "-", 4)
 	if len(parts) != 4 || parts[0] == "" || strings.ContainsAny(parts[0], "./") {
-		return o, false
+		return o, "", false
+	}
+	if len(parts[1]) != 8 || len(parts[2]) != 6 {
+		return o, "", false
 	}
 	t, err := time.Parse(conflictTimeLayout, parts[1]+"-"+parts[2])
 	if err != nil {
-		return o, false
+		return o, "", false
 	}
-	tail := parts[3] // HASH6[-n][.ext]
+	tail = parts[3] // HASH6[-n][.ext]
 	if len(tail) < 2*conflictHashBytes {
-		return o, false
+		return o, "", false
 	}
 	if _, err := hex.DecodeString(tail[:2*conflictHashBytes]); err != nil {
-		return o, false
+		return o, "", false
 	}
 	tail = tail[2*conflictHashBytes:]
 	if strings.HasPrefix(tail, "-") {
@@ -202,16 +276,12 @@ func ParseConflictName(p string) (o ConflictOrigin, ok bool) {
 			j++
 		}
 		if j == 1 {
-			return o, false
+			return o, "", false
 		}
 		tail = tail[j:]
 	}
 	if tail != "" && !strings.HasPrefix(tail, ".") {
-		return o, false
+		return o, "", false
 	}
-	o = ConflictOrigin{Author: parts[0], MTime: t.UTC(), Of: dir + stem + tail}
-	if len(base) >= MaxNameBytes-4 || len(p) >= MaxPathBytes-4 {
-		o.Of = "" // maybe shortened: the stem may be cut
-	}
-	return o, true
+	return ConflictOrigin{Author: parts[0], MTime: t.UTC()}, tail, true
 }

@@ -155,6 +155,7 @@ func FuzzParseConflictName(f *testing.F) {
 	f.Add("a.tar.conflict-AbCdEfGh-20261130-054657-1a2b3c-2.gz")
 	f.Add(".conflict-")
 	f.Add("x.conflict-a-b-c-d")
+	f.Add("notes/todo.conflict-Zoë_s_phone-AbCdEfGh-20261130-054657-1a2b3c.md")
 	f.Fuzz(func(t *testing.T, p string) {
 		o, ok := ParseConflictName(p)
 		if !ok || o.Of == "" {
@@ -168,4 +169,49 @@ func FuzzParseConflictName(f *testing.F) {
 			t.Fatalf("%q: origin %q is not beside it", p, o.Of)
 		}
 	})
+}
+
+// TestConflictNameCarriesTheAuthorsName (issue 18): a loser whose entry
+// named its author gets a copy named for the device, in a form every file
+// system takes, and the name reads back; a digit-only short ID still reads.
+func TestConflictNameCarriesTheAuthorsName(t *testing.T) {
+	loser := fileV(2, 1, 1, 0, "x")
+	for _, c := range []struct{ name, tag string }{
+		{"laptop", "laptop"},
+		{"Zoë's phone", "Zoë_s_phone"},
+		{"Zoe\u0308's phone", "Zoë_s_phone"}, // NFD in, NFC out: one tag for one name
+		{"  work/PC -- 2 ", "work_PC_2"},
+		{"a.b-c", "a_b_c"},
+		{"机器一号", "机器一号"},
+		{"!!!", ""},
+		{strings.Repeat("é", 30), strings.Repeat("é", 12)},
+		{strings.Repeat("a", 23) + " b", strings.Repeat("a", 23)},
+	} {
+		loser.AuthorName = c.name
+		got := ConflictName("notes/todo.md", loser, 1)
+		want := "notes/todo.conflict-9xCm2jWj-20261130-054657-2d7116.md"
+		if c.tag != "" {
+			want = "notes/todo.conflict-" + c.tag + "-9xCm2jWj-20261130-054657-2d7116.md"
+		}
+		if got != want {
+			t.Errorf("author %q: got %q, want %q", c.name, got, want)
+			continue
+		}
+		o, ok := ParseConflictName(got)
+		if !ok || o.Of != "notes/todo.md" || o.Name != c.tag || o.Author != "9xCm2jWj" {
+			t.Errorf("author %q: %s parsed as %+v, %v", c.name, got, o, ok)
+		}
+	}
+	// A short ID of digits only looks like a date; both forms still read.
+	for _, name := range []string{"n.conflict-12345678-20261130-054657-2d7116.md", "n.conflict-phone-12345678-20261130-054657-2d7116.md"} {
+		o, ok := ParseConflictName(name)
+		if !ok || o.Author != "12345678" || o.Of != "n.md" {
+			t.Errorf("%s parsed as %+v, %v", name, o, ok)
+		}
+	}
+	for _, not := range []string{"a.conflict--AbCdEfGh-20261130-054657-1a2b3c.md", "a.conflict-x-y-AbCdEfGh-20261130-054657-1a2b3c.md"} {
+		if o, ok := ParseConflictName(not); ok {
+			t.Errorf("%s parsed as %+v", not, o)
+		}
+	}
 }

@@ -92,6 +92,13 @@ type Version struct {
 	// which also makes cycles impossible.
 	Supersedes []VersionID
 
+	// AuthorName is the author's device name as the entry carrying the
+	// version says it (entry.Body.Author; "" for an entry without one). It
+	// is signed into the entry, so every device reads the same name for
+	// the same version and names its conflict copies alike
+	// (ConflictName).
+	AuthorName string
+
 	// Text says whether the content is text that may be merged three-way.
 	// node/ sets it with IsText over the file's content (or from a flag
 	// the author recorded from IsText), so it is a function of the content

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
 )
 
@@ -23,13 +25,16 @@ func peerName(d *device, id string) string {
 }
 
 // TestDeviceNames: names given at init and join are signed into the
-// membership and shown on every device (status, devices, history); a
-// device renames itself, an admin renames a member, a member cannot
+// membership and shown on every device (status, devices, history), and a
+// conflict copy is named for the device whose edit it holds; a device
+// renames itself, an admin renames a member, a member cannot
 // rename another; without --name a device takes its host name.
 func TestDeviceNames(t *testing.T) {
-	a, b := newDevice(t, "a"), newDevice(t, "b")
+	a, b, c := newDevice(t, "a"), newDevice(t, "b"), newDevice(t, "c")
 	a.must("init", a.folder, "--name", "laptop")
 	a.up()
+	c.must("join", lastLine(a.must("invite")), c.folder, "--name", "desk")
+	c.up()
 	out := b.must("join", lastLine(a.must("invite")), b.folder, "--name", "Zoë's phone")
 	b.up()
 	// A join without approval still has its words: the joiner prints them
@@ -39,12 +44,17 @@ func TestDeviceNames(t *testing.T) {
 	if !ok || len(strings.Fields(words)) != 4 {
 		t.Fatalf("join's output has no words:\n%s", out)
 	}
-	eventually(t, time.Minute, func() error {
-		if log := a.logAll(); !strings.Contains(log, `msg="device joined"`) || !strings.Contains(log, `words="`+words+`"`) {
-			return fmt.Errorf("a's log has no join with the words %q", words)
-		}
-		return nil
-	})
+	// Every other member shows the join's words too, from the add record.
+	for _, d := range []*device{a, c} {
+		eventually(t, time.Minute, func() error {
+			for line := range strings.Lines(d.logAll()) {
+				if strings.Contains(line, `msg="device joined"`) && strings.Contains(line, `name="Zoë's phone"`) && strings.Contains(line, `words="`+words+`"`) {
+					return nil
+				}
+			}
+			return fmt.Errorf("%s's log has no join of b with the words %q", d.name, words)
+		})
+	}
 	aID, bID := a.status().Device, b.status().Device
 	if st := a.status(); st.Name != "laptop" || peerName(a, bID) != "Zoë's phone" {
 		t.Fatalf("a: name %q, b named %q", st.Name, peerName(a, bID))
@@ -66,6 +76,39 @@ func TestDeviceNames(t *testing.T) {
 	}
 	if len(h.Versions) != 1 || h.Versions[0].AuthorName != "Zoë's phone" {
 		t.Fatalf("history on a: %+v", h.Versions)
+	}
+
+	// A conflict copy is named for the device whose edit it keeps, in the
+	// name its entry carried (protocol.ConflictName).
+	b.stop()
+	a.writeAtomic("both.txt", []byte("edited on the laptop\n"))
+	a.must("scan")
+	b.writeAtomic("both.txt", []byte("edited on the phone\n"))
+	b.up()
+	got := waitSame(t, a, b, 2*time.Minute, filesIn(3))
+	waitSame(t, a, c, time.Minute, filesIn(3))
+	tags := map[string]string{aID: "laptop", bID: "Zoë_s_phone"}
+	copies := 0
+	for p, content := range got {
+		o, ok := protocol.ParseConflictName(p)
+		if !ok {
+			continue
+		}
+		copies++
+		by := aID
+		if strings.Contains(content, "phone") {
+			by = bID
+		}
+		dev, err := keys.ParseDeviceID(by)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Of != "both.txt" || o.Name != tags[by] || o.Author != dev.Short() {
+			t.Errorf("conflict copy %s (holding %q): read as %+v, want named %q, by %s", p, content, o, tags[by], dev.Short())
+		}
+	}
+	if copies != 1 {
+		t.Fatalf("%d conflict copies, want 1: %v", copies, got)
 	}
 
 	b.must("devices", "rename", "old phone")
@@ -92,11 +135,11 @@ func TestDeviceNames(t *testing.T) {
 	// Without --name: the host name.
 	host, _ := os.Hostname()
 	if member.CheckName(host) == nil {
-		c := newDevice(t, "c")
-		c.must("join", lastLine(a.must("invite")), c.folder)
-		c.up()
-		if got := c.status().Name; got != host {
-			t.Fatalf("c's default name %q, want the host name %q", got, host)
+		d := newDevice(t, "d")
+		d.must("join", lastLine(a.must("invite")), d.folder)
+		d.up()
+		if got := d.status().Name; got != host {
+			t.Fatalf("d's default name %q, want the host name %q", got, host)
 		}
 	}
 }

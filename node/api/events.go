@@ -79,8 +79,9 @@ type Event struct {
 	Bytes int64  `json:"bytes,omitempty"`
 	Seq   uint64 `json:"seq,omitempty"`
 	Error string `json:"error,omitempty"`
-	// Words: join-pending and peer-joined of a confirmed join, the words
-	// both devices show (member.Invite.Words).
+	// Words: join-pending, and peer-joined of a join by invite code (on
+	// every device: the add record carries them), the words both devices
+	// of the join showed (member.Invite.Words).
 	Words string `json:"words,omitempty"`
 }
 

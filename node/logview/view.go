@@ -72,12 +72,13 @@ func (w *View) Fold(e *entry.Entry, body *entry.Body, touch func(path string)) {
 	w.Clock = max(w.Clock, e.Clock())
 	w.HLC = max(w.HLC, e.Time())
 	w.Folded[e.Author()] = max(w.Folded[e.Author()], e.Seq())
-	if e.Format() == entry.FormatV2 {
+	if e.Pieced() {
 		w.Pieced[EntryRef{e.Author(), e.Seq()}] = struct{}{}
 	}
 	for i, ver := range body.Versions {
 		id := e.VersionID(i)
 		cv := engine.CoreVersion(id, e.Clock(), e.Time(), ver)
+		cv.AuthorName = body.Author
 		if err := w.Graph.Add(cv); err != nil {
 			w.log.Warn("version not added to graph", "version", id, "err", err)
 			continue

@@ -102,7 +102,7 @@ func (s *Service) AnswerPair(ctx context.Context, st Stream, f *wire.Conn, dev k
 		return Joined{}, errors.New("the invite's vault was removed from this device")
 	}
 	joined.Vault = v
-	r, err := v.Roster().Admit(dev, req.Name) // seals the epoch secrets after 0 to dev
+	r, err := v.Roster().Admit(dev, req.Name, joined.Words) // seals the epoch secrets after 0 to dev
 	if err != nil {
 		s.log.Error("admitting device", "peer", dev, "err", err)
 		f.SendError(wire.CodeInternal, "the inviter could not record the new member")

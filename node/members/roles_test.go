@@ -19,7 +19,7 @@ import (
 func TestRolesNamesSettingsRevoke(t *testing.T) {
 	s, a, v := newService(t)
 	m := newIdentity(t)
-	r, err := v.roster.Admit(m.ID(), "tablet")
+	r, err := v.roster.Admit(m.ID(), "tablet", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestRevokeKeepsHead(t *testing.T) {
 	var ids []*keys.Identity
 	for range 2 {
 		m := newIdentity(t)
-		r, err := v.roster.Admit(m.ID(), "")
+		r, err := v.roster.Admit(m.ID(), "", "")
 		if err != nil {
 			t.Fatal(err)
 		}

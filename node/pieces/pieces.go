@@ -110,7 +110,7 @@ func (p *Pieces) Expand(b *entry.Body, fetch Fetcher) (*entry.Body, error) {
 		}
 		return p.store.Piece(c)
 	}
-	out := &entry.Body{Versions: make([]entry.Version, len(b.Versions))}
+	out := &entry.Body{Versions: make([]entry.Version, len(b.Versions)), Author: b.Author}
 	for i, ver := range b.Versions {
 		full, err := entry.ExpandPieces(ver, get)
 		if err != nil {
@@ -129,7 +129,7 @@ func (p *Pieces) ExpandStored(b *entry.Body) *entry.Body {
 	if !b.HasPieces() {
 		return b
 	}
-	out := &entry.Body{Versions: make([]entry.Version, len(b.Versions))}
+	out := &entry.Body{Versions: make([]entry.Version, len(b.Versions)), Author: b.Author}
 	for i, ver := range b.Versions {
 		full, err := entry.ExpandPieces(ver, p.store.Piece)
 		if err != nil {

@@ -279,9 +279,10 @@ func (r *Roster) CanAdmit(d keys.DeviceID) bool {
 }
 
 // Admit records d as a new member named name ("" for none), with every
-// key epoch after 0 sealed to it. Only a device that CanAdmit may
-// (ErrNotAdmin).
-func (r *Roster) Admit(d keys.DeviceID, name string) (member.Record, error) {
+// key epoch after 0 sealed to it and the words both devices showed for
+// the join ("" for none; member.Invite.Words), so that every member can
+// show them. Only a device that CanAdmit may (ErrNotAdmin).
+func (r *Roster) Admit(d keys.DeviceID, name, words string) (member.Record, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.state.CanAdmit(r.self.ID(), member.RoleMember) {
@@ -299,7 +300,12 @@ func (r *Roster) Admit(d keys.DeviceID, name string) (member.Record, error) {
 			return member.Record{}, err
 		}
 	}
-	op.Name = name
+	if words != "" {
+		if err := member.CheckWords(words); err != nil {
+			return member.Record{}, err
+		}
+	}
+	op.Name, op.Words = name, words
 	rec := r.state.Next(r.self, op, r.now().UnixMilli())
 	if err := r.storeLocked(rec); err != nil {
 		return member.Record{}, err

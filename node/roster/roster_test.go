@@ -60,7 +60,7 @@ func TestRosterChanges(t *testing.T) {
 	admin, dev := newIdentity(t), newIdentity(t)
 	r, log, root := newVault(t, admin)
 
-	if _, err := r.Admit(dev.ID(), ""); err != nil {
+	if _, err := r.Admit(dev.ID(), "", ""); err != nil {
 		t.Fatalf("admit: %v", err)
 	}
 	if !r.IsMember(dev.ID()) || len(log.recs) != 2 || r.Seq() != log.recs[1].Seq {
@@ -122,7 +122,7 @@ func TestRosterChanges(t *testing.T) {
 func TestRosterIngest(t *testing.T) {
 	admin, dev := newIdentity(t), newIdentity(t)
 	src, _, root := newVault(t, admin)
-	if _, err := src.Admit(dev.ID(), ""); err != nil {
+	if _, err := src.Admit(dev.ID(), "", ""); err != nil {
 		t.Fatal(err)
 	}
 	recs := src.Records()
@@ -176,7 +176,7 @@ func TestRosterMatch(t *testing.T) {
 func TestRosterNoticesAFork(t *testing.T) {
 	admin, second := newIdentity(t), newIdentity(t)
 	a, _, root := newVault(t, admin)
-	if _, err := a.Admit(second.ID(), ""); err != nil {
+	if _, err := a.Admit(second.ID(), "", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Change(member.Record{Op: member.OpSetRole, Device: second.ID(), Role: member.RoleAdmin}); err != nil {
@@ -209,7 +209,7 @@ func TestRosterNoticesAFork(t *testing.T) {
 	// A record at that sequence number signed by a device that is no
 	// admin here (a member's own rename, which nobody holds) is no fork.
 	member3 := newIdentity(t)
-	if _, err := a.Admit(member3.ID(), ""); err != nil {
+	if _, err := a.Admit(member3.ID(), "", ""); err != nil {
 		t.Fatal(err)
 	}
 	stm := member.NewState(root.Vault().ID)

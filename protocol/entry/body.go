@@ -9,6 +9,7 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/weftsync/weft/protocol/keys"
+	"github.com/weftsync/weft/protocol/member"
 )
 
 // modePerm is the only part of a mode that travels: rwx for user, group and
@@ -20,6 +21,11 @@ const modePerm = 0o777
 // author and seq those of the entry that carries it. It also bounds counts,
 // so New cannot build what Decode would reject.
 func (b *Body) validate(author keys.DeviceID, seq uint64) error {
+	if b.Author != "" {
+		if err := member.CheckName(b.Author); err != nil {
+			return fmt.Errorf("%w: the author's name: %w", ErrMalformed, err)
+		}
+	}
 	if len(b.Versions) > MaxVersions {
 		return fmt.Errorf("%d versions, limit %d: %w", len(b.Versions), MaxVersions, ErrTooManyVersions)
 	}
@@ -134,11 +140,13 @@ func (v *Version) validate() error {
 }
 
 // encodeBody returns the canonical plaintext encoding of b. b must be valid.
+// A body with an author name is [versions, name] (format 3), one without
+// is [versions].
 func encodeBody(b *Body) []byte {
-	w := wireBody{Versions: make([]wireVersion, len(b.Versions))}
+	versions := make([]wireVersion, len(b.Versions))
 	for i := range b.Versions {
 		v := &b.Versions[i]
-		wv := &w.Versions[i]
+		wv := &versions[i]
 		*wv = wireVersion{
 			Path: v.Path, Kind: uint8(v.Kind), Mode: v.Mode, MTime: v.MTime, Size: v.Size,
 			Supersedes: toWireIDs(v.Supersedes), Hash: v.Hash[:], Inline: v.Inline, Target: v.Target,
@@ -150,7 +158,10 @@ func encodeBody(b *Body) []byte {
 			}
 		}
 	}
-	return marshal(&w)
+	if b.Author != "" {
+		return marshal(&wireNamedBody{Versions: versions, Author: b.Author})
+	}
+	return marshal(&wireBody{Versions: versions})
 }
 
 // decodeBody parses a body plaintext: CBOR with limits, canonical form,
@@ -161,16 +172,31 @@ func decodeBody(plain []byte) (*Body, error) { return decodeBodyForm(plain, true
 // canonical is set (OpenStoredBody clears it).
 func decodeBodyForm(plain []byte, canonical bool) (*Body, error) {
 	var w wireBody
-	if err := unmarshal(plain, &w); err != nil {
-		return nil, err
+	var author string
+	if len(plain) > 0 && plain[0] == 0x82 { // an array of two: [versions, name] (format 3)
+		var nw wireNamedBody
+		if err := unmarshal(plain, &nw); err != nil {
+			return nil, err
+		}
+		if canonical && !isCanonical(&nw, plain) {
+			return nil, ErrNonCanonical
+		}
+		if err := member.CheckName(nw.Author); err != nil {
+			return nil, fmt.Errorf("%w: the author's name: %w", ErrMalformed, err)
+		}
+		w.Versions, author = nw.Versions, nw.Author
+	} else {
+		if err := unmarshal(plain, &w); err != nil {
+			return nil, err
+		}
+		if canonical && !isCanonical(&w, plain) {
+			return nil, ErrNonCanonical
+		}
 	}
 	if len(w.Versions) > MaxVersions {
 		return nil, fmt.Errorf("%d versions, limit %d: %w", len(w.Versions), MaxVersions, ErrTooManyVersions)
 	}
-	if canonical && !isCanonical(&w, plain) {
-		return nil, ErrNonCanonical
-	}
-	b := &Body{}
+	b := &Body{Author: author}
 	if len(w.Versions) > 0 {
 		b.Versions = make([]Version, len(w.Versions))
 	}

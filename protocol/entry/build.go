@@ -86,6 +86,9 @@ func build(cfg Config, body *Body, checkBody bool) (*Entry, error) {
 			format = FormatV2
 		}
 	}
+	if body.Author != "" {
+		format = FormatV3
+	}
 	w := wireEntry{
 		Format: format,
 		Vault:  cfg.Vault[:],

@@ -24,6 +24,7 @@ type Entry struct {
 	headers []VersionHeader
 	raw     []byte
 	id      cid.Cid
+	pieces  bool // a version lists pieces (format 2, or format 3)
 }
 
 // Head is what a device or relay remembers of an author's log to validate
@@ -35,9 +36,13 @@ type Head struct {
 	Clock uint64
 }
 
-// Format returns the format version: FormatV2 when a version lists
-// pieces, FormatV1 otherwise.
+// Format returns the format version: FormatV3 when the body names its
+// author, else FormatV2 when a version lists pieces, FormatV1 otherwise.
 func (e *Entry) Format() uint64 { return e.w.Format }
+
+// Pieced reports whether a version of the entry lists pieces rather than
+// chunks (docs/protocol/entries.md, "Pieces").
+func (e *Entry) Pieced() bool { return e.pieces }
 
 // Vault returns the vault the entry belongs to.
 func (e *Entry) Vault() keys.VaultID { return e.vault }
@@ -160,7 +165,8 @@ func decode(data []byte, canonical bool) (*Entry, error) {
 }
 
 // peekFormat reads the first element of the top-level array and rejects a
-// format other than FormatV1 and FormatV2 (the same layout) before the rest
+// format other than FormatV1, FormatV2 and FormatV3 (the same layout; only
+// the sealed body and what the headers may name differ) before the rest
 // is decoded, so a future format with another layout reports
 // ErrUnknownFormat rather than ErrMalformed.
 func peekFormat(data []byte) error {
@@ -170,7 +176,7 @@ func peekFormat(data []byte) error {
 	if data[0]&0x1f >= 24 { // V1's 11 elements are counted in the initial byte
 		return fmt.Errorf("%w: array header %#x", ErrUnknownFormat, data[0])
 	}
-	if data[1] != FormatV1 && data[1] != FormatV2 {
+	if data[1] != FormatV1 && data[1] != FormatV2 && data[1] != FormatV3 {
 		return fmt.Errorf("%w: first element %#x", ErrUnknownFormat, data[1])
 	}
 	return nil
@@ -230,7 +236,7 @@ func (e *Entry) fill() error {
 		if len(wh.Refs) > 0 {
 			h.Refs = make([]cid.Cid, len(wh.Refs))
 			prefix := chunkCIDPrefix
-			if w.Format == FormatV2 && bytes.HasPrefix(wh.Refs[0], pieceCIDPrefix) {
+			if w.Format >= FormatV2 && bytes.HasPrefix(wh.Refs[0], pieceCIDPrefix) {
 				prefix, pieces = pieceCIDPrefix, true
 			}
 			for j, b := range wh.Refs {
@@ -252,6 +258,7 @@ func (e *Entry) fill() error {
 	if w.Format == FormatV2 && !pieces {
 		return fmt.Errorf("%w: format %d without a piece (write format %d)", ErrMalformed, FormatV2, FormatV1)
 	}
+	e.pieces = pieces
 	return nil
 }
 

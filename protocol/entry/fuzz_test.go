@@ -41,6 +41,10 @@ func FuzzOpenBody(f *testing.F) {
 	f.Add(encodeBody(&Body{}))
 	f.Add([]byte{0x81, 0x80})
 	f.Add(sealFor(fx, encodeBody(sampleBody(fx.other.ID())), 1))
+	named := sampleBody(fx.other.ID())
+	named.Author = "Zoë's phone"
+	f.Add(encodeBody(named))
+	f.Add([]byte{0x82, 0x80, 0x60}) // a format-3 body with an empty name
 	ad := bodyAD(fx.vault, fx.id.ID(), 1, 0)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _ = open(data, &fx.ek.Body, ad) // random ciphertexts: must only fail

@@ -31,6 +31,13 @@ import (
 // FormatV2 entry as ErrUnknownFormat.
 const FormatV2 = 2
 
+// FormatV3 is the entry format whose body names its author (Body.Author).
+// An entry whose body has a name is written as FormatV3, whether or not it
+// lists pieces (both are allowed in it), and one without a name as
+// FormatV1 or FormatV2, so each entry still has one form; a reader that
+// predates it rejects a FormatV3 entry as ErrUnknownFormat.
+const FormatV3 = 3
+
 // PieceFormatV1 is the only piece format.
 const PieceFormatV1 = 1
 
@@ -250,7 +257,7 @@ func SplitBody(b *Body, p PieceParams) (*Body, []Piece) {
 			continue
 		}
 		if out == nil {
-			out = &Body{Versions: append([]Version(nil), b.Versions...)}
+			out = &Body{Versions: append([]Version(nil), b.Versions...), Author: b.Author}
 		}
 		out.Versions[i].Chunks = listed
 		pieces = append(pieces, ps...)

@@ -84,6 +84,9 @@ func openBody(e *Entry, k keys.EpochKeys, canonical bool) (*Body, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decoding body: %w", err)
 	}
+	if named := b.Author != ""; named != (e.w.Format == FormatV3) {
+		return nil, fmt.Errorf("decoding body: %w: a format-%d entry whose body has an author name: %v", ErrMalformed, e.w.Format, named)
+	}
 	if err := b.validate(e.author, e.w.Seq); err != nil {
 		return nil, fmt.Errorf("validating body: %w", err)
 	}

@@ -65,7 +65,7 @@ func TestValidateStoredMatchesValidate(t *testing.T) {
 		{"gap", e2.Bytes(), Head{}, ErrSeqGap},
 		{"previous-hash mismatch", with(e2, func(w *wireEntry) { w.Prev = CIDOf([]byte("x")).Bytes() }), h1, ErrPrevMismatch},
 		{"clock behind", with(e2, func(w *wireEntry) { w.Clock = 0 }), h1, ErrClockNotIncreasing},
-		{"unknown format", with(e1, func(w *wireEntry) { w.Format = 3 }), Head{}, ErrUnknownFormat},
+		{"unknown format", with(e1, func(w *wireEntry) { w.Format = 4 }), Head{}, ErrUnknownFormat},
 		{"entry too large", make([]byte, MaxEntrySize+1), Head{}, ErrEntryTooLarge},
 		{"too many versions", with(e1, func(w *wireEntry) {
 			w.Headers = make([]wireHeader, MaxVersions+1)

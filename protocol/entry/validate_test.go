@@ -108,7 +108,7 @@ func TestValidateRejects(t *testing.T) {
 		{"previous-hash mismatch", with(e2, func(w *wireEntry) { w.Prev = CIDOf([]byte("x")).Bytes() }), h1, ErrPrevMismatch},
 		{"clock equal", with(e2, func(w *wireEntry) { w.Clock = h1.Clock }), h1, ErrClockNotIncreasing},
 		{"clock behind", with(e2, func(w *wireEntry) { w.Clock = 0 }), h1, ErrClockNotIncreasing},
-		{"unknown format version", with(e1, func(w *wireEntry) { w.Format = 3 }), Head{}, ErrUnknownFormat},
+		{"unknown format version", with(e1, func(w *wireEntry) { w.Format = 4 }), Head{}, ErrUnknownFormat},
 		{"format 2 without a piece", with(e1, func(w *wireEntry) { w.Format = FormatV2 }), Head{}, ErrMalformed},
 		{"unknown format layout", append([]byte{0x98, 0x20, 0x01}, make([]byte, 40)...), Head{}, ErrUnknownFormat},
 		{"entry too large", make([]byte, MaxEntrySize+1), Head{}, ErrEntryTooLarge},

@@ -74,6 +74,13 @@ type Version struct {
 // Body is the plaintext of an entry's encrypted body.
 type Body struct {
 	Versions []Version
+	// Author is the author's device name when it wrote the entry, as its
+	// vault's membership named it ("" for none): sealed with the body, so
+	// only members read it, and signed with the entry, so every device
+	// reads the same name for the same version forever (conflict copies
+	// are named with it, protocol.ConflictName). A body with a name is
+	// format 3 (FormatV3); the name follows member.CheckName's rules.
+	Author string
 }
 
 // VersionHeader is the public shadow of one Version, readable by relays:

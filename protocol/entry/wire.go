@@ -53,6 +53,13 @@ type wireBody struct {
 	Versions []wireVersion
 }
 
+// wireNamedBody is a format-3 body plaintext: [versions, author name].
+type wireNamedBody struct {
+	_        struct{} `cbor:",toarray"`
+	Versions []wireVersion
+	Author   string
+}
+
 // wireVersion is one file version: an array of 10 elements.
 type wireVersion struct {
 	_          struct{}        `cbor:",toarray"`

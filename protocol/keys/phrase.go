@@ -205,6 +205,13 @@ func ParsePhrase(s string) (RootSecret, error) {
 	return r, nil
 }
 
+// IsWord reports whether w is exactly one word of the list (lower case, in
+// full): what a join's words (member.Invite.Words) are made of.
+func IsWord(w string) bool {
+	_, ok := wordIndex[w]
+	return ok
+}
+
 // lookupWord finds a normalised word in the list, accepting a unique prefix
 // of 4 or more letters.
 func lookupWord(w string) (uint16, bool) {

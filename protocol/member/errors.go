@@ -32,6 +32,9 @@ var (
 	// ErrBadName means a device name is empty, too long, not UTF-8 or has
 	// control characters.
 	ErrBadName = errors.New("device name")
+	// ErrBadWords means a join's words in an add record are not
+	// SASWords words of the list.
+	ErrBadWords = errors.New("join words")
 
 	// ErrRevokedEntry means an entry was signed by a revoked device after
 	// the last sequence number its revocation keeps (Record.Upto).

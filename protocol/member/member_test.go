@@ -136,7 +136,7 @@ func TestApplyRejects(t *testing.T) {
 		{"unknown op", func() Record { return s.Next(admin, Record{Op: 77}, 1) }, ErrBadOp},
 		{"unknown format", func() Record {
 			r := s.Next(admin, Record{Op: OpAdd, Device: outsider.ID(), Role: RoleMember}, 1)
-			r.Format = 3
+			r.Format = 4
 			r.Sign(admin)
 			return r
 		}, ErrUnknownFormat},
@@ -311,6 +311,8 @@ func FuzzDecodeRecord(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(rec.Encode())
+	// Format 3: an add with the join's words.
+	f.Add(rs.Next(admin, Record{Op: OpAdd, Device: keys.DeviceID{9}, Role: RoleMember, Name: "phone", Words: "abandon ability able about"}, 3).Encode())
 	for _, r := range revokedFixtureRecords() {
 		f.Add(r.Encode()) // revoke with sealed keys and upto; add with sealed keys
 	}

@@ -15,12 +15,14 @@ import (
 
 // Record formats. Format 1 is the first; format 2 adds a device name
 // (Name) and the vault's settings (Flags) and the operations that use
-// them. This code accepts both, and writes format 1 whenever a record
-// needs nothing of format 2, so that a log stays readable by devices that
-// know format 1 only until something needs the new fields.
+// them; format 3 adds the words of a join (Words). This code accepts all
+// three, and writes the lowest format that holds what a record needs, so
+// that a log stays readable by devices that know an earlier format only
+// until something needs the new fields.
 const (
 	Format  = 1 // the first format
 	Format2 = 2 // adds Name and Flags, and OpRecover, OpSetRole, OpRename, OpSettings
+	Format3 = 3 // adds Words
 )
 
 // MaxRecordSize bounds an encoded record; checked before decoding. A
@@ -114,6 +116,10 @@ type Record struct {
 	// Name and Flags exist in format 2 only (zero in format 1).
 	Name  string // OpGenesis, OpAdd, OpRecover (optional), OpRename: the device's name
 	Flags uint64 // OpGenesis, OpSettings: the vault's settings (Flag*)
+	// Words exists in format 3 only: OpAdd (optional), the words both
+	// devices showed for the join (Invite.Words), so every member can show
+	// them beside the device that joined.
+	Words string
 	// VaultKey and VaultSig are set in a genesis and a recovery only, nil
 	// otherwise: the vault's public key (32 bytes, keys.VaultPublicKey),
 	// which must hash to Vault, and its signature (64 bytes) of
@@ -145,10 +151,34 @@ type recordV1 struct {
 	Sig      []byte
 }
 
-// Array lengths of the two formats' encodings.
+// recordV2 is a format-2 record's encoding: Record without Words.
+type recordV2 struct {
+	_        struct{} `cbor:",toarray"`
+	Format   uint8
+	Vault    keys.VaultID
+	Seq      uint64
+	Prev     []byte
+	Op       Op
+	Device   keys.DeviceID
+	Role     Role
+	Relay    string
+	Epoch    uint32
+	Upto     uint64
+	Keys     []SealedKey
+	Time     int64
+	Name     string
+	Flags    uint64
+	VaultKey []byte
+	VaultSig []byte
+	Signer   keys.DeviceID
+	Sig      []byte
+}
+
+// Array lengths of the three formats' encodings.
 const (
 	fieldsV1 = 16
 	fieldsV2 = 18
+	fieldsV3 = 19
 )
 
 // Vault settings (Record.Flags). Unknown bits are refused.
@@ -170,14 +200,24 @@ const (
 // marshal encodes r in its format's array.
 func (r Record) marshal() []byte {
 	var v any = r
-	if r.Format == Format {
-		if r.Name != "" || r.Flags != 0 {
-			panic("member: invariant: a format-1 record with a name or flags")
+	switch r.Format {
+	case Format:
+		if r.Name != "" || r.Flags != 0 || r.Words != "" {
+			panic("member: invariant: a format-1 record with a name, flags or words")
 		}
 		v = recordV1{
 			Format: r.Format, Vault: r.Vault, Seq: r.Seq, Prev: r.Prev, Op: r.Op, Device: r.Device,
 			Role: r.Role, Relay: r.Relay, Epoch: r.Epoch, Upto: r.Upto, Keys: r.Keys, Time: r.Time,
 			VaultKey: r.VaultKey, VaultSig: r.VaultSig, Signer: r.Signer, Sig: r.Sig,
+		}
+	case Format2:
+		if r.Words != "" {
+			panic("member: invariant: a format-2 record with words")
+		}
+		v = recordV2{
+			Format: r.Format, Vault: r.Vault, Seq: r.Seq, Prev: r.Prev, Op: r.Op, Device: r.Device,
+			Role: r.Role, Relay: r.Relay, Epoch: r.Epoch, Upto: r.Upto, Keys: r.Keys, Time: r.Time,
+			Name: r.Name, Flags: r.Flags, VaultKey: r.VaultKey, VaultSig: r.VaultSig, Signer: r.Signer, Sig: r.Sig,
 		}
 	}
 	b, err := encMode.Marshal(v)
@@ -283,11 +323,24 @@ func Decode(b []byte) (Record, error) {
 			return r, fmt.Errorf("%w: %d in a format-1 array", ErrUnknownFormat, r.Format)
 		}
 	case fieldsV2:
-		if err := decMode.Unmarshal(b, &r); err != nil {
+		var v recordV2
+		if err := decMode.Unmarshal(b, &v); err != nil {
 			return r, fmt.Errorf("decoding membership record: %w", err)
+		}
+		r = Record{
+			Format: v.Format, Vault: v.Vault, Seq: v.Seq, Prev: v.Prev, Op: v.Op, Device: v.Device,
+			Role: v.Role, Relay: v.Relay, Epoch: v.Epoch, Upto: v.Upto, Keys: v.Keys, Time: v.Time,
+			Name: v.Name, Flags: v.Flags, VaultKey: v.VaultKey, VaultSig: v.VaultSig, Signer: v.Signer, Sig: v.Sig,
 		}
 		if r.Format != Format2 {
 			return r, fmt.Errorf("%w: %d in a format-2 array", ErrUnknownFormat, r.Format)
+		}
+	case fieldsV3:
+		if err := decMode.Unmarshal(b, &r); err != nil {
+			return r, fmt.Errorf("decoding membership record: %w", err)
+		}
+		if r.Format != Format3 {
+			return r, fmt.Errorf("%w: %d in a format-3 array", ErrUnknownFormat, r.Format)
 		}
 	default:
 		return r, fmt.Errorf("%w: an array of %d fields", ErrUnknownFormat, n)

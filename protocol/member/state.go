@@ -116,7 +116,7 @@ func (s *State) Records() []Record { return s.records }
 // (ErrVaultSignature), and an operation that makes no sense in this state.
 // On error the state is unchanged.
 func (s *State) Apply(r Record) error {
-	if r.Format != Format && r.Format != Format2 {
+	if r.Format != Format && r.Format != Format2 && r.Format != Format3 {
 		return fmt.Errorf("%w: %d", ErrUnknownFormat, r.Format)
 	}
 	if r.Vault != s.Vault {
@@ -179,6 +179,14 @@ func (s *State) checkOp(r Record) error {
 	}
 	if r.Op != OpRevoke && r.Op != OpAdd && r.Op != OpRecover && len(r.Keys) > 0 {
 		return fmt.Errorf("%w: %s with sealed keys", ErrBadOp, r.Op)
+	}
+	if r.Words != "" {
+		if r.Op != OpAdd {
+			return fmt.Errorf("%w: %s with a join's words", ErrBadOp, r.Op)
+		}
+		if err := CheckWords(r.Words); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadOp, err)
+		}
 	}
 	if r.Op != OpGenesis && r.Op != OpSettings && r.Flags != 0 {
 		return fmt.Errorf("%w: %s with vault settings", ErrBadOp, r.Op)
@@ -350,10 +358,26 @@ func CheckName(name string) error {
 	return nil
 }
 
+// CheckWords checks a join's words as an add record carries them: exactly
+// SASWords words of the recovery phrase's list, lower case, one space
+// between them (what Invite.Words makes).
+func CheckWords(words string) error {
+	ws := strings.Split(words, " ")
+	if len(ws) != SASWords {
+		return fmt.Errorf("%w: %d words, want %d", ErrBadWords, len(ws), SASWords)
+	}
+	for _, w := range ws {
+		if !keys.IsWord(w) {
+			return fmt.Errorf("%w: %q is not a word of the list", ErrBadWords, w)
+		}
+	}
+	return nil
+}
+
 // Next makes the record that follows the state's head, signed by signer.
 // Only the operation fields of op are read (Op, Device, Role, Relay, Epoch,
-// Upto, Keys, Name, Flags). The record is format 1 unless it needs format
-// 2 (a format-2 operation, a name or settings). The result still has to
+// Upto, Keys, Name, Flags, Words). The record is format 1 unless it needs
+// format 2 (a format-2 operation, a name or settings) or format 3 (words). The result still has to
 // pass Apply.
 func (s *State) Next(signer *keys.Identity, op Record, timeMs int64) Record {
 	r := Record{
@@ -363,6 +387,9 @@ func (s *State) Next(signer *keys.Identity, op Record, timeMs int64) Record {
 	}
 	if r.Op >= OpRecover || r.Name != "" || r.Flags != 0 {
 		r.Format = Format2
+	}
+	if op.Words != "" {
+		r.Words, r.Format = op.Words, Format3
 	}
 	if len(r.Keys) == 0 {
 		r.Keys = nil // the canonical "no keys"

@@ -18,9 +18,14 @@ import (
 )
 
 // magic opens every snapshot; the byte after it is the format version.
+// Format 2 adds a version's author name (flag 2); format 1, written before
+// entries could name their author, still reads (its versions have none).
 const (
-	magic  = "weft-graphsnap"
-	format = 1
+	magic    = "weft-graphsnap"
+	format   = 2
+	format1  = 1
+	flagText = 1
+	flagName = 2
 )
 
 // ErrCorrupt wraps every reason a snapshot does not decode.
@@ -41,7 +46,10 @@ type Version struct {
 	Clock uint64 // Lamport clock of the entry that carried it
 	Time  int64  // hybrid logical clock of that entry, unix milliseconds
 	Text  bool   // the graph's merge-candidate flag (computed from inline bytes no longer held)
-	Body  entry.Version
+	// Author is the author's device name its entry carried
+	// (protocol.Version.AuthorName), "" for none.
+	Author string
+	Body   entry.Version
 }
 
 // Snapshot is what a device derived from a vault's logs.
@@ -120,9 +128,15 @@ func (e *encoder) version(b []byte, v *Version) []byte {
 	b = binary.AppendVarint(b, v.Time)
 	var flags byte
 	if v.Text {
-		flags |= 1
+		flags |= flagText
+	}
+	if v.Author != "" {
+		flags |= flagName
 	}
 	b = append(b, flags)
+	if v.Author != "" {
+		b = appendBytes(b, []byte(v.Author))
+	}
 	body := &v.Body
 	b = appendBytes(b, []byte(body.Path))
 	b = append(b, byte(body.Kind))
@@ -160,10 +174,11 @@ func Decode(data []byte) (*Snapshot, error) {
 	if string(body[:len(magic)]) != magic {
 		return nil, fmt.Errorf("%w: not a graph snapshot", ErrCorrupt)
 	}
-	if f := body[len(magic)]; f != format {
+	f := body[len(magic)]
+	if f != format && f != format1 {
 		return nil, fmt.Errorf("%w: format %d, want %d", ErrCorrupt, f, format)
 	}
-	d := decoder{b: body[len(magic)+1:]}
+	d := decoder{b: body[len(magic)+1:], format: f, names: map[string]string{}}
 	s := &Snapshot{}
 	copy(s.Vault[:], d.take(32))
 	n := d.count(32)
@@ -201,9 +216,11 @@ func Decode(data []byte) (*Snapshot, error) {
 }
 
 type decoder struct {
-	b     []byte
-	table []keys.DeviceID
-	err   error
+	b      []byte
+	table  []keys.DeviceID
+	err    error
+	format byte
+	names  map[string]string // author names, each held once however many versions carry it
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -307,10 +324,26 @@ func (d *decoder) id() protocol.VersionID {
 func (d *decoder) version() Version {
 	v := Version{ID: d.id(), Clock: d.uvarint(), Time: d.varint()}
 	flags := d.take(1)[0]
-	if flags&^1 != 0 {
+	known := byte(flagText | flagName)
+	if d.format == format1 {
+		known = flagText
+	}
+	if flags&^known != 0 {
 		d.fail("flags %#x", flags)
 	}
-	v.Text = flags&1 != 0
+	v.Text = flags&flagText != 0
+	if flags&flagName != 0 {
+		name := d.bytes()
+		if d.err == nil && len(name) == 0 {
+			d.fail("an empty author name")
+		}
+		if interned, ok := d.names[string(name)]; ok {
+			v.Author = interned
+		} else {
+			v.Author = string(name)
+			d.names[v.Author] = v.Author
+		}
+	}
 	b := &v.Body
 	b.Path = string(d.bytes())
 	b.Kind = entry.Kind(d.take(1)[0])

@@ -38,13 +38,13 @@ func sample(t testing.TB) *Snapshot {
 		HLC:   1_700_000_000_123,
 	}
 	s.Versions = []Version{
-		{ID: protocol.VersionID{Author: a, Seq: 1}, Clock: 3, Time: 1_700_000_000_000, Text: true,
+		{ID: protocol.VersionID{Author: a, Seq: 1}, Clock: 3, Time: 1_700_000_000_000, Text: true, Author: "Zoë's phone",
 			Body: entry.Version{Path: "notes/a.md", Kind: entry.KindFile, Mode: 0o644, MTime: 1_700_000_000_000_000_000, Size: 5, Hash: [32]byte{5}}},
 		{ID: protocol.VersionID{Author: a, Seq: 7, Index: 70_000}, Clock: 41, Time: -5,
 			Body: entry.Version{Path: "big.bin", Kind: entry.KindFile, Mode: 0o755, Size: 3 << 20, Hash: [32]byte{7},
 				Supersedes: []protocol.VersionID{{Author: c, Seq: 2, Index: 1}, {Author: a, Seq: 1}},
 				Chunks:     []entry.ChunkRef{{CID: testCID(t, "x"), Size: 1 << 20}, {CID: testCID(t, "y"), Size: 2 << 20}}}},
-		{ID: protocol.VersionID{Author: b, Seq: 1}, Clock: 4, Time: 1,
+		{ID: protocol.VersionID{Author: b, Seq: 1}, Clock: 4, Time: 1, Author: "laptop",
 			Body: entry.Version{Path: "dir", Kind: entry.KindDir, Mode: 0o755}},
 		{ID: protocol.VersionID{Author: b, Seq: 1, Index: 1}, Clock: 4, Time: 1,
 			Body: entry.Version{Path: "link", Kind: entry.KindSymlink, Size: 8, Target: "dir/élan"}},
@@ -92,6 +92,28 @@ func TestOtherFormatRefused(t *testing.T) {
 	data = reseal(data[:len(data)-4])
 	if _, err := Decode(data); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("format %d: %v, want ErrCorrupt", format+1, err)
+	}
+}
+
+// TestFormat1StillReads: a snapshot written before versions carried their
+// author's name (format 1: no name flag) still reads, so an upgrade does
+// not replay the whole log; a format-1 snapshot claiming a name is
+// refused.
+func TestFormat1StillReads(t *testing.T) {
+	s := sample(t)
+	for i := range s.Versions {
+		s.Versions[i].Author = ""
+	}
+	data := Encode(s)
+	data[len(magic)] = format1
+	got, err := Decode(reseal(data[:len(data)-4]))
+	if err != nil || !reflect.DeepEqual(got, s) {
+		t.Fatalf("format 1: %v", err)
+	}
+	named := Encode(sample(t))
+	named[len(magic)] = format1
+	if _, err := Decode(reseal(named[:len(named)-4])); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("format 1 with a name: %v, want ErrCorrupt", err)
 	}
 }
 
@@ -161,7 +183,7 @@ func TestEncodesEveryField(t *testing.T) {
 	}{
 		{reflect.TypeFor[entry.Version](), []string{"Path", "Kind", "Mode", "MTime", "Size", "Supersedes", "Hash", "Chunks", "Inline", "Target"}},
 		{reflect.TypeFor[entry.ChunkRef](), []string{"CID", "Size"}},
-		{reflect.TypeFor[Version](), []string{"ID", "Clock", "Time", "Text", "Body"}},
+		{reflect.TypeFor[Version](), []string{"ID", "Clock", "Time", "Text", "Author", "Body"}},
 		{reflect.TypeFor[protocol.VersionID](), []string{"Author", "Seq", "Index"}},
 	} {
 		var got []string
