@@ -23,7 +23,9 @@ import (
 // The NAT test network (docs/relay.md, "Tested behind NATs"). Only
 // documentation ranges are used, so nothing here can collide with a real
 // network, and libp2p treats none of it as public (it will not try a hole
-// punch: this test proves the store-and-forward path).
+// punch: this test proves the store-and-forward path; withPunchableNATs
+// in punch_e2e_test.go builds the same network with a public side it
+// punches through).
 //
 //	         public 203.0.113.0/24 (bridge in namespace "sw")
 //	relay 203.0.113.10   router A 203.0.113.1   router B 203.0.113.2
@@ -40,21 +42,38 @@ const (
 	natMetrics   = natRelayIP + ":9100"
 )
 
-// natLab names the namespaces of the NAT test network.
+// natLab names the namespaces of the NAT test network and the public
+// side's addresses.
 type natLab struct {
 	sw, relay, routerA, routerB, a, b string
+	// The public side: the relay's and the routers' addresses on it, and
+	// its prefix length. newNATLab's defaults are the constants above;
+	// withPunchableNATs (punch_e2e_test.go) changes them.
+	relayIP, routerAIP, routerBIP string
+	publicBits                    int
+	// dropUnsolicited makes each router drop what arrives on its public
+	// side for the router itself (see withPunchableNATs).
+	dropUnsolicited bool
 }
 
-// newNATLab builds the network above; every namespace (and with it every
-// veth and the bridge) is deleted when the test ends. Namespaces left by
-// a killed earlier run are removed first.
-func newNATLab(t *testing.T) natLab {
+// natOption changes the NAT test network before newNATLab builds it.
+type natOption func(*natLab)
+
+// newNATLab builds the network above (changed by opts); every namespace
+// (and with it every veth and the bridge) is deleted when the test ends.
+// Namespaces left by a killed earlier run are removed first.
+func newNATLab(t *testing.T, opts ...natOption) natLab {
 	t.Helper()
 	removeStaleNetns(t, "nat")
 	lab := natLab{
 		sw: netnsName("nat", "sw"), relay: netnsName("nat", "relay"),
 		routerA: netnsName("nat", "ra"), routerB: netnsName("nat", "rb"),
 		a: netnsName("nat", "a"), b: netnsName("nat", "b"),
+		relayIP: natRelayIP, routerAIP: natRouterAIP, routerBIP: natRouterBIP,
+		publicBits: 24,
+	}
+	for _, o := range opts {
+		o(&lab)
 	}
 	for _, ns := range []string{lab.sw, lab.relay, lab.routerA, lab.routerB, lab.a, lab.b} {
 		addNetns(t, ns)
@@ -66,14 +85,14 @@ func newNATLab(t *testing.T) natLab {
 		{"-n", lab.sw, "link", "set", "br0", "up"},
 	}
 	for _, leg := range []struct{ port, ns, addr string }{
-		{"p-relay", lab.relay, natRelayIP},
-		{"p-ra", lab.routerA, natRouterAIP},
-		{"p-rb", lab.routerB, natRouterBIP},
+		{"p-relay", lab.relay, lab.relayIP},
+		{"p-ra", lab.routerA, lab.routerAIP},
+		{"p-rb", lab.routerB, lab.routerBIP},
 	} {
 		steps = append(steps,
 			[]string{"-n", lab.sw, "link", "add", leg.port, "type", "veth", "peer", "name", "wan", "netns", leg.ns},
 			[]string{"-n", lab.sw, "link", "set", leg.port, "master", "br0", "up"},
-			[]string{"-n", leg.ns, "addr", "add", leg.addr + "/24", "dev", "wan"},
+			[]string{"-n", leg.ns, "addr", "add", leg.addr + "/" + strconv.Itoa(lab.publicBits), "dev", "wan"},
 			[]string{"-n", leg.ns, "link", "set", "wan", "up"},
 		)
 	}
@@ -107,6 +126,11 @@ func newNATLab(t *testing.T) natLab {
 		}
 		if err := nsRun(r, "iptables", "-t", "nat", "-A", "POSTROUTING", "-o", "wan", "-j", "MASQUERADE"); err != nil {
 			t.Skipf("iptables cannot masquerade inside a namespace here: %v", err)
+		}
+		if lab.dropUnsolicited {
+			if err := nsRun(r, "iptables", "-A", "INPUT", "-i", "wan", "-j", "DROP"); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	return lab
@@ -142,10 +166,10 @@ func dialIn(ns, addr string) (net.Conn, error) {
 // neither device, nor the relay, reaches a private address across it.
 func (lab natLab) checkNAT(t *testing.T) {
 	t.Helper()
-	probe := listenIn(t, lab.relay, natRelayIP+":0")
+	probe := listenIn(t, lab.relay, lab.relayIP+":0")
 	for _, c := range []struct{ name, ns, want string }{
-		{"a", lab.a, natRouterAIP},
-		{"b", lab.b, natRouterBIP},
+		{"a", lab.a, lab.routerAIP},
+		{"b", lab.b, lab.routerBIP},
 	} {
 		conn, err := dialIn(c.ns, probe.Addr().String())
 		if err != nil {
@@ -440,6 +464,32 @@ func TestMeasureEditsThroughRelayBehindNATs(t *testing.T) {
 	lab.checkNAT(t)
 	rl := startRelay(t, lab.relay, "--listen", "/ip4/"+natRelayIP+"/tcp/"+natRelayPort, "--metrics", natMetrics)
 	a, b, _ := pairBehindNATs(t, lab, rl)
+	measureEdits(t, a, b, "through the relay")
+	// The relay's cost per relayed megabyte: 64 MiB of random bytes from
+	// a to b, the relay's CPU seconds (utime + stime) and memory around it.
+	cpu0 := procCPU(t, rl.cmd.Process.Pid)
+	big := randBytes(rand.New(rand.NewPCG(64, 1)), 64<<20)
+	start := time.Now()
+	a.write("big.bin", big)
+	waitHas(t, b, map[string][]byte{"big.bin": big}, 5*time.Minute)
+	took := time.Since(start)
+	cpu := procCPU(t, rl.cmd.Process.Pid) - cpu0
+	hwm, rss := procMem(t, rl.cmd.Process.Pid)
+	t.Logf("64 MiB a -> relay -> b: %v (%.1f MiB/s); relay CPU %.2f s (%.1f ms per relayed MiB), relay peak RSS %d MiB, RSS now %d MiB",
+		took.Round(time.Millisecond), 64/took.Seconds(), cpu, 1000*cpu/64, hwm>>10, rss>>10)
+	for _, d := range []*device{a, b} {
+		for _, p := range d.status().Peers {
+			t.Logf("%s: peer %s (%s) %s, in_sync %v", d.name, p.ID, p.Role, p.Connection, p.InSync)
+		}
+	}
+}
+
+// measureEdits is B2's edit between a and b: a writes a note and b gets
+// it; then, each way, one appends 1 KiB to the note 20 times, 500 ms
+// apart, and the time from the write to the other's file holding it is
+// logged ("a -> b <via>: p50 ..."), with its median and 95th percentile.
+func measureEdits(t *testing.T, a, b *device, via string) {
+	t.Helper()
 	a.write("note.md", []byte("# note\n"))
 	waitHas(t, b, map[string][]byte{"note.md": []byte("# note\n")}, 2*time.Minute)
 	for _, dir := range []struct {
@@ -467,26 +517,9 @@ func TestMeasureEditsThroughRelayBehindNATs(t *testing.T) {
 		}
 		sorted := slices.Clone(lat)
 		slices.Sort(sorted)
-		t.Logf("%s through the relay: p50 %v, p95 %v, max %v (all: %v)", dir.name,
-			sorted[len(sorted)/2].Round(time.Millisecond), sorted[len(sorted)*95/100].Round(time.Millisecond),
+		t.Logf("%s %s: p50 %v, p95 %v, max %v (all: %v)", dir.name,
+			via, sorted[len(sorted)/2].Round(time.Millisecond), sorted[len(sorted)*95/100].Round(time.Millisecond),
 			sorted[len(sorted)-1].Round(time.Millisecond), lat)
-	}
-	// The relay's cost per relayed megabyte: 64 MiB of random bytes from
-	// a to b, the relay's CPU seconds (utime + stime) and memory around it.
-	cpu0 := procCPU(t, rl.cmd.Process.Pid)
-	big := randBytes(rand.New(rand.NewPCG(64, 1)), 64<<20)
-	start := time.Now()
-	a.write("big.bin", big)
-	waitHas(t, b, map[string][]byte{"big.bin": big}, 5*time.Minute)
-	took := time.Since(start)
-	cpu := procCPU(t, rl.cmd.Process.Pid) - cpu0
-	hwm, rss := procMem(t, rl.cmd.Process.Pid)
-	t.Logf("64 MiB a -> relay -> b: %v (%.1f MiB/s); relay CPU %.2f s (%.1f ms per relayed MiB), relay peak RSS %d MiB, RSS now %d MiB",
-		took.Round(time.Millisecond), 64/took.Seconds(), cpu, 1000*cpu/64, hwm>>10, rss>>10)
-	for _, d := range []*device{a, b} {
-		for _, p := range d.status().Peers {
-			t.Logf("%s: peer %s (%s) %s, in_sync %v", d.name, p.ID, p.Role, p.Connection, p.InSync)
-		}
 	}
 }
 
