@@ -68,14 +68,8 @@ func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, c
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
 	f := v.n.outboundConn(s, dev)
-	if err := f.OpenHello(v.id); err != nil {
-		return cids, err
-	}
-	fetch := netsync.FetchChunks
-	if lent {
-		fetch = netsync.FetchChunksLent
-	}
-	return fetch(s, f, cids, chunkIdle, func(c cid.Cid, env []byte) error {
+	// The Hello goes with the first want-list: one round trip per fetch.
+	return netsync.OpenAndFetch(s, f, v.id, cids, chunkIdle, lent, func(c cid.Cid, env []byte) error {
 		if err := verifyBlob(c, env); err != nil {
 			return fmt.Errorf("chunk from %s: %w", dev, err)
 		}

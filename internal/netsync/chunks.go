@@ -9,6 +9,7 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
 )
 
@@ -42,7 +43,22 @@ const FetchBatch = 64
 // return the stream is reset, which ends that writer, and the call waits
 // for it.
 func FetchChunks(s Stream, c *wire.Conn, cids []cid.Cid, idle time.Duration, got func(cid.Cid, []byte) error) (missing []cid.Cid, err error) {
-	return fetchChunks(s, c, cids, idle, nil, got)
+	return fetchChunks(s, c, nil, cids, idle, nil, got)
+}
+
+// OpenAndFetch is FetchChunks (or FetchChunksLent, when lent) on a stream
+// whose Hello is not done yet: it sends the Hello for vault with the first
+// want-list behind it and reads the answerer's Hello before the first
+// chunk (wire.Conn.SendHello), so a fetch costs one round trip, not two.
+// A refused Hello fails the fetch with the answerer's Error, every CID
+// missing.
+func OpenAndFetch(s Stream, c *wire.Conn, vault keys.VaultID, cids []cid.Cid, idle time.Duration, lent bool, got func(cid.Cid, []byte) error) (missing []cid.Cid, err error) {
+	if !lent {
+		return fetchChunks(s, c, &vault, cids, idle, nil, got)
+	}
+	buf := frameBufs.Get().(*[]byte)
+	defer frameBufs.Put(buf)
+	return fetchChunks(s, c, &vault, cids, idle, *buf, got)
 }
 
 // FetchChunksLent is FetchChunks with each envelope lent to got: it lies in
@@ -54,7 +70,7 @@ func FetchChunks(s Stream, c *wire.Conn, cids []cid.Cid, idle time.Duration, got
 func FetchChunksLent(s Stream, c *wire.Conn, cids []cid.Cid, idle time.Duration, got func(cid.Cid, []byte) error) (missing []cid.Cid, err error) {
 	buf := frameBufs.Get().(*[]byte)
 	defer frameBufs.Put(buf)
-	return fetchChunks(s, c, cids, idle, *buf, got)
+	return fetchChunks(s, c, nil, cids, idle, *buf, got)
 }
 
 // frameBufCap holds any chunk frame of the chunk format: a CID (under 128
@@ -106,8 +122,9 @@ func ReleaseEnvelope(b *[]byte) {
 }
 
 // fetchChunks is FetchChunks reading every frame into buf when it fits
-// (nil: a buffer of its own per frame).
-func fetchChunks(s Stream, c *wire.Conn, cids []cid.Cid, idle time.Duration, buf []byte, got func(cid.Cid, []byte) error) (missing []cid.Cid, err error) {
+// (nil: a buffer of its own per frame), opening the stream with a Hello
+// for *hello first when it is set (OpenAndFetch).
+func fetchChunks(s Stream, c *wire.Conn, hello *keys.VaultID, cids []cid.Cid, idle time.Duration, buf []byte, got func(cid.Cid, []byte) error) (missing []cid.Cid, err error) {
 	werr := make(chan error, 1)
 	wdone := make(chan struct{})
 	defer func() {
@@ -120,6 +137,12 @@ func fetchChunks(s Stream, c *wire.Conn, cids []cid.Cid, idle time.Duration, buf
 	}()
 	go func() {
 		defer close(wdone)
+		if hello != nil {
+			if err := c.SendHello(*hello); err != nil {
+				werr <- err
+				return
+			}
+		}
 		for i := 0; i < len(cids); i += FetchBatch {
 			end := min(i+FetchBatch, len(cids))
 			if err := c.Send(wire.MsgWantChunks, wire.WantChunks{CIDs: cids[i:end]}); err != nil {
@@ -129,6 +152,12 @@ func fetchChunks(s Stream, c *wire.Conn, cids []cid.Cid, idle time.Duration, buf
 		}
 		werr <- c.Flush()
 	}()
+	if hello != nil {
+		_ = s.SetReadDeadline(time.Now().Add(idle))
+		if err := c.AwaitHello(*hello); err != nil {
+			return cids, err
+		}
+	}
 	pending := make(map[cid.Cid]bool, len(cids))
 	for _, id := range cids {
 		pending[id] = true

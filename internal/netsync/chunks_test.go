@@ -12,6 +12,7 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
 )
 
@@ -219,5 +220,59 @@ func TestServeRefusedMidStream(t *testing.T) {
 	<-done
 	if st.made != 1 {
 		t.Errorf("made %d chunks, want 1 (none after the refusal)", st.made)
+	}
+}
+
+// TestOpenAndFetch: the Hello goes with the first want-list and the
+// answerer's Hello is read before the first chunk, so every chunk arrives
+// as after a separate Hello step; an answerer that refuses the Hello ends
+// the fetch with its Error, every CID missing, and never serves the want
+// sent behind the Hello.
+func TestOpenAndFetch(t *testing.T) {
+	vault := keys.VaultID{7}
+	want := ids(2*FetchBatch + 3)
+	st := &store{held: map[cid.Cid]bool{}}
+	for _, id := range want {
+		st.held[id] = true
+	}
+	for _, refuse := range []bool{false, true} {
+		a, _, ca, cb := pipe(t)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			h, err := cb.ReadHello()
+			if err != nil || h.Vault != vault {
+				t.Errorf("answerer read Hello %+v, %v", h, err)
+				return
+			}
+			if refuse {
+				cb.SendError(wire.CodeNotMember, "not a member")
+				return
+			}
+			if err := cb.AcceptHello(vault); err != nil {
+				t.Error(err)
+				return
+			}
+			ChunkServer{Make: st.make, Workers: 2}.Serve(cb, nil)
+		}()
+		var got []cid.Cid
+		missing, err := OpenAndFetch(a, ca, vault, want, time.Minute, true, func(id cid.Cid, env []byte) error {
+			if string(env) != string(id.Bytes()) {
+				return fmt.Errorf("chunk %s: wrong envelope", id)
+			}
+			got = append(got, id)
+			return nil
+		})
+		a.Close()
+		<-done
+		switch {
+		case refuse && (err == nil || len(got) != 0 || len(missing) != len(want)):
+			t.Errorf("refused Hello: err %v, %d chunks, %d missing; want an error, none, all", err, len(got), len(missing))
+		case !refuse && (err != nil || !slices.Equal(got, want) || len(missing) != 0):
+			t.Errorf("accepted Hello: err %v, %d of %d chunks, %d missing", err, len(got), len(want), len(missing))
+		}
+	}
+	if st.made != len(want) {
+		t.Errorf("the store made %d chunks, want %d (none for the refused fetch)", st.made, len(want))
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	yamuxcfg "github.com/libp2p/go-yamux/v5"
 
 	"github.com/weftsync/weft/protocol/keys"
 )
@@ -130,7 +131,7 @@ func (b Base) Options() ([]libp2p.Option, error) {
 		libp2p.Transport(tcp.NewTCPTransport),
 		libp2p.Transport(quic.NewTransport),
 		libp2p.Security(noise.ID, noise.New),
-		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+		libp2p.Muxer(yamux.ID, muxer()),
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
 		libp2p.DisableMetrics(),
@@ -145,6 +146,26 @@ func (b Base) Options() ([]libp2p.Option, error) {
 		opts = append(opts, libp2p.ConnectionGater(b.Gater))
 	}
 	return opts, nil
+}
+
+// StreamWindow is the receive window a new yamux stream starts with:
+// what the other side may send on it before hearing back. yamux's own
+// start is 256 KiB, growing with the round trip; sync opens a stream per
+// want-list of chunks (about 2 MiB), so each fetch began at 256 KiB per
+// round trip again: 12 MiB/s over a 20 ms round trip, measured
+// (docs/benchmarks.md, "B3 over a 20 ms round trip"). At 2 MiB a whole
+// want-list is answered in one round trip. It bounds what one stream may
+// have in flight, not memory held: a stream's buffer grows only with
+// what arrives before it is read, and weft reads every stream as it
+// comes (a stranger's streams carry one bounded Hello and end).
+const StreamWindow = 2 << 20
+
+// muxer is libp2p's yamux transport with streams opening at StreamWindow.
+func muxer() *yamux.Transport {
+	cfg := *(*yamuxcfg.Config)(yamux.DefaultTransport)
+	cfg.InitialStreamWindowSize = StreamWindow
+	cfg.MaxStreamWindowSize = max(cfg.MaxStreamWindowSize, StreamWindow)
+	return (*yamux.Transport)(&cfg)
 }
 
 // Admit raises the resource limits of peer p, across all its connections,

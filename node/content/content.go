@@ -60,49 +60,65 @@ func Reader(ctx context.Context, src Sources, ver entry.Version) (io.Reader, fun
 	}
 }
 
-// window is how many chunks one fetch asks for: about 2 MiB, of which the
-// writer holds one and the gatherer the next.
+// window is how many chunks one fetch asks for: about 2 MiB.
 const window = 32
 
-// Produce writes the plaintext of refs to w, window by window. While the
-// writer writes one window, a gatherer it owns makes the next (from local
-// files, or fetched from peers and opened on GOMAXPROCS workers), so the
-// disk, the network and the CPU work at once instead of in turn; at most
-// two windows are held (one written, one gathered).
+// ahead is how many windows are fetched at once, the one the writer
+// waits for included. One window at a time left the link idle for a round
+// trip and the sender's tail between windows, so a 2 MiB window per round
+// trip capped a transfer (14 MiB/s over a 20 ms round trip, measured:
+// docs/benchmarks.md, "B3 over a 20 ms round trip"); with several in
+// flight the sender always has a request to answer. Each window in flight
+// costs the receiver about 7 MiB of peak memory (its plaintext, the
+// envelopes waiting to be opened, the stream's buffer, and the garbage
+// collector's headroom over them): 2, 3 and 4 windows gave 67, 79 and 95
+// MiB/s over that link, 3 is the balance taken.
+const ahead = 3
+
+// Produce writes the plaintext of refs to w, window by window, in order.
+// While the writer writes one window, a dispatcher it owns gathers the
+// next ones (ahead windows at once, each from local files, or fetched from
+// peers and opened on GOMAXPROCS workers), so the disk, the network and
+// the CPU work at once instead of in turn.
 func Produce(ctx context.Context, src Sources, refs []entry.ChunkRef, w io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	type gathered struct {
 		win   []entry.ChunkRef
 		plain map[cid.Cid][]byte
 		err   error
+		done  chan struct{} // closed once plain and err are set
 	}
-	ready := make(chan gathered)
+	// order carries the windows in file order as they are started; with
+	// the one the writer has taken, its capacity bounds how many are
+	// gathered at once to ahead.
+	order := make(chan *gathered, ahead-1)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		defer close(ready)
+		defer close(order)
 		for start := 0; start < len(refs); start += window {
-			win := refs[start:min(start+window, len(refs))]
-			plain, err := gatherWindow(ctx, src, win)
+			g := &gathered{win: refs[start:min(start+window, len(refs))], done: make(chan struct{})}
 			select {
-			case ready <- gathered{win: win, plain: plain, err: err}:
+			case order <- g:
 			case <-ctx.Done():
-				releasePlain(plain)
 				return
 			}
-			if err != nil {
-				return
-			}
+			wg.Go(func() {
+				defer close(g.done)
+				g.plain, g.err = gatherWindow(ctx, src, g.win)
+			})
 		}
 	})
 	defer func() {
 		cancel()
-		for g := range ready {
+		for g := range order {
+			<-g.done
 			releasePlain(g.plain)
 		}
 		wg.Wait()
 	}()
 	written := 0
-	for g := range ready {
+	for g := range order {
+		<-g.done
 		if g.err != nil {
 			releasePlain(g.plain)
 			return g.err
@@ -122,7 +138,7 @@ func Produce(ctx context.Context, src Sources, refs []entry.ChunkRef, w io.Write
 		written += len(g.win)
 	}
 	if written < len(refs) {
-		return ctx.Err() // the gatherer stopped for it
+		return ctx.Err() // the dispatcher stopped for it
 	}
 	return nil
 }

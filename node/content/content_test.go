@@ -8,6 +8,7 @@ import (
 	"io"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ipfs/go-cid"
 
@@ -155,4 +156,66 @@ func TestReader(t *testing.T) {
 		t.Fatalf("inline content read as %q", b)
 	}
 	stop()
+}
+
+// blockingSources is fakeSources whose Fetch does not answer until a
+// number of fetches are in flight at once, and counts the most there
+// ever were.
+type blockingSources struct {
+	*fakeSources
+	need int // fetches that must be in flight before any answers
+
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	started  int
+	enough   chan struct{} // closed once need fetches have started
+}
+
+func (b *blockingSources) Fetch(ctx context.Context, cids []cid.Cid, got func(cid.Cid, []byte) error) error {
+	b.mu.Lock()
+	b.inFlight++
+	b.started++
+	b.most = max(b.most, b.inFlight)
+	if b.started == b.need {
+		close(b.enough)
+	}
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.inFlight--
+		b.mu.Unlock()
+	}()
+	select {
+	case <-b.enough:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return b.fakeSources.Fetch(ctx, cids, got)
+}
+
+// TestProduceFetchesAhead: windows are fetched ahead windows at a time,
+// so a slow link (one round trip per fetch) carries several at once; no
+// window is answered until ahead fetches are in flight, which a producer
+// fetching one window at a time never reaches (its context's deadline
+// then fails the test), and never more than ahead are in flight.
+func TestProduceFetchesAhead(t *testing.T) {
+	refs, want, fs := chunks(window * (ahead + 3))
+	for c, b := range fs.local { // every chunk fetched
+		fs.remote[c] = b
+	}
+	fs.local = map[cid.Cid][]byte{}
+	src := &blockingSources{fakeSources: fs, need: ahead, enough: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	if err := Produce(ctx, src, refs, &out); err != nil {
+		t.Fatalf("%v (fetches in flight at most %d, want %d)", err, src.most, ahead)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Fatalf("produced %d bytes, not the chunks in order (%d bytes)", out.Len(), len(want))
+	}
+	if src.most != ahead {
+		t.Fatalf("at most %d fetches in flight, want %d", src.most, ahead)
+	}
 }

@@ -233,12 +233,28 @@ var ErrUnexpected = errors.New("unexpected message")
 // and waits for the answerer's Hello (or its Error: unknown vault, not a
 // member, quota).
 func (c *Conn) OpenHello(vault keys.VaultID) error {
-	if err := c.Send(MsgHello, Hello{Version: ProtocolVersion, Vault: vault}); err != nil {
+	if err := c.SendHello(vault); err != nil {
 		return err
 	}
 	if err := c.Flush(); err != nil {
 		return err
 	}
+	return c.AwaitHello(vault)
+}
+
+// SendHello queues the opener's Hello naming vault, unflushed: an opener
+// that may speak before the answer (the chunk protocol's want-lists) sends
+// its first request behind it and reads the answer's Hello with AwaitHello
+// before the first reply, saving the round trip OpenHello waits. An
+// answerer that refuses the Hello answers an Error and reads nothing
+// after it, so the early request is never acted on.
+func (c *Conn) SendHello(vault keys.VaultID) error {
+	return c.Send(MsgHello, Hello{Version: ProtocolVersion, Vault: vault})
+}
+
+// AwaitHello reads the answerer's Hello (or its Error) and checks that it
+// answers for vault.
+func (c *Conn) AwaitHello(vault keys.VaultID) error {
 	p, err := c.Expect(MsgHello)
 	if err != nil {
 		return err
