@@ -193,7 +193,11 @@ func inviteCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			fmt.Fprintf(out, "On the other device run: weft join CODE FOLDER\nThe code works once, until %s.\n", resp.Expires.Local().Format(time.DateTime))
+			if confirm {
+				fmt.Fprintf(out, "On the other device run: weft join CODE FOLDER\nThe code lets one device in, until %s; joins by it wait here until one is approved (up to 4 at once).\n", resp.Expires.Local().Format(time.DateTime))
+			} else {
+				fmt.Fprintf(out, "On the other device run: weft join CODE FOLDER\nThe code works once, until %s.\n", resp.Expires.Local().Format(time.DateTime))
+			}
 			if confirm {
 				fmt.Fprintln(out, "Each join waits for your approval: `weft devices pending` lists them with the words the joining device shows; `weft devices approve ID` lets it in.")
 			}
@@ -269,10 +273,19 @@ func statusCmd(g *globals) *cobra.Command {
 				return writeJSON(out, st)
 			}
 			if st.Name != "" {
-				fmt.Fprintf(out, "device %s (%s)\n\n", st.Name, st.Device)
+				fmt.Fprintf(out, "device %s (%s)\n", st.Name, st.Device)
 			} else {
-				fmt.Fprintf(out, "device %s\n\n", st.Device)
+				fmt.Fprintf(out, "device %s\n", st.Device)
 			}
+			// Where it listens, as others dial it (`weft recover --from`,
+			// a relay's or a peer's configuration).
+			for _, a := range st.Addrs {
+				if !strings.Contains(a, "/p2p/") {
+					a += "/p2p/" + st.Device
+				}
+				fmt.Fprintf(out, "listening on %s\n", a)
+			}
+			fmt.Fprintln(out)
 			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "FOLDER\tSTATE\tFILES\tBYTES\tPENDING\tWRITTEN\tSAFE\tCONFLICTS")
 			for _, f := range st.Folders {
@@ -442,7 +455,7 @@ func pendingJoinsCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{\"folder\", \"device\", \"words\", \"since\"}]")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{\"folder\", \"device\", \"name\", \"words\", \"since\"}]")
 	return c
 }
 

@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,10 +53,19 @@ func TestMDNSDiscovery(t *testing.T) {
 		}
 		return nil
 	})
+	before := map[*device][]string{a: a.status().Addrs, b: b.status().Addrs}
 	a.stop()
 	b.stop()
-	a.up() // new random ports: what each remembered of the other is stale
-	b.up()
+	// New ports (a device keeps its ports across restarts otherwise): what
+	// each remembered of the other is stale, so only mDNS can bring them
+	// together again.
+	for _, d := range []*device{a, b} {
+		d.upArgs = append(d.upArgs, "--fresh-ports")
+		d.up()
+		if after := d.status().Addrs; slices.Equal(after, before[d]) {
+			t.Fatalf("%s listens where it did before the restart (%v): the test would not need mDNS", d.name, after)
+		}
+	}
 	a.write("second.md", []byte("found by mDNS"))
 	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
 		if m["second.md"] != "file:found by mDNS" {

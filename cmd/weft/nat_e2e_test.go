@@ -465,18 +465,25 @@ func TestMeasureEditsThroughRelayBehindNATs(t *testing.T) {
 	rl := startRelay(t, lab.relay, "--listen", "/ip4/"+natRelayIP+"/tcp/"+natRelayPort, "--metrics", natMetrics)
 	a, b, _ := pairBehindNATs(t, lab, rl)
 	measureEdits(t, a, b, "through the relay")
-	// The relay's cost per relayed megabyte: 64 MiB of random bytes from
-	// a to b, the relay's CPU seconds (utime + stime) and memory around it.
-	cpu0 := procCPU(t, rl.cmd.Process.Pid)
-	big := randBytes(rand.New(rand.NewPCG(64, 1)), 64<<20)
-	start := time.Now()
-	a.write("big.bin", big)
-	waitHas(t, b, map[string][]byte{"big.bin": big}, 5*time.Minute)
-	took := time.Since(start)
-	cpu := procCPU(t, rl.cmd.Process.Pid) - cpu0
-	hwm, rss := procMem(t, rl.cmd.Process.Pid)
-	t.Logf("64 MiB a -> relay -> b: %v (%.1f MiB/s); relay CPU %.2f s (%.1f ms per relayed MiB), relay peak RSS %d MiB, RSS now %d MiB",
-		took.Round(time.Millisecond), 64/took.Seconds(), cpu, 1000*cpu/64, hwm>>10, rss>>10)
+	// The relay's cost per relayed megabyte: random files of 64 MiB, then
+	// 256 MiB, from a to b, the relay's CPU seconds (utime + stime) and
+	// memory around each (its memory before the first too), so that what a
+	// relayed megabyte costs in memory shows as the growth between sizes.
+	hwm0, rss0 := procMem(t, rl.cmd.Process.Pid)
+	t.Logf("relay before the files: peak RSS %d MiB, RSS %d MiB", hwm0>>10, rss0>>10)
+	for i, mib := range []int{64, 256} {
+		cpu0 := procCPU(t, rl.cmd.Process.Pid)
+		big := randBytes(rand.New(rand.NewPCG(uint64(mib), 1)), mib<<20)
+		name := fmt.Sprintf("big%d.bin", i)
+		start := time.Now()
+		a.write(name, big)
+		waitHas(t, b, map[string][]byte{name: big}, 10*time.Minute)
+		took := time.Since(start)
+		cpu := procCPU(t, rl.cmd.Process.Pid) - cpu0
+		hwm, rss := procMem(t, rl.cmd.Process.Pid)
+		t.Logf("%d MiB a -> relay -> b: %v (%.1f MiB/s); relay CPU %.2f s (%.1f ms per relayed MiB), relay peak RSS %d MiB, RSS now %d MiB",
+			mib, took.Round(time.Millisecond), float64(mib)/took.Seconds(), cpu, 1000*cpu/float64(mib), hwm>>10, rss>>10)
+	}
 	for _, d := range []*device{a, b} {
 		for _, p := range d.status().Peers {
 			t.Logf("%s: peer %s (%s) %s, in_sync %v", d.name, p.ID, p.Role, p.Connection, p.InSync)

@@ -33,7 +33,7 @@ recovery existed can be recovered (docs/security.md, "Recovery").`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if from == "" {
-				return exitUsage{errors.New("--from is required: the relay's or a running device's multiaddr ending in /p2p/ID (`weft relay` prints its own; `weft status` on a device lists its addresses)")}
+				return exitUsage{errors.New("--from is required: the relay's or a running device's multiaddr ending in /p2p/ID (`weft relay` prints its own; `weft status` on a device lists its addresses, each on a line of its own)")}
 			}
 			h, err := g.openHome()
 			if err != nil {

@@ -12,7 +12,8 @@ import (
 // the addresses they remembered, because each listens on the port of its
 // last start (docs/connectivity.md, "Listen ports"), and a note written
 // after the restarts arrives over a direct connection. The test checks the
-// addresses themselves (the same before and after), not a time. The time from the second start to the note's
+// addresses themselves (the same before and after), and issue 18's bound
+// of 10 s from the second start to the note's arrival. The time from the second start to the note's
 // arrival is logged; docs/benchmarks.md has the measured figure.
 func TestRestartedAgentsReconnect(t *testing.T) {
 	a, b := pair(t)
@@ -43,7 +44,10 @@ func TestRestartedAgentsReconnect(t *testing.T) {
 		}
 	}
 	a.write("after.md", []byte("after the restarts\n"))
-	waitSame(t, a, b, time.Minute, func(m map[string]string) error {
+	// Issue 18's bound: they meet again within 10 s (about 0.2 s is
+	// usual, docs/benchmarks.md), so this wait is a liveness bound with a
+	// wide margin, not a speed target.
+	waitSame(t, a, b, 10*time.Second, func(m map[string]string) error {
 		if m["after.md"] != "file:after the restarts\n" {
 			return fmt.Errorf("after.md not there yet")
 		}
