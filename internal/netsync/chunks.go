@@ -82,45 +82,6 @@ const frameBufCap = chunk.MaxEnvelopeSize + 256
 // frameBufs recycles FetchChunksLent's read buffers across fetches.
 var frameBufs = sync.Pool{New: func() any { b := make([]byte, 0, frameBufCap); return &b }}
 
-// envPools recycle copies of lent envelopes (CopyEnvelope), in three
-// size classes of payload (up to chunk.AvgSize, twice that, and
-// chunk.MaxSize) plus an envelope's overhead, so that a window of average
-// chunks does not hold largest-size buffers.
-var envPools [3]sync.Pool
-
-// envClass is the size class of an envelope of n bytes: its pool and
-// buffer size.
-func envClass(n int) (int, int) {
-	for i := range 2 {
-		if size := chunk.AvgSize<<i + chunk.Overhead; n <= size {
-			return i, size
-		}
-	}
-	return 2, chunk.MaxEnvelopeSize
-}
-
-// CopyEnvelope returns a copy of a lent envelope in a pooled buffer of its
-// size class (a buffer of its own if larger than any class: not a valid
-// envelope), for a fetcher that keeps it past got's return. Give it back
-// with ReleaseEnvelope once nothing refers to it.
-func CopyEnvelope(env []byte) *[]byte {
-	i, size := envClass(len(env))
-	b, ok := envPools[i].Get().(*[]byte)
-	if !ok || len(env) > size {
-		nb := make([]byte, 0, max(size, len(env)))
-		b = &nb
-	}
-	*b = append((*b)[:0], env...)
-	return b
-}
-
-// ReleaseEnvelope gives a buffer of CopyEnvelope back to its pool.
-func ReleaseEnvelope(b *[]byte) {
-	if i, size := envClass(cap(*b)); cap(*b) == size {
-		envPools[i].Put(b)
-	}
-}
-
 // fetchChunks is FetchChunks reading every frame into buf when it fits
 // (nil: a buffer of its own per frame), opening the stream with a Hello
 // for *hello first when it is set (OpenAndFetch).

@@ -6,14 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/ipfs/go-cid"
 
-	"github.com/weftsync/weft/internal/netsync"
 	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
@@ -66,20 +63,20 @@ const window = 32
 // ahead is how many windows are fetched at once, the one the writer
 // waits for included. One window at a time left the link idle for a round
 // trip and the sender's tail between windows, so a 2 MiB window per round
-// trip capped a transfer (14 MiB/s over a 20 ms round trip, measured:
+// trip capped a transfer (14.6 MiB/s over a 20 ms round trip, measured:
 // docs/benchmarks.md, "B3 over a 20 ms round trip"); with several in
-// flight the sender always has a request to answer. Each window in flight
-// costs the receiver about 7 MiB of peak memory (its plaintext, the
-// envelopes waiting to be opened, the stream's buffer, and the garbage
-// collector's headroom over them): 2, 3 and 4 windows gave 67, 79 and 95
-// MiB/s over that link, 3 is the balance taken.
-const ahead = 3
+// flight the sender always has a request to answer, and the windows'
+// fetches open their chunks on as many cores. Each window in flight costs
+// the receiver memory (its plaintext, the stream's buffer, and the
+// garbage collector's headroom over them); the benchmark says how the
+// depth was chosen.
+const ahead = 4
 
 // Produce writes the plaintext of refs to w, window by window, in order.
 // While the writer writes one window, a dispatcher it owns gathers the
 // next ones (ahead windows at once, each from local files, or fetched from
-// peers and opened on GOMAXPROCS workers), so the disk, the network and
-// the CPU work at once instead of in turn.
+// peers and opened as they arrive), so the disk, the network and the CPU
+// work at once instead of in turn.
 func Produce(ctx context.Context, src Sources, refs []entry.ChunkRef, w io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	type gathered struct {
@@ -181,9 +178,9 @@ func releasePlain(plain map[cid.Cid][]byte) {
 }
 
 // gatherWindow returns the plaintext of each distinct chunk of win: from
-// src.Local where it has it, else fetched (src.Fetch) and opened on
-// GOMAXPROCS workers (src.Open: the fetch has verified each envelope's
-// CID as it arrived; the workers make every other check).
+// src.Local where it has it, else fetched (src.Fetch) and opened as each
+// arrives (src.Open: the fetch has verified each envelope's CID; Open
+// makes every other check).
 func gatherWindow(ctx context.Context, src Sources, win []entry.ChunkRef) (map[cid.Cid][]byte, error) {
 	plain := make(map[cid.Cid][]byte, len(win))
 	var need []cid.Cid
@@ -201,69 +198,30 @@ func gatherWindow(ctx context.Context, src Sources, win []entry.ChunkRef) (map[c
 		return plain, nil
 	}
 	src.Pending(len(need))
-	type fetched struct {
-		c   cid.Cid
-		env *[]byte // from netsync.CopyEnvelope, given back once opened
-	}
-	var (
-		mu      sync.Mutex // guards plain and openErr while the workers run
-		openErr error
-		failed  atomic.Bool
-		jobs    = make(chan fetched, window)
-		wg      sync.WaitGroup
-	)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for j := range jobs {
-				env := *j.env
-				b, err := src.Open(plainBuf(len(env)-chunk.Overhead), j.c, env)
-				netsync.ReleaseEnvelope(j.env) // the plaintext is in b, never in env
-				mu.Lock()
-				if err != nil {
-					if openErr == nil {
-						openErr = fmt.Errorf("chunk %s: %w", j.c, err)
-					}
-					failed.Store(true)
-				} else {
-					plain[j.c] = b
-				}
-				mu.Unlock()
-				if err == nil {
-					src.Pending(-1)
-				}
-			}
-		})
-	}
-	// The envelope is lent (valid only during the call): it goes to the
-	// openers in a pooled copy, which they give back once opened.
+	// Each envelope is opened as it arrives, on the fetch's own goroutine
+	// (one per peer asked), while it is still lent: the windows in flight
+	// (ahead) already spread the opening over the cores, and no envelope
+	// is copied or queued.
+	var mu sync.Mutex // guards plain: a fetch from several peers calls got from each
 	err := src.Fetch(ctx, need, func(c cid.Cid, env []byte) error {
-		if failed.Load() {
-			return errChunkUnopened
+		b, err := src.Open(plainBuf(len(env)-chunk.Overhead), c, env)
+		if err != nil {
+			return fmt.Errorf("chunk %s: %w", c, err)
 		}
-		buf := netsync.CopyEnvelope(env)
-		select {
-		case jobs <- fetched{c, buf}:
-			return nil
-		case <-ctx.Done():
-			netsync.ReleaseEnvelope(buf)
-			return ctx.Err()
-		}
+		mu.Lock()
+		plain[c] = b
+		mu.Unlock()
+		src.Pending(-1)
+		return nil
 	})
-	close(jobs)
-	wg.Wait()
-	if openErr != nil {
-		err = openErr
-	}
 	if err != nil {
+		mu.Lock()
 		src.Pending(-(len(need) - countIn(plain, need)))
+		mu.Unlock()
 		return plain, err
 	}
 	return plain, nil
 }
-
-// errChunkUnopened stops a fetch once a fetched chunk failed to open (the
-// error that says why is the opener's).
-var errChunkUnopened = errors.New("a fetched chunk did not open")
 
 func countIn(m map[cid.Cid][]byte, cs []cid.Cid) int {
 	n := 0
