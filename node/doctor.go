@@ -171,7 +171,7 @@ func (n *Node) folderFacts(v *vault, fs api.FolderStatus, asked string, onePath 
 			fo.Relays = append(fo.Relays, r)
 		}
 	}
-	fo.Rollbacks = v.relayRollbacks()
+	fo.Rollbacks = v.claims().Rollbacks()
 	fo.Versions = v.keep.Info()
 	if m := n.monitor(); m != nil {
 		fo.Skipped, fo.Unsettled, fo.Watcher.OverflowRescans, fo.Watcher.Failed = m.scans.Problems(v.cfg.Folder)

@@ -21,6 +21,7 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/claims"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/logview"
 	"github.com/weftsync/weft/protocol"
@@ -455,7 +456,7 @@ func hostileDropsEntry(t *testing.T) {
 		holdOpen(s)
 	})
 	withheld := func(ev api.Event) bool {
-		return ev.Type == api.EventError && ev.Kind == eventKindWithheld && ev.Peer == f.dev.String() && ev.Seq == 3
+		return ev.Type == api.EventError && ev.Kind == claims.KindWithheld && ev.Peer == f.dev.String() && ev.Seq == 3
 	}
 	waitFor(t, "the gap to be reported", func() bool { _, ok := evs.find(withheld); return ok })
 	waitFor(t, "a second stream from the relay", func() bool { return f.streams.Load() >= 2 })
@@ -589,7 +590,7 @@ func hostileRollsBack(t *testing.T) {
 		return 0
 	}
 	rolledBack := func(ev api.Event) bool {
-		return ev.Type == api.EventError && ev.Kind == eventKindRollback && ev.Peer == f.dev.String()
+		return ev.Type == api.EventError && ev.Kind == claims.KindRollback && ev.Peer == f.dev.String()
 	}
 	acked := func() uint64 {
 		a, err := v.db.Acked(f.dev)

@@ -288,7 +288,7 @@ func (l *logPull) Status(st wire.LogStatus) error {
 		l.told = vec
 	}
 	vec = l.told.Clone()          // the checks below keep it
-	l.v.checkWithheld(l.dev, vec) // rollback.go
+	l.v.claims().CheckWithheld(l.dev, vec) // node/claims
 	l.v.peerHolds(l.dev, vec)
 	l.v.memberStatus(l.dev, st.MemberSeq) // memberrecover.go
 	if grew {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/claims"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/relay"
 )
@@ -102,7 +103,7 @@ func TestHonestRelayRaisesNoAlarm(t *testing.T) {
 	}
 	head = v.db.Head(n.ID()).Seq
 	waitFor(t, "the restarted relay to hold every entry", safe)
-	if ev, ok := evs.find(func(ev api.Event) bool { return ev.Kind == eventKindRollback || ev.Kind == eventKindWithheld }); ok {
+	if ev, ok := evs.find(func(ev api.Event) bool { return ev.Kind == claims.KindRollback || ev.Kind == claims.KindWithheld }); ok {
 		t.Fatalf("an honest relay raised %+v", ev)
 	}
 	if rbs := n.RelayRollbacks(); len(rbs) != 0 {

@@ -1,199 +1,41 @@
 package node
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"slices"
-
 	"github.com/weftsync/weft/node/api"
-	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/node/claims"
 	"github.com/weftsync/weft/protocol/keys"
-	"github.com/weftsync/weft/store/vaultdb"
 )
 
-// What a relay says it holds (its LogStatus: per author, the highest
-// sequence it holds in full) can only grow: entries are never removed from
-// a log, and a version's chunks leave a store only once the version is
-// superseded, which keeps the entry held. A relay that reports less than it
-// reported before has lost data (a disk restored from an old backup, a
-// replica deleted by hand) or is rolling the vault back on purpose. Either
-// way its earlier word is void: this device stops counting the entries the
-// relay no longer claims as safe there, says so (a warning in the log, an
-// "error" event of kind "relay-rollback", a record RelayRollbacks returns),
-// and from then on takes the relay's new, lower statement as the mark to
-// compare against. Later statements count again as they grow: a relay is
-// trusted for availability only, and an honest relay that lost data
-// re-fetches it.
-//
-// What a relay said is kept durably (vaultdb's acknowledged vectors, every
-// author), so a rollback across a restart of this device is caught too.
-//
-// A second check runs on every LogStatus from any peer: the answerer sends
-// every entry the opener lacks before its status, so a status that claims
-// an entry this device still lacks while it holds a later one of the same
-// author (held back, waiting for the gap) means the peer skipped that
-// entry. That is reported once per gap ("error" event of kind "withheld").
-// A peer that drops the last entries of a log and claims them anyway is
-// not told from one that is about to push them, so it is not reported.
-
-// Event kinds (Event.Kind of an EventError) this file publishes.
-const (
-	eventKindRollback = "relay-rollback"
-	eventKindWithheld = "withheld"
-)
-
-// rollbackMetaKey names the vaultdb metadata value holding the last
-// rollback of relay d.
-func rollbackMetaKey(d keys.DeviceID) string { return "relay-rollback/" + d.String() }
-
-// relayHolds is peerHolds for a relay of the vault: it compares vec with
-// what the relay said before (in this run, or durably before a restart),
-// reports a rollback, records vec as what the relay now holds, and stores
-// it durably, lowering marks that went back.
-func (v *vault) relayHolds(d keys.DeviceID, vec protocol.Vector) {
-	var stored protocol.Vector
-	if !v.peers.Has(d) {
-		acked, err := v.db.Acked(d)
-		if err != nil {
-			v.log.Warn("reading what a relay held before", "relay", d, "err", err)
-		}
-		stored = protocol.Vector(acked)
+// claims is the checker of what this vault's peers say they hold against
+// what they said before and what they sent (node/claims: a relay rolling
+// back, a peer withholding entries), over the vault's database, its peer
+// holdings and its log view.
+func (v *vault) claims() *claims.Checker {
+	return &claims.Checker{
+		Folder: v.cfg.Folder, Store: v.db, Heard: &v.peers, Log: v.log,
+		Publish: v.n.events.Publish, Now: v.n.now,
+		FirstAhead: func(author keys.DeviceID, after, upto uint64) uint64 {
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			return v.view.FirstAhead(author, after, upto)
+		},
+		IsRelay: v.isRelay,
+		Relays: func() []keys.DeviceID {
+			var out []keys.DeviceID
+			for _, r := range v.relays() {
+				out = append(out, r.dev)
+			}
+			return out
+		},
 	}
-	prev, ok := v.peers.Set(d, vec)
-	if !ok {
-		prev = stored
-	}
-
-	var back []keys.DeviceID
-	u := &vaultdb.Update{}
-	changed := false
-	for a, s := range prev {
-		if vec[a] < s {
-			back = append(back, a)
-		}
-	}
-	for a, s := range vec {
-		if prev[a] != s {
-			u.SetAcked(d, a, s)
-			changed = true
-		}
-	}
-	for _, a := range back {
-		if _, ok := vec[a]; !ok {
-			u.SetAcked(d, a, 0)
-			changed = true
-		}
-	}
-	if changed {
-		if err := v.db.Commit(u); err != nil {
-			v.log.Warn("recording what a relay holds", "relay", d, "err", err)
-		}
-	}
-	if len(back) > 0 {
-		v.reportRollback(d, prev, vec, back)
-	}
-}
-
-// reportRollback says that relay d went back from prev to vec on the
-// authors in back.
-func (v *vault) reportRollback(d keys.DeviceID, prev, vec protocol.Vector, back []keys.DeviceID) {
-	slices.SortFunc(back, func(a, b keys.DeviceID) int { return slices.Compare(a[:], b[:]) })
-	a := back[0]
-	rb := api.RelayRollback{
-		Folder: v.cfg.Folder, Relay: d.String(), Author: a.String(),
-		Had: prev[a], Now: vec[a], Authors: len(back), At: v.n.now().UTC(),
-	}
-	rb.Message = fmt.Sprintf("relay %s reported an older state than before: it may be faulty or malicious "+
-		"(it held %d entries of %s and now says %d, %d device(s) affected); "+
-		"entries it no longer holds are not counted as safe there", d.Short(), rb.Had, a.Short(), rb.Now, rb.Authors)
-	v.log.Warn(rb.Message, "relay", d, "author", a, "had", rb.Had, "now", rb.Now, "authors", rb.Authors)
-	if b, err := json.Marshal(rb); err == nil {
-		u := &vaultdb.Update{}
-		u.SetMeta(rollbackMetaKey(d), b)
-		if err := v.db.Commit(u); err != nil {
-			v.log.Warn("recording a relay rollback", "relay", d, "err", err)
-		}
-	}
-	v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Peer: d.String(), Kind: eventKindRollback,
-		Seq: rb.Now, Error: rb.Message})
-}
-
-// relayRollbacks returns the last rollback recorded for each relay of the
-// vault, oldest first.
-func (v *vault) relayRollbacks() []api.RelayRollback {
-	var out []api.RelayRollback
-	for _, r := range v.relays() {
-		b, ok, err := v.db.Meta(rollbackMetaKey(r.dev))
-		if err != nil || !ok {
-			continue
-		}
-		var rb api.RelayRollback
-		if json.Unmarshal(b, &rb) == nil {
-			out = append(out, rb)
-		}
-	}
-	slices.SortFunc(out, func(a, b api.RelayRollback) int { return a.At.Compare(b.At) })
-	return out
 }
 
 // RelayRollbacks lists, for every vault on this device, the last time each
-// of its relays reported an older state than before. The record stays until
-// the relay is removed from the vault, so a user can still see it after the
-// relay caught up again.
+// of its relays reported an older state than before (claims.Checker).
 func (n *Node) RelayRollbacks() []api.RelayRollback {
 	out := []api.RelayRollback{}
 	for _, v := range n.vaultsNow() {
-		out = append(out, v.relayRollbacks()...)
+		out = append(out, v.claims().Rollbacks()...)
 	}
 	return out
-}
-
-// errWithheld names a peer that skipped an entry it says it holds.
-var errWithheld = errors.New("peer says it holds entries it did not send")
-
-// checkWithheld compares peer d's LogStatus with what d sent on this
-// stream: for each author whose log d claims past this device's head while
-// a later entry of it is held back here (the one after the head never
-// came), it reports the gap once.
-func (v *vault) checkWithheld(d keys.DeviceID, vec protocol.Vector) {
-	type gap struct {
-		author     keys.DeviceID
-		head, next uint64 // the gap is head+1 .. next-1
-	}
-	var gaps []gap
-	for a, claimed := range vec {
-		head := v.db.Head(a).Seq
-		if claimed <= head {
-			continue
-		}
-		v.mu.Lock()
-		next := v.view.FirstAhead(a, head+1, claimed)
-		v.mu.Unlock()
-		if next != 0 {
-			gaps = append(gaps, gap{a, head, next})
-		}
-	}
-	for _, g := range gaps {
-		key := "withheld/" + d.String() + "/" + g.author.String()
-		mark := fmt.Appendf(nil, "%d", g.head)
-		if b, ok, err := v.db.Meta(key); err == nil && ok && string(b) == string(mark) {
-			continue // reported already
-		}
-		u := &vaultdb.Update{}
-		u.SetMeta(key, mark)
-		if err := v.db.Commit(u); err != nil {
-			v.log.Warn("recording a withheld entry", "peer", d, "err", err)
-		}
-		who := "peer"
-		if v.isRelay(d) {
-			who = "relay"
-		}
-		msg := fmt.Sprintf("%s %s: %v: entries %d to %d of %s are missing from its log while it sent later ones; "+
-			"the later entries are held back and nothing after the gap is applied until the missing ones arrive from anyone",
-			who, d.Short(), errWithheld, g.head+1, g.next-1, g.author.Short())
-		v.log.Warn(msg, "peer", d, "author", g.author, "seq", g.head+1)
-		v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Peer: d.String(), Kind: eventKindWithheld,
-			Seq: g.head + 1, Error: msg})
-	}
 }

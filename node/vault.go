@@ -345,7 +345,7 @@ func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
 }
 
 // peerHolds records what a peer says it holds (its LogStatus). What a
-// relay says goes through relayHolds (rollback.go), which also catches a
+// relay says goes through claims.Checker.RelayHolds, which also catches a
 // relay reporting less than before.
 func (v *vault) peerHolds(d keys.DeviceID, vec protocol.Vector) {
 	// Everything the peer holds of this device's log was sent before this
@@ -363,7 +363,7 @@ func (v *vault) peerHolds(d keys.DeviceID, vec protocol.Vector) {
 		}
 	}()
 	if v.isRelay(d) {
-		v.relayHolds(d, vec)
+		v.claims().RelayHolds(d, vec)
 		v.n.events.Publish(api.Event{Type: api.EventPeerStatus, Folder: v.cfg.Folder, Peer: d.String()})
 		return
 	}
