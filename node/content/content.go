@@ -79,6 +79,7 @@ const ahead = 4
 // work at once instead of in turn.
 func Produce(ctx context.Context, src Sources, refs []entry.ChunkRef, w io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
+	bufs := &plainBufs{}
 	type gathered struct {
 		win   []entry.ChunkRef
 		plain map[cid.Cid][]byte
@@ -101,7 +102,7 @@ func Produce(ctx context.Context, src Sources, refs []entry.ChunkRef, w io.Write
 			}
 			wg.Go(func() {
 				defer close(g.done)
-				g.plain, g.err = gatherWindow(ctx, src, g.win)
+				g.plain, g.err = gatherWindow(ctx, src, bufs, g.win)
 			})
 		}
 	})
@@ -109,7 +110,7 @@ func Produce(ctx context.Context, src Sources, refs []entry.ChunkRef, w io.Write
 		cancel()
 		for g := range order {
 			<-g.done
-			releasePlain(g.plain)
+			bufs.release(g.plain)
 		}
 		wg.Wait()
 	}()
@@ -117,21 +118,21 @@ func Produce(ctx context.Context, src Sources, refs []entry.ChunkRef, w io.Write
 	for g := range order {
 		<-g.done
 		if g.err != nil {
-			releasePlain(g.plain)
+			bufs.release(g.plain)
 			return g.err
 		}
 		for _, r := range g.win {
 			b := g.plain[r.CID]
 			if len(b) != int(r.Size) {
-				releasePlain(g.plain)
+				bufs.release(g.plain)
 				return fmt.Errorf("chunk %s: %d bytes, want %d", r.CID, len(b), r.Size)
 			}
 			if _, err := w.Write(b); err != nil {
-				releasePlain(g.plain)
+				bufs.release(g.plain)
 				return err
 			}
 		}
-		releasePlain(g.plain)
+		bufs.release(g.plain)
 		written += len(g.win)
 	}
 	if written < len(refs) {
@@ -140,12 +141,22 @@ func Produce(ctx context.Context, src Sources, refs []entry.ChunkRef, w io.Write
 	return nil
 }
 
-// plainPools recycle the plaintext buffers of fetched chunks, in three
-// size classes (up to 64, 128 and 256 KiB) so that a window of average
-// chunks does not hold maximum-size buffers.
-var plainPools [3]sync.Pool
+// plainBufs recycles the plaintext buffers of one Produce call across its
+// windows, in three size classes (up to 64, 128 and 256 KiB) so that a
+// window of average chunks does not hold maximum-size buffers. It is
+// scoped to the call, not global: a sync.Pool is emptied by every garbage
+// collection, and a large transfer collects every few tens of
+// milliseconds, so the pool kept almost nothing and each chunk took a new
+// buffer (1.5 times the bytes fetched in allocations, the collections
+// they caused, and the heap's headroom over them: docs/benchmarks.md,
+// "Plaintext buffers kept per transfer"). Here a call holds at most the
+// buffers of its windows in flight, and they go with it.
+type plainBufs struct {
+	mu   sync.Mutex
+	free [3][][]byte
+}
 
-// plainClass is the size class of a plaintext of n bytes: its pool and
+// plainClass is the size class of a plaintext of n bytes: its index and
 // buffer size.
 func plainClass(n int) (int, int) {
 	for i := range 2 {
@@ -156,23 +167,36 @@ func plainClass(n int) (int, int) {
 	return 2, chunk.MaxSize
 }
 
-// plainBuf returns a buffer from the pool of n bytes' class, empty.
-func plainBuf(n int) []byte {
+// get returns an empty buffer of n bytes' class.
+func (p *plainBufs) get(n int) []byte {
 	i, size := plainClass(n)
-	if b, ok := plainPools[i].Get().(*[]byte); ok {
-		return (*b)[:0]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if k := len(p.free[i]); k > 0 {
+		b := p.free[i][k-1]
+		p.free[i] = p.free[i][:k-1]
+		return b[:0]
 	}
 	return make([]byte, 0, size)
 }
 
-// releasePlain gives a window's plaintext buffers back to their pools
-// (those of a class's size; local reads and decompressed chunks have
-// others).
-func releasePlain(plain map[cid.Cid][]byte) {
+// put gives one unused buffer back (one of a class's size).
+func (p *plainBufs) put(b []byte) {
+	if i, size := plainClass(cap(b)); cap(b) == size {
+		p.mu.Lock()
+		p.free[i] = append(p.free[i], b[:0])
+		p.mu.Unlock()
+	}
+}
+
+// release gives a window's plaintext buffers back (those of a class's
+// size; local reads and decompressed chunks may have others).
+func (p *plainBufs) release(plain map[cid.Cid][]byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, b := range plain {
 		if i, size := plainClass(cap(b)); cap(b) == size {
-			b = b[:0]
-			plainPools[i].Put(&b)
+			p.free[i] = append(p.free[i], b[:0])
 		}
 	}
 }
@@ -181,17 +205,19 @@ func releasePlain(plain map[cid.Cid][]byte) {
 // src.Local where it has it, else fetched (src.Fetch) and opened as each
 // arrives (src.Open: the fetch has verified each envelope's CID; Open
 // makes every other check).
-func gatherWindow(ctx context.Context, src Sources, win []entry.ChunkRef) (map[cid.Cid][]byte, error) {
+func gatherWindow(ctx context.Context, src Sources, bufs *plainBufs, win []entry.ChunkRef) (map[cid.Cid][]byte, error) {
 	plain := make(map[cid.Cid][]byte, len(win))
 	var need []cid.Cid
 	for _, r := range win {
 		if _, ok := plain[r.CID]; ok || slices.Contains(need, r.CID) {
 			continue
 		}
-		if b, err := src.Local(plainBuf(int(r.Size)), r.CID); err == nil {
+		buf := bufs.get(int(r.Size))
+		if b, err := src.Local(buf, r.CID); err == nil {
 			plain[r.CID] = b
 			continue
 		}
+		bufs.put(buf) // not held here: the fetch's opening takes one again
 		need = append(need, r.CID)
 	}
 	if len(need) == 0 {
@@ -204,7 +230,7 @@ func gatherWindow(ctx context.Context, src Sources, win []entry.ChunkRef) (map[c
 	// is copied or queued.
 	var mu sync.Mutex // guards plain: a fetch from several peers calls got from each
 	err := src.Fetch(ctx, need, func(c cid.Cid, env []byte) error {
-		b, err := src.Open(plainBuf(len(env)-chunk.Overhead), c, env)
+		b, err := src.Open(bufs.get(len(env)-chunk.Overhead), c, env)
 		if err != nil {
 			return fmt.Errorf("chunk %s: %w", c, err)
 		}
