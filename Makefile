@@ -21,10 +21,13 @@ build:
 
 # test: formatting, vet, then every test with the race detector. Fuzz
 # targets' seed corpora run here as ordinary tests. S1 at issue 6's size
-# runs in a second, race-free go test (simulation/sim_test.go, TestS1Small).
+# runs in a second, race-free go test (simulation/sim_test.go, TestS1Small),
+# and so do the allocation bounds that lean on sync.Pool, which the race
+# detector makes drop items at random (node/seal).
 test: lint
 	$(GO) test -race -timeout 30m ./...
 	$(GO) test -timeout 15m -run '^TestS1Small$$' ./simulation/
+	$(GO) test -timeout 5m -run 'AllocationsBounded$$' ./node/seal/
 
 # lint: gofmt, go vet, staticcheck (pinned; go run fetches it from the
 # module proxy), go mod tidy leaving go.mod and go.sum as they are (a diff
