@@ -287,7 +287,7 @@ func (l *logPull) Status(st wire.LogStatus) error {
 	} else {
 		l.told = vec
 	}
-	vec = l.told.Clone()          // the checks below keep it
+	vec = l.told.Clone()                   // the checks below keep it
 	l.v.claims().CheckWithheld(l.dev, vec) // node/claims
 	l.v.peerHolds(l.dev, vec)
 	l.v.memberStatus(l.dev, st.MemberSeq) // memberrecover.go
