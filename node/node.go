@@ -258,7 +258,7 @@ func New(cfg Config) (*Node, error) {
 		return n, nil
 	}
 	n.host, err = connect.NewHost(connect.HostConfig{Identity: id, ListenAddrs: cfg.ListenAddrs, Punches: cfg.Punches, Gater: n.strangers.bans,
-		Ports: cfg.Home, FreshPorts: cfg.FreshPorts, Log: cfg.Logger})
+		Ports: cfg.Home, FreshPorts: cfg.FreshPorts, Log: cfg.Logger, Trusted: n.trustedPeer})
 	if err != nil {
 		n.closeVaults()
 		return nil, err

@@ -60,6 +60,13 @@ func (v *vault) isRelay(d keys.DeviceID) bool {
 func (v *vault) isPeer(d keys.DeviceID) bool { return v.roster.IsMember(d) || v.isRelay(d) }
 
 // isPeerAnywhere reports whether d is a member or relay of any vault here.
+// trustedPeer says whether p is a member or relay of a vault served here:
+// its connections get wide stream windows (p2p.Base.Trusted).
+func (n *Node) trustedPeer(p peer.ID) bool {
+	d, err := DeviceIDOf(p)
+	return err == nil && n.isPeerAnywhere(d)
+}
+
 func (n *Node) isPeerAnywhere(d keys.DeviceID) bool {
 	for _, v := range n.vaultsNow() {
 		if v.isPeer(d) {

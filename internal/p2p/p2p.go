@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
@@ -84,6 +85,10 @@ type Base struct {
 	Stranger rcmgr.BaseLimit
 	// Gater, if not nil, is consulted on every connection (Bans).
 	Gater coreconnmgr.ConnectionGater
+	// Trusted, if not nil, names the peers whose connections open streams
+	// with StreamWindow (members and relays of the vaults served here);
+	// every other peer's streams open with yamux's default window.
+	Trusted func(peer.ID) bool
 	// ConnLow and ConnHigh are the connection manager's watermarks;
 	// connections a caller protects are never trimmed.
 	ConnLow, ConnHigh int
@@ -131,7 +136,7 @@ func (b Base) Options() ([]libp2p.Option, error) {
 		libp2p.Transport(tcp.NewTCPTransport),
 		libp2p.Transport(quic.NewTransport),
 		libp2p.Security(noise.ID, noise.New),
-		libp2p.Muxer(yamux.ID, muxer()),
+		libp2p.Muxer(yamux.ID, windowedMuxer{wide: wideMuxer(), trusted: b.Trusted}),
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
 		libp2p.DisableMetrics(),
@@ -148,24 +153,53 @@ func (b Base) Options() ([]libp2p.Option, error) {
 	return opts, nil
 }
 
-// StreamWindow is the receive window a new yamux stream starts with:
-// what the other side may send on it before hearing back. yamux's own
-// start is 256 KiB, growing with the round trip; sync opens a stream per
-// want-list of chunks (about 2 MiB), so each fetch began at 256 KiB per
-// round trip again: 12 MiB/s over a 20 ms round trip, measured
-// (docs/benchmarks.md, "B3 over a 20 ms round trip"). At 2 MiB a whole
-// want-list is answered in one round trip. It bounds what one stream may
-// have in flight, not memory held: a stream's buffer grows only with
-// what arrives before it is read, and weft reads every stream as it
-// comes (a stranger's streams carry one bounded Hello and end).
+// StreamWindow is the receive window a new yamux stream starts with on a
+// connection to a trusted peer (Base.Trusted: a member or relay of a vault
+// served here): what that peer may send on it before hearing back.
+// yamux's own start is 256 KiB, growing with the round trip; sync opens a
+// stream per want-list of chunks (about 2 MiB), so each fetch began at
+// 256 KiB per round trip again: 14.6 MiB/s over a 20 ms round trip,
+// measured (docs/benchmarks.md, "B3 over a 20 ms round trip"). At 2 MiB a
+// whole want-list is answered in one round trip. yamux charges only its
+// own 256 KiB per stream to the resource manager, so a peer that sends
+// and is not read could hold the rest: every other peer (a stranger) keeps
+// yamux's 256 KiB, and the streams of a trusted one are bounded by its
+// stream limits.
 const StreamWindow = 2 << 20
 
-// muxer is libp2p's yamux transport with streams opening at StreamWindow.
-func muxer() *yamux.Transport {
+// wideMuxer is libp2p's yamux transport with streams opening at
+// StreamWindow.
+func wideMuxer() *yamux.Transport {
 	cfg := *(*yamuxcfg.Config)(yamux.DefaultTransport)
 	cfg.InitialStreamWindowSize = StreamWindow
 	cfg.MaxStreamWindowSize = max(cfg.MaxStreamWindowSize, StreamWindow)
 	return (*yamux.Transport)(&cfg)
+}
+
+// windowedMuxer muxes a connection to a trusted peer with wide (streams
+// opening at StreamWindow) and any other with libp2p's default yamux. The
+// upgrader knows the remote peer before it picks the muxer (security
+// comes first), so the choice is made per connection; a peer trusted
+// later gets wide windows on its next connection.
+type windowedMuxer struct {
+	wide    *yamux.Transport
+	trusted func(peer.ID) bool
+}
+
+func (m windowedMuxer) NewConn(nc net.Conn, isServer bool, scope network.PeerScope) (network.MuxedConn, error) {
+	var p peer.ID
+	if scope != nil {
+		p = scope.Peer()
+	}
+	return m.transport(p).NewConn(nc, isServer, scope)
+}
+
+// transport is the muxer for a connection to p ("" when unknown).
+func (m windowedMuxer) transport(p peer.ID) *yamux.Transport {
+	if p != "" && m.trusted != nil && m.trusted(p) {
+		return m.wide
+	}
+	return yamux.DefaultTransport
 }
 
 // Admit raises the resource limits of peer p, across all its connections,

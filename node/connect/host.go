@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p"
 	coreconnmgr "github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
 	p2pprotocol "github.com/libp2p/go-libp2p/core/protocol"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
@@ -56,6 +57,9 @@ type HostConfig struct {
 	FreshPorts bool
 	// Log receives what listening could not do (nil: discarded).
 	Log *slog.Logger
+	// Trusted, if set, names the peers whose streams open with a wide
+	// receive window (p2p.StreamWindow): the node's members and relays.
+	Trusted func(peer.ID) bool
 }
 
 // Resource limits for what strangers can reach (docs/security.md,
@@ -208,6 +212,7 @@ func HostOptions(cfg HostConfig) ([]libp2p.Option, error) {
 		Peer:      PeerLimits,
 		Stranger:  strangerLimits,
 		Gater:     gater(cfg.Gater),
+		Trusted:   cfg.Trusted,
 		ConnLow:   64, ConnHigh: 128,
 	}.Options()
 	if err != nil {
