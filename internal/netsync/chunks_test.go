@@ -249,7 +249,28 @@ func TestOpenAndFetch(t *testing.T) {
 				cb.SendError(wire.CodeNotMember, "not a member")
 				return
 			}
+			// The first want-list is already on its way before the
+			// answerer's Hello: an opener that waited for the Hello first
+			// would never send it, and this read would fail.
+			p, err := cb.ExpectLimit(wire.MsgWantChunks, wire.MaxWantChunksFrame)
+			if err != nil {
+				t.Errorf("the want-list did not come with the Hello: %v", err)
+				return
+			}
+			first, err := wire.ParseWantChunks(p)
+			if err != nil {
+				t.Error(err)
+				return
+			}
 			if err := cb.AcceptHello(vault); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := (ChunkServer{Make: st.make, Workers: 2}).Send(cb, first.CIDs); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := cb.Flush(); err != nil {
 				t.Error(err)
 				return
 			}

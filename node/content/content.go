@@ -94,6 +94,9 @@ func Produce(ctx context.Context, src Sources, refs []entry.ChunkRef, w io.Write
 	wg.Go(func() {
 		defer close(order)
 		for start := 0; start < len(refs); start += window {
+			if ctx.Err() != nil {
+				return // a select below could still pick the send
+			}
 			g := &gathered{win: refs[start:min(start+window, len(refs))], done: make(chan struct{})}
 			select {
 			case order <- g:
@@ -228,11 +231,22 @@ func gatherWindow(ctx context.Context, src Sources, bufs *plainBufs, win []entry
 	// (one per peer asked), while it is still lent: the windows in flight
 	// (ahead) already spread the opening over the cores, and no envelope
 	// is copied or queued.
-	var mu sync.Mutex // guards plain: a fetch from several peers calls got from each
+	var (
+		mu      sync.Mutex // guards plain and openErr: a fetch from several peers calls got from each
+		openErr error
+	)
 	err := src.Fetch(ctx, need, func(c cid.Cid, env []byte) error {
-		b, err := src.Open(bufs.get(len(env)-chunk.Overhead), c, env)
+		buf := bufs.get(len(env) - chunk.Overhead)
+		b, err := src.Open(buf, c, env)
 		if err != nil {
-			return fmt.Errorf("chunk %s: %w", c, err)
+			bufs.put(buf)
+			err = fmt.Errorf("chunk %s: %w", c, err)
+			mu.Lock()
+			if openErr == nil {
+				openErr = err
+			}
+			mu.Unlock()
+			return err
 		}
 		mu.Lock()
 		plain[c] = b
@@ -242,8 +256,14 @@ func gatherWindow(ctx context.Context, src Sources, bufs *plainBufs, win []entry
 	})
 	if err != nil {
 		mu.Lock()
+		defer mu.Unlock()
 		src.Pending(-(len(need) - countIn(plain, need)))
-		mu.Unlock()
+		if openErr != nil {
+			// Why a chunk that arrived did not open (an unknown epoch, a
+			// tag mismatch), not what the fetch made of it after asking
+			// the other peers (missing).
+			return plain, openErr
+		}
 		return plain, err
 	}
 	return plain, nil

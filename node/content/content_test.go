@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -275,5 +276,28 @@ func TestProduceReusesBuffers(t *testing.T) {
 	if got := after.TotalAlloc - before.TotalAlloc; got > bound {
 		t.Fatalf("producing %d MiB allocated %d MiB, want at most %d MiB (the windows in flight)",
 			window*windows*60>>10, got>>20, bound>>20)
+	}
+}
+
+// missingAfterFailure is a Sources whose Fetch, like content.Spread, turns
+// any failure into ErrChunkMissing after asking "the other peers".
+type missingAfterFailure struct{ *fakeSources }
+
+func (m missingAfterFailure) Fetch(ctx context.Context, cids []cid.Cid, got func(cid.Cid, []byte) error) error {
+	if err := m.fakeSources.Fetch(ctx, cids, got); err != nil {
+		return fmt.Errorf("%w (%d chunks)", ErrChunkMissing, len(cids))
+	}
+	return nil
+}
+
+// A chunk that arrived and did not open is reported with the opener's
+// reason, even when the fetch reports the chunk missing after it (doctor
+// and restore tell an unknown epoch or a bad tag from an absent chunk).
+func TestProduceReportsWhyAChunkDidNotOpen(t *testing.T) {
+	refs, _, src := chunks(10)
+	src.openFails = refs[4].CID
+	err := Produce(context.Background(), missingAfterFailure{src}, refs, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "tag mismatch") || errors.Is(err, ErrChunkMissing) {
+		t.Fatalf("got %v, want the opener's error, not missing", err)
 	}
 }
