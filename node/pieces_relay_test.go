@@ -72,8 +72,11 @@ func TestPiecedFileThroughRelayAlone(t *testing.T) {
 
 // TestRelayDoesNotEchoOwnEntries: the relay pulls A's new entry from A and
 // does not push it back down A's own log stream, as devices did before
-// TestEntryNotEchoedToItsAuthor's fix (the relay never did; this keeps it
-// so). A receives from the relay far less than the entry it wrote.
+// TestEntryNotEchoedToItsAuthor's fix. The relay raced: when its push
+// round came before A's next status, it sent the entry back (seen once
+// under load); it now notes the sender before it signals growth
+// (relay TestRelayDoesNotPushAnAuthorsOwnEntryBack). A receives from the
+// relay far less than the entry it wrote.
 func TestRelayDoesNotEchoOwnEntries(t *testing.T) {
 	r := revokeTestRelay(t, io.Discard)
 	a, folderA := testNode(t)

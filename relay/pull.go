@@ -130,7 +130,7 @@ func (p *replicaPull) Member(payload []byte) error {
 }
 
 func (p *replicaPull) Entry(payload []byte) error {
-	if err := p.rep.ingestEntry(payload); err != nil {
+	if err := p.rep.ingestEntryFrom(payload, p.dev); err != nil {
 		if errors.Is(err, ErrQuota) {
 			p.r.log.Warn("vault quota reached; taking no more entries", "vault", p.rep.id)
 		}

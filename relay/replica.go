@@ -51,8 +51,12 @@ type replica struct {
 	// decoding that entry again after every batch of chunks: for one large
 	// file that was quadratic (a fifth of the relay's CPU at 5 GiB).
 	blockedOn map[keys.DeviceID]cid.Cid
-	unavail   map[cid.Cid]int // fetch rounds in which no connected device had the chunk
-	full      bool            // a quota is reached
+	// fromAuthor is, per device, the highest entry of its own log that it
+	// sent the replica itself in this run (ingestEntryFrom): it holds
+	// those, whatever it asked for before (serveLog).
+	fromAuthor map[keys.DeviceID]uint64
+	unavail    map[cid.Cid]int // fetch rounds in which no connected device had the chunk
+	full       bool            // a quota is reached
 	// reserved is the bytes of chunks being stored now (putChunk): counted
 	// against the byte quota with what is stored, so that fetchers storing
 	// at once cannot each pass the check and overshoot it together.
@@ -137,6 +141,7 @@ func openReplica(home string, id keys.VaultID, quota Quota, log *slog.Logger, st
 		superseded: map[entry.VersionID]bool{},
 		wanted:     map[cid.Cid]bool{},
 		blockedOn:  map[keys.DeviceID]cid.Cid{},
+		fromAuthor: map[keys.DeviceID]uint64{},
 		unavail:    map[cid.Cid]int{},
 		pieces:     newPieceCache(pieceCacheRefs),
 		pieceDone:  map[cid.Cid]bool{},
@@ -388,7 +393,27 @@ var ErrQuota = errors.New("vault quota reached on this relay")
 // current member's or a revoked device's up to its revocation's upto
 // (member.State.CheckAuthor), extending its author's chain (vaultdb checks the
 // signature, vault and chain). An entry already held is a no-op.
-func (r *replica) ingestEntry(raw []byte) error {
+// fromAuthorSeq is the highest entry of dev's own log dev sent the
+// replica itself in this run.
+func (r *replica) fromAuthorSeq(dev keys.DeviceID) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fromAuthor[dev]
+}
+
+// ingestEntryFrom is ingestEntry for an entry device from sent: when
+// from is its author, the replica notes that the author holds it before
+// any log stream is told the replica grew, so a stream to the author does
+// not push the author's own entry back (serveLog).
+func (r *replica) ingestEntryFrom(raw []byte, from keys.DeviceID) error {
+	return r.ingest(raw, from)
+}
+
+func (r *replica) ingestEntry(raw []byte) error { return r.ingest(raw, keys.DeviceID{}) }
+
+// ingest is ingestEntry, noting from as the author's own sender
+// (ingestEntryFrom; the zero ID: nobody).
+func (r *replica) ingest(raw []byte, from keys.DeviceID) error {
 	e, err := entry.Decode(raw)
 	if err != nil {
 		return fmt.Errorf("decoding entry: %w", err)
@@ -414,6 +439,9 @@ func (r *replica) ingestEntry(raw []byte) error {
 	}
 	r.gcBar.RLock() // GC is not dropping chunks while these are noted
 	r.mu.Lock()
+	if e.Author() == from {
+		r.fromAuthor[from] = max(r.fromAuthor[from], e.Seq())
+	}
 	r.noteLocked(e)
 	r.advanceLocked()
 	r.grewLocked()
