@@ -74,12 +74,15 @@ type Version struct {
 // Body is the plaintext of an entry's encrypted body.
 type Body struct {
 	Versions []Version
-	// Author is the author's device name when it wrote the entry, as its
-	// vault's membership named it ("" for none): sealed with the body, so
-	// only members read it, and signed with the entry, so every device
-	// reads the same name for the same version forever (conflict copies
-	// are named with it, protocol.ConflictName). A body with a name is
-	// format 3 (FormatV3); the name follows member.CheckName's rules.
+	// Author is the author's device name when it wrote the entry, as the
+	// author says it ("" for none; a device writes its name in its vault's
+	// membership, but nothing checks the claim against the membership: a
+	// member may write any name here, as it may write any content): sealed
+	// with the body, so only members read it, and signed with the entry,
+	// so every device reads the same name for the same version forever
+	// (conflict copies are named with it, protocol.ConflictName). A body
+	// with a name is format 3 (FormatV3); the name follows
+	// member.CheckName's rules.
 	Author string
 }
 
