@@ -10,7 +10,6 @@ import (
 
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
-	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/protocol/wire"
 )
 
@@ -36,20 +35,8 @@ func noteEntry(t *testing.T, id *keys.Identity, x *testVault, prev entry.Head, n
 // author's own entries (a device restarted from an older copy of its
 // home) gets them.
 func TestRelayDoesNotPushAnAuthorsOwnEntryBack(t *testing.T) {
-	r := runRelay(t)
-	a := newTestDevice(t)
-	m := newTestDevice(t) // never connects: its entry reaches the relay below
-	x := newTestVault(t, a.id)
-	x.add(t, a.id, member.Record{Op: member.OpAddRelay, Relay: r.Addrs()[0]})
-	x.add(t, a.id, member.Record{Op: member.OpAdd, Device: m.id.ID(), Role: member.RoleMember})
-	release := make(chan struct{})
-	pulls := answerPulls(t, a, x.id, func() []member.Record { return nil }, release)
-	a.connect(t, r)
-	if got := open(t, a, r, ProtoRelay, enrollFrame(t, x.id, x.encoded())); got.typ != wire.MsgRelayStatus {
-		t.Fatalf("enrolling X: got %s %v, want RelayStatus", got.typ, got.err)
-	}
-	nextPull(t, pulls) // held open until release
-	rep := r.replica(x.id)
+	lab := newMemberLab(t) // m never connects: its entry reaches the relay below
+	r, a, m, x, rep := lab.r, lab.a, lab.m, lab.x, lab.rep
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -66,15 +53,7 @@ func TestRelayDoesNotPushAnAuthorsOwnEntryBack(t *testing.T) {
 	nextEntry := func() *entry.Entry {
 		t.Helper()
 		for {
-			mt, p, err := wire.ReadFrame(s, wire.MaxFrameSize)
-			if err != nil {
-				t.Fatalf("reading the relay's log: %v", err)
-			}
-			switch mt {
-			case wire.MsgError:
-				we, _ := wire.ParseError(p)
-				t.Fatalf("the relay answered with %v", we)
-			case wire.MsgEntry:
+			if mt, p := readLogFrame(t, s); mt == wire.MsgEntry {
 				e, err := entry.Decode(p)
 				if err != nil {
 					t.Fatal(err)
@@ -107,5 +86,5 @@ func TestRelayDoesNotPushAnAuthorsOwnEntryBack(t *testing.T) {
 	if mine != 1 {
 		t.Fatalf("a stream asking for the author's own entries got %d of them, want 1", mine)
 	}
-	close(release)
+	close(lab.release)
 }

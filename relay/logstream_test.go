@@ -102,21 +102,8 @@ func TestRelayServesMembershipAfterMemberSeq(t *testing.T) {
 // relay would refuse), and its LogStatus must not go back on what devices
 // were told (node/rollback.go would report a rollback).
 func TestRelayServesRevokedLogUpToItsRevocation(t *testing.T) {
-	r := runRelay(t)
-	a := newTestDevice(t)
-	m := newTestDevice(t) // never connects: its entries reach the relay below
-	x := newTestVault(t, a.id)
-	x.add(t, a.id, member.Record{Op: member.OpAddRelay, Relay: r.Addrs()[0]})
-	x.add(t, a.id, member.Record{Op: member.OpAdd, Device: m.id.ID(), Role: member.RoleMember})
-	release := make(chan struct{})
-	pulls := answerPulls(t, a, x.id, func() []member.Record { return nil }, release)
-	a.connect(t, r)
-	if got := open(t, a, r, ProtoRelay, enrollFrame(t, x.id, x.encoded())); got.typ != wire.MsgRelayStatus {
-		t.Fatalf("enrolling X: got %s %v, want RelayStatus", got.typ, got.err)
-	}
-	nextPull(t, pulls) // held open until release
-
-	rep := r.replica(x.id)
+	lab := newMemberLab(t) // m never connects: its entries reach the relay below
+	r, a, m, x, rep, pulls, release := lab.r, lab.a, lab.m, lab.x, lab.rep, lab.pulls, lab.release
 	var prev entry.Head
 	for i := range 3 {
 		data := fmt.Appendf(nil, "note %d", i+1) // inline: held once stored

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"crypto/rand"
+	"io"
 	"testing"
 	"time"
 
@@ -351,14 +352,8 @@ func readLog(t *testing.T, d *testDevice, r *Relay, vault keys.VaultID, req wire
 	}
 	var out served
 	for {
-		mt, p, err := wire.ReadFrame(s, wire.MaxFrameSize)
-		if err != nil {
-			t.Fatalf("reading the relay's log: %v", err)
-		}
+		mt, p := readLogFrame(t, s)
 		switch mt {
-		case wire.MsgError:
-			we, _ := wire.ParseError(p)
-			t.Fatalf("the relay answered the log request with %v", we)
 		case wire.MsgMember:
 			rec, err := member.Decode(p)
 			if err != nil {
@@ -378,4 +373,49 @@ func readLog(t *testing.T, d *testDevice, r *Relay, vault keys.VaultID, req wire
 			return out
 		}
 	}
+}
+
+// readLogFrame reads one frame of the relay's log stream s, failing the
+// test on a read error or an Error frame.
+func readLogFrame(t *testing.T, s io.Reader) (wire.MsgType, []byte) {
+	t.Helper()
+	mt, p, err := wire.ReadFrame(s, wire.MaxFrameSize)
+	if err != nil {
+		t.Fatalf("reading the relay's log: %v", err)
+	}
+	if mt == wire.MsgError {
+		we, _ := wire.ParseError(p)
+		t.Fatalf("the relay answered the log request with %v", we)
+	}
+	return mt, p
+}
+
+// memberLab is a relay serving vault x of device a, with a second member
+// m that never connects (its entries reach the replica directly), the
+// relay's pull from a held open until release is closed.
+type memberLab struct {
+	r       *Relay
+	a, m    *testDevice
+	x       *testVault
+	rep     *replica
+	pulls   <-chan pulled
+	release chan struct{}
+}
+
+func newMemberLab(t *testing.T) memberLab {
+	t.Helper()
+	r := runRelay(t)
+	a := newTestDevice(t)
+	m := newTestDevice(t)
+	x := newTestVault(t, a.id)
+	x.add(t, a.id, member.Record{Op: member.OpAddRelay, Relay: r.Addrs()[0]})
+	x.add(t, a.id, member.Record{Op: member.OpAdd, Device: m.id.ID(), Role: member.RoleMember})
+	release := make(chan struct{})
+	pulls := answerPulls(t, a, x.id, func() []member.Record { return nil }, release)
+	a.connect(t, r)
+	if got := open(t, a, r, ProtoRelay, enrollFrame(t, x.id, x.encoded())); got.typ != wire.MsgRelayStatus {
+		t.Fatalf("enrolling X: got %s %v, want RelayStatus", got.typ, got.err)
+	}
+	nextPull(t, pulls) // held open until release
+	return memberLab{r: r, a: a, m: m, x: x, rep: r.replica(x.id), pulls: pulls, release: release}
 }
