@@ -158,22 +158,14 @@ func (n *Node) acceptHello(f *wire.Conn, dev keys.DeviceID) (*vault, error) {
 // runs it). req is the opener's LogRequest.
 func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, req wire.LogRequest) error {
 	v.tailHeard(dev, vectorFromWire(req.Vector)[v.n.id.ID()]) // what the opener holds of this device's log (logtail.go)
-	// Only what the opener sends after this request counts as held by it:
-	// a device restarted from an older copy of its home asks here for its
-	// own entries back, and what it had sent before must not hide them.
-	fromBase := v.fromAuthorSeq(dev)
 	if err := f.Send(wire.MsgPeers, v.book.Exchange(v.roster.Members(), v.n.id.ID(), dev)); err != nil {
 		return err
 	}
 	ls := netsync.LogServer{
 		Source: logSource{v},
-		Round: func(_ *wire.Conn, theirs protocol.Vector) error {
-			// What the opener wrote itself and sent here since, it holds.
-			if s := v.fromAuthorSeq(dev); s > fromBase && s > theirs[dev] {
-				theirs[dev] = s
-			}
-			return nil
-		},
+		// What the opener wrote itself and sent here since its request,
+		// it holds (netsync.LogServer.FromOpener).
+		Opener: dev, FromOpener: func() uint64 { return v.fromAuthorSeq(dev) },
 		Allowed: func() bool { return v.isPeer(dev) },
 	}
 	return ls.Serve(ctx, f, req)

@@ -284,18 +284,12 @@ func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev ke
 	var lastStatus wire.RelayStatus
 	var lastPeers string
 	var holdsSent uint64 // generation of the last Holds sent; 0: none yet
-	// Only what the opener sends the replica after this request counts as
-	// held by it (a device restarted from an older copy of its home asks
-	// for its own entries back), as on a device (node/logproto.go).
-	fromBase := rep.fromAuthorSeq(dev)
 	ls := netsync.LogServer{
 		Source: replicaLog{rep},
-		Round: func(c *wire.Conn, theirs protocol.Vector) error {
-			// What the opener wrote itself and sent here since, it holds:
-			// not pushed back down its own stream.
-			if s := rep.fromAuthorSeq(dev); s > fromBase && s > theirs[dev] {
-				theirs[dev] = s
-			}
+		// What the opener wrote itself and sent the replica since its
+		// request, it holds, as on a device (netsync.LogServer.FromOpener).
+		Opener: dev, FromOpener: func() uint64 { return rep.fromAuthorSeq(dev) },
+		Round: func(c *wire.Conn, _ protocol.Vector) error {
 			peers := r.peersFor(rep, dev)
 			if key := fmt.Sprint(peers); key != lastPeers {
 				if err := c.Send(wire.MsgPeers, peers); err != nil {

@@ -47,8 +47,17 @@ type LogServer struct {
 	// membership and the entries: the frames of the node's own kind (a
 	// relay's peers, holds and quota), and what else it learns of the
 	// opener. theirs is what the opener is known to hold; Round may raise
-	// it (a device counts what the opener wrote itself and sent since).
+	// it.
 	Round func(c *wire.Conn, theirs protocol.Vector) error
+	// Opener is the device at the other end, and FromOpener, if set, the
+	// highest entry of the opener's own log that it sent this node itself
+	// (on its own pull). What it sent after this stream's request it
+	// holds, so it is not pushed back down the stream however the push
+	// and the opener's next status race; what it sent before does not
+	// count (a device restarted from an older copy of its home asks for
+	// its own entries back).
+	Opener     keys.DeviceID
+	FromOpener func() uint64
 	// WholeStatus sends the held vector whole at each change, not only
 	// the authors that changed: an opener must see a relay that reports
 	// less than before (rollback detection).
@@ -70,6 +79,10 @@ var ErrNoLongerAllowed = errors.New("the opener is no longer a member of the vau
 // the stream or ctx ends; it returns why it ended.
 func (ls LogServer) Serve(ctx context.Context, c *wire.Conn, req wire.LogRequest) error {
 	theirs := protocol.Vector(wire.VectorMap(req.Vector))
+	var fromBase uint64
+	if ls.FromOpener != nil {
+		fromBase = ls.FromOpener()
+	}
 	sentMembers := req.MemberSeq // records are numbered from 1
 	status := statusSender{whole: ls.WholeStatus}
 	var refresh <-chan time.Time
@@ -80,6 +93,11 @@ func (ls LogServer) Serve(ctx context.Context, c *wire.Conn, req wire.LogRequest
 	}
 	for {
 		grown := ls.Source.Grown()
+		if ls.FromOpener != nil {
+			if s := ls.FromOpener(); s > fromBase && s > theirs[ls.Opener] {
+				theirs[ls.Opener] = s
+			}
+		}
 		if ls.Round != nil {
 			if err := ls.Round(c, theirs); err != nil {
 				return err
