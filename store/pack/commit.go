@@ -10,6 +10,8 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/weftsync/weft/store/chunkrec"
+	"github.com/weftsync/weft/store/chunkstore"
 )
 
 // Group commit. Put hands its chunk to a single commit loop and waits. The
@@ -91,11 +93,11 @@ func (s *Store) Put(c cid.Cid, data []byte) error {
 	if len(data) > MaxChunkSize {
 		return fmt.Errorf("chunk %s of %d bytes: %w", c, len(data), ErrTooLarge)
 	}
-	if !verifyChunk(c, data) {
+	if !chunkstore.Verify(c, data) {
 		return fmt.Errorf("chunk %s: %w", c, ErrCIDMismatch)
 	}
 	cb := c.Bytes()
-	if len(cb) > maxCIDLen {
+	if len(cb) > chunkrec.MaxCIDLen {
 		return fmt.Errorf("chunk %s: CID of %d bytes is too long", c, len(cb))
 	}
 	return s.submit(&putReq{cidBytes: cb, key: chunkKey(cb), data: data})
@@ -334,7 +336,7 @@ func (s *Store) appendRecords(f *flight, writes []*putReq, now int64) {
 	var hdr []byte
 	for i := 0; werr == nil && i < len(writes); i++ {
 		r := writes[i]
-		n := recordSize(len(r.cidBytes), len(r.data))
+		n := chunkrec.Size(len(r.cidBytes), len(r.data))
 		if seg.end > 0 && seg.end+n > s.cfg.PackSize {
 			if werr = finish(); werr != nil {
 				break
@@ -350,7 +352,7 @@ func (s *Store) appendRecords(f *flight, writes []*putReq, now int64) {
 				break
 			}
 		}
-		hdr = appendRecordHeader(hdr[:0], r.cidBytes, r.data)
+		hdr = chunkrec.AppendHeader(hdr[:0], r.cidBytes, r.data)
 		// Errors stick in bw and surface at Flush. A chunk that does
 		// not fit the buffer goes out as one write from the caller's
 		// slice (bufio writes a large slice directly into an empty

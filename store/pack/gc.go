@@ -4,59 +4,26 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"iter"
 	"slices"
-	"time"
 
 	"github.com/ipfs/go-cid"
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/util"
+	"github.com/weftsync/weft/store/chunkstore"
 )
 
-// DefaultGCGrace is how long a chunk nobody references is kept. A writer
-// uploads a version's chunks before the entry that references them, so a
-// fresh chunk that is not live yet is normal; only one that stays
-// unreferenced this long is garbage.
-const DefaultGCGrace = 24 * time.Hour
+// These are chunkstore's, named here for the pack store's callers.
+const (
+	DefaultGCGrace          = chunkstore.DefaultGCGrace
+	DefaultRewriteThreshold = chunkstore.DefaultRewriteThreshold
+)
 
-// DefaultRewriteThreshold is the dead fraction above which GC rewrites a
-// pack. At 0.25 the bytes on disk stay below 4/3 of the bytes stored in old
-// packs, and a rewrite copies at most three live bytes per dead byte freed.
-const DefaultRewriteThreshold = 0.25
-
-// GCOptions configures one GC run.
-type GCOptions struct {
-	// Live yields the CID of every chunk still referenced by a retained
-	// version. It may yield CIDs the store does not hold and duplicates.
-	Live iter.Seq[cid.Cid]
-	// Grace keeps chunks stored less than Grace ago whether live or not.
-	// Zero means DefaultGCGrace; negative means no grace.
-	Grace time.Duration
-	// RewriteThreshold is the dead fraction of a pack above which the pack
-	// is rewritten. Zero means DefaultRewriteThreshold.
-	RewriteThreshold float64
-	// AllowEmptyLiveSet lets GC run with an empty live set on a store
-	// that holds chunks, deleting them all. Without it GC refuses with
-	// ErrEmptyLiveSet (the lesson of restic#4619: an empty live set is
-	// far more often a caller's bug than a wish to delete everything).
-	AllowEmptyLiveSet bool
-	// Before, if set, is called once GC holds its lock (no scrub step or
-	// other GC runs until it returns) and before anything is dropped; an
-	// error from it aborts the run with that error and nothing dropped.
-	// A relay uses it to check that its plan still holds (no chunk was
-	// quarantined since it made it).
-	Before func() error
-}
-
-// GCResult reports what a GC run did.
-type GCResult struct {
-	Dropped           int   // chunks dropped from the index
-	DroppedBytes      int64 // their bytes
-	Corrupt           int   // chunks found corrupt while rewriting (quarantined)
-	PacksRewritten    int   // packs whose live records were copied and the pack deleted
-	BytesOnDiskBefore int64
-	BytesOnDiskAfter  int64
-}
+type (
+	// GCOptions configures one GC run.
+	GCOptions = chunkstore.GCOptions
+	// GCResult reports what a GC run did.
+	GCResult = chunkstore.GCResult
+)
 
 // GC drops from the index every chunk that is neither live nor younger than
 // the grace period, then rewrites each pack (other than the one being
@@ -237,7 +204,7 @@ func (s *Store) rewritePack(id uint32) ([]cid.Cid, error) {
 			data, err := s.readAt(e.l, cb)
 			s.rmu.RUnlock()
 			if err == nil {
-				if c, cerr := cid.Cast(cb); cerr != nil || !verifyChunk(c, data) {
+				if c, cerr := cid.Cast(cb); cerr != nil || !chunkstore.Verify(c, data) {
 					err = ErrCorrupt
 				}
 			}

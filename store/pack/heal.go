@@ -11,6 +11,8 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/weftsync/weft/store/chunkrec"
+	"github.com/weftsync/weft/store/chunkstore"
 )
 
 // recoveryReport counts what a recovery repaired (tests read it: a store
@@ -177,9 +179,9 @@ func (s *Store) reindexPack(id uint32, size int64) error {
 func (s *Store) indexRecords(f File, id uint32, from, size int64, b *leveldb.Batch) (found int, bytes int64, end int64, err error) {
 	now := s.cfg.Now().Unix()
 	seen := make(map[string]bool)
-	end, err = scanPack(f, from, size, func(off int64, cidBytes, data []byte) error {
+	end, err = chunkrec.Scan(f, from, size, func(off int64, cidBytes, data []byte) error {
 		c, err := cid.Cast(cidBytes)
-		if err != nil || !verifyChunk(c, data) {
+		if err != nil || !chunkstore.Verify(c, data) {
 			return nil // a well-framed record of bad content: dead bytes
 		}
 		key := chunkKey(cidBytes)
@@ -192,7 +194,7 @@ func (s *Store) indexRecords(f File, id uint32, from, size int64, b *leveldb.Bat
 		}
 		if !has {
 			seen[string(key)] = true
-			b.Put(key, loc{pack: id, off: off, length: recordSize(len(cidBytes), len(data)), stored: now}.encode())
+			b.Put(key, loc{pack: id, off: off, length: chunkrec.Size(len(cidBytes), len(data)), stored: now}.encode())
 			found++
 			bytes += int64(len(data))
 		}

@@ -3,6 +3,8 @@ package pack
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/weftsync/weft/store/chunkrec"
 )
 
 // The goleveldb index holds these keys (docs/storage.md has the same table):
@@ -90,7 +92,7 @@ func (l loc) sameRecord(o loc) bool {
 
 // dataLen is the chunk length for a record of l.length bytes holding a CID
 // of cidLen bytes.
-func (l loc) dataLen(cidLen int) int64 { return l.length - recordHeaderSize - int64(cidLen) }
+func (l loc) dataLen(cidLen int) int64 { return l.length - chunkrec.HeaderSize - int64(cidLen) }
 
 func encodeUint64(v uint64) []byte {
 	b := make([]byte, 8)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ipfs/go-cid"
+	"github.com/weftsync/weft/store/chunkrec"
 )
 
 // TestConcurrentDuplicates: writers that Put the same chunks at the same
@@ -187,7 +188,7 @@ func TestSyncFailurePoisonsLaterBatches(t *testing.T) {
 		acked[c] = data
 	}
 	st := s.Stats()
-	if want := before + 3*recordSize(len(b1[0].cidBytes), 3000); st.BytesOnDisk != want {
+	if want := before + 3*chunkrec.Size(len(b1[0].cidBytes), 3000); st.BytesOnDisk != want {
 		t.Errorf("got %d bytes on disk, want %d (the failed pack cut back, a new one started)", st.BytesOnDisk, want)
 	}
 	mustHaveAll(t, s, acked)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/weftsync/weft/store/chunkstore"
 )
 
 // Quarantine. A chunk whose stored bytes fail verification (record CRC,
@@ -25,13 +26,13 @@ import (
 // Config.OnQuarantine.
 
 // FoundBy says which reader found a chunk corrupt.
-type FoundBy string
+type FoundBy = chunkstore.FoundBy
 
 // The readers that quarantine.
 const (
-	FoundByScrub FoundBy = "scrub" // ScrubStep (the background scrub, ScrubPass)
-	FoundByRead  FoundBy = "read"  // Get
-	FoundByGC    FoundBy = "gc"    // GC, reading live records to rewrite a pack
+	FoundByScrub = chunkstore.FoundByScrub
+	FoundByRead  = chunkstore.FoundByRead
+	FoundByGC    = chunkstore.FoundByGC
 )
 
 // quarantineEntries drops the index entries kvs (key, value as read) that

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"testing"
 
+	"github.com/weftsync/weft/store/chunkrec"
 	"lukechampine.com/blake3"
 )
 
@@ -13,7 +14,7 @@ func TestRecordGolden(t *testing.T) {
 	data := []byte("weft")
 	c := chunkCID(t, data)
 	prefix := []byte{0xaa}
-	rec := appendRecordHeader(bytes.Clone(prefix), c.Bytes(), data)
+	rec := chunkrec.AppendHeader(bytes.Clone(prefix), c.Bytes(), data)
 	rec = append(rec, data...)
 	const want = "aa" + // prefix, proving append semantics
 		"77706b31" + // magic "wpk1"
@@ -29,7 +30,7 @@ func TestRecordGolden(t *testing.T) {
 	if got := hex.EncodeToString(rec); got != want {
 		t.Errorf("record:\ngot  %s\nwant %s", got, want)
 	}
-	gotCID, gotData, err := parseRecord(rec[len(prefix):])
+	gotCID, gotData, err := chunkrec.Parse(rec[len(prefix):])
 	if err != nil || !bytes.Equal(gotCID, c.Bytes()) || !bytes.Equal(gotData, data) {
 		t.Errorf("parseRecord: got %x, %q, %v; want %x, %q, nil", gotCID, gotData, err, c.Bytes(), data)
 	}
@@ -38,7 +39,7 @@ func TestRecordGolden(t *testing.T) {
 func TestParseRecordRejects(t *testing.T) {
 	data := []byte("some chunk bytes")
 	c := chunkCID(t, data)
-	good := append(appendRecordHeader(nil, c.Bytes(), data), data...)
+	good := append(chunkrec.AppendHeader(nil, c.Bytes(), data), data...)
 	tests := []struct {
 		name string
 		rec  []byte
@@ -56,8 +57,8 @@ func TestParseRecordRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, _, err := parseRecord(tt.rec); err == nil {
-				t.Errorf("got nil error, want errBadRecord")
+			if _, _, err := chunkrec.Parse(tt.rec); err == nil {
+				t.Errorf("got nil error, want chunkrec.ErrBadRecord")
 			}
 		})
 	}
@@ -74,15 +75,15 @@ func flip(b []byte, i int) []byte {
 func FuzzParseRecord(f *testing.F) {
 	data := []byte("weft")
 	c := chunkCID(f, data)
-	f.Add(append(appendRecordHeader(nil, c.Bytes(), data), data...))
+	f.Add(append(chunkrec.AppendHeader(nil, c.Bytes(), data), data...))
 	f.Add([]byte("wpk1"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, rec []byte) {
-		cb, d, err := parseRecord(rec)
+		cb, d, err := chunkrec.Parse(rec)
 		if err != nil {
 			return
 		}
-		again := append(appendRecordHeader(nil, cb, d), d...)
+		again := append(chunkrec.AppendHeader(nil, cb, d), d...)
 		if !bytes.Equal(again, rec) {
 			t.Errorf("round trip: got %x, want %x", again, rec)
 		}
@@ -95,19 +96,19 @@ func FuzzParseRecord(f *testing.F) {
 func FuzzScanPack(f *testing.F) {
 	data := []byte("weft")
 	c := chunkCID(f, data)
-	rec := append(appendRecordHeader(nil, c.Bytes(), data), data...)
+	rec := append(chunkrec.AppendHeader(nil, c.Bytes(), data), data...)
 	f.Add(append(bytes.Clone(rec), rec...))
 	f.Add(append(append(bytes.Clone(rec), "junk"...), rec...))
 	f.Add(append(bytes.Clone(rec), rec[:20]...))
 	f.Fuzz(func(t *testing.T, pack []byte) {
 		var last int64 = -1
-		end, err := scanPack(bytes.NewReader(pack), 0, int64(len(pack)), func(off int64, cb, d []byte) error {
+		end, err := chunkrec.Scan(bytes.NewReader(pack), 0, int64(len(pack)), func(off int64, cb, d []byte) error {
 			if off <= last {
 				t.Fatalf("record at %d after one at %d", off, last)
 			}
 			last = off
-			n := recordSize(len(cb), len(d))
-			if _, _, err := parseRecord(pack[off : off+n]); err != nil {
+			n := chunkrec.Size(len(cb), len(d))
+			if _, _, err := chunkrec.Parse(pack[off : off+n]); err != nil {
 				t.Fatalf("reported record at %d does not parse: %v", off, err)
 			}
 			return nil

@@ -15,6 +15,7 @@ import (
 	lerrors "github.com/syndtr/goleveldb/leveldb/errors"
 	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
+	"github.com/weftsync/weft/store/chunkrec"
 )
 
 // Recovery at Open, in this order:
@@ -407,60 +408,6 @@ func beUint64(b []byte) uint64 {
 	return uint64(beUint32(b[0:4]))<<32 | uint64(beUint32(b[4:8]))
 }
 
-// scanPack calls fn for each well-framed record in f between from and size
-// and returns where the trailing bytes that hold no record begin (size if
-// there are none). A damaged region followed by good records is skipped by
-// searching for the next record's magic, so damage in the middle of a pack
-// costs only the records it touches.
-func scanPack(f io.ReaderAt, from, size int64, fn func(off int64, cidBytes, data []byte) error) (int64, error) {
-	off := from
-	end := from
-	for off < size {
-		cidBytes, data, err := readRecord(f, off, size)
-		if err == nil {
-			if err := fn(off, cidBytes, data); err != nil {
-				return 0, err
-			}
-			off += recordSize(len(cidBytes), len(data))
-			end = off
-			continue
-		}
-		if !errors.Is(err, errBadRecord) {
-			return 0, err
-		}
-		next, err := findMagic(f, off+1, size)
-		if err != nil {
-			return 0, err
-		}
-		off = next
-	}
-	return end, nil
-}
-
-// findMagic returns the offset of the next record magic at or after from,
-// or size if there is none.
-func findMagic(f io.ReaderAt, from, size int64) (int64, error) {
-	const window = 1 << 20
-	buf := make([]byte, max(min(int64(window+len(recordMagic)-1), size-from), 0))
-	for from < size {
-		n := int64(len(buf))
-		if from+n > size {
-			n = size - from
-		}
-		if _, err := f.ReadAt(buf[:n], from); err != nil && err != io.EOF {
-			return 0, err
-		}
-		if i := bytes.Index(buf[:n], recordMagic[:]); i >= 0 {
-			return from + int64(i), nil
-		}
-		if n < int64(len(buf)) {
-			break
-		}
-		from += window
-	}
-	return size, nil
-}
-
 // checkIndex drops index entries that cannot be right and counts the rest.
 // With deep set (after an unclean shutdown) it also reads each entry's
 // record header.
@@ -521,16 +468,16 @@ func (s *Store) checkIndex(clean bool) error {
 // headerMatches reads the header of the record l names and checks that it
 // frames a record of l.length bytes holding cidBytes.
 func headerMatches(f io.ReaderAt, l loc, cidBytes []byte) (bool, error) {
-	h := make([]byte, recordHeaderSize+len(cidBytes))
+	h := make([]byte, chunkrec.HeaderSize+len(cidBytes))
 	if _, err := f.ReadAt(h, l.off); err != nil {
 		if errors.Is(err, io.EOF) {
 			return false, nil
 		}
 		return false, fmt.Errorf("reading pack %d: %w", l.pack, err)
 	}
-	hd, err := parseHeader(h)
-	if err != nil || hd.size() != l.length || hd.cidLen != len(cidBytes) {
+	hd, err := chunkrec.ParseHeader(h)
+	if err != nil || hd.Size() != l.length || hd.CIDLen != len(cidBytes) {
 		return false, nil
 	}
-	return bytes.Equal(h[recordHeaderSize:], cidBytes), nil
+	return bytes.Equal(h[chunkrec.HeaderSize:], cidBytes), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/util"
+	"github.com/weftsync/weft/store/chunkrec"
 )
 
 // fill puts n random chunks of 1..8 KiB (and one of 300 KiB every 50) into
@@ -114,9 +115,9 @@ func withIndex(t testing.TB, dir string, fn func(db *leveldb.DB)) {
 func TestRecoverTail(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	extraCID, extraData := randChunk(t, rng, 5000)
-	extra := append(appendRecordHeader(nil, extraCID.Bytes(), extraData), extraData...)
+	extra := append(chunkrec.AppendHeader(nil, extraCID.Bytes(), extraData), extraData...)
 	tornCID, tornData := randChunk(t, rng, 5000)
-	torn := append(appendRecordHeader(nil, tornCID.Bytes(), tornData), tornData...)
+	torn := append(chunkrec.AppendHeader(nil, tornCID.Bytes(), tornData), tornData...)
 	tests := []struct {
 		name    string
 		tail    []byte

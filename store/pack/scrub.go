@@ -11,6 +11,7 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/util"
+	"github.com/weftsync/weft/store/chunkstore"
 )
 
 // Budget is the share of time a background job may work: at most Work in
@@ -99,12 +100,7 @@ func (b Budget) Pause(worked time.Duration) time.Duration {
 }
 
 // ScrubStepResult reports one step of the scrub.
-type ScrubStepResult struct {
-	Checked  int       // chunks read and verified
-	Bytes    int64     // their record bytes
-	Corrupt  []cid.Cid // chunks found corrupt and dropped from the index
-	PassDone bool      // the step reached the end of the index
-}
+type ScrubStepResult = chunkstore.ScrubStepResult
 
 // ScrubStep re-verifies chunks in index order, starting after where the
 // previous step stopped (a cursor kept in the index, so a pass survives
@@ -158,7 +154,7 @@ func (s *Store) ScrubStep(maxBytes int64) (ScrubStepResult, error) {
 			res.Bytes += l.length
 		}
 		res.Checked++
-		if derr != nil || cerr != nil || err != nil || !verifyChunk(c, data) {
+		if derr != nil || cerr != nil || err != nil || !chunkstore.Verify(c, data) {
 			bad = append(bad, [2][]byte{key, val})
 			if cerr == nil {
 				res.Corrupt = append(res.Corrupt, c)
@@ -237,10 +233,8 @@ type ScrubConfig struct {
 	OnCorrupt func(cid.Cid)
 }
 
-// DefaultScrubStep is how much one scrub step reads: small enough that a
-// step holds GC and other steps up for a fraction of a second, large
-// enough that the per-step index write is noise.
-const DefaultScrubStep = 16 << 20
+// DefaultScrubStep is how much one scrub step reads.
+const DefaultScrubStep = chunkstore.DefaultScrubStep
 
 // Scrub runs ScrubStep over and over, resting between steps as ScrubPace
 // says (a pass in about Period, at most Budget.Work per Budget.Per), until

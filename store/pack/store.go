@@ -16,6 +16,8 @@ import (
 	_ "github.com/multiformats/go-multihash/register/blake3" // chunk CIDs use BLAKE3-256
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/weftsync/weft/store/chunkrec"
+	"github.com/weftsync/weft/store/chunkstore"
 )
 
 // PackSize is the size at which a pack file is closed and the next one
@@ -23,9 +25,8 @@ import (
 // cheap.
 const PackSize = 64 << 20
 
-// MaxChunkSize bounds one chunk. It is far above the chunker's maximum and
-// only guards record parsing against absurd lengths.
-const MaxChunkSize = 32 << 20
+// MaxChunkSize bounds one chunk.
+const MaxChunkSize = chunkstore.MaxChunkSize
 
 // Config configures a Store. The zero value of every field but Dir is valid.
 type Config struct {
@@ -87,22 +88,9 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Stats are counters since Open (Puts, Appends, Fsyncs, IndexSyncs,
-// Batches, Corrupt, ScrubChunks, ScrubBytes) and current totals (Chunks, BytesStored, BytesOnDisk).
-type Stats struct {
-	Puts        uint64 // Put calls answered without error
-	Appends     uint64 // records appended to packs (Put and GC rewrites)
-	Fsyncs      uint64 // fsyncs of pack files
-	IndexSyncs  uint64 // synced index batches
-	Batches     uint64 // group commits
-	Corrupt     uint64 // chunks found corrupt and quarantined (scrub, Get and GC)
-	Quarantined uint64 // chunks handed to Config.OnQuarantine (or that would have been)
-	ScrubChunks uint64 // chunks read and verified by scrub steps
-	ScrubBytes  uint64 // their record bytes
-	Chunks      int64  // chunks in the index
-	BytesStored int64  // sum of the lengths of the chunks in the index
-	BytesOnDisk int64  // sum of the sizes of the pack files
-}
+// Stats are counters since Open and current totals; Fsyncs counts fsyncs
+// of pack files.
+type Stats = chunkstore.Stats
 
 // Store is the chunk store. It is safe for concurrent use. Close it.
 type Store struct {
@@ -314,7 +302,7 @@ func (s *Store) get(c cid.Cid) ([]byte, loc, error) {
 	if err != nil {
 		return nil, l, fmt.Errorf("chunk %s: %w", c, err)
 	}
-	if !verifyChunk(c, data) {
+	if !chunkstore.Verify(c, data) {
 		return nil, l, fmt.Errorf("chunk %s: hash mismatch: %w", c, ErrCorrupt)
 	}
 	return data, l, nil
@@ -353,7 +341,7 @@ func (s *Store) readAt(l loc, cidBytes []byte) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("reading pack %d at %d: %w", l.pack, l.off, err)
 	}
-	got, data, err := parseRecord(rec)
+	got, data, err := chunkrec.Parse(rec)
 	if err != nil {
 		return nil, fmt.Errorf("pack %d at %d: %w", l.pack, l.off, ErrCorrupt)
 	}
@@ -390,3 +378,6 @@ func (s *Store) Stats() Stats {
 	s.wmu.Unlock()
 	return st
 }
+
+// A Store is a chunkstore.Store.
+var _ chunkstore.Store = (*Store)(nil)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/syndtr/goleveldb/leveldb/util"
+	"github.com/weftsync/weft/store/chunkrec"
+	"github.com/weftsync/weft/store/chunkstore"
 )
 
 // VerifyReport is what Verify found.
@@ -46,7 +48,7 @@ func (s *Store) Verify() (VerifyReport, error) {
 			continue
 		}
 		data, err := s.readAt(l, cb)
-		if err == nil && !verifyChunk(c, data) {
+		if err == nil && !chunkstore.Verify(c, data) {
 			err = ErrCorrupt
 		}
 		if err != nil {
@@ -72,7 +74,7 @@ func (s *Store) Verify() (VerifyReport, error) {
 		if fi.Size() != size {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("pack %d is %d bytes, store says %d", id, fi.Size(), size))
 		}
-		end, err := scanPack(f, 0, size, func(int64, []byte, []byte) error {
+		end, err := chunkrec.Scan(f, 0, size, func(int64, []byte, []byte) error {
 			rep.Records++
 			return nil
 		})
