@@ -193,6 +193,9 @@ func (s *Store) ScrubStep(maxBytes int64) (ScrubStepResult, error) {
 // LastScrub returns when the last full scrub pass ended, and false if none
 // has.
 func (s *Store) LastScrub() (time.Time, bool, error) {
+	if s.closed.Load() {
+		return time.Time{}, false, ErrClosed
+	}
 	s.imu.RLock()
 	v, err := s.db.Get(keyScrubLast, nil)
 	s.imu.RUnlock()
