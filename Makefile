@@ -3,7 +3,7 @@ GO       ?= go
 FUZZTIME ?= 15s
 CRASH_KILLS ?= 1000
 
-.PHONY: all build test lint licenses cross man release-snapshot fuzz bench sim crash big rewrite clean
+.PHONY: all build test tools lint licenses cross man release-snapshot fuzz bench sim crash big rewrite clean
 
 all: build
 
@@ -24,10 +24,20 @@ build:
 # runs in a second, race-free go test (simulation/sim_test.go, TestS1Small),
 # and so do the allocation bounds that lean on sync.Pool, which the race
 # detector makes drop items at random (node/seal).
-test: lint
-	$(GO) test -race -timeout 30m ./...
+test: lint tools
+	WEFT_VERSITYGW=$(VERSITYGW_BIN) $(GO) test -race -timeout 30m ./...
 	$(GO) test -timeout 15m -run '^TestS1Small$$' ./simulation/
 	$(GO) test -timeout 5m -run 'AllocationsBounded$$' ./node/seal/
+
+# tools: programs the tests run, pinned and installed from the module
+# proxy into bin/tools: versitygw, the S3 server the object storage tests
+# (store/s3store, cmd/weft TestRelayChunksInS3) start on 127.0.0.1 with a
+# POSIX backend in a temporary directory (internal/s3test).
+VERSITYGW_VERSION ?= v1.8.0
+VERSITYGW_BIN := $(CURDIR)/bin/tools/versitygw-$(VERSITYGW_VERSION)/versitygw
+tools:
+	@test -x $(VERSITYGW_BIN) || \
+		GOBIN=$(dir $(VERSITYGW_BIN)) GOOS= GOARCH= $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
 # lint: gofmt, go vet, staticcheck (pinned; go run fetches it from the
 # module proxy), go mod tidy leaving go.mod and go.sum as they are (a diff
