@@ -80,7 +80,7 @@ func newVaultFixture(t testing.TB, quota Quota) *vaultFixture {
 // open (re)opens the replica, as a relay restart does.
 func (f *vaultFixture) open(quota Quota) {
 	f.t.Helper()
-	rep, err := openReplica(f.home, f.vault, quota, slog.New(slog.DiscardHandler), nil)
+	rep, err := openReplica(f.home, f.vault, quota, PackChunks, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		f.t.Fatalf("openReplica: %v", err)
 	}

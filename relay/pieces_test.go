@@ -399,7 +399,7 @@ func TestPiecesScrub(t *testing.T) {
 	for _, lost := range []cid.Cid{pieces[0], f.chunk(cs[3])} {
 		f.flipChunk(lost)
 		f.rep.close()
-		rep, err := ScrubHome(context.Background(), f.home, slog.New(slog.DiscardHandler))
+		rep, err := ScrubHome(context.Background(), f.home, nil, slog.New(slog.DiscardHandler))
 		if err != nil || rep.Err() != nil {
 			t.Fatalf("ScrubHome: %v, %v", err, rep.Err())
 		}

@@ -98,6 +98,9 @@ type Config struct {
 	Scrub pack.ScrubPace
 	// NoScrub turns the background scrub off. ScrubNow still works.
 	NoScrub bool
+	// Chunks opens each vault's chunk store; nil means PackChunks (pack
+	// files on the relay's disk). S3Chunks keeps them in object storage.
+	Chunks ChunkStores
 }
 
 // Relay is a running relay. Create it with New, then Run.
@@ -147,6 +150,9 @@ func New(cfg Config) (*Relay, error) {
 		cfg.Quota = Quota{}
 	} else if cfg.Quota == (Quota{}) {
 		cfg.Quota = DefaultQuota
+	}
+	if cfg.Chunks == nil {
+		cfg.Chunks = PackChunks
 	}
 	if cfg.MaxVaults == 0 {
 		cfg.MaxVaults = DefaultMaxVaults
@@ -199,7 +205,7 @@ func (r *Relay) openReplicas() error {
 		}
 		var id keys.VaultID
 		copy(id[:], b)
-		rep, err := openReplica(r.cfg.Home, id, r.cfg.Quota, r.log, r.stats)
+		rep, err := openReplica(r.cfg.Home, id, r.cfg.Quota, r.cfg.Chunks, r.log, r.stats)
 		if err != nil {
 			return err
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
 	"github.com/weftsync/weft/protocol/wire"
-	"github.com/weftsync/weft/store/pack"
+	"github.com/weftsync/weft/store/chunkstore"
 	"github.com/weftsync/weft/store/vaultdb"
 )
 
@@ -34,7 +34,7 @@ type replica struct {
 	id     keys.VaultID
 	dir    string
 	db     *vaultdb.DB
-	chunks *pack.Store
+	chunks chunkstore.Store
 	quota  Quota
 	log    *slog.Logger
 	stats  *stats // the relay's metrics; nil in tests that open a replica alone
@@ -115,7 +115,7 @@ func replicaDir(home string, id keys.VaultID) string {
 
 // openReplica opens (creating if needed) the replica of vault id. st may
 // be nil.
-func openReplica(home string, id keys.VaultID, quota Quota, log *slog.Logger, st *stats) (*replica, error) {
+func openReplica(home string, id keys.VaultID, quota Quota, stores ChunkStores, log *slog.Logger, st *stats) (*replica, error) {
 	dir := replicaDir(home, id)
 	db, rep, err := vaultdb.OpenConfig(vaultdb.Config{Dir: filepath.Join(dir, "log"), Vault: id, Logger: log})
 	if err != nil {
@@ -125,11 +125,9 @@ func openReplica(home string, id keys.VaultID, quota Quota, log *slog.Logger, st
 		log.Warn("replica recovered with damage; missing entries are fetched again", "vault", id, "err", err)
 	}
 	var r *replica
-	chunks, err := pack.Open(pack.Config{
-		Dir: filepath.Join(dir, "chunks"), Logger: log.With("vault", id.String()),
-		// Called only once the store is in use, after r is set below.
-		OnQuarantine: func(cs []cid.Cid, by pack.FoundBy) { r.lost(cs, by) },
-	})
+	// onQuarantine is called only once the store is in use, after r is
+	// set below.
+	chunks, err := stores(id, dir, log.With("vault", id.String()), func(cs []cid.Cid, by chunkstore.FoundBy) { r.lost(cs, by) })
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening chunk store of vault %s: %w", id, err)

@@ -230,10 +230,13 @@ func (r *Relay) ScrubNow(ctx context.Context) (ScrubReport, error) {
 // the relay, once started, wants them again and fetches them from the
 // vaults' devices (its held prefixes are computed at start from what the
 // chunk stores hold).
-func ScrubHome(ctx context.Context, home string, log *slog.Logger) (ScrubReport, error) {
+func ScrubHome(ctx context.Context, home string, stores ChunkStores, log *slog.Logger) (ScrubReport, error) {
 	var out ScrubReport
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if stores == nil {
+		stores = PackChunks
 	}
 	start := time.Now()
 	dir := filepath.Join(home, "replicas")
@@ -251,7 +254,7 @@ func ScrubHome(ctx context.Context, home string, log *slog.Logger) (ScrubReport,
 		}
 		var id keys.VaultID
 		copy(id[:], b)
-		st, err := pack.Open(pack.Config{Dir: filepath.Join(dir, e.Name(), "chunks"), Logger: log.With("vault", id.String())})
+		st, err := stores(id, filepath.Join(dir, e.Name()), log.With("vault", id.String()), nil)
 		if err != nil {
 			return out, fmt.Errorf("opening chunk store of vault %s (is the relay running? ask it with --metrics): %w", id, err)
 		}

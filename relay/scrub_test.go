@@ -170,7 +170,7 @@ func TestScrubLowersHeldUntilRefetched(t *testing.T) {
 	d1 := f.chunk("d1")
 	f.flipChunk(d1)
 	f.rep.close()
-	rep, err := ScrubHome(context.Background(), f.home, slog.New(slog.DiscardHandler))
+	rep, err := ScrubHome(context.Background(), f.home, nil, slog.New(slog.DiscardHandler))
 	if err != nil || rep.Err() != nil {
 		t.Fatalf("ScrubHome: %v, %v", err, rep.Err())
 	}

@@ -159,7 +159,7 @@ func (r *Relay) enroll(id keys.VaultID, recs []member.Record) (*replica, error) 
 			return nil, errTooManyVaults
 		}
 		var err error
-		rep, err = openReplica(r.cfg.Home, id, r.cfg.Quota, r.log, r.stats)
+		rep, err = openReplica(r.cfg.Home, id, r.cfg.Quota, r.cfg.Chunks, r.log, r.stats)
 		if err != nil {
 			r.mu.Unlock()
 			return nil, err

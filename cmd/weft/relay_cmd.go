@@ -35,6 +35,7 @@ func relayCmd(g *globals) *cobra.Command {
 	var keepAll, keepDaily time.Duration
 	var scrubPeriod time.Duration
 	var cpuprofile, memprofile string
+	var chunks chunkFlags
 	c := &cobra.Command{
 		Use:   "relay",
 		Short: "Run a relay: an always-on store-and-forward node for vaults that list it",
@@ -84,6 +85,9 @@ directory) holds its key and the replicas; it must not be a device's home.`,
 				}
 				cfg.Allow = append(cfg.Allow, id)
 			}
+			if cfg.Chunks, err = chunks.stores(cmd.Context()); err != nil {
+				return err
+			}
 			stop, err := startProfiles(cpuprofile, memprofile)
 			if err != nil {
 				return err
@@ -121,6 +125,7 @@ directory) holds its key and the replicas; it must not be a device's home.`,
 	c.Flags().DurationVar(&keepDaily, "keep-daily", relay.DefaultRetention.Daily, "then keep one version a day per file until this long after it was superseded (0: none)")
 	c.Flags().DurationVar(&scrubPeriod, "scrub-period", pack.DefaultScrubPeriod, "re-verify every stored chunk once in this long, at most one minute of work per hour (0: no background scrub)")
 	c.Flags().StringVar(&metrics, "metrics", "", "serve Prometheus /metrics (and POST /admin/scrub, for `weft relay scrub`) on this address, e.g. 127.0.0.1:9100")
+	chunks.register(c.Flags())
 	c.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
 	c.Flags().StringVar(&memprofile, "memprofile", "", "write a heap profile to this file at shutdown (for benchmarks)")
 	_ = c.Flags().MarkHidden("cpuprofile")

@@ -33,8 +33,14 @@ type relayProc struct {
 // addresses it prints.
 func startRelay(t *testing.T, netns string, extra ...string) *relayProc {
 	t.Helper()
-	dir := t.TempDir()
-	r := &relayProc{t: t, home: filepath.Join(dir, "relay-home"), log: filepath.Join(dir, "relay.log"), netns: netns}
+	return startRelayHome(t, netns, filepath.Join(t.TempDir(), "relay-home"), extra...)
+}
+
+// startRelayHome is startRelay with the relay's home given: a relay
+// restarted over the home of one stopped before.
+func startRelayHome(t *testing.T, netns, home string, extra ...string) *relayProc {
+	t.Helper()
+	r := &relayProc{t: t, home: home, log: filepath.Join(t.TempDir(), "relay.log"), netns: netns}
 	args := append([]string{"--home", r.home, "relay", "--debug"}, extra...)
 	if len(extra) == 0 {
 		args = append(args, "--listen", "/ip4/127.0.0.1/tcp/0")

@@ -22,6 +22,7 @@ import (
 func relayScrubCmd(g *globals) *cobra.Command {
 	var metrics string
 	var asJSON bool
+	var chunks chunkFlags
 	c := &cobra.Command{
 		Use:   "scrub",
 		Short: "Re-verify every chunk a relay stores now, and wait for the result",
@@ -49,7 +50,11 @@ The relay also scrubs by itself in the background (see --scrub-period).`,
 				if dir, err = g.relayHome(); err != nil {
 					return err
 				}
-				rep, err = relay.ScrubHome(cmd.Context(), dir, g.logger())
+				stores, serr := chunks.stores(cmd.Context())
+				if serr != nil {
+					return serr
+				}
+				rep, err = relay.ScrubHome(cmd.Context(), dir, stores, g.logger())
 			}
 			if err != nil {
 				return err
@@ -67,6 +72,7 @@ The relay also scrubs by itself in the background (see --scrub-period).`,
 	}
 	c.Flags().StringVar(&metrics, "metrics", "", "ask the running relay at this metrics address (its --metrics), e.g. 127.0.0.1:9100")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	chunks.register(c.Flags())
 	return c
 }
 
