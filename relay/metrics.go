@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/weftsync/weft/store/chunkstore"
 	"github.com/weftsync/weft/store/pack"
 )
 
@@ -146,16 +147,17 @@ type replicaCollector struct{ r *Relay }
 var (
 	descVaults  = prometheus.NewDesc("weft_relay_vaults", "Vaults this relay serves.", nil, nil)
 	descBytes   = prometheus.NewDesc("weft_relay_vault_bytes_stored", "Encrypted chunk bytes stored for a vault.", []string{"vault"}, nil)
-	descDisk    = prometheus.NewDesc("weft_relay_vault_bytes_on_disk", "Pack file bytes on disk for a vault.", []string{"vault"}, nil)
+	descDisk    = prometheus.NewDesc("weft_relay_vault_bytes_on_disk", "Bytes of a vault's pack files on disk, or of its objects in object storage (dead records included until a GC rewrites them).", []string{"vault"}, nil)
 	descChunks  = prometheus.NewDesc("weft_relay_vault_chunks", "Chunks stored for a vault.", []string{"vault"}, nil)
 	descEntries = prometheus.NewDesc("weft_relay_vault_entries", "Log entries stored for a vault.", []string{"vault"}, nil)
 	descWanted  = prometheus.NewDesc("weft_relay_vault_chunks_wanted", "Chunks referenced by stored entries and not yet fetched.", []string{"vault"}, nil)
 	descFull    = prometheus.NewDesc("weft_relay_vault_quota_full", "1 when a vault's quota is reached.", []string{"vault"}, nil)
 	descScrub   = prometheus.NewDesc("weft_relay_vault_scrub_last_pass_timestamp_seconds", "Unix time at which the last scrub pass over a vault's chunks ended (0: none yet).", []string{"vault"}, nil)
+	descObjReqs = prometheus.NewDesc("weft_relay_vault_object_requests_total", "Requests sent to object storage for a vault's chunks since the relay started, by kind (with --chunks s3://).", []string{"vault", "kind"}, nil)
 )
 
 func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descVaults, descBytes, descDisk, descChunks, descEntries, descWanted, descFull, descScrub} {
+	for _, d := range []*prometheus.Desc{descVaults, descBytes, descDisk, descChunks, descEntries, descWanted, descFull, descScrub, descObjReqs} {
 		ch <- d
 	}
 }
@@ -189,6 +191,11 @@ func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descEntries, prometheus.GaugeValue, float64(st.Entries), v)
 		ch <- prometheus.MustNewConstMetric(descWanted, prometheus.GaugeValue, float64(wanted), v)
 		ch <- prometheus.MustNewConstMetric(descFull, prometheus.GaugeValue, full, v)
+		if q := ps.Requests; q != (chunkstore.Requests{}) {
+			for kind, n := range map[string]uint64{"put": q.Put, "get": q.Get, "list": q.List, "delete": q.Delete, "head": q.Head} {
+				ch <- prometheus.MustNewConstMetric(descObjReqs, prometheus.CounterValue, float64(n), v, kind)
+			}
+		}
 		if at, ok, err := rep.chunks.LastScrub(); err == nil {
 			last := 0.0
 			if ok {

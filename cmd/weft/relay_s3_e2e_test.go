@@ -79,12 +79,31 @@ func TestRelayChunksInS3(t *testing.T) {
 	if len(packs) != 0 {
 		t.Fatalf("the relay kept pack files (%v) with --chunks s3://", packs)
 	}
-	rl2 := startRelayHome(t, "", rl.home, append([]string{"--listen", rl.addr()[:strings.Index(rl.addr(), "/p2p/")]}, s3flags...)...)
+	rl2 := startRelayHome(t, "", rl.home, append([]string{"--listen", rl.addr()[:strings.Index(rl.addr(), "/p2p/")], "--metrics", "127.0.0.1:0"}, s3flags...)...)
 	if rl2.addr() != rl.addr() {
 		t.Fatalf("relay restarted at %s, want %s", rl2.addr(), rl.addr())
 	}
 	c.up()
 	waitTree(t, c, want, 3*time.Minute)
+	// The chunks C got were read from the objects (the rebuilt index
+	// listed them and read each once).
+	m, err := scrapeLocalMetrics(rl2.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests := func(kind string) float64 {
+		var n float64
+		for series, v := range m {
+			if strings.HasPrefix(series, `weft_relay_vault_object_requests_total{kind="`+kind+`"`) {
+				n += v
+			}
+		}
+		return n
+	}
+	list, get := requests("list"), requests("get")
+	if list < 1 || get < 1 {
+		t.Errorf("object storage requests after the restart: list %v, get %v; want both", list, get)
+	}
 
 	// The bucket holds no name and no plaintext.
 	objects := 0

@@ -43,33 +43,30 @@ func (s *Store) loop() {
 	}
 }
 
-// gather adds to first the requests that are waiting, until the batch
-// reaches the object size. While more Puts are in progress than the batch
-// holds, it waits up to CommitDelay for them.
+// gather adds to first the requests that arrive until the batch reaches
+// the object size, no request has come for CommitDelay, or 10 times
+// CommitDelay have passed. Unlike a pack's fsync, a PUT costs money and
+// tens of milliseconds, so a short linger that turns a stream of chunks
+// into a few objects is worth the latency (a relay's Puts are never a
+// user's wait).
 func (s *Store) gather(first *putReq) []*putReq {
 	batch := []*putReq{first}
 	size := chunkrec.Size(len(first.c.Bytes()), len(first.data))
-	var timer <-chan time.Time
+	if s.cfg.CommitDelay < 0 {
+		return batch
+	}
+	idle := time.NewTimer(s.cfg.CommitDelay)
+	defer idle.Stop()
+	limit := time.After(10 * s.cfg.CommitDelay)
 	for size < s.cfg.ObjectSize {
 		select {
 		case r := <-s.reqs:
 			batch = append(batch, r)
 			size += chunkrec.Size(len(r.c.Bytes()), len(r.data))
+			idle.Reset(s.cfg.CommitDelay)
 			continue
-		default:
-		}
-		if s.inflight.Load() <= int64(len(batch)) || s.cfg.CommitDelay < 0 {
-			break
-		}
-		if timer == nil {
-			timer = time.After(s.cfg.CommitDelay)
-		}
-		select {
-		case r := <-s.reqs:
-			batch = append(batch, r)
-			size += chunkrec.Size(len(r.c.Bytes()), len(r.data))
-			continue
-		case <-timer:
+		case <-idle.C:
+		case <-limit:
 		case <-s.quit:
 		}
 		break

@@ -40,6 +40,8 @@ const (
 	// before it is deleted, so that a read that looked a chunk up in it
 	// just before finishes.
 	DefaultRetireGrace = 10 * time.Minute
+	// DefaultCommitDelay is how long a batch waits for one more Put.
+	DefaultCommitDelay = 10 * time.Millisecond
 	// DefaultTimeout bounds one request.
 	DefaultTimeout = 2 * time.Minute
 )
@@ -59,9 +61,9 @@ type Config struct {
 	// Uploads bounds the objects uploading at once; zero means
 	// DefaultUploads.
 	Uploads int
-	// CommitDelay bounds how long a batch waits for more concurrent Puts
-	// to join it. It only waits while more Puts are in progress than the
-	// batch holds, so a lone writer never waits. Zero means 2 ms.
+	// CommitDelay is how long a batch waits for one more Put to join it
+	// (at most 10 times that in all; see gather). Zero means
+	// DefaultCommitDelay; negative means never wait.
 	CommitDelay time.Duration
 	// RetireGrace is how long a rewritten object stays before it is
 	// deleted; zero means DefaultRetireGrace, negative deletes at once.
@@ -97,7 +99,7 @@ func (c *Config) validate() error {
 		c.Uploads = DefaultUploads
 	}
 	if c.CommitDelay == 0 {
-		c.CommitDelay = 2 * time.Millisecond
+		c.CommitDelay = DefaultCommitDelay
 	}
 	if c.RetireGrace == 0 {
 		c.RetireGrace = DefaultRetireGrace
@@ -126,7 +128,6 @@ type Store struct {
 	loopDone chan struct{}
 	uploads  sync.WaitGroup // uploads started by the loop
 	slots    chan struct{}  // one per upload in flight
-	inflight atomic.Int64   // Put calls between enqueue and answer
 
 	// dropMu orders index changes: writers of entries (a Put answered
 	// from the index, an upload's index batch) hold it shared; GC and
@@ -331,8 +332,6 @@ func (s *Store) renew(c cid.Cid) (bool, error) {
 
 // submit hands r to the commit loop and waits for its answer.
 func (s *Store) submit(r *putReq) error {
-	s.inflight.Add(1)
-	defer s.inflight.Add(-1)
 	select {
 	case s.reqs <- r:
 	case <-s.quit:
