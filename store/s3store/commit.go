@@ -8,6 +8,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/opt"
 
 	"github.com/weftsync/weft/store/chunkrec"
 	"github.com/weftsync/weft/store/chunkstore"
@@ -89,14 +90,17 @@ func (s *Store) upload(seq uint64, batch []*putReq) error {
 		off int64
 		n   int64
 	}
-	seen := make(map[string]bool, len(batch))
+	seen := make(map[string]int, len(batch)) // CID -> index in recs
 	var recs []placed
 	for _, r := range batch {
 		cb := r.c.Bytes()
-		if seen[string(cb)] {
+		if i, ok := seen[string(cb)]; ok {
+			if recs[i].r.from != 0 && r.from == 0 {
+				recs[i].r = r // a Put, not a relocation, decides the entry
+			}
 			continue
 		}
-		seen[string(cb)] = true
+		seen[string(cb)] = len(recs)
 		off := int64(buf.Len())
 		buf.Write(chunkrec.AppendHeader(nil, cb, r.data))
 		buf.Write(r.data)
@@ -107,7 +111,9 @@ func (s *Store) upload(seq uint64, batch []*putReq) error {
 	defer cancel()
 	s.req.put.Add(1)
 	size := int64(buf.Len())
-	_, err := s.cfg.Client.PutObject(ctx, s.cfg.Bucket, s.key(name), &buf, size, minio.PutObjectOptions{
+	// A bytes.Reader, not the buffer: minio-go retries only a body it
+	// can seek back (a 503 SlowDown is common on busy buckets).
+	_, err := s.cfg.Client.PutObject(ctx, s.cfg.Bucket, s.key(name), bytes.NewReader(buf.Bytes()), size, minio.PutObjectOptions{
 		ContentType: "application/octet-stream", DisableMultipart: true,
 	})
 	if err != nil {
@@ -118,8 +124,9 @@ func (s *Store) upload(seq uint64, batch []*putReq) error {
 	s.bytesOnDisk.Add(size)
 
 	now := s.cfg.Now().Unix()
-	s.dropMu.RLock()
-	defer s.dropMu.RUnlock()
+	s.dropMu.Lock()
+	defer s.dropMu.Unlock()
+	relocated := false
 	b := new(leveldb.Batch)
 	b.Put(seqKey(prefixObject, seq), object{seq: seq, size: size, name: name}.encode())
 	for _, p := range recs {
@@ -131,7 +138,8 @@ func (s *Store) upload(seq uint64, batch []*putReq) error {
 			continue // a relocation of a chunk dropped or moved meanwhile
 		case err == nil:
 			if p.r.from != 0 {
-				l.stored = p.r.stored
+				l.stored = old.stored // its age, renewals included
+				relocated = true
 			}
 			b.Delete(recordKey(old.seq, old.off))
 		case errors.Is(err, chunkstore.ErrNotFound):
@@ -148,7 +156,13 @@ func (s *Store) upload(seq uint64, batch []*putReq) error {
 		s.appends.Add(1)
 	}
 	// Not synced: an object the index lost is indexed again at Open.
-	if err := s.db.Write(b, nil); err != nil {
+	// Relocations are: the old object's retirement, which is synced, must
+	// not outlive the entries that moved out of it.
+	wo := (*opt.WriteOptions)(nil)
+	if relocated {
+		wo = syncWrite
+	}
+	if err := s.db.Write(b, wo); err != nil {
 		return fmt.Errorf("indexing object %s: %w", name, err)
 	}
 	return nil

@@ -103,11 +103,11 @@ func (s *Store) GC(ctx context.Context, o chunkstore.GCOptions) (chunkstore.GCRe
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		if ob.retired != 0 || ob.size == 0 {
+		if ob.retired != 0 {
 			continue
 		}
 		lb := liveBytes[ob.seq]
-		if float64(ob.size-lb)/float64(ob.size) <= o.RewriteThreshold {
+		if ob.size > 0 && float64(ob.size-lb)/float64(ob.size) <= o.RewriteThreshold {
 			continue
 		}
 		if lb > 0 {
@@ -275,7 +275,11 @@ func (s *Store) deleteRetired(ctx context.Context) error {
 			continue
 		}
 		if err := s.removeObject(ctx, o.name); err != nil {
-			return err
+			// Kept marked: tried again at the next GC or Open. A
+			// relay must still open and collect when its credentials
+			// may not delete, or the service has a bad minute.
+			s.cfg.Logger.Warn("deleting a rewritten chunk object; trying again later", "object", o.name, "err", err)
+			continue
 		}
 		b := new(leveldb.Batch)
 		b.Delete(seqKey(prefixObject, o.seq))

@@ -113,7 +113,10 @@ func (s *Store) indexObject(seq uint64, l listed) (int, error) {
 		return 0, nil // deleted since it was listed
 	}
 	if err != nil {
-		return 0, fmt.Errorf("reading object %s to index it: %w", l.name, err)
+		// Unreadable now (archived, a bad minute): left for the next
+		// Open; its chunks are wanted again meanwhile.
+		s.cfg.Logger.Warn("chunk object unreadable; not indexed", "object", l.name, "err", err)
+		return 0, nil
 	}
 	b := new(leveldb.Batch)
 	added := map[string]bool{}

@@ -21,6 +21,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	_ "github.com/multiformats/go-multihash/register/blake3" // chunk CIDs use BLAKE3-256
 	"github.com/syndtr/goleveldb/leveldb"
+	lerrors "github.com/syndtr/goleveldb/leveldb/errors"
 	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
@@ -129,12 +130,13 @@ type Store struct {
 	uploads  sync.WaitGroup // uploads started by the loop
 	slots    chan struct{}  // one per upload in flight
 
-	// dropMu orders index changes: writers of entries (a Put answered
-	// from the index, an upload's index batch) hold it shared; GC and
-	// quarantine hold it exclusively while they drop entries, so that a
-	// chunk is not dropped between a Put finding it and that Put
-	// returning.
-	dropMu sync.RWMutex
+	// dropMu serialises every read-then-write of chunk entries: a Put
+	// answered from the index (renew), an upload's index batch, GC's
+	// drops and quarantine. So a chunk is not dropped between a Put
+	// finding it and that Put returning, a renewal cannot write back a
+	// place a GC relocation just moved the chunk from, and two uploads
+	// of one chunk count it once.
+	dropMu sync.Mutex
 	// gcMu serialises GC runs and scrub steps.
 	gcMu sync.Mutex
 
@@ -200,7 +202,12 @@ func openIndex(dir string, log *slog.Logger) (*leveldb.DB, error) {
 	if err == nil {
 		return db, nil
 	}
-	log.Warn("chunk index unreadable; recovering it", "dir", dir, "err", err)
+	if !lerrors.IsCorrupted(err) {
+		// Locked by another process, no permission, no file handles:
+		// not a reason to throw the index away and read every object.
+		return nil, fmt.Errorf("opening chunk index %s: %w", dir, err)
+	}
+	log.Warn("chunk index corrupt; recovering it", "dir", dir, "err", err)
 	if db, rerr := leveldb.RecoverFile(dir, o); rerr == nil {
 		return db, nil
 	}
@@ -314,8 +321,8 @@ func (s *Store) Put(c cid.Cid, data []byte) error {
 
 // renew answers a Put of a chunk the store holds: its age starts again.
 func (s *Store) renew(c cid.Cid) (bool, error) {
-	s.dropMu.RLock()
-	defer s.dropMu.RUnlock()
+	s.dropMu.Lock()
+	defer s.dropMu.Unlock()
 	l, _, err := s.lookup(c.Bytes())
 	if errors.Is(err, chunkstore.ErrNotFound) {
 		return false, nil
@@ -353,6 +360,9 @@ func (s *Store) Get(c cid.Cid) ([]byte, error) {
 		}
 		o, err := s.objectOf(l.seq)
 		if err != nil {
+			if _, now, lerr := s.lookup(cb); lerr == nil && !bytes.Equal(now, raw) {
+				continue // moved meanwhile, and its old object deleted
+			}
 			return nil, fmt.Errorf("chunk %s: %w", c, err)
 		}
 		rec, err := s.readRange(o.name, l.off, l.length)
@@ -447,8 +457,10 @@ func (s *Store) quarantine(kvs [][2][]byte, by chunkstore.FoundBy) []cid.Cid {
 	return out
 }
 
-// drop is quarantine without the report: GC reports what it found once,
-// when it returns, and Open reports nothing.
+// drop is quarantine without the report: GC and the scrub report what
+// they found once, when they return. What Open drops (by FoundByOpen) is
+// neither reported nor counted as quarantined: a relay compares that count
+// with what it was told.
 func (s *Store) drop(kvs [][2][]byte, by chunkstore.FoundBy) []cid.Cid {
 	var out []cid.Cid
 	s.dropMu.Lock()
@@ -481,8 +493,10 @@ func (s *Store) drop(kvs [][2][]byte, by chunkstore.FoundBy) []cid.Cid {
 	for _, c := range out {
 		s.cfg.Logger.Warn("chunk quarantined", "cid", c, "found_by", string(by))
 	}
-	s.corrupt.Add(uint64(len(out)))
-	s.quarantined.Add(uint64(len(out)))
+	if by != chunkstore.FoundByOpen {
+		s.corrupt.Add(uint64(len(out)))
+		s.quarantined.Add(uint64(len(out)))
+	}
 	return out
 }
 
