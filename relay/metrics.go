@@ -229,6 +229,7 @@ func (r *Relay) ServeMetrics(ctx context.Context, addr string) (net.Addr, error)
 	// done (the operator's address, like pprof; a POST, so a scraper or a
 	// browser prefetch never starts one).
 	mux.HandleFunc("POST /admin/scrub", r.serveScrub)
+	mux.HandleFunc("GET /admin/vaults", r.serveVaults)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	context.AfterFunc(ctx, func() { _ = srv.Close() })

@@ -330,8 +330,12 @@ func (r *Relay) vaultsOf(d keys.DeviceID) []*replica {
 // replica returns the served replica of vault id, or nil.
 func (r *Relay) replica(id keys.VaultID) *replica {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.vaults[id]
+	rep := r.vaults[id]
+	r.mu.Unlock()
+	if rep != nil {
+		rep.touch() // asked for by a stream: activity
+	}
+	return rep
 }
 
 // Run serves until ctx ends and returns nil after a clean shutdown.

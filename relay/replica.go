@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -57,6 +58,9 @@ type replica struct {
 	fromAuthor map[keys.DeviceID]uint64
 	unavail    map[cid.Cid]int // fetch rounds in which no connected device had the chunk
 	full       bool            // a quota is reached
+	// active is when the replica last stored or served something (unix
+	// ns; VaultInfo.LastActivity), from its files' times at open.
+	active atomic.Int64
 	// reserved is the bytes of chunks being stored now (putChunk): counted
 	// against the byte quota with what is stored, so that fetchers storing
 	// at once cannot each pass the check and overshoot it together.
@@ -148,6 +152,7 @@ func openReplica(home string, id keys.VaultID, quota Quota, stores ChunkStores, 
 		fetchKick:  make(chan struct{}, 1),
 		gcKick:     make(chan struct{}, 1),
 	}
+	r.active.Store(lastWritten(dir))
 	if err := r.load(); err != nil {
 		r.close()
 		return nil, err
@@ -435,6 +440,7 @@ func (r *replica) ingest(raw []byte, from keys.DeviceID) error {
 	if err := r.db.Append(e); err != nil {
 		return err
 	}
+	r.touch()
 	r.gcBar.RLock() // GC is not dropping chunks while these are noted
 	r.mu.Lock()
 	if e.Author() == from {
@@ -512,6 +518,7 @@ func (r *replica) putChunk(c cid.Cid, env []byte) error {
 	}
 	delete(r.wanted, c)
 	delete(r.unavail, c)
+	r.touch()
 	if refs != nil {
 		r.pieces.put(c, refs)
 		r.notePieceLocked(c, refs)

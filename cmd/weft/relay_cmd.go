@@ -130,7 +130,7 @@ directory) holds its key and the replicas; it must not be a device's home.`,
 	c.Flags().StringVar(&memprofile, "memprofile", "", "write a heap profile to this file at shutdown (for benchmarks)")
 	_ = c.Flags().MarkHidden("cpuprofile")
 	_ = c.Flags().MarkHidden("memprofile")
-	c.AddCommand(relayAddCmd(g, false), relayAddCmd(g, true), relayListCmd(g), relayScrubCmd(g), serviceCmd(g, true))
+	c.AddCommand(relayAddCmd(g, false), relayAddCmd(g, true), relayListCmd(g), relayScrubCmd(g), relayVaultsCmd(g), serviceCmd(g, true))
 	return c
 }
 
