@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -206,34 +207,68 @@ func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// ServeMetrics serves /metrics on addr until ctx ends. It returns the
-// address it listens on (addr may name port 0) once listening.
-func (r *Relay) ServeMetrics(ctx context.Context, addr string) (net.Addr, error) {
+// ServeMetrics serves /metrics and the operator's /admin/ routes on addr
+// until ctx ends. It returns the address it listens on (addr may name port
+// 0) once listening. With a token, every request must carry
+// "Authorization: Bearer TOKEN" (401 otherwise): for a metrics address
+// reachable by more than the operator (docs/operations.md).
+func (r *Relay) ServeMetrics(ctx context.Context, addr, token string) (net.Addr, error) {
 	if err := r.stats.reg.Register(replicaCollector{r}); err != nil {
 		var already prometheus.AlreadyRegisteredError
 		if !errors.As(err, &already) {
 			return nil, fmt.Errorf("registering metrics: %w", err)
 		}
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics listener: %w", err)
-	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(r.stats.reg, promhttp.HandlerOpts{}))
-	// Go's profiles, for an operator chasing memory or CPU (the address is
-	// the operator's monitoring one, never public: docs/operations.md).
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	// `weft relay scrub --metrics ADDR`: a whole scrub now, answered when
-	// done (the operator's address, like pprof; a POST, so a scraper or a
-	// browser prefetch never starts one).
+	// done (a POST, so a scraper or a browser prefetch never starts one).
 	mux.HandleFunc("POST /admin/scrub", r.serveScrub)
 	mux.HandleFunc("GET /admin/vaults", r.serveVaults)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	mux.HandleFunc("POST /admin/drop", r.serveDrop)
+	return serveHTTP(ctx, addr, "metrics", bearer(token, mux))
+}
+
+// ServePprof serves Go's profiles (/debug/pprof/) on addr until ctx ends,
+// for an operator chasing memory or CPU: an address of its own, so that
+// the metrics address can be scraped by more than the operator without
+// handing out profiles.
+func (r *Relay) ServePprof(ctx context.Context, addr string) (net.Addr, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return serveHTTP(ctx, addr, "pprof", mux)
+}
+
+// serveHTTP serves h on addr until ctx ends.
+func serveHTTP(ctx context.Context, addr, what string, h http.Handler) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s listener: %w", what, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	context.AfterFunc(ctx, func() { _ = srv.Close() })
 	return ln.Addr(), nil
+}
+
+// bearer requires "Authorization: Bearer token" of every request to h,
+// compared in constant time; an empty token requires nothing.
+func bearer(token string, h http.Handler) http.Handler {
+	if token == "" {
+		return h
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(req.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="weft relay"`)
+			http.Error(w, "a bearer token is required (the relay's --metrics-token-file)", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, req)
+	})
 }
 
 // serveScrub runs ScrubNow for POST /admin/scrub and answers its

@@ -128,6 +128,7 @@ type Relay struct {
 	mu      sync.Mutex
 	ctx     context.Context // set by Run
 	vaults  map[keys.VaultID]*replica
+	dropped map[keys.VaultID]bool // by the operator (drop.go): refused
 	pulling map[pullKey]bool
 	closed  bool
 }
@@ -171,6 +172,9 @@ func New(cfg Config) (*Relay, error) {
 		vaults: map[keys.VaultID]*replica{}, pulling: map[pullKey]bool{},
 	}
 	r.stats.reg.MustRegister(r.refused.Collector("weft_relay_refused_streams_total"))
+	if r.dropped, err = readDropped(cfg.Home); err != nil {
+		return nil, err
+	}
 	if err := r.openReplicas(); err != nil {
 		r.closeReplicas()
 		return nil, err
@@ -394,9 +398,11 @@ func (r *Relay) startFetchLocked(rep *replica) {
 	if r.ctx == nil {
 		return
 	}
-	ctx := r.ctx
-	r.loops.Go(func() { r.fetchLoop(ctx, rep) })
-	r.loops.Go(func() { r.gcLoop(ctx, rep) })
+	ctx, cancel := context.WithCancel(r.ctx)
+	rep.cancelLoops = cancel
+	rep.loops.Go(func() { r.fetchLoop(ctx, rep) })
+	rep.loops.Go(func() { r.gcLoop(ctx, rep) })
+	r.loops.Go(rep.loops.Wait) // Run waits for every replica's loops
 }
 
 // context returns Run's context, or nil before Run.

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -58,6 +59,10 @@ type replica struct {
 	fromAuthor map[keys.DeviceID]uint64
 	unavail    map[cid.Cid]int // fetch rounds in which no connected device had the chunk
 	full       bool            // a quota is reached
+	// loops are the replica's fetch and GC loops (Relay.startFetchLocked);
+	// cancelLoops ends them (a dropped replica).
+	loops       sync.WaitGroup
+	cancelLoops context.CancelFunc
 	// active is when the replica last stored or served something (unix
 	// ns; VaultInfo.LastActivity), from its files' times at open.
 	active atomic.Int64

@@ -154,6 +154,10 @@ func (r *Relay) enroll(id keys.VaultID, recs []member.Record) (*replica, error) 
 			r.mu.Unlock()
 			return nil, errNotAllowed
 		}
+		if r.dropped[id] {
+			r.mu.Unlock()
+			return nil, errDropped
+		}
 		if len(r.vaults) >= r.cfg.MaxVaults {
 			r.mu.Unlock()
 			return nil, errTooManyVaults

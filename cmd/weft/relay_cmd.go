@@ -31,7 +31,7 @@ func relayCmd(g *globals) *cobra.Command {
 	var quotaEntries uint64
 	var noQuota bool
 	var maxVaults int
-	var metrics string
+	var metrics, metricsTokenFile, pprofAddr string
 	var keepAll, keepDaily time.Duration
 	var scrubPeriod time.Duration
 	var cpuprofile, memprofile string
@@ -101,11 +101,24 @@ directory) holds its key and the replicas; it must not be a device's home.`,
 			go func() { errc <- r.Run(cmd.Context()) }()
 			extra := ""
 			if metrics != "" {
-				addr, err := r.ServeMetrics(cmd.Context(), metrics)
+				token, err := readToken(metricsTokenFile)
+				if err != nil {
+					return exitUsage{err}
+				}
+				addr, err := r.ServeMetrics(cmd.Context(), metrics, token)
 				if err != nil {
 					return err
 				}
 				extra = " metrics=http://" + addr.String() + "/metrics"
+			} else if metricsTokenFile != "" {
+				return exitUsage{errors.New("--metrics-token-file needs --metrics")}
+			}
+			if pprofAddr != "" {
+				addr, err := r.ServePprof(cmd.Context(), pprofAddr)
+				if err != nil {
+					return err
+				}
+				extra += " pprof=http://" + addr.String() + "/debug/pprof/"
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "ready relay=%s listen=%s%s\n", r.ID(), strings.Join(r.Addrs(), ","), extra)
@@ -124,13 +137,15 @@ directory) holds its key and the replicas; it must not be a device's home.`,
 	c.Flags().DurationVar(&keepAll, "keep-all", relay.DefaultRetention.KeepAll, "keep every version for this long after it was superseded (0: none)")
 	c.Flags().DurationVar(&keepDaily, "keep-daily", relay.DefaultRetention.Daily, "then keep one version a day per file until this long after it was superseded (0: none)")
 	c.Flags().DurationVar(&scrubPeriod, "scrub-period", pack.DefaultScrubPeriod, "re-verify every stored chunk once in this long, at most one minute of work per hour (0: no background scrub)")
-	c.Flags().StringVar(&metrics, "metrics", "", "serve Prometheus /metrics (and POST /admin/scrub, for `weft relay scrub`) on this address, e.g. 127.0.0.1:9100")
+	c.Flags().StringVar(&metrics, "metrics", "", "serve Prometheus /metrics and the operator's routes (for `weft relay scrub`, `vaults` and `drop`) on this address, e.g. 127.0.0.1:9100")
+	c.Flags().StringVar(&metricsTokenFile, "metrics-token-file", "", "require the bearer token in this file (mode 0600) of every request to --metrics")
+	c.Flags().StringVar(&pprofAddr, "pprof", "", "serve Go's profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (never a public one)")
 	chunks.register(c.Flags())
 	c.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
 	c.Flags().StringVar(&memprofile, "memprofile", "", "write a heap profile to this file at shutdown (for benchmarks)")
 	_ = c.Flags().MarkHidden("cpuprofile")
 	_ = c.Flags().MarkHidden("memprofile")
-	c.AddCommand(relayAddCmd(g, false), relayAddCmd(g, true), relayListCmd(g), relayScrubCmd(g), relayVaultsCmd(g), serviceCmd(g, true))
+	c.AddCommand(relayAddCmd(g, false), relayAddCmd(g, true), relayListCmd(g), relayScrubCmd(g), relayVaultsCmd(g), relayDropCmd(g), serviceCmd(g, true))
 	return c
 }
 

@@ -25,6 +25,7 @@ type relayProc struct {
 	done    chan error
 	addrs   []string
 	metrics string // host:port of --metrics, when given
+	pprof   string // host:port of --pprof, when given
 	log     string
 	netns   string
 }
@@ -76,6 +77,9 @@ func startRelayHome(t *testing.T, netns, home string, extra ...string) *relayPro
 					}
 					if m, ok := strings.CutPrefix(f, "metrics=http://"); ok {
 						r.metrics = strings.TrimSuffix(m, "/metrics") // written before ready is sent
+					}
+					if m, ok := strings.CutPrefix(f, "pprof=http://"); ok {
+						r.pprof = strings.TrimSuffix(m, "/debug/pprof/")
 					}
 				}
 				ready <- listen

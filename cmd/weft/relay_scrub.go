@@ -20,7 +20,7 @@ import (
 // locks of its stores, so it is asked over its --metrics address (POST
 // /admin/scrub); a stopped relay's home is opened directly.
 func relayScrubCmd(g *globals) *cobra.Command {
-	var metrics string
+	var admin adminFlags
 	var asJSON bool
 	var chunks chunkFlags
 	c := &cobra.Command{
@@ -43,8 +43,8 @@ The relay also scrubs by itself in the background (see --scrub-period).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var rep relay.ScrubReport
 			var err error
-			if metrics != "" {
-				rep, err = askScrub(cmd.Context(), metrics)
+			if admin.metrics != "" {
+				rep, err = askScrub(cmd.Context(), admin)
 			} else {
 				var dir string
 				if dir, err = g.relayHome(); err != nil {
@@ -65,12 +65,12 @@ The relay also scrubs by itself in the background (see --scrub-period).`,
 					return err
 				}
 			} else {
-				printScrub(out, rep, metrics != "")
+				printScrub(out, rep, admin.metrics != "")
 			}
 			return rep.Err()
 		},
 	}
-	c.Flags().StringVar(&metrics, "metrics", "", "ask the running relay at this metrics address (its --metrics), e.g. 127.0.0.1:9100")
+	admin.register(c.Flags())
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	chunks.register(c.Flags())
 	return c
@@ -78,30 +78,18 @@ The relay also scrubs by itself in the background (see --scrub-period).`,
 
 // askScrub asks the relay serving metrics at addr for a scrub and waits
 // for its report.
-func askScrub(ctx context.Context, addr string) (relay.ScrubReport, error) {
+func askScrub(ctx context.Context, f adminFlags) (relay.ScrubReport, error) {
 	var ans struct {
 		relay.ScrubReport
 		Error string `json:"error"`
 	}
-	base := addr
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/admin/scrub", nil)
+	// No timeout: a scrub of a large relay takes long.
+	status, body, err := f.ask(ctx, http.MethodPost, "/admin/scrub")
 	if err != nil {
-		return ans.ScrubReport, exitUsage{fmt.Errorf("--metrics %q: %w", addr, err)}
-	}
-	resp, err := (&http.Client{}).Do(req) // no timeout: a scrub of a large relay takes long
-	if err != nil {
-		return ans.ScrubReport, fmt.Errorf("asking the relay at %s (is it running with --metrics %s?): %w", addr, addr, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return ans.ScrubReport, fmt.Errorf("reading the relay's answer: %w", err)
+		return ans.ScrubReport, err
 	}
 	if err := json.Unmarshal(body, &ans); err != nil {
-		return ans.ScrubReport, fmt.Errorf("relay at %s answered %s: %s", addr, resp.Status, strings.TrimSpace(string(body)))
+		return ans.ScrubReport, fmt.Errorf("relay at %s answered %d: %s", f.metrics, status, strings.TrimSpace(string(body)))
 	}
 	if ans.Error != "" && len(ans.Vaults) == 0 {
 		return ans.ScrubReport, errors.New("relay: " + ans.Error)

@@ -19,7 +19,7 @@ import (
 // relayVaultsCmd is `weft relay vaults`: what a relay stores for each
 // vault, for an operator serving many.
 func relayVaultsCmd(g *globals) *cobra.Command {
-	var metrics string
+	var admin adminFlags
 	var asJSON bool
 	var chunks chunkFlags
 	c := &cobra.Command{
@@ -38,8 +38,8 @@ a flag of the running relay.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var vs []relay.VaultInfo
 			var err error
-			if metrics != "" {
-				vs, err = askVaults(cmd.Context(), metrics)
+			if admin.metrics != "" {
+				vs, err = askVaults(cmd.Context(), admin)
 			} else {
 				var dir string
 				if dir, err = g.relayHome(); err != nil {
@@ -65,36 +65,23 @@ a flag of the running relay.`,
 			return nil
 		},
 	}
-	c.Flags().StringVar(&metrics, "metrics", "", "ask the running relay at this metrics address (its --metrics), e.g. 127.0.0.1:9100")
+	admin.register(c.Flags())
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: a list of {vault, bytes_stored, bytes_on_disk, chunks, entries, devices, last_activity, quota_bytes, quota_entries, quota_full, chunks_wanted}")
 	chunks.register(c.Flags())
 	return c
 }
 
 // askVaults asks a running relay for its vaults (GET /admin/vaults).
-func askVaults(ctx context.Context, addr string) ([]relay.VaultInfo, error) {
-	base := addr
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
+func askVaults(ctx context.Context, f adminFlags) ([]relay.VaultInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/admin/vaults", nil)
+	status, body, err := f.ask(ctx, http.MethodGet, "/admin/vaults")
 	if err != nil {
-		return nil, exitUsage{fmt.Errorf("--metrics %q: %w", addr, err)}
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("asking the relay at %s (is it running with --metrics %s?): %w", addr, addr, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("reading the relay's answer: %w", err)
+		return nil, err
 	}
 	var vs []relay.VaultInfo
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &vs) != nil {
-		return nil, fmt.Errorf("relay at %s answered %s: %s", addr, resp.Status, strings.TrimSpace(string(body)))
+	if status != http.StatusOK || json.Unmarshal(body, &vs) != nil {
+		return nil, fmt.Errorf("relay at %s answered %d: %s", f.metrics, status, strings.TrimSpace(string(body)))
 	}
 	return vs, nil
 }

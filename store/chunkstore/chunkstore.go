@@ -38,6 +38,10 @@ type Store interface {
 	Stats() Stats
 	// Close releases the store. Calls after Close return ErrClosed.
 	Close() error
+	// Destroy closes the store and deletes everything it holds: every
+	// chunk, its data units (pack files, objects) and its index. An
+	// operator dropping one vault's replica asks for it.
+	Destroy() error
 }
 
 // MaxChunkSize bounds one chunk. It is far above the chunker's maximum and

@@ -379,5 +379,16 @@ func (s *Store) Stats() Stats {
 	return st
 }
 
+// Destroy closes the store and removes its directory (packs and index).
+func (s *Store) Destroy() error {
+	if err := s.Close(); err != nil && !errors.Is(err, ErrClosed) {
+		return err
+	}
+	if err := os.RemoveAll(s.cfg.Dir); err != nil {
+		return fmt.Errorf("removing chunk store %s: %w", s.cfg.Dir, err)
+	}
+	return nil
+}
+
 // A Store is a chunkstore.Store.
 var _ chunkstore.Store = (*Store)(nil)

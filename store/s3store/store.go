@@ -240,6 +240,50 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// Destroy closes the store, deletes every object under its prefix (listed
+// afresh, so objects the index never knew go too) and removes the index.
+func (s *Store) Destroy() error {
+	if err := s.Close(); err != nil && !errors.Is(err, chunkstore.ErrClosed) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*s.cfg.Timeout)
+	defer cancel()
+	objs := make(chan minio.ObjectInfo)
+	var listErr error
+	go func() {
+		defer close(objs)
+		s.req.list.Add(1)
+		for oi := range s.cfg.Client.ListObjects(ctx, s.cfg.Bucket, minio.ListObjectsOptions{Prefix: s.key(""), Recursive: true}) {
+			if oi.Err != nil {
+				listErr = oi.Err
+				return
+			}
+			select {
+			case objs <- oi:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var errs []error
+	for re := range s.cfg.Client.RemoveObjects(ctx, s.cfg.Bucket, objs, minio.RemoveObjectsOptions{}) {
+		if re.Err != nil && !isNoSuchKey(re.Err) {
+			errs = append(errs, fmt.Errorf("deleting object %s: %w", re.ObjectName, re.Err))
+		}
+	}
+	s.req.del.Add(1) // batched deletes: at least one request
+	if listErr != nil {
+		errs = append(errs, fmt.Errorf("listing objects under %s: %w", s.key(""), listErr))
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if err := os.RemoveAll(s.cfg.IndexDir); err != nil {
+		return fmt.Errorf("removing chunk index %s: %w", s.cfg.IndexDir, err)
+	}
+	return nil
+}
+
 // ctx returns a context bounded by the request timeout.
 func (s *Store) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), s.cfg.Timeout)

@@ -78,6 +78,8 @@ import (
 //   - GarbageUnitSameSize, GarbageUnitShort: a unit overwritten with bytes
 //     that are no record at all does not stop Open, its chunks are not
 //     served, the others are, and its chunks can be put again.
+//   - Destroy: every data unit and the index are gone, calls after it say
+//     ErrClosed, and the store opens again empty.
 func Run(t *testing.T, newBackend NewBackend) {
 	tests := []struct {
 		name string
@@ -100,6 +102,7 @@ func Run(t *testing.T, newBackend NewBackend) {
 		{"LostIndex", testLostIndex},
 		{"GarbageUnitSameSize", func(e *env) { testGarbageUnit(e, false) }},
 		{"GarbageUnitShort", func(e *env) { testGarbageUnit(e, true) }},
+		{"Destroy", testDestroy},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1064,5 +1067,29 @@ func testGarbageUnit(e *env, short bool) {
 	s = e.open()
 	mustHave(t, s, chs...)
 	mustCount(t, s, chs)
+	e.close(s)
+}
+
+func testDestroy(e *env) {
+	t := e.t
+	chs := e.fill(20, 3000, 2)
+	s := e.open()
+	if err := s.Destroy(); err != nil {
+		t.Fatalf("Destroy: %v", err)
+	}
+	if _, err := s.Has(chs[0].c); !errors.Is(err, chunkstore.ErrClosed) {
+		t.Errorf("Has after Destroy: %v, want ErrClosed", err)
+	}
+	if u := e.b.Units(t); len(u) != 0 {
+		t.Errorf("%d data units left after Destroy: %v", len(u), u)
+	}
+	if _, err := os.Stat(e.b.IndexDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("index directory after Destroy: %v, want it gone", err)
+	}
+	s = e.open()
+	mustBeGone(t, s, chs...)
+	mustCount(t, s, nil)
+	mustPut(t, s, chs[0])
+	mustHave(t, s, chs[0])
 	e.close(s)
 }
