@@ -34,7 +34,15 @@ func runB1Relay(rc *runCtx) error {
 	if err != nil {
 		return err
 	}
+	mUp, err := rc.objScrape(r)
+	if err != nil {
+		return err
+	}
 	h, err := v.handOver(rc, func() (time.Time, error) { return waitNotes(b.folder, ns, z.syncTimeout) })
+	if err != nil {
+		return err
+	}
+	mDown, err := rc.objScrape(r)
 	if err != nil {
 		return err
 	}
@@ -58,6 +66,8 @@ func runB1Relay(rc *runCtx) error {
 	rc.add("bytes sent by A / note bytes", "x", float64(sentA)/nb)
 	rc.add("bytes received by B / note bytes", "x", float64(recvB)/nb)
 	rc.add("files", "count", float64(len(ns)))
+	rc.addObjReqs("upload", v.m0, mUp, float64(len(ns)), "note")
+	rc.addObjReqs("download", mUp, mDown, float64(len(ns)), "note")
 	rc.note("B's agent is not running during the upload and A's is stopped (SIGTERM) before B starts: B gets everything from the relay")
 	rc.note("upload clock: from the last note written into A's folder (A indexes, encrypts and uploads in that time)")
 	if err := b.stop(); err != nil {

@@ -43,9 +43,17 @@ func runB3Relay(rc *runCtx) error {
 	if err != nil {
 		return err
 	}
+	mUp, err := rc.objScrape(r)
+	if err != nil {
+		return err
+	}
 	h, err := v.handOver(rc, func() (time.Time, error) {
 		return waitSizes(rc.ctx, b.folder, []string{rel}, size, z.syncTimeout)
 	})
+	if err != nil {
+		return err
+	}
+	mDown, err := rc.objScrape(r)
 	if err != nil {
 		return err
 	}
@@ -71,6 +79,8 @@ func runB3Relay(rc *runCtx) error {
 	rc.add("peak RSS relay", "MiB", float64(ur2.PeakRSS)/(1<<20))
 	rc.add("peak RSS relay after upload", "MiB", float64(ur1.PeakRSS)/(1<<20))
 	rc.add("peak RSS B", "MiB", float64(ub.PeakRSS)/(1<<20))
+	rc.addObjReqs("upload", v.m0, mUp, float64(size)/(1<<30), "GiB")
+	rc.addObjReqs("download", mUp, mDown, float64(size)/(1<<30), "GiB")
 	rc.note("ceiling = the slower of the TCP copy and the write+fsync baselines, same bytes, same run")
 	rc.note("upload clock: from the rename into A's folder to A's unsafe 0 (A hashes, encrypts and uploads in that time); download clock: from B's launch, A stopped")
 	if err := b.stop(); err != nil {

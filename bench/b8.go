@@ -129,13 +129,22 @@ func runB8(rc *runCtx) error {
 	}
 	home := dirSize(r.home)
 	plain := float64(v.bytes())
+	packs := m[mOnDisk] // with chunks in S3: the objects' bytes, none on the relay's disk
+	if rc.cfg.s3 != nil {
+		packs = 0
+	}
 	rc.add("relay home / plaintext", "x", float64(home)/plain)
 	rc.add("relay home beyond plaintext", "%", 100*(float64(home)-plain)/plain)
 	rc.add("pack bytes on disk / plaintext", "x", m[mOnDisk]/plain)
 	rc.add("chunk bytes stored / plaintext", "x", m[mStored]/plain)
-	rc.add("relay home beyond packs", "MiB", (float64(home)-m[mOnDisk])/(1<<20))
+	rc.add("relay home beyond packs", "MiB", (float64(home)-packs)/(1<<20))
 	rc.add("plaintext", "MiB", plain/(1<<20))
 	rc.add("files", "count", float64(files))
+	if s := rc.cfg.s3; s != nil {
+		rc.add("bucket bytes / plaintext", "x", float64(s.bytes(rc))/plain)
+		rc.addObjReqs("upload", rv.m0, m, plain/(1<<30), "GiB")
+		rc.note("with chunks in S3 the relay home holds its chunk index, logs and keys; pack bytes on disk is the objects' bytes (the same metric), the bucket bytes their files in versitygw's POSIX backend")
+	}
 	rc.note("relay home = the sum of regular files under the relay's home after it stopped (SIGTERM); pack and stored bytes from its /metrics just before")
 	rc.note("images are random bytes; archives alternate 64 KiB random and 64 KiB text blocks; notes are B1-style text")
 	return nil

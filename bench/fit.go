@@ -21,7 +21,7 @@ func mkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
 // size is a whole number of steps, and the reduction is recorded so that
 // the table and the JSON say it (Result.Reduced): a full-scale number from
 // a smaller run must never pass for the full one. It fails when not even
-// one step fits.
+// one step (or want, when smaller) fits.
 func (rc *runCtx) fit(what string, want, copies, step int64) (int64, error) {
 	free, err := diskFree(rc.dir)
 	if err != nil {
@@ -43,7 +43,7 @@ func (rc *runCtx) fit(what string, want, copies, step int64) (int64, error) {
 		got = m / step * step
 		why = fmt.Sprintf("%s: capped by --max-gib at %s (of %s) for time", what, human(m), human(want))
 	}
-	if got < step {
+	if got < min(step, want) { // data smaller than a step runs whole
 		return 0, fmt.Errorf("%s: not even %s fits (%s free, %d copies, %s kept free)", what, human(step), human(free), copies, human(keep))
 	}
 	if got < want {

@@ -25,6 +25,7 @@ func TestFit(t *testing.T) {
 		{name: "fits", keep: -1, want: 1 << 20, step: 1 << 20, got: 1 << 20},
 		{name: "capped for time", keep: -1, cap: gib + gib/2, want: 4 * gib, step: gib / 4, got: gib + gib/2, reduced: "capped by --max-gib"},
 		{name: "cap above want", keep: -1, cap: 8 * gib, want: 1 << 20, step: 1 << 20, got: 1 << 20},
+		{name: "want below a step", keep: -1, want: 39 << 20, step: 256 << 20, got: 39 << 20},
 		{name: "disk too small", keep: 1 << 62, want: 1 << 20, step: 1 << 20, errContains: "not even 1 MiB fits"},
 	}
 	for _, tt := range tests {

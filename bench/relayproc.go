@@ -35,7 +35,8 @@ type relayProc struct {
 // 127.0.0.1:0` with its home under dir and waits for its ready line, which
 // names the bound listen and metrics addresses (see cmd/weft/relay_cmd.go).
 // The relay runs without quotas so a full-scale upload is never refused.
-// Its binary, directory and CPU profile come from rc.
+// Its binary, directory and CPU profile come from rc, and with
+// Config.RelayChunks "s3" the flags that keep its chunks in rc's S3 server.
 func startRelay(rc *runCtx) (*relayProc, error) {
 	ctx, bin, dir := rc.ctx, rc.cfg.Bin, rc.dir
 	r := &relayProc{
@@ -50,7 +51,13 @@ func startRelay(rc *runCtx) (*relayProc, error) {
 		return nil, err
 	}
 	args := []string{"--home", r.home, "relay", "--listen", "/ip4/127.0.0.1/tcp/0", "--metrics", "127.0.0.1:0", "--no-quota"}
+	if s := rc.cfg.s3; s != nil {
+		args = append(args, s.relayArgs(rc)...)
+	}
 	cmd := exec.Command(bin, append(args, rc.profileArgs("relay")...)...)
+	if s := rc.cfg.s3; s != nil {
+		cmd.Env = s.env()
+	}
 	cmd.Stderr = logf
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -173,7 +180,8 @@ func (r *relayProc) scrape(ctx context.Context) (map[string]float64, error) {
 }
 
 // parseMetrics parses Prometheus text exposition into sums per metric
-// name, labels dropped.
+// name, labels dropped, and for series with a kind label also sums per
+// name and kind (withKind).
 func parseMetrics(rd io.Reader) (map[string]float64, error) {
 	out := map[string]float64{}
 	sc := bufio.NewScanner(rd)
@@ -183,7 +191,7 @@ func parseMetrics(rd io.Reader) (map[string]float64, error) {
 		if line == "" || line[0] == '#' {
 			continue
 		}
-		name, rest := line, ""
+		name, rest, labels := line, "", ""
 		if i := strings.IndexAny(line, "{ "); i >= 0 {
 			name, rest = line[:i], line[i:]
 		}
@@ -192,7 +200,7 @@ func parseMetrics(rd io.Reader) (map[string]float64, error) {
 			if j < 0 {
 				return nil, fmt.Errorf("metrics line %q: unterminated labels", line)
 			}
-			rest = rest[j+1:]
+			labels, rest = rest[:j+1], rest[j+1:]
 		}
 		f := strings.Fields(rest)
 		if len(f) == 0 {
@@ -203,6 +211,9 @@ func parseMetrics(rd io.Reader) (map[string]float64, error) {
 			return nil, fmt.Errorf("metrics line %q: %w", line, err)
 		}
 		out[name] += v
+		if k, ok := labelKind(labels); ok {
+			out[withKind(name, k)] += v
+		}
 	}
 	return out, sc.Err()
 }

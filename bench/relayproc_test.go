@@ -20,6 +20,11 @@ weft_relay_vault_bytes_stored{vault="v2"} 10
 weft_relay_bytes_received_total 123
 `, map[string]float64{"weft_relay_vault_bytes_stored": 1048586, "weft_relay_bytes_received_total": 123}},
 		{"label with a brace and a timestamp", `x{a="}{"} 2 1700000000000` + "\n", map[string]float64{"x": 2}},
+		{"kind summed apart", `weft_relay_vault_object_requests_total{vault="v1",kind="put"} 3
+weft_relay_vault_object_requests_total{kind="put",vault="v2"} 2
+weft_relay_vault_object_requests_total{vault="v1",kind="get"} 7
+`, map[string]float64{"weft_relay_vault_object_requests_total": 12,
+			`weft_relay_vault_object_requests_total{kind="put"}`: 5, `weft_relay_vault_object_requests_total{kind="get"}`: 7}},
 		{"empty", "", map[string]float64{}},
 	}
 	for _, tt := range tests {

@@ -10,11 +10,13 @@ import (
 // device A enrolled with it, running and connected to it, and (when
 // asked) device B joined to A's vault but not started. a0 and r0 are A's
 // and the relay's CPU and memory once that is done, so a scenario counts
-// only its own work.
+// only its own work; m0 the relay's /metrics then when its chunks are in
+// S3 (objScrape).
 type relayVault struct {
 	r      *relayProc
 	a, b   *device // b is nil unless asked for
 	a0, r0 procUsage
+	m0     map[string]float64
 }
 
 // startRelayVault starts the relay and A (and joins B when withB is set)
@@ -45,6 +47,9 @@ func startRelayVault(rc *runCtx, withB bool) (v *relayVault, err error) {
 		return nil, err
 	}
 	if v.r0, err = v.r.usage(); err != nil {
+		return nil, err
+	}
+	if v.m0, err = rc.objScrape(v.r); err != nil {
 		return nil, err
 	}
 	return v, nil

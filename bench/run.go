@@ -44,6 +44,14 @@ type Config struct {
 	// profile there (their hidden --cpuprofile flag), one file per process
 	// launch: SCENARIO-runN-PROC-K.pprof.
 	ProfileDir string
+	// RelayChunks "s3" keeps every relay's chunks in S3-compatible object
+	// storage: a versitygw (the binary VersityGW, else $WEFT_VERSITYGW,
+	// else on PATH) that Run starts on 127.0.0.1 with its data under the
+	// scratch directory and kills at the end, one prefix per run. The
+	// relay scenarios then also record the relay's object requests. ""
+	// or "pack": pack files in the relay's home.
+	RelayChunks, VersityGW string
+	s3                     *objStore // started by Run for RelayChunks "s3"
 }
 
 // Metric is one measured quantity over the runs of a scenario.
@@ -81,13 +89,15 @@ type Result struct {
 
 // Report is one invocation's results.
 type Report struct {
-	Date    time.Time `json:"date"`
-	Scale   Scale     `json:"scale"`
-	Runs    int       `json:"runs"`
-	Bin     string    `json:"bin"`
-	Cores   int       `json:"cores"`
-	MemMiB  int64     `json:"mem_mib"`
-	Results []Result  `json:"results"`
+	Date   time.Time `json:"date"`
+	Scale  Scale     `json:"scale"`
+	Runs   int       `json:"runs"`
+	Bin    string    `json:"bin"`
+	Cores  int       `json:"cores"`
+	MemMiB int64     `json:"mem_mib"`
+	// RelayChunks is where the relays kept their chunks: "pack" or "s3".
+	RelayChunks string   `json:"relay_chunks"`
+	Results     []Result `json:"results"`
 }
 
 // runCtx is what a scenario sees during one run.
@@ -168,8 +178,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, id := range cfg.Only {
 		only[strings.ToUpper(strings.TrimSpace(id))] = true
 	}
-	rep := &Report{Date: time.Now().UTC(), Scale: cfg.Scale, Runs: cfg.Runs, Bin: cfg.Bin, Cores: numCPU(), MemMiB: memTotalMiB()}
-	fmt.Fprintf(cfg.Out, "weft bench: scale %s, %d runs, %d cores, %d MiB memory, binary %s\n", cfg.Scale, cfg.Runs, rep.Cores, rep.MemMiB, cfg.Bin)
+	switch cfg.RelayChunks {
+	case "", "pack":
+		cfg.RelayChunks = "pack"
+	case "s3":
+		s, err := startObjStore(cfg.VersityGW, filepath.Join(root, "s3"))
+		if err != nil {
+			return nil, err
+		}
+		defer s.stop()
+		cfg.s3 = s
+	default:
+		return nil, fmt.Errorf("bench: relay chunks %q: want pack or s3", cfg.RelayChunks)
+	}
+	rep := &Report{Date: time.Now().UTC(), Scale: cfg.Scale, Runs: cfg.Runs, Bin: cfg.Bin, Cores: numCPU(), MemMiB: memTotalMiB(), RelayChunks: cfg.RelayChunks}
+	fmt.Fprintf(cfg.Out, "weft bench: scale %s, %d runs, %d cores, %d MiB memory, binary %s, relay chunks in %s\n", cfg.Scale, cfg.Runs, rep.Cores, rep.MemMiB, cfg.Bin, cfg.RelayChunks)
 	fsyncs, why := false, ""
 	if cfg.Fsyncs {
 		fsyncs, why = straceWorks(cfg.InstallStrace)

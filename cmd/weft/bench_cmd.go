@@ -14,7 +14,7 @@ import (
 // benchCmd runs the B-scenarios of BENCHMARKS.md on real weft processes,
 // using this very executable as the agents' binary.
 func benchCmd(g *globals) *cobra.Command {
-	var scale, only, jsonPath, svgDir, dir, profileDir, agent string
+	var scale, only, jsonPath, svgDir, dir, profileDir, agent, relayChunks, versitygw string
 	var runs int
 	var keepFree, maxData float64
 	var noFsync bool
@@ -29,6 +29,9 @@ func benchCmd(g *globals) *cobra.Command {
 			sc := bench.Scale(scale)
 			if sc != bench.Smoke && sc != bench.Full && sc != bench.Tiny {
 				return exitUsage{fmt.Errorf("--scale %q: want smoke or full", scale)}
+			}
+			if relayChunks != "pack" && relayChunks != "s3" {
+				return exitUsage{fmt.Errorf("--relay-chunks %q: want pack or s3", relayChunks)}
 			}
 			bin, err := os.Executable()
 			if err != nil {
@@ -64,7 +67,7 @@ func benchCmd(g *globals) *cobra.Command {
 				Bin: bin, Scale: sc, Only: ids, Runs: runs, Dir: dir,
 				Out: cmd.OutOrStdout(), Fsyncs: !noFsync, InstallStrace: true,
 				KeepFree: keep, MaxData: int64(maxData * (1 << 30)),
-				ProfileDir: profileDir,
+				ProfileDir: profileDir, RelayChunks: relayChunks, VersityGW: versitygw,
 			})
 			if rep != nil && jsonPath != "" {
 				if werr := rep.WriteJSON(jsonPath); werr != nil {
@@ -103,6 +106,8 @@ func benchCmd(g *globals) *cobra.Command {
 	c.Flags().Float64Var(&keepFree, "keep-free-gib", bench.DefaultKeepFree>>30, "disk to leave free; a scenario that would use more runs smaller and says so")
 	c.Flags().Float64Var(&maxData, "max-gib", 0, "cap each large scenario's data (B3, B3-relay, B4, B5, B6, B8) at this many GiB, for time; said in the output (0: no cap)")
 	c.Flags().StringVar(&profileDir, "profile", "", "write a CPU profile of every agent and relay into this directory (SCENARIO-runN-PROC-K.pprof)")
+	c.Flags().StringVar(&relayChunks, "relay-chunks", "pack", "where the relay scenarios' relays keep chunks: pack (files in the relay's home) or s3 (a versitygw on 127.0.0.1, started and killed by the bench; the object requests are recorded)")
+	c.Flags().StringVar(&versitygw, "versitygw", "", "the versitygw binary for --relay-chunks s3 (default $WEFT_VERSITYGW, else versitygw on PATH)")
 	return c
 }
 
