@@ -122,6 +122,7 @@ func (c *Config) validate() error {
 type Store struct {
 	cfg    Config
 	db     *leveldb.DB
+	win    *windows // reads in order (window.go)
 	reqs   chan *putReq
 	quit   chan struct{}
 	closed atomic.Bool
@@ -179,6 +180,7 @@ func Open(cfg Config) (*Store, error) {
 		quit:     make(chan struct{}),
 		loopDone: make(chan struct{}),
 		slots:    make(chan struct{}, cfg.Uploads),
+		win:      newWindows(),
 	}
 	db, err := openIndex(cfg.IndexDir, cfg.Logger)
 	if err != nil {
@@ -409,7 +411,7 @@ func (s *Store) Get(c cid.Cid) ([]byte, error) {
 			}
 			return nil, fmt.Errorf("chunk %s: %w", c, err)
 		}
-		rec, err := s.readRange(o.name, l.off, l.length)
+		rec, err := s.readRecord(o, l.off, l.length)
 		if isNoSuchKey(err) {
 			if _, now, lerr := s.lookup(cb); lerr == nil && !bytes.Equal(now, raw) {
 				continue // moved meanwhile
