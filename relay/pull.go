@@ -93,7 +93,7 @@ func (r *Relay) pullLog(ctx context.Context, rep *replica, p peer.ID, dev keys.D
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	c := wire.NewConn(s, r.stats)
+	c := wire.NewConn(r.limitVault(s, rep.id), r.stats)
 	if err := c.OpenHello(rep.id); err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (r *Relay) fetchFrom(ctx context.Context, rep *replica, p peer.ID, want []c
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
 	_ = s.SetDeadline(time.Now().Add(helloTimeout))
-	c := wire.NewConn(s, r.stats)
+	c := wire.NewConn(r.limitVault(s, rep.id), r.stats)
 	if err := c.OpenHello(rep.id); err != nil {
 		return want, err
 	}

@@ -101,6 +101,9 @@ type Config struct {
 	// Chunks opens each vault's chunk store; nil means PackChunks (pack
 	// files on the relay's disk). S3Chunks keeps them in object storage.
 	Chunks ChunkStores
+	// Rates bounds the bytes moved on weft streams, per vault and in
+	// total (ratelimit.go); the zero value means no limit.
+	Rates Rates
 }
 
 // Relay is a running relay. Create it with New, then Run.
@@ -129,8 +132,12 @@ type Relay struct {
 	ctx     context.Context // set by Run
 	vaults  map[keys.VaultID]*replica
 	dropped map[keys.VaultID]bool // by the operator (drop.go): refused
-	pulling map[pullKey]bool
-	closed  bool
+	// limiters pace each vault's streams (Config.Rates.PerVault), total
+	// all of them (ratelimit.go).
+	limiters map[keys.VaultID]*limiter
+	total    *limiter
+	pulling  map[pullKey]bool
+	closed   bool
 }
 
 type pullKey struct {
@@ -170,6 +177,7 @@ func New(cfg Config) (*Relay, error) {
 	r := &Relay{
 		cfg: cfg, log: cfg.Logger, id: id, stats: newStats(), refused: refusal.New(refusal.Config{Logger: cfg.Logger}), attempts: refusal.NewAttempts(), bans: p2p.NewBans(),
 		vaults: map[keys.VaultID]*replica{}, pulling: map[pullKey]bool{},
+		limiters: map[keys.VaultID]*limiter{}, total: newLimiter(cfg.Rates.Total),
 	}
 	r.stats.reg.MustRegister(r.refused.Collector("weft_relay_refused_streams_total"))
 	if r.dropped, err = readDropped(cfg.Home); err != nil {

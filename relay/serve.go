@@ -222,7 +222,8 @@ func (r *Relay) openStream(s network.Stream) (dev keys.DeviceID, c *wire.Conn, r
 		r.refuseRead(s, s.Conn().RemotePeer(), fmt.Errorf("%w: %w", refusal.ErrNotDevice, err))
 		return dev, nil, nil, false
 	}
-	c = r.inboundConn(s)
+	rw := r.limit(s)
+	c = r.inboundConnOver(s, rw)
 	_ = s.SetReadDeadline(time.Now().Add(helloTimeout))
 	rep, err = r.acceptHello(c, dev)
 	if errors.Is(err, errNotMember) {
@@ -234,6 +235,7 @@ func (r *Relay) openStream(s network.Stream) (dev keys.DeviceID, c *wire.Conn, r
 		return dev, nil, nil, false
 	}
 	c.SetMemory(s.Scope(), network.ReservationPriorityHigh) // a member now
+	r.setVault(rw, rep.id)
 	p2p.Admit(r.host, s.Conn().RemotePeer(), peerLimits)
 	_ = s.SetReadDeadline(time.Time{})
 	return dev, c, rep, true

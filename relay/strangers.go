@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -69,7 +70,14 @@ var (
 // over wire.MaxHelloFrame are reserved in the stream's resource scope at
 // low priority (refused first when memory runs short).
 func (r *Relay) inboundConn(s network.Stream) *wire.Conn {
-	c := wire.NewConn(s, r.stats)
+	return r.inboundConnOver(s, r.limit(s))
+}
+
+// inboundConnOver is inboundConn over rw, s paced by the relay's rates
+// (Relay.limit), so that the caller can apply the vault's rate once the
+// Hello names it.
+func (r *Relay) inboundConnOver(s network.Stream, rw io.ReadWriter) *wire.Conn {
+	c := wire.NewConn(rw, r.stats)
 	c.SetMemory(s.Scope(), network.ReservationPriorityLow)
 	return c
 }

@@ -36,6 +36,7 @@ func relayCmd(g *globals) *cobra.Command {
 	var scrubPeriod time.Duration
 	var cpuprofile, memprofile string
 	var chunks chunkFlags
+	var ratePerVault, rateTotal string
 	c := &cobra.Command{
 		Use:   "relay",
 		Short: "Run a relay: an always-on store-and-forward node for vaults that list it",
@@ -70,6 +71,19 @@ directory) holds its key and the replicas; it must not be a device's home.`,
 				cfg.Quota.Bytes = n
 			}
 			cfg.Quota.Entries = quotaEntries
+			for _, r := range []struct {
+				flag, val string
+				to        *int64
+			}{{"--rate-per-vault", ratePerVault, &cfg.Rates.PerVault}, {"--rate-total", rateTotal, &cfg.Rates.Total}} {
+				if r.val == "" {
+					continue
+				}
+				n, err := parseSize(strings.TrimSuffix(r.val, "/s"))
+				if err != nil || n == 0 || n > 1<<40 {
+					return exitUsage{fmt.Errorf("%s %q: want a rate such as 10MiB (per second)", r.flag, r.val)}
+				}
+				*r.to = int64(n)
+			}
 			if cfg.Quota != (relay.Quota{}) {
 				if cfg.Quota.Bytes == 0 {
 					cfg.Quota.Bytes = relay.DefaultQuota.Bytes
@@ -141,6 +155,8 @@ directory) holds its key and the replicas; it must not be a device's home.`,
 	c.Flags().StringVar(&metricsTokenFile, "metrics-token-file", "", "require the bearer token in this file (mode 0600) of every request to --metrics")
 	c.Flags().StringVar(&pprofAddr, "pprof", "", "serve Go's profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (never a public one)")
 	chunks.register(c.Flags())
+	c.Flags().StringVar(&ratePerVault, "rate-per-vault", "", "most bytes per second each vault's streams move, each way, e.g. 10MiB (default: no limit)")
+	c.Flags().StringVar(&rateTotal, "rate-total", "", "most bytes per second all vaults' streams move together, each way, e.g. 50MiB (default: no limit)")
 	c.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
 	c.Flags().StringVar(&memprofile, "memprofile", "", "write a heap profile to this file at shutdown (for benchmarks)")
 	_ = c.Flags().MarkHidden("cpuprofile")
