@@ -176,9 +176,9 @@ func (r *replica) collect(ctx context.Context, pol Retention, now time.Time) (gc
 	}
 	r.gcNoted, r.gcPieces = nil, nil
 	res.Pieces = r.pieceMarksAfterGCLocked(pieces, need, expanded)
-	for c := range r.wanted {
+	for c := range r.wanted.all() {
 		if _, ok := need[c]; !ok {
-			delete(r.wanted, c)
+			r.wanted.del(c)
 			delete(r.unavail, c)
 			res.Unwanted++
 		}
@@ -291,7 +291,7 @@ func (r *replica) pieceMarksAfterGCLocked(ps []cid.Cid, need, expanded map[cid.C
 	live := make(map[cid.Cid]struct{}, len(ps))
 	for _, p := range ps {
 		live[p] = struct{}{}
-		if _, ok := expanded[p]; ok || r.wanted[p] {
+		if _, ok := expanded[p]; ok || r.wanted.has(p) {
 			continue
 		}
 		delete(r.pieceDone, p)

@@ -311,7 +311,7 @@ func TestGCCollectsExpiredKeepsHeads(t *testing.T) {
 		}
 		f.checkConverges()
 	}
-	if got := len(f.rep.wanted); got != 0 {
+	if got := f.rep.wanted.len(); got != 0 {
 		t.Errorf("got %d chunks wanted after GC, want 0", got)
 	}
 	if res := f.collect(Retention{}, histStart.Add(900*oneDay)); res.Plan.Versions != 7 || res.Plan.Heads != 3 || res.Plan.Expired != 4 {
@@ -342,7 +342,7 @@ func TestGCKeepsWhatUnheldEntriesNeed(t *testing.T) {
 			t.Errorf("chunk %s collected, want kept", n)
 		}
 	}
-	if !f.rep.wanted[f.chunk("c9")] {
+	if !f.rep.wanted.has(f.chunk("c9")) {
 		t.Errorf("c9 no longer wanted after GC")
 	}
 	if d := cmp.Diff(held, f.rep.heldVector()); d != "" {
@@ -373,7 +373,7 @@ func TestGCRevertToCollectedContent(t *testing.T) {
 		t.Fatalf("got %d dropped, want the old chunk dropped", res.Dropped)
 	}
 	f.write(f.a, histStart.Add(400*oneDay), f.file("r", v2, "old"))
-	if !f.rep.wanted[f.chunk("old")] {
+	if !f.rep.wanted.has(f.chunk("old")) {
 		t.Fatalf("collected chunk reused by a new version is not wanted")
 	}
 	if got := f.rep.heldVector()[f.a.ID()]; got != 2 {
@@ -403,8 +403,8 @@ func TestGCAfterRestart(t *testing.T) {
 		t.Errorf("held vector changed by restart:\n%s", d)
 	}
 	res := f.collect(Retention{}, histStart.Add(400*oneDay))
-	if res.Unwanted != 2 || len(f.rep.wanted) != 0 {
-		t.Errorf("got %d chunks unwanted, %d still wanted; want 2, 0", res.Unwanted, len(f.rep.wanted))
+	if res.Unwanted != 2 || f.rep.wanted.len() != 0 {
+		t.Errorf("got %d chunks unwanted, %d still wanted; want 2, 0", res.Unwanted, f.rep.wanted.len())
 	}
 	f.checkConverges()
 }

@@ -180,7 +180,7 @@ func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 		ps := rep.chunks.Stats()
 		st := rep.status()
 		rep.mu.Lock()
-		wanted := len(rep.wanted)
+		wanted := rep.wanted.len()
 		rep.mu.Unlock()
 		full := 0.0
 		if st.Full {

@@ -150,7 +150,7 @@ func (r *replica) readPiece(c cid.Cid) ([]cid.Cid, error) {
 // piece is wanted if it is not stored, and its chunks are checked now if
 // its contents are known, else by notePending.
 func (r *replica) notePieceRefLocked(p cid.Cid) {
-	if r.wanted[p] {
+	if r.wanted.has(p) {
 		return
 	}
 	ok, err := r.chunks.Has(p)
@@ -159,7 +159,7 @@ func (r *replica) notePieceRefLocked(p cid.Cid) {
 		r.unnoted[p] = true // notePending finds out
 		return
 	case !ok:
-		r.wanted[p] = true
+		r.wanted.add(p)
 		return
 	case r.pieceDone[p] && r.gcNoted == nil:
 		return // every chunk is stored, and no collection needs to hear of them
@@ -182,7 +182,7 @@ func (r *replica) notePieceLocked(p cid.Cid, refs []cid.Cid) {
 		if r.gcNoted != nil {
 			r.gcNoted[c] = struct{}{}
 		}
-		if r.wanted[c] {
+		if r.wanted.has(c) {
 			complete = false
 			continue
 		}
@@ -192,7 +192,7 @@ func (r *replica) notePieceLocked(p cid.Cid, refs []cid.Cid) {
 			r.unnoted[p] = true
 			complete = false
 		case !ok:
-			r.wanted[c] = true
+			r.wanted.add(c)
 			complete = false
 		}
 	}
@@ -211,7 +211,7 @@ func (r *replica) notePieceLocked(p cid.Cid, refs []cid.Cid) {
 // stored; if not, missing is what it lacks (cid.Undef while the piece is
 // to be read: the piece is then unnoted, for notePending).
 func (r *replica) pieceHeldLocked(p cid.Cid) (held bool, missing cid.Cid) {
-	if r.wanted[p] {
+	if r.wanted.has(p) {
 		return false, p
 	}
 	if r.unnoted[p] {
@@ -229,7 +229,7 @@ func (r *replica) pieceHeldLocked(p cid.Cid) (held bool, missing cid.Cid) {
 		return false, cid.Undef
 	}
 	for _, c := range refs {
-		if r.wanted[c] {
+		if r.wanted.has(c) {
 			return false, c
 		}
 	}
@@ -280,8 +280,8 @@ func (r *replica) notePending() {
 			case errors.Is(err, pack.ErrNotFound), errors.Is(err, pack.ErrCorrupt):
 				// Dropped or quarantined since it was noted: fetch it.
 				delete(r.unnoted, c)
-				if ok, herr := r.chunks.Has(c); herr == nil && !ok && !r.wanted[c] {
-					r.wanted[c] = true
+				if ok, herr := r.chunks.Has(c); herr == nil && !ok && !r.wanted.has(c) {
+					r.wanted.add(c)
 					kick = true
 				}
 			default:

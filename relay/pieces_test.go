@@ -679,8 +679,8 @@ func BenchmarkHeldCheckLargeFile(b *testing.B) {
 			// Every chunk stored but the last: the state the fetch loop
 			// reaches, with the complete pieces marked and the last one
 			// (put last) in the cache.
-			clear(f.rep.wanted)
-			f.rep.wanted[refs[n-1].CID] = true
+			f.rep.wanted = newWantSet()
+			f.rep.wanted.add(refs[n-1].CID)
 			for _, p := range pieces[:max(len(pieces)-1, 0)] {
 				f.rep.pieceDone[p.CID] = true
 			}

@@ -45,7 +45,7 @@ type replica struct {
 	state      *member.State
 	held       map[keys.DeviceID]uint64
 	superseded map[entry.VersionID]bool // versions named as superseded by a stored entry
-	wanted     map[cid.Cid]bool         // chunks and pieces stored entries need (directly or through a stored piece) and not here
+	wanted     wantSet                  // chunks and pieces stored entries need (directly or through a stored piece) and not here
 	// blockedOn is, per author, a missing chunk or piece of the first
 	// entry past its held prefix (cid.Undef: a piece still to be read,
 	// which does not block). Until that chunk arrives (or stops being wanted) the
@@ -146,7 +146,7 @@ func openReplica(home string, id keys.VaultID, quota Quota, stores ChunkStores, 
 		state:      db.MemberState(),
 		held:       map[keys.DeviceID]uint64{},
 		superseded: map[entry.VersionID]bool{},
-		wanted:     map[cid.Cid]bool{},
+		wanted:     newWantSet(),
 		blockedOn:  map[keys.DeviceID]cid.Cid{},
 		fromAuthor: map[keys.DeviceID]uint64{},
 		unavail:    map[cid.Cid]int{},
@@ -209,9 +209,9 @@ func (r *replica) noteLocked(e *entry.Entry) {
 				r.notePieceRefLocked(c)
 				continue
 			}
-			if !r.wanted[c] {
+			if !r.wanted.has(c) {
 				if ok, err := r.chunks.Has(c); err == nil && !ok {
-					r.wanted[c] = true
+					r.wanted.add(c)
 				}
 			}
 		}
@@ -263,7 +263,7 @@ func (h *relayHolding) Stored() bool {
 			}
 			continue
 		}
-		if h.r.wanted[c] {
+		if h.r.wanted.has(c) {
 			h.missing = c
 			return false
 		}
@@ -279,7 +279,7 @@ func (r *replica) advanceLocked() bool {
 		if from > h.Seq {
 			continue
 		}
-		if c, ok := r.blockedOn[a]; ok && c.Defined() && r.wanted[c] {
+		if c, ok := r.blockedOn[a]; ok && c.Defined() && r.wanted.has(c) {
 			continue
 		}
 		delete(r.blockedOn, a)
@@ -470,17 +470,7 @@ func (r *replica) wantList(n int) []cid.Cid {
 	if r.full {
 		return nil
 	}
-	out := make([]cid.Cid, 0, min(n, len(r.wanted)))
-	for c := range r.wanted {
-		if r.unavail[c] > 0 {
-			continue
-		}
-		out = append(out, c)
-		if len(out) == n {
-			break
-		}
-	}
-	return out
+	return r.wanted.oldest(n, func(c cid.Cid) bool { return r.unavail[c] > 0 })
 }
 
 // putChunk verifies env against c and stores it, if c is wanted. A piece
@@ -496,7 +486,7 @@ func (r *replica) putChunk(c cid.Cid, env []byte) error {
 		}
 	}
 	r.mu.Lock()
-	if !r.wanted[c] {
+	if !r.wanted.has(c) {
 		r.mu.Unlock()
 		return nil
 	}
@@ -521,7 +511,7 @@ func (r *replica) putChunk(c cid.Cid, env []byte) error {
 	if err != nil {
 		return fmt.Errorf("storing chunk %s: %w", c, err)
 	}
-	delete(r.wanted, c)
+	r.wanted.del(c)
 	delete(r.unavail, c)
 	r.touch()
 	if refs != nil {
@@ -535,7 +525,7 @@ func (r *replica) putChunk(c cid.Cid, env []byte) error {
 func (r *replica) missedChunk(c cid.Cid) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.wanted[c] {
+	if r.wanted.has(c) {
 		r.unavail[c]++
 	}
 }

@@ -325,9 +325,9 @@ func (r *replica) lost(cs []cid.Cid, by pack.FoundBy) {
 			continue
 		}
 		for _, c := range refs {
-			if lostSet[c] && !r.wanted[c] {
+			if lostSet[c] && !r.wanted.has(c) {
 				if ok, err := r.chunks.Has(c); err == nil && !ok {
-					r.wanted[c] = true
+					r.wanted.add(c)
 					wanted++
 				}
 			}
@@ -339,9 +339,9 @@ func (r *replica) lost(cs []cid.Cid, by pack.FoundBy) {
 		err := r.db.Range(a, 1, h.Seq, func(e *entry.Entry) error {
 			for _, hd := range e.Headers() {
 				for _, c := range hd.Refs {
-					if lostSet[c] && !r.wanted[c] {
+					if lostSet[c] && !r.wanted.has(c) {
 						if ok, err := r.chunks.Has(c); err == nil && !ok {
-							r.wanted[c] = true
+							r.wanted.add(c)
 							wanted++
 						}
 					}

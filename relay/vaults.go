@@ -42,7 +42,7 @@ func (r *replica) info() VaultInfo {
 	st := r.status()
 	r.mu.Lock()
 	devices := len(r.state.Members())
-	wanted := len(r.wanted)
+	wanted := r.wanted.len()
 	r.mu.Unlock()
 	return VaultInfo{
 		Vault: r.id.String(), BytesStored: ps.BytesStored, BytesOnDisk: ps.BytesOnDisk, Chunks: ps.Chunks,

@@ -101,8 +101,15 @@ func TestRelayChunksInS3(t *testing.T) {
 		return n
 	}
 	list, get := requests("list"), requests("get")
+	t.Logf("after the restart: %v LISTs and %v GETs to serve 200 notes and a 20 MiB file", list, get)
 	if list < 1 || get < 1 {
 		t.Errorf("object storage requests after the restart: list %v, get %v; want both", list, get)
+	}
+	// 320 chunks of about 64 KiB in a few dozen objects: read a window at
+	// a time, not one GET each (241 GETs when the relay fetched in random
+	// order and read chunk by chunk; 75 on 2026-12-07).
+	if get > 200 {
+		t.Errorf("%v GETs to serve a 20 MiB file of 64 KiB chunks after the restart, want well under one per chunk", get)
 	}
 
 	// The bucket holds no name and no plaintext.

@@ -4,16 +4,17 @@ import (
 	"sync"
 )
 
-// Reads in order. A device downloading a large file asks the relay for its
-// chunks in order, a few at once (netsync.ChunkServer), and a file's
-// chunks sit side by side in the objects they were uploaded in. One ranged
-// GET per chunk would be 16,000 requests per GiB of 64 KiB chunks (and a
-// round trip each); so once reads of an object come in order, the store
-// reads it a window at a time (aligned, windowSize bytes) and serves the
-// chunks in a window from memory, with concurrent readers of one window
-// sharing its GET. A read that does not follow another in its object (a
-// single note) is still one GET of just its record: a window would cost
-// egress for bytes nobody asked for.
+// Reads of one object that come together. A device downloading a large
+// file asks the relay for its chunks a few at a time (netsync.ChunkServer
+// reads four at once), and the chunks of a file sit in a handful of
+// objects, though not in file order (they were fetched and stored
+// concurrently). One ranged GET per chunk would be 16,000 requests per GiB
+// of 64 KiB chunks, and a round trip each; so once an object has been read
+// recently, the store reads it a window at a time (aligned, windowSize
+// bytes) and serves the chunks in a window from memory, concurrent readers
+// of one window sharing its GET. The first read of an object (a single
+// note) is one GET of just its record: a window would cost egress for
+// bytes nobody asked for.
 const (
 	windowSize    = 1 << 20
 	windowsCached = 8 // 8 MiB at most
@@ -32,30 +33,32 @@ type window struct {
 	err   error
 }
 
-// windows caches the last windows read and remembers where the last read
-// of each recently read object started.
+// windows caches the last windows read and remembers which objects were
+// read recently.
 type windows struct {
 	mu    sync.Mutex
 	m     map[windowKey]*window
-	order []windowKey      // oldest first
-	last  map[uint64]int64 // object -> offset of its last read
+	order []windowKey         // oldest first
+	last  map[uint64]struct{} // objects read recently
 }
 
 func newWindows() *windows {
-	return &windows{m: map[windowKey]*window{}, last: map[uint64]int64{}}
+	return &windows{m: map[windowKey]*window{}, last: map[uint64]struct{}{}}
 }
 
-// follows records a read of object seq at off and reports whether it
-// follows a read of the same object within a window's distance.
-func (w *windows) follows(seq uint64, off int64) bool {
+// follows records a read of object seq and reports whether the object
+// was read recently (one of the last lastReadsKept objects read).
+func (w *windows) follows(seq uint64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	prev, ok := w.last[seq]
-	if len(w.last) >= lastReadsKept && !ok {
+	if _, ok := w.last[seq]; ok {
+		return true
+	}
+	if len(w.last) >= lastReadsKept {
 		clear(w.last)
 	}
-	w.last[seq] = off
-	return ok && off-prev <= windowSize && prev-off <= windowSize
+	w.last[seq] = struct{}{}
+	return false
 }
 
 // get returns window key, reading it with read unless it is cached or
@@ -90,9 +93,9 @@ func (w *windows) get(key windowKey, read func() ([]byte, error)) ([]byte, error
 }
 
 // readRecord reads length bytes of object o from off: through windows
-// when the read follows another of the same object, else alone.
+// when the object was read recently, else alone.
 func (s *Store) readRecord(o object, off, length int64) ([]byte, error) {
-	if length > windowSize || !s.win.follows(o.seq, off) {
+	if length > windowSize || !s.win.follows(o.seq) {
 		return s.readRange(o.name, off, length)
 	}
 	out := make([]byte, 0, length)
