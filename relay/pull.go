@@ -33,6 +33,10 @@ func (r *Relay) onConnected(p peer.ID) {
 	if len(r.vaultsOf(dev)) > 0 {
 		p2p.Admit(r.host, p, peerLimits) // a member: off strangerLimits (strangers.go)
 	}
+	for _, rep := range r.vaultsListingRelay(p) {
+		p2p.Admit(r.host, p, peerLimits)
+		r.fromPeerRelay(rep, p)
+	}
 	for _, rep := range r.vaultsOf(dev) {
 		r.startPull(rep, p, dev)
 		rep.retryUnavailable()
@@ -64,7 +68,7 @@ func (r *Relay) startPull(rep *replica, p peer.ID, dev keys.DeviceID) {
 			r.mu.Unlock()
 		}()
 		backoff := 200 * time.Millisecond
-		for ctx.Err() == nil && r.host.Network().Connectedness(p) == network.Connected && rep.isMember(dev) {
+		for ctx.Err() == nil && r.host.Network().Connectedness(p) == network.Connected && r.isSource(rep, p, dev) {
 			err := r.pullLog(ctx, rep, p, dev)
 			if ctx.Err() != nil {
 				return
@@ -106,7 +110,7 @@ func (r *Relay) pullLog(ctx context.Context, rep *replica, p peer.ID, dev keys.D
 	// the replica holds on each pull (wire.LogRequest.MemberSeq), as a
 	// device's request does (node/logproto.go).
 	req := wire.LogRequest{Vector: wire.VectorOf(mine), MemberSeq: rep.memberSeq()}
-	return netsync.PullLog(c, req, &replicaPull{r: r, rep: rep, c: c, dev: dev})
+	return netsync.PullLog(c, req, &replicaPull{r: r, rep: rep, c: c, dev: dev, relay: r.isPeerRelay(rep, p)})
 }
 
 // replicaPull stores what a device's log stream brings into a replica
@@ -116,6 +120,10 @@ type replicaPull struct {
 	rep *replica
 	c   *wire.Conn
 	dev keys.DeviceID
+	// relay: the stream is from another relay of the vault
+	// (peerrelays.go), which speaks as a relay: its status and holds
+	// are for devices, and are ignored here.
+	relay bool
 }
 
 func (p *replicaPull) Member(payload []byte) error {
@@ -148,7 +156,9 @@ func (p *replicaPull) Entry(payload []byte) error {
 
 // Status passes what the device holds on to the other devices (holds.go).
 func (p *replicaPull) Status(st wire.LogStatus) error {
-	p.rep.noteHolds(p.dev, st.Vector)
+	if !p.relay {
+		p.rep.noteHolds(p.dev, st.Vector)
+	}
 	return nil
 }
 
@@ -157,10 +167,16 @@ func (p *replicaPull) Peers(wire.Peers) error { return nil }
 
 // RelayStatus and Holds come from relays only; a device sends neither.
 func (p *replicaPull) RelayStatus(wire.RelayStatus) error {
+	if p.relay {
+		return nil
+	}
 	return fmt.Errorf("%w on log stream: relay status from device %s", wire.ErrUnexpected, p.dev)
 }
 
 func (p *replicaPull) Holds(wire.Holds) error {
+	if p.relay {
+		return nil
+	}
 	return fmt.Errorf("%w on log stream: holds from device %s", wire.ErrUnexpected, p.dev)
 }
 
@@ -189,7 +205,7 @@ func (r *Relay) fetchLoop(ctx context.Context, rep *replica) {
 				break
 			}
 			missing := want
-			for _, p := range r.connectedMembers(rep) {
+			for _, p := range r.connectedSources(rep) {
 				if len(missing) == 0 {
 					break
 				}
@@ -213,13 +229,20 @@ func (r *Relay) fetchLoop(ctx context.Context, rep *replica) {
 	}
 }
 
-// connectedMembers lists rep's members the relay is connected to.
-func (r *Relay) connectedMembers(rep *replica) []peer.ID {
+// connectedSources lists rep's members and the vault's other relays
+// (peerrelays.go) the relay is connected to: where its chunks can come
+// from, members first.
+func (r *Relay) connectedSources(rep *replica) []peer.ID {
 	var out []peer.ID
 	for _, d := range rep.members() {
 		p, err := PeerIDOf(d)
 		if err == nil && r.host.Network().Connectedness(p) == network.Connected {
 			out = append(out, p)
+		}
+	}
+	for _, info := range r.peerRelays(rep) {
+		if r.host.Network().Connectedness(info.ID) == network.Connected {
+			out = append(out, info.ID)
 		}
 	}
 	return out

@@ -327,6 +327,24 @@ func (a acl) AllowConnect(src peer.ID, _ ma.Multiaddr, dst peer.ID) bool {
 }
 
 // vaultsOf lists the served vaults d is a member of.
+// vaultsListingRelay lists the served vaults whose membership lists p as
+// another relay.
+func (r *Relay) vaultsListingRelay(p peer.ID) []*replica {
+	r.mu.Lock()
+	reps := make([]*replica, 0, len(r.vaults))
+	for _, rep := range r.vaults {
+		reps = append(reps, rep)
+	}
+	r.mu.Unlock()
+	var out []*replica
+	for _, rep := range reps {
+		if r.isPeerRelay(rep, p) && Listed(rep.relays(), r.host.ID()) {
+			out = append(out, rep)
+		}
+	}
+	return out
+}
+
 func (r *Relay) vaultsOf(d keys.DeviceID) []*replica {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -410,6 +428,7 @@ func (r *Relay) startFetchLocked(rep *replica) {
 	rep.cancelLoops = cancel
 	rep.loops.Go(func() { r.fetchLoop(ctx, rep) })
 	rep.loops.Go(func() { r.gcLoop(ctx, rep) })
+	rep.loops.Go(func() { r.relayPeersLoop(ctx, rep) })
 	r.loops.Go(rep.loops.Wait) // Run waits for every replica's loops
 }
 

@@ -205,7 +205,7 @@ func (r *Relay) acceptHello(c *wire.Conn, dev keys.DeviceID) (*replica, error) {
 		c.SendError(wire.CodeNotMember, wire.ReasonNotMember)
 		return nil, fmt.Errorf("%w: vault %s not served", errNotMember, h.Vault)
 	}
-	if !rep.isMember(dev) {
+	if p, err := PeerIDOf(dev); err != nil || !r.isSource(rep, p, dev) {
 		c.SendError(wire.CodeNotMember, wire.ReasonNotMember)
 		return nil, fmt.Errorf("%s: %w", dev, errNotMember)
 	}
@@ -321,7 +321,7 @@ func (r *Relay) serveLog(ctx context.Context, c *wire.Conn, rep *replica, dev ke
 		},
 		WholeStatus: true,
 		Refresh:     peersRefresh,
-		Allowed:     func() bool { return rep.isMember(dev) },
+		Allowed:     func() bool { return r.isSource(rep, peerOf(dev), dev) },
 		Sent:        func(n int) { r.stats.entriesServed.Add(float64(n)) },
 	}
 	return ls.Serve(ctx, c, req)
@@ -361,5 +361,5 @@ func (r *Relay) handleChunk(s network.Stream) {
 		Workers: runtime.GOMAXPROCS(0),
 		Served:  r.stats.chunksServed.Inc,
 	}
-	cs.Serve(c, func() bool { return rep.isMember(dev) })
+	cs.Serve(c, func() bool { return r.isSource(rep, peerOf(dev), dev) })
 }
