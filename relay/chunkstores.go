@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"github.com/ipfs/go-cid"
@@ -24,6 +25,9 @@ type ChunkStores func(vault keys.VaultID, dir string, log *slog.Logger, onQuaran
 // PackChunks keeps each vault's chunks in pack files on the relay's own
 // disk, in the replica's directory (dir/chunks): the default.
 func PackChunks(_ keys.VaultID, dir string, log *slog.Logger, onQuarantine func([]cid.Cid, chunkstore.FoundBy)) (chunkstore.Store, error) {
+	if _, err := os.Stat(filepath.Join(dir, S3IndexDir)); err == nil {
+		return nil, fmt.Errorf("the replica in %s keeps its chunks in object storage: give the relay's --chunks flags", dir)
+	}
 	return pack.Open(pack.Config{Dir: filepath.Join(dir, "chunks"), Logger: log, OnQuarantine: onQuarantine})
 }
 

@@ -127,6 +127,7 @@ func (r *replica) destroy() error {
 
 // stopLoops ends the replica's fetch and GC loops and waits for them.
 func (r *replica) stopLoops() {
+	r.gone.Store(true)
 	if r.cancelLoops != nil {
 		r.cancelLoops()
 	}
@@ -149,9 +150,11 @@ func (r *Relay) Drop(id keys.VaultID) error {
 	}
 	delete(r.vaults, id)
 	r.dropped[id] = true
+	delete(r.limiters, id)
 	r.mu.Unlock()
-	r.scrubMu.Lock() // no scrub step of it in progress
-	defer r.scrubMu.Unlock()
+	// Its streams and pulls end (their context is the replica's, and
+	// isSource says no to a gone replica); a scrub step that holds it gets
+	// ErrClosed from its store once it is destroyed.
 	if err := rep.destroy(); err != nil {
 		return fmt.Errorf("dropping vault %s: %w", id, err)
 	}
@@ -185,12 +188,15 @@ func DropInHome(home string, id keys.VaultID, undo bool, stores ChunkStores, log
 	if _, err := os.Stat(replicaDir(home, id)); errors.Is(err, os.ErrNotExist) {
 		return ErrNotStored
 	}
-	if err := markDropped(home, id, false); err != nil {
-		return err
-	}
+	// Opened before it is marked: a running relay holds the replica, and
+	// the drop is then refused here with nothing changed.
 	rep, err := openReplica(home, id, Quota{}, stores, log, nil)
 	if err != nil {
 		return fmt.Errorf("opening vault %s (is the relay running? ask it with --metrics): %w", id, err)
+	}
+	if err := markDropped(home, id, false); err != nil {
+		rep.close()
+		return err
 	}
 	if err := rep.destroy(); err != nil {
 		return fmt.Errorf("dropping vault %s: %w", id, err)

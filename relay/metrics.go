@@ -226,7 +226,11 @@ func (r *Relay) ServeMetrics(ctx context.Context, addr, token string) (net.Addr,
 	mux.HandleFunc("POST /admin/scrub", r.serveScrub)
 	mux.HandleFunc("GET /admin/vaults", r.serveVaults)
 	mux.HandleFunc("POST /admin/drop", r.serveDrop)
-	return serveHTTP(ctx, addr, "metrics", bearer(token, mux))
+	// Cross-origin protection: without a token, a web page the operator
+	// opens must not be able to POST /admin/drop (or start a scrub) to a
+	// metrics address on 127.0.0.1: browsers send such a POST without
+	// asking first.
+	return serveHTTP(ctx, addr, "metrics", bearer(token, http.NewCrossOriginProtection().Handler(mux)))
 }
 
 // ServePprof serves Go's profiles (/debug/pprof/) on addr until ctx ends,

@@ -29,7 +29,7 @@ const relayPeerCheck = 15 * time.Second
 // relay and is read from: a current member, or another relay the vault's
 // membership lists.
 func (r *Relay) isSource(rep *replica, p peer.ID, dev keys.DeviceID) bool {
-	return rep.isMember(dev) || r.isPeerRelay(rep, p)
+	return !rep.gone.Load() && (rep.isMember(dev) || r.isPeerRelay(rep, p))
 }
 
 // isPeerRelay reports whether p is another relay of rep's vault.
@@ -37,10 +37,23 @@ func (r *Relay) isPeerRelay(rep *replica, p peer.ID) bool {
 	return p != r.host.ID() && Listed(rep.relays(), p)
 }
 
-// peerRelays lists the vault's other relays.
+// maxPeerRelays bounds the other relays of one vault a relay dials: a
+// membership lists a few relays, and one that lists thousands (anyone can
+// enroll a vault) must not turn the relay into a scanner.
+const maxPeerRelays = 8
+
+// peerRelays lists the vault's other relays, at most maxPeerRelays, and
+// none when the vault does not list this relay (removed from it).
 func (r *Relay) peerRelays(rep *replica) []peer.AddrInfo {
+	relays := rep.relays()
+	if !Listed(relays, r.host.ID()) {
+		return nil
+	}
 	var out []peer.AddrInfo
-	for _, a := range rep.relays() {
+	for _, a := range relays {
+		if len(out) == maxPeerRelays {
+			break
+		}
 		info, _, err := ParseAddr(a)
 		if err != nil || info.ID == r.host.ID() {
 			continue
@@ -86,8 +99,9 @@ func (r *Relay) fromPeerRelay(rep *replica, p peer.ID) {
 	if err != nil {
 		return
 	}
-	r.startPull(rep, p, dev)
-	rep.retryUnavailable()
+	if r.startPull(rep, p, dev) {
+		rep.retryUnavailable() // a new source: it may hold what nobody had
+	}
 }
 
 // peerOf is dev's peer ID ("" if it has none, which no relay lists).

@@ -47,17 +47,15 @@ func (r *Relay) onConnected(p peer.ID) {
 }
 
 // startPull keeps a log stream open to device p of rep's vault while it
-// stays connected, once per (vault, device).
-func (r *Relay) startPull(rep *replica, p peer.ID, dev keys.DeviceID) {
-	ctx := r.context()
-	if ctx == nil {
-		return
-	}
+// stays connected, once per (vault, device), and reports whether it
+// started one.
+func (r *Relay) startPull(rep *replica, p peer.ID, dev keys.DeviceID) bool {
 	key := pullKey{rep.id, p}
 	r.mu.Lock()
-	if r.pulling[key] {
+	ctx := rep.ctx // the replica's: a drop ends the pull
+	if ctx == nil || r.pulling[key] || r.vaults[rep.id] != rep {
 		r.mu.Unlock()
-		return
+		return false
 	}
 	r.pulling[key] = true
 	r.mu.Unlock()
@@ -85,6 +83,7 @@ func (r *Relay) startPull(rep *replica, p peer.ID, dev keys.DeviceID) {
 			backoff = min(2*backoff, 30*time.Second)
 		}
 	}()
+	return true
 }
 
 // pullLog opens a log stream to a device and stores what it sends until
@@ -222,9 +221,10 @@ func (r *Relay) fetchLoop(ctx context.Context, rep *replica) {
 				rep.missedChunk(c)
 			}
 			rep.settle()
-			if len(missing) == len(want) {
-				break // nobody had anything; wait for a device or an entry
-			}
+			// A round nobody could serve marked its chunks unavailable, so
+			// the next takes the ones behind them; when every wanted
+			// chunk has been tried, wantList is empty and the loop waits
+			// for a device, an entry or the tick.
 		}
 	}
 }

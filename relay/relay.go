@@ -217,6 +217,14 @@ func (r *Relay) openReplicas() error {
 		}
 		var id keys.VaultID
 		copy(id[:], b)
+		if r.dropped[id] {
+			// A drop that did not finish (a crash, a failed delete):
+			// finish it now rather than serve the vault again.
+			if err := DropInHome(r.cfg.Home, id, false, r.cfg.Chunks, r.log); err != nil {
+				r.log.Warn("finishing the drop of a vault", "vault", id, "err", err)
+			}
+			continue
+		}
 		rep, err := openReplica(r.cfg.Home, id, r.cfg.Quota, r.cfg.Chunks, r.log, r.stats)
 		if err != nil {
 			return err
@@ -357,15 +365,18 @@ func (r *Relay) vaultsOf(d keys.DeviceID) []*replica {
 	return out
 }
 
+// replicaCtx is rep's context (nil before Run started its loops).
+func (r *Relay) replicaCtx(rep *replica) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return rep.ctx
+}
+
 // replica returns the served replica of vault id, or nil.
 func (r *Relay) replica(id keys.VaultID) *replica {
 	r.mu.Lock()
-	rep := r.vaults[id]
-	r.mu.Unlock()
-	if rep != nil {
-		rep.touch() // asked for by a stream: activity
-	}
-	return rep
+	defer r.mu.Unlock()
+	return r.vaults[id]
 }
 
 // Run serves until ctx ends and returns nil after a clean shutdown.
@@ -425,7 +436,7 @@ func (r *Relay) startFetchLocked(rep *replica) {
 		return
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
-	rep.cancelLoops = cancel
+	rep.ctx, rep.cancelLoops = ctx, cancel
 	rep.loops.Go(func() { r.fetchLoop(ctx, rep) })
 	rep.loops.Go(func() { r.gcLoop(ctx, rep) })
 	rep.loops.Go(func() { r.relayPeersLoop(ctx, rep) })

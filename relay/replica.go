@@ -59,10 +59,14 @@ type replica struct {
 	fromAuthor map[keys.DeviceID]uint64
 	unavail    map[cid.Cid]int // fetch rounds in which no connected device had the chunk
 	full       bool            // a quota is reached
-	// loops are the replica's fetch and GC loops (Relay.startFetchLocked);
-	// cancelLoops ends them (a dropped replica).
+	// loops are the replica's fetch, GC and peer-relay loops
+	// (Relay.startFetchLocked); ctx is theirs and its pulls' and log
+	// streams', and cancelLoops ends it all (a dropped replica, which is
+	// then gone: no stream or pull reads it any more).
 	loops       sync.WaitGroup
+	ctx         context.Context
 	cancelLoops context.CancelFunc
+	gone        atomic.Bool
 	// active is when the replica last stored or served something (unix
 	// ns; VaultInfo.LastActivity), from its files' times at open.
 	active atomic.Int64

@@ -236,6 +236,7 @@ func (r *Relay) openStream(s network.Stream) (dev keys.DeviceID, c *wire.Conn, r
 	}
 	c.SetMemory(s.Scope(), network.ReservationPriorityHigh) // a member now
 	r.setVault(rw, rep.id)
+	rep.touch() // a member's stream: activity
 	p2p.Admit(r.host, s.Conn().RemotePeer(), peerLimits)
 	_ = s.SetReadDeadline(time.Time{})
 	return dev, c, rep, true
@@ -261,7 +262,7 @@ func (r *Relay) handleLog(s network.Stream) {
 		c.SendError(wire.CodeProtocol, err.Error())
 		return
 	}
-	ctx := r.context()
+	ctx := r.replicaCtx(rep) // the replica's: a drop ends the stream
 	if ctx == nil {
 		return
 	}
