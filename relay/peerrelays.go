@@ -99,9 +99,12 @@ func (r *Relay) fromPeerRelay(rep *replica, p peer.ID) {
 	if err != nil {
 		return
 	}
-	if r.startPull(rep, p, dev) {
-		rep.retryUnavailable() // a new source: it may hold what nobody had
-	}
+	r.startPull(rep, p, dev)
+	// What the other relay lacked at the last round it may have fetched
+	// since (from a device this relay never sees): ask again. Once per
+	// pass; the fetch loop goes through every wanted chunk before it
+	// waits, so the ones asked again do not hold up the rest.
+	rep.retryUnavailable()
 }
 
 // peerOf is dev's peer ID ("" if it has none, which no relay lists).
