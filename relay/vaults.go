@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -79,18 +80,8 @@ func (r *Relay) Vaults() []VaultInfo {
 	for _, rep := range reps {
 		out = append(out, rep.info())
 	}
-	slices.SortFunc(out, func(a, b VaultInfo) int { return compareStrings(a.Vault, b.Vault) })
+	slices.SortFunc(out, func(a, b VaultInfo) int { return cmp.Compare(a.Vault, b.Vault) })
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // serveVaults answers GET /admin/vaults with Vaults as JSON.

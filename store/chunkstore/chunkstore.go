@@ -174,3 +174,30 @@ func Verify(c cid.Cid, data []byte) bool {
 	got, err := c.Prefix().Sum(data)
 	return err == nil && got.Equals(c)
 }
+
+// ScrubSteps runs step (a store's ScrubStep) with stepBytes (zero:
+// DefaultScrubStep) until a pass ends, and returns the steps' totals
+// (PassDone set once it did). It stops early, with what it did so far,
+// when ctx ends or a step fails: the loop of every store's ScrubPass.
+func ScrubSteps(ctx context.Context, stepBytes int64, step func(maxBytes int64) (ScrubStepResult, error)) (ScrubStepResult, error) {
+	var total ScrubStepResult
+	if stepBytes <= 0 {
+		stepBytes = DefaultScrubStep
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		res, err := step(stepBytes)
+		total.Checked += res.Checked
+		total.Bytes += res.Bytes
+		total.Corrupt = append(total.Corrupt, res.Corrupt...)
+		if err != nil {
+			return total, err
+		}
+		if res.PassDone {
+			total.PassDone = true
+			return total, nil
+		}
+	}
+}

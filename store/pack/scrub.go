@@ -282,29 +282,10 @@ func (s *Store) Scrub(ctx context.Context, cfg ScrubConfig) error {
 // Steps of a background Scrub that run meanwhile share the cursor, so the
 // chunks they verify count for them, not here.
 func (s *Store) ScrubPass(ctx context.Context, stepBytes int64) (ScrubStepResult, error) {
-	var total ScrubStepResult
-	if stepBytes <= 0 {
-		stepBytes = DefaultScrubStep
-	}
 	if err := s.restartScrub(); err != nil {
-		return total, err
+		return ScrubStepResult{}, err
 	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return total, err
-		}
-		res, err := s.ScrubStep(stepBytes)
-		total.Checked += res.Checked
-		total.Bytes += res.Bytes
-		total.Corrupt = append(total.Corrupt, res.Corrupt...)
-		if err != nil {
-			return total, err
-		}
-		if res.PassDone {
-			total.PassDone = true
-			return total, nil
-		}
-	}
+	return chunkstore.ScrubSteps(ctx, stepBytes, s.ScrubStep)
 }
 
 // restartScrub moves the scrub cursor back to the start of the index.

@@ -3,7 +3,6 @@ package s3store_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -16,25 +15,11 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
-	"github.com/multiformats/go-multihash"
 
 	"github.com/weftsync/weft/internal/s3test"
 	"github.com/weftsync/weft/store/chunkstore"
 	"github.com/weftsync/weft/store/s3store"
 )
-
-func faultChunk(t testing.TB, i, size int) (cid.Cid, []byte) {
-	data := make([]byte, size)
-	for j := range data {
-		data[j] = byte(i*31 + j*7)
-	}
-	binary.BigEndian.PutUint32(data, uint32(i))
-	h, err := multihash.Sum(data, multihash.BLAKE3, 32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cid.NewCidV1(cid.Raw, h), data
-}
 
 // faultRT answers object PUTs with 503 SlowDown and DELETEs with 403
 // AccessDenied when told: the faults a busy or strict bucket gives.
@@ -99,7 +84,7 @@ func TestOpenDoesNotCountLostObjectsAsQuarantined(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		k, d := faultChunk(t, i, 100)
+		k, d := chunk(t, i, 100)
 		if err := s.Put(k, d); err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +123,7 @@ func TestConcurrentPutsOfOneChunkCountOnce(t *testing.T) {
 	}
 	const rounds = 150
 	for i := range rounds {
-		k, d := faultChunk(t, i, 64)
+		k, d := chunk(t, i, 64)
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
@@ -174,7 +159,7 @@ func TestOpenSurvivesAFailedDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k1, d1 := faultChunk(t, 1, 100)
+	k1, d1 := chunk(t, 1, 100)
 	if err := s.Put(k1, d1); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +189,7 @@ func TestPutRetriedAfterSlowDown(t *testing.T) {
 	}
 	defer s.Close()
 	rt.fail503.Store(1)
-	k, d := faultChunk(t, 1, 100)
+	k, d := chunk(t, 1, 100)
 	if err := s.Put(k, d); err != nil {
 		t.Errorf("one SlowDown fails the Put (no retry): %v", err)
 	}
@@ -246,7 +231,7 @@ func TestSecondOpenKeepsTheIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	k, d := faultChunk(t, 1, 100)
+	k, d := chunk(t, 1, 100)
 	if err := a.Put(k, d); err != nil {
 		t.Fatal(err)
 	}
@@ -257,6 +242,6 @@ func TestSecondOpenKeepsTheIndex(t *testing.T) {
 	} else {
 		t.Logf("second Open: %v", err)
 	}
-	k2, d2 := faultChunk(t, 2, 100)
+	k2, d2 := chunk(t, 2, 100)
 	t.Logf("first store after that: Put=%v", a.Put(k2, d2))
 }

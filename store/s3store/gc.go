@@ -2,6 +2,7 @@ package s3store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -163,18 +164,8 @@ func (s *Store) objects() ([]listedObject, error) {
 			out[i].retired = int64(beUint64(v))
 		}
 	}
-	slices.SortFunc(out, func(a, b listedObject) int { return cmpUint64(a.seq, b.seq) })
+	slices.SortFunc(out, func(a, b listedObject) int { return cmp.Compare(a.seq, b.seq) })
 	return out, nil
-}
-
-func cmpUint64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // entriesOf lists the index's records in object seq: offset -> CID bytes.

@@ -105,33 +105,14 @@ func (s *Store) ScrubStep(maxBytes int64) (chunkstore.ScrubStepResult, error) {
 // the end. It returns the steps' totals and stops early, with what it did
 // so far, when ctx ends or a step fails.
 func (s *Store) ScrubPass(ctx context.Context, stepBytes int64) (chunkstore.ScrubStepResult, error) {
-	var total chunkstore.ScrubStepResult
-	if stepBytes <= 0 {
-		stepBytes = chunkstore.DefaultScrubStep
-	}
 	if s.closed.Load() {
-		return total, chunkstore.ErrClosed
+		return chunkstore.ScrubStepResult{}, chunkstore.ErrClosed
 	}
 	s.gcMu.Lock()
 	err := s.db.Delete(keyScrubCursor, syncWrite)
 	s.gcMu.Unlock()
 	if err != nil && !errors.Is(err, leveldb.ErrNotFound) {
-		return total, fmt.Errorf("writing scrub cursor: %w", err)
+		return chunkstore.ScrubStepResult{}, fmt.Errorf("writing scrub cursor: %w", err)
 	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return total, err
-		}
-		res, err := s.ScrubStep(stepBytes)
-		total.Checked += res.Checked
-		total.Bytes += res.Bytes
-		total.Corrupt = append(total.Corrupt, res.Corrupt...)
-		if err != nil {
-			return total, err
-		}
-		if res.PassDone {
-			total.PassDone = true
-			return total, nil
-		}
-	}
+	return chunkstore.ScrubSteps(ctx, stepBytes, s.ScrubStep)
 }
