@@ -54,7 +54,7 @@ func (s *objStore) bytes(rc *runCtx) int64 {
 }
 
 // mObjReqs counts the relay's requests to object storage by kind
-// (put, get, list, delete, head); parseMetrics keeps its kind label.
+// (put, get, list, delete); parseMetrics keeps its kind label.
 const mObjReqs = "weft_relay_vault_object_requests_total"
 
 // objScrape scrapes the relay's /metrics when its chunks are in S3, and
@@ -68,7 +68,7 @@ func (rc *runCtx) objScrape(r *relayProc) (map[string]float64, error) {
 
 // addObjReqs records the relay's object PUTs and GETs between the
 // scrapes m0 and m1 (objScrape) per n units of data, and its other
-// requests (list, head, delete) as counts.
+// requests (list, delete) as counts.
 func (rc *runCtx) addObjReqs(phase string, m0, m1 map[string]float64, n float64, per string) {
 	if m1 == nil {
 		return
@@ -76,7 +76,7 @@ func (rc *runCtx) addObjReqs(phase string, m0, m1 map[string]float64, n float64,
 	d := func(kind string) float64 { return m1[withKind(mObjReqs, kind)] - m0[withKind(mObjReqs, kind)] }
 	rc.add(fmt.Sprintf("relay object PUTs per %s, %s", per, phase), "req", d("put")/n)
 	rc.add(fmt.Sprintf("relay object GETs per %s, %s", per, phase), "req", d("get")/n)
-	rc.add("relay object LIST+HEAD+DELETE, "+phase, "req", d("list")+d("head")+d("delete"))
+	rc.add("relay object LIST+DELETE, "+phase, "req", d("list")+d("delete"))
 	rc.note("relay chunks in S3: versitygw on 127.0.0.1, objects of up to 8 MiB; requests from the relay's %s, scraped at the end of each phase", mObjReqs)
 }
 

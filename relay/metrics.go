@@ -154,7 +154,7 @@ var (
 	descWanted  = prometheus.NewDesc("weft_relay_vault_chunks_wanted", "Chunks referenced by stored entries and not yet fetched.", []string{"vault"}, nil)
 	descFull    = prometheus.NewDesc("weft_relay_vault_quota_full", "1 when a vault's quota is reached.", []string{"vault"}, nil)
 	descScrub   = prometheus.NewDesc("weft_relay_vault_scrub_last_pass_timestamp_seconds", "Unix time at which the last scrub pass over a vault's chunks ended (0: none yet).", []string{"vault"}, nil)
-	descObjReqs = prometheus.NewDesc("weft_relay_vault_object_requests_total", "Requests sent to object storage for a vault's chunks since the relay started, by kind (with --chunks s3://).", []string{"vault", "kind"}, nil)
+	descObjReqs = prometheus.NewDesc("weft_relay_vault_object_requests_total", "Requests sent to object storage for a vault's chunks since the relay started, by kind: put, get, list, delete (with --chunks s3://).", []string{"vault", "kind"}, nil)
 )
 
 func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -193,7 +193,7 @@ func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descWanted, prometheus.GaugeValue, float64(wanted), v)
 		ch <- prometheus.MustNewConstMetric(descFull, prometheus.GaugeValue, full, v)
 		if q := ps.Requests; q != (chunkstore.Requests{}) {
-			for kind, n := range map[string]uint64{"put": q.Put, "get": q.Get, "list": q.List, "delete": q.Delete, "head": q.Head} {
+			for kind, n := range map[string]uint64{"put": q.Put, "get": q.Get, "list": q.List, "delete": q.Delete} {
 				ch <- prometheus.MustNewConstMetric(descObjReqs, prometheus.CounterValue, float64(n), v, kind)
 			}
 		}

@@ -63,12 +63,18 @@ func (r *Relay) peerRelays(rep *replica) []peer.AddrInfo {
 	return out
 }
 
+// relayPeerRetryPasses is how many passes of relayPeersLoop go by between
+// asking the other relays again for every chunk they lacked (4 minutes):
+// each retry re-sends the whole list of chunks still missing to every
+// source, too much to do every 15 s for a vault whose author is away.
+const relayPeerRetryPasses = 16
+
 // relayPeersLoop keeps rep connected to the vault's other relays and a
 // log stream open from each (startPull), until ctx ends.
 func (r *Relay) relayPeersLoop(ctx context.Context, rep *replica) {
 	tick := time.NewTicker(relayPeerCheck)
 	defer tick.Stop()
-	for {
+	for pass := 1; ; pass++ {
 		for _, info := range r.peerRelays(rep) {
 			if ctx.Err() != nil {
 				return
@@ -82,7 +88,7 @@ func (r *Relay) relayPeersLoop(ctx context.Context, rep *replica) {
 					continue
 				}
 			}
-			r.fromPeerRelay(rep, info.ID)
+			r.fromPeerRelay(rep, info.ID, pass%relayPeerRetryPasses == 0)
 		}
 		select {
 		case <-ctx.Done():
@@ -93,18 +99,18 @@ func (r *Relay) relayPeersLoop(ctx context.Context, rep *replica) {
 }
 
 // fromPeerRelay starts reading rep's vault from relay p: its log, and its
-// chunks in the next fetch rounds.
-func (r *Relay) fromPeerRelay(rep *replica, p peer.ID) {
+// chunks in the next fetch rounds. Chunks nobody had are asked for again
+// when the pull is new (p may hold them) or retry says so: what the other
+// relay lacked it may have fetched since, from a device this relay never
+// sees.
+func (r *Relay) fromPeerRelay(rep *replica, p peer.ID, retry bool) {
 	dev, err := DeviceIDOf(p)
 	if err != nil {
 		return
 	}
-	r.startPull(rep, p, dev)
-	// What the other relay lacked at the last round it may have fetched
-	// since (from a device this relay never sees): ask again. Once per
-	// pass; the fetch loop goes through every wanted chunk before it
-	// waits, so the ones asked again do not hold up the rest.
-	rep.retryUnavailable()
+	if r.startPull(rep, p, dev) || retry {
+		rep.retryUnavailable()
+	}
 }
 
 // peerOf is dev's peer ID ("" if it has none, which no relay lists).

@@ -35,7 +35,7 @@ func (r *Relay) onConnected(p peer.ID) {
 	}
 	for _, rep := range r.vaultsListingRelay(p) {
 		p2p.Admit(r.host, p, peerLimits)
-		r.fromPeerRelay(rep, p)
+		r.fromPeerRelay(rep, p, true) // a new connection: it may hold what nobody had
 	}
 	for _, rep := range r.vaultsOf(dev) {
 		r.startPull(rep, p, dev)

@@ -130,7 +130,7 @@ type Stats struct {
 
 // Requests counts object storage requests.
 type Requests struct {
-	Put, Get, List, Delete, Head uint64
+	Put, Get, List, Delete uint64
 }
 
 // FoundBy says which reader found a chunk corrupt.

@@ -151,7 +151,7 @@ type Store struct {
 
 // requestCounts counts requests by kind.
 type requestCounts struct {
-	put, get, list, del, head atomic.Uint64
+	put, get, list, del atomic.Uint64
 }
 
 // putReq is one chunk on its way into an object: a Put, or a GC
@@ -568,7 +568,7 @@ func (s *Store) Stats() chunkstore.Stats {
 		BytesOnDisk: s.bytesOnDisk.Load(),
 		Requests: chunkstore.Requests{
 			Put: s.req.put.Load(), Get: s.req.get.Load(), List: s.req.list.Load(),
-			Delete: s.req.del.Load(), Head: s.req.head.Load(),
+			Delete: s.req.del.Load(),
 		},
 	}
 }
