@@ -206,11 +206,12 @@ func (v *vault) decideLocked(path string) (d decided, ok bool, err error) {
 		return decided{}, true, errWaitingForHistory
 	}
 	dec := dd.Decision
-	d = decided{path: path, dec: dec, stamp: v.stampLocked(decisionPaths(path, dec)...), winner: v.view.Bodies[dec.Winner.ID]}
+	d = decided{path: path, dec: dec, stamp: v.stampLocked(decisionPaths(path, dec)...)}
+	d.winner, _ = v.view.Body(dec.Winner.ID)
 	d.cur, d.had = v.index.Get(path)
 	d.copies = make([]conflictCopy, len(dec.Copies))
 	for i, c := range dec.Copies {
-		d.copies[i].ver = v.view.Bodies[c.Version.ID]
+		d.copies[i].ver, _ = v.view.Body(c.Version.ID)
 		d.copies[i].ver.Path = c.Path
 		if c.Exists {
 			d.copies[i].existing, _ = engine.SameContentHead(v.view.Graph, c.Path, c.Version)
@@ -652,7 +653,7 @@ func (v *vault) keepMerged(rec vaultdb.Record, merged []byte) {
 func (v *vault) merge(ctx context.Context, path string, plan *protocol.MergePlan) ([]byte, bool, error) {
 	read := func(id protocol.VersionID) ([]byte, error) {
 		v.mu.Lock()
-		ver := v.view.Bodies[id]
+		ver, _ := v.view.Body(id)
 		v.mu.Unlock()
 		if ver.Size > protocol.MaxMergeBytes {
 			return nil, protocol.ErrMergeTooLarge

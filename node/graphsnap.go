@@ -83,7 +83,7 @@ func (v *vault) loadGraphSnapshotLocked(heads map[keys.DeviceID]entry.Head) map[
 			v.view.Pieced[logview.EntryRef{Author: sv.ID.Author, Seq: sv.ID.Seq}] = struct{}{}
 			body = v.pieces.ExpandStored(&entry.Body{Versions: []entry.Version{body}}).Versions[0]
 		}
-		v.view.Bodies[sv.ID] = body
+		v.view.SetBody(sv.ID, body)
 		v.eng.Touch(body.Path)
 	}
 	v.view.SnapReach = maps.Clone(v.view.Folded)
@@ -127,7 +127,7 @@ func (v *vault) saveGraphSnapshot() error {
 		Reach:    make(map[keys.DeviceID]graphsnap.Reach, len(v.view.Folded)),
 		Clock:    v.view.Clock,
 		HLC:      v.view.HLC,
-		Versions: make([]graphsnap.Version, 0, len(v.view.Bodies)),
+		Versions: make([]graphsnap.Version, 0, v.view.Graph.Len()),
 	}
 	for a, seq := range v.view.Folded {
 		c, err := v.db.EntryCID(a, seq)
@@ -137,12 +137,8 @@ func (v *vault) saveGraphSnapshot() error {
 		}
 		s.Reach[a] = graphsnap.Reach{Seq: seq, CID: c}
 	}
-	for id, body := range v.view.Bodies {
-		g, ok := v.view.Graph.Get(id)
-		if !ok {
-			continue
-		}
-		s.Versions = append(s.Versions, graphsnap.Version{ID: id, Clock: g.Clock, Time: g.Time, Text: g.Text, Author: g.AuthorName, Body: body})
+	for g, body := range v.view.Bodies() {
+		s.Versions = append(s.Versions, graphsnap.Version{ID: g.ID, Clock: g.Clock, Time: g.Time, Text: g.Text, Author: g.AuthorName, Body: body})
 	}
 	reach := maps.Clone(v.view.Folded)
 	pieced := slices.Collect(maps.Keys(v.view.Pieced))

@@ -33,13 +33,13 @@ type derivedState struct {
 func derivedOf(v *vault) derivedState {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	s := derivedState{versions: map[protocol.VersionID]protocol.Version{}, bodies: maps.Clone(v.view.Bodies),
+	s := derivedState{versions: map[protocol.VersionID]protocol.Version{}, bodies: map[protocol.VersionID]entry.Version{},
 		clock: v.view.Clock, folded: maps.Clone(v.view.Folded), dirty: map[string]struct{}{}}
 	for _, p := range v.eng.DirtyPaths() {
 		s.dirty[p] = struct{}{}
 	}
-	for id := range v.view.Bodies {
-		s.versions[id], _ = v.view.Graph.Get(id)
+	for cv, body := range v.view.Bodies() {
+		s.versions[cv.ID], s.bodies[cv.ID] = cv, body
 	}
 	s.graphLen = v.view.Graph.Len()
 	return s

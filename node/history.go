@@ -13,25 +13,23 @@ import (
 // node/history's, pure over what this file gathers under v.mu.
 
 // versionsOfLocked returns every known version of path, unsorted, without
-// times. v.mu must be held. It walks every body the vault holds: its cost
-// is the size of the vault's history, not of the path's.
+// times. v.mu must be held. Its cost is the path's history.
 func (v *vault) versionsOfLocked(path string) []history.Version {
-	return v.versionsByPathLocked(func(p string) bool { return p == path })[path]
+	var out []history.Version
+	for cv, ver := range v.view.BodiesAt(path) {
+		out = append(out, history.Version{ID: cv.ID, Ver: ver, Core: cv})
+	}
+	return out
 }
 
 // versionsByPathLocked groups every known version by path, keeping the
 // paths for which keep returns true. v.mu must be held.
 func (v *vault) versionsByPathLocked(keep func(string) bool) map[string][]history.Version {
 	out := map[string][]history.Version{}
-	for id, ver := range v.view.Bodies {
-		if !keep(ver.Path) {
-			continue
+	for cv, ver := range v.view.Bodies() {
+		if keep(cv.Path) {
+			out[cv.Path] = append(out[cv.Path], history.Version{ID: cv.ID, Ver: ver, Core: cv})
 		}
-		cv, ok := v.view.Graph.Get(id)
-		if !ok {
-			continue
-		}
-		out[ver.Path] = append(out[ver.Path], history.Version{ID: id, Ver: ver, Core: cv})
 	}
 	return out
 }

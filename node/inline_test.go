@@ -24,10 +24,11 @@ func TestInlineContentNotHeldInBodies(t *testing.T) {
 	}
 	v := n.vaultsNow()[0]
 	v.mu.Lock()
-	bodies := len(v.view.Bodies)
-	for id, ver := range v.view.Bodies {
+	bodies := 0
+	for cv, ver := range v.view.Bodies() {
+		bodies++
 		if len(ver.Inline) > 0 {
-			t.Errorf("body %v of %s holds %d inline bytes", id, ver.Path, len(ver.Inline))
+			t.Errorf("body %v of %s holds %d inline bytes", cv.ID, ver.Path, len(ver.Inline))
 		}
 	}
 	v.mu.Unlock()
@@ -42,7 +43,7 @@ func TestInlineContentNotHeldInBodies(t *testing.T) {
 	for name, content := range want {
 		v.mu.Lock()
 		rec := v.index.Rec(name)
-		ver := v.view.Bodies[rec.Version]
+		ver, _ := v.view.Body(rec.Version)
 		v.mu.Unlock()
 		got, err := v.withInline(rec.Version, ver)
 		if err != nil {

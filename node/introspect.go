@@ -78,7 +78,7 @@ func (v *vault) pathState(p string) doctor.PathState {
 	if len(hs) > 0 {
 		if dec, err := v.eng.Resolve(p, guardIndex{v}); err == nil {
 			pv.Winner = dec.Winner.ID
-			ver := v.view.Bodies[dec.Winner.ID]
+			ver, _ := v.view.Body(dec.Winner.ID)
 			pv.Kind, pv.Size, pv.Chunks = ver.Kind, ver.Size, len(ver.Chunks)
 			for _, c := range ver.Chunks {
 				if v.chunks.has(c.CID) {

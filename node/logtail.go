@@ -213,7 +213,7 @@ func (v *vault) adoptOwnHeads() int {
 		if cur, ok := v.index.Get(p); ok && cur.Version == id {
 			continue
 		}
-		ver, ok := v.view.Bodies[id]
+		ver, ok := v.view.Body(id)
 		if !ok {
 			continue
 		}

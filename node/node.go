@@ -437,7 +437,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	}
 	v.tailCheck()
 	v.tail.OpenAtStart()
-	v.log.Debug("vault opened", "from_snapshot", v.opened.fromSnapshot, "entries_replayed", v.opened.replayed, "versions", len(v.view.Bodies))
+	v.log.Debug("vault opened", "from_snapshot", v.opened.fromSnapshot, "entries_replayed", v.opened.replayed, "versions", v.view.Graph.Len())
 	return v, nil
 }
 

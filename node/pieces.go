@@ -70,21 +70,21 @@ func (v *vault) repairPieces(ctx context.Context, path string) error {
 	v.mu.Lock()
 	var todo []protocol.VersionID
 	for _, h := range v.view.Graph.Heads(path) {
-		if ver, ok := v.view.Bodies[h.ID]; ok && ver.HasPieces() {
+		if ver, ok := v.view.Body(h.ID); ok && ver.HasPieces() {
 			todo = append(todo, h.ID)
 		}
 	}
 	v.mu.Unlock()
 	for _, id := range todo {
 		v.mu.Lock()
-		ver := v.view.Bodies[id]
+		ver, _ := v.view.Body(id)
 		v.mu.Unlock()
 		full, fetched, err := v.pieces.Repair(ctx, ver, v.fetchFromPeers)
 		if err != nil {
 			return fmt.Errorf("%q: %w", path, err)
 		}
 		v.mu.Lock()
-		v.view.Bodies[id] = full
+		v.view.SetBody(id, full)
 		v.mu.Unlock()
 		v.log.Info("fetched a version's chunk-list pieces again", "path", path, "pieces", fetched)
 	}

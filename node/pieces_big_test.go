@@ -87,7 +87,7 @@ func TestNineGiBFileSyncs(t *testing.T) {
 	}
 	pieces := piecesOf(t, vB, e)
 	vB.mu.Lock()
-	full := vB.view.Bodies[e.VersionID(0)]
+	full, _ := vB.view.Body(e.VersionID(0))
 	vB.mu.Unlock()
 	if len(full.Chunks) <= entry.MaxRefs {
 		t.Fatalf("%d chunks, want more than one entry could list (%d)", len(full.Chunks), entry.MaxRefs)

@@ -145,7 +145,7 @@ func TestLargeFileSyncsInPieces(t *testing.T) {
 	}
 	vB2.mu.Lock()
 	rec, ok := vB2.index.Get("big.bin")
-	full := vB2.view.Bodies[second.VersionID(0)]
+	full, _ := vB2.view.Body(second.VersionID(0))
 	vB2.mu.Unlock()
 	if !ok || rec.Version != second.VersionID(0) {
 		t.Fatalf("B after a restart: index %v %v, want the second version", ok, rec.Version)
@@ -213,7 +213,7 @@ func TestLostPiecesFetchedAgain(t *testing.T) {
 	}
 	id := first.VersionID(0)
 	vB.mu.Lock()
-	kept := vB.view.Bodies[id]
+	kept, _ := vB.view.Body(id)
 	vB.mu.Unlock()
 	unexpanded := kept.HasPieces()
 	if !unexpanded {
@@ -224,7 +224,7 @@ func TestLostPiecesFetchedAgain(t *testing.T) {
 	}
 	waitUntil(t, 30*time.Second, func() error { return vB.repairPieces(context.Background(), "big.bin") })
 	vB.mu.Lock()
-	full := vB.view.Bodies[id]
+	full, _ := vB.view.Body(id)
 	vB.mu.Unlock()
 	if full.HasPieces() || len(full.Chunks) < 50 {
 		t.Fatalf("after the repair: %d refs, pieces %v", len(full.Chunks), full.HasPieces())

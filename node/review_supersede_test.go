@@ -95,7 +95,8 @@ func TestReviewLocalEditSupersedesUnappliedRemoteEdit(t *testing.T) {
 	v.mu.Lock()
 	heads := v.view.HeadIDs("f.txt")
 	local := v.index.Rec("f.txt").Version
-	sup := v.view.Bodies[local].Supersedes
+	body, _ := v.view.Body(local)
+	sup := body.Supersedes
 	v.mu.Unlock()
 	if !slices.Equal(sup, []entry.VersionID{a}) {
 		t.Errorf("the local edit %v supersedes %v, want A (%v) alone: it was made on top of A and never saw B (%v)", local, sup, a, bID)

@@ -72,7 +72,7 @@ type keptVault struct{ v *vault }
 func (k keptVault) Version(id entry.VersionID) (entry.Version, bool) {
 	k.v.mu.Lock()
 	defer k.v.mu.Unlock()
-	ver, ok := k.v.view.Bodies[id]
+	ver, ok := k.v.view.Body(id)
 	return ver, ok
 }
 

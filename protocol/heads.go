@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 
 	"github.com/weftsync/weft/protocol/keys"
@@ -80,6 +81,30 @@ func (g *Graph) Get(id VersionID) (Version, bool) {
 
 // Len returns the number of known versions.
 func (g *Graph) Len() int { return len(g.versions) }
+
+// All iterates over every known version, in no particular order. The graph
+// must not change during the iteration.
+func (g *Graph) All() iter.Seq[Version] {
+	return func(yield func(Version) bool) {
+		for _, v := range g.versions {
+			if !yield(*v) {
+				return
+			}
+		}
+	}
+}
+
+// At iterates over every known version at path (heads or not), in the
+// order they were added. Its cost is the path's history, not the graph's.
+func (g *Graph) At(path string) iter.Seq[Version] {
+	return func(yield func(Version) bool) {
+		for _, id := range g.paths[path] {
+			if !yield(*g.versions[id]) {
+				return
+			}
+		}
+	}
+}
 
 // Paths returns every path that has a known version, sorted.
 func (g *Graph) Paths() []string {

@@ -1,6 +1,7 @@
 package logview
 
 import (
+	"iter"
 	"log/slog"
 	"maps"
 
@@ -19,11 +20,16 @@ type EntryRef struct {
 // View is what a vault derived from its log. The zero value is not
 // usable; New makes one.
 type View struct {
-	// Graph is the version graph; Bodies each folded version's body,
-	// without its inline bytes (Inline keeps the recent ones).
+	// Graph is the version graph. A folded version's body, without its
+	// inline bytes (Inline keeps the recent ones), is its graph version
+	// and rest (Body).
 	Graph  *protocol.Graph
-	Bodies map[protocol.VersionID]entry.Version
 	Inline InlineCache
+	// rest is what a body says beyond its graph version: a file's chunk
+	// list, a symlink's target. Only versions with either have one, so a
+	// vault of small files keeps each version once (100,000 notes kept a
+	// second copy of 24 MB, docs/benchmarks.md).
+	rest map[protocol.VersionID]bodyRest
 	// Replaying is set while the stored log is folded in at open: what
 	// the log replays was applied, or is read back when needed, so its
 	// inline bytes are not cached.
@@ -56,7 +62,7 @@ func New(log *slog.Logger) *View {
 	}
 	return &View{
 		Graph:  protocol.NewGraph(),
-		Bodies: map[protocol.VersionID]entry.Version{},
+		rest:   map[protocol.VersionID]bodyRest{},
 		Folded: map[keys.DeviceID]uint64{},
 		Pieced: map[EntryRef]struct{}{},
 		held:   map[keys.DeviceID]uint64{},
@@ -89,8 +95,75 @@ func (w *View) Fold(e *entry.Entry, body *entry.Body, touch func(path string)) {
 			}
 			ver.Inline = nil
 		}
-		w.Bodies[id] = ver
+		w.SetBody(id, ver)
 		touch(ver.Path)
+	}
+}
+
+// bodyRest is what a folded version's body holds that its graph version
+// does not.
+type bodyRest struct {
+	Chunks []entry.ChunkRef
+	Target string
+}
+
+// Body returns the body of the folded version id, without inline bytes:
+// its graph version's fields, and its chunk list or target.
+func (w *View) Body(id protocol.VersionID) (entry.Version, bool) {
+	cv, ok := w.Graph.Get(id)
+	if !ok {
+		return entry.Version{}, false
+	}
+	return w.bodyOf(cv), true
+}
+
+// bodyOf is the body of the graph's version cv: the inverse of
+// engine.CoreVersion for the fields a valid body can hold (entry
+// validation keeps a hash on files alone).
+func (w *View) bodyOf(cv protocol.Version) entry.Version {
+	ver := entry.Version{Path: cv.Path, Kind: cv.Kind, Mode: cv.Mode, MTime: cv.MTime, Size: cv.Size, Supersedes: cv.Supersedes}
+	if cv.Kind == entry.KindFile {
+		ver.Hash = cv.ContentHash
+	}
+	if r, ok := w.rest[cv.ID]; ok {
+		ver.Chunks, ver.Target = r.Chunks, r.Target
+	}
+	return ver
+}
+
+// SetBody records ver as the body of id, which the graph must hold: Fold
+// does, and the graph snapshot's loader and the piece repair (which
+// replaces a chunk list of pieces with the chunks they list) after it.
+// Inline bytes are not kept.
+func (w *View) SetBody(id protocol.VersionID, ver entry.Version) {
+	if len(ver.Chunks) == 0 && ver.Target == "" {
+		delete(w.rest, id)
+		return
+	}
+	w.rest[id] = bodyRest{Chunks: ver.Chunks, Target: ver.Target}
+}
+
+// Bodies iterates over every folded version and its body, in no
+// particular order. The view must not change during the iteration.
+func (w *View) Bodies() iter.Seq2[protocol.Version, entry.Version] {
+	return func(yield func(protocol.Version, entry.Version) bool) {
+		for cv := range w.Graph.All() {
+			if !yield(cv, w.bodyOf(cv)) {
+				return
+			}
+		}
+	}
+}
+
+// BodiesAt iterates over the bodies of every folded version at path: its
+// cost is the path's history.
+func (w *View) BodiesAt(path string) iter.Seq2[protocol.Version, entry.Version] {
+	return func(yield func(protocol.Version, entry.Version) bool) {
+		for cv := range w.Graph.At(path) {
+			if !yield(cv, w.bodyOf(cv)) {
+				return
+			}
+		}
 	}
 }
 
@@ -129,7 +202,7 @@ func (w *View) HeldVector(heads map[keys.DeviceID]uint64, held func(id protocol.
 func (w *View) entryHeld(author keys.DeviceID, seq uint64, held func(protocol.VersionID, entry.Version) bool) bool {
 	for i := uint32(0); ; i++ {
 		id := protocol.VersionID{Author: author, Seq: seq, Index: i}
-		ver, ok := w.Bodies[id]
+		ver, ok := w.Body(id)
 		if !ok {
 			return true
 		}

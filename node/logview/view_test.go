@@ -84,7 +84,7 @@ func TestFold(t *testing.T) {
 	if got := w.HeadIDs("a.md"); len(got) != 1 || got[0] != id {
 		t.Errorf("heads of a.md: %v, want %v", got, id)
 	}
-	if ver := w.Bodies[id]; ver.Path != "a.md" || len(ver.Inline) != 0 {
+	if ver, _ := w.Body(id); ver.Path != "a.md" || len(ver.Inline) != 0 {
 		t.Errorf("body %+v: want a.md without its inline bytes", ver)
 	}
 	if b, ok := w.Inline.Get(id); !ok || string(b) != "alpha" {

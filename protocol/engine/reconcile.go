@@ -166,6 +166,18 @@ func (e *Engine) Reopened(v View) {
 			delete(e.dirty, p)
 		}
 	}
+	e.dirty = shrunk(e.dirty)
+}
+
+// shrunk returns the set m in a map of its own size: a Go map keeps the
+// room of its largest size, and a restart touches every path (100,000
+// paths left 5.6 MB in an emptied dirty set).
+func shrunk(m map[string]struct{}) map[string]struct{} {
+	out := make(map[string]struct{}, len(m))
+	for p := range m {
+		out[p] = struct{}{}
+	}
+	return out
 }
 
 // Tick tells the engine the time: the device's clock, which waits for
@@ -194,7 +206,11 @@ func (e *Engine) HasReady() bool { return len(e.dirty) > 0 }
 // unsettled is dirty again by its Failed event.
 func (e *Engine) Ready(v View) Ready {
 	paths := slices.Sorted(maps.Keys(e.dirty)) // the pass never depends on map order
-	clear(e.dirty)
+	if len(paths) > 1024 {
+		e.dirty = map[string]struct{}{} // give the room back (shrunk)
+	} else {
+		clear(e.dirty)
+	}
 	e.Deletes.Release(paths, v)
 	g := v.Graph()
 	arriving := Arriving(g, paths)
