@@ -18,8 +18,11 @@ import (
 const segSuffix = ".seg"
 
 // DefaultSegmentSize is the size at which a segment is closed and the next
-// begun.
-const DefaultSegmentSize = 64 << 20
+// begun. Open reads one segment at a time into memory, so this bounds
+// what it holds beside the entries it decodes: 64 MiB segments made a
+// restart with 100,000 notes peak about 60 MiB higher (docs/benchmarks.md,
+// "Footprint at 100,000 small files: one copy of each version").
+const DefaultSegmentSize = 8 << 20
 
 // loc is where a record lives: segment number, offset, total framed size.
 type loc struct {
