@@ -2,12 +2,15 @@ package node
 
 import (
 	"context"
+	"encoding/binary"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -176,11 +179,45 @@ func TestGraphSnapshotRestart(t *testing.T) {
 		t.Fatalf("after a clean stop: %+v, want the snapshot and no entry replayed", v.opened)
 	}
 	stop(n, true)
+	path := filepath.Join(v.cfg.Dir, graphSnapFile)
+
+	// A snapshot whose checksum holds but whose bytes stop decoding after
+	// its versions were folded in (the versions are decoded one at a
+	// time): what it folded in is undone and the whole log replayed. Its
+	// last version is one the log does not hold, so a version folded in
+	// and not undone shows.
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := graphsnap.Decode(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost := s.Versions[0]
+	ghost.ID.Seq, ghost.Body.Path = 999, "ghost.md"
+	s.Versions = append(s.Versions, ghost)
+	enc := graphsnap.Encode(s)
+	trailing := append(slices.Clone(enc[:len(enc)-4]), 0)
+	trailing = binary.LittleEndian.AppendUint32(trailing, crc32.Checksum(trailing, crc32.MakeTable(crc32.Castagnoli)))
+	if err := os.WriteFile(path, trailing, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, v = open()
+	if v.opened.fromSnapshot || v.opened.replayed != int(v.db.Head(me).Seq) {
+		t.Fatalf("snapshot with bytes after its versions: %+v, want a full replay", v.opened)
+	}
+	if got := derivedOf(v); !reflect.DeepEqual(got, want) {
+		t.Fatalf("full replay after a snapshot that failed part-way differs:\n got %+v\nwant %+v", got, want)
+	}
+	stop(n, false)
+	if err := os.WriteFile(path, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// A snapshot that names an entry the log does not hold (as after a log
 	// lost its tail) is ignored.
-	path := filepath.Join(v.cfg.Dir, graphSnapFile)
-	s, err := graphsnap.Read(path)
+	s, err = graphsnap.Read(path)
 	if err != nil || s == nil {
 		t.Fatalf("reading the snapshot: %v, %v", s, err)
 	}

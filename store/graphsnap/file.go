@@ -20,6 +20,23 @@ func Write(path string, s *Snapshot) error {
 	return nil
 }
 
+// ReadLazy is Read with the versions left to Lazy.Each: only the file's
+// bytes and the header are held at once.
+func ReadLazy(path string) (*Lazy, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading graph snapshot: %w", err)
+	}
+	l, err := DecodeLazy(data)
+	if err != nil {
+		return nil, fmt.Errorf("reading graph snapshot %s: %w", path, err)
+	}
+	return l, nil
+}
+
 // Read loads the snapshot at path. A missing snapshot is (nil, nil): there
 // was none to trust, which is not an error.
 func Read(path string) (*Snapshot, error) {

@@ -164,6 +164,36 @@ func appendBytes(b, p []byte) []byte {
 // Decode parses a snapshot written by Encode. Every failure wraps
 // ErrCorrupt; nothing is allocated beyond what the bytes can hold.
 func Decode(data []byte) (*Snapshot, error) {
+	l, err := DecodeLazy(data)
+	if err != nil {
+		return nil, err
+	}
+	s := &l.Snapshot
+	s.Versions = make([]Version, 0, l.n)
+	err = l.Each(func(v *Version) error {
+		s.Versions = append(s.Versions, *v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Lazy is a snapshot whose versions are decoded one at a time (Each), so
+// that a large one is never held decoded whole: 100,000 versions decoded
+// at once were 25 MB that lived only until the graph held them.
+type Lazy struct {
+	// Snapshot is the header: everything but Versions, which stays nil.
+	Snapshot
+	d decoder
+	n int // versions still to decode
+}
+
+// DecodeLazy checks data's checksum, format and header and returns the
+// snapshot with its versions not yet decoded. data must not change until
+// Each has returned.
+func DecodeLazy(data []byte) (*Lazy, error) {
 	if len(data) < len(magic)+1+32+4 {
 		return nil, fmt.Errorf("%w: %d bytes", ErrCorrupt, len(data))
 	}
@@ -178,8 +208,8 @@ func Decode(data []byte) (*Snapshot, error) {
 	if f != format && f != format1 {
 		return nil, fmt.Errorf("%w: format %d, want %d", ErrCorrupt, f, format)
 	}
-	d := decoder{b: body[len(magic)+1:], format: f, names: map[string]string{}}
-	s := &Snapshot{}
+	l := &Lazy{d: decoder{b: body[len(magic)+1:], format: f, names: map[string]string{}}}
+	d, s := &l.d, &l.Snapshot
 	copy(s.Vault[:], d.take(32))
 	n := d.count(32)
 	d.table = make([]keys.DeviceID, n)
@@ -198,21 +228,33 @@ func Decode(data []byte) (*Snapshot, error) {
 	}
 	s.Clock = d.uvarint()
 	s.HLC = d.varint()
-	n = d.count(40) // the smallest version takes more than 40 bytes
-	s.Versions = make([]Version, 0, n)
-	for range n {
+	l.n = d.count(40) // the smallest version takes more than 40 bytes
+	if d.err != nil {
+		return nil, d.err
+	}
+	return l, nil
+}
+
+// Each decodes the versions in order and calls fn with each (v is reused:
+// fn copies what it keeps). It returns fn's first error, or one wrapping
+// ErrCorrupt for bytes that do not decode, which may come after fn has
+// seen some versions: a caller that must not act on part of a snapshot
+// undoes what it did. Each can be called once.
+func (l *Lazy) Each(fn func(v *Version) error) error {
+	d := &l.d
+	for ; l.n > 0; l.n-- {
+		v := d.version()
 		if d.err != nil {
-			break
+			return d.err
 		}
-		s.Versions = append(s.Versions, d.version())
+		if err := fn(&v); err != nil {
+			return err
+		}
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d bytes after the last version", len(d.b))
 	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	return s, nil
+	return d.err
 }
 
 type decoder struct {

@@ -66,6 +66,44 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestLazyEachStopsAtDamage: a lazily decoded snapshot yields the versions
+// it decodes, in order, and ends with ErrCorrupt where its bytes stop
+// decoding, here after the last version (the checksum holds, so only the
+// decoding can tell); fn's own error stops it at once.
+func TestLazyEachStopsAtDamage(t *testing.T) {
+	want := sample(t)
+	data := Encode(want)
+	body := append(bytes.Clone(data[:len(data)-4]), 0)
+	data = binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, castagnoli))
+	l, err := DecodeLazy(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Vault != want.Vault || !reflect.DeepEqual(l.Reach, want.Reach) || l.Versions != nil {
+		t.Fatalf("header %+v", l.Snapshot)
+	}
+	var got []Version
+	err = l.Each(func(v *Version) error {
+		got = append(got, *v)
+		return nil
+	})
+	if !errors.Is(err, ErrCorrupt) || !reflect.DeepEqual(got, want.Versions) {
+		t.Fatalf("Each: %v after %d versions, want ErrCorrupt after all %d", err, len(got), len(want.Versions))
+	}
+	if _, err := Decode(data); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Decode: %v, want ErrCorrupt", err)
+	}
+	l, err = DecodeLazy(Encode(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("stop")
+	seen := 0
+	if err := l.Each(func(*Version) error { seen++; return stop }); err != stop || seen != 1 {
+		t.Fatalf("Each: %v after %d versions, want fn's error after 1", err, seen)
+	}
+}
+
 // TestDamageRefused: every truncation and every flipped bit of a snapshot
 // is refused with ErrCorrupt (a node then replays its whole log).
 func TestDamageRefused(t *testing.T) {
