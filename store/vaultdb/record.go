@@ -17,11 +17,11 @@ type Record struct {
 	// Version is the version applied at this path.
 	Version entry.VersionID
 	Kind    entry.Kind
+	Mode    uint32 // permission bits (beside Kind: a record is 160 bytes, not 168, in every index entry)
 	Size    uint64
 	MTime   int64  // unix nanoseconds, as the local file system reports
 	Inode   uint64 // 0 where the file system has none
 	Ctime   int64  // unix nanoseconds of the inode change time; 0 if none
-	Mode    uint32 // permission bits
 	Hash    [32]byte
 	Chunks  []entry.ChunkRef
 	Target  string // symlink target
