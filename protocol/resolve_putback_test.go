@@ -113,8 +113,7 @@ func putBackReference(g *Graph, id VersionID) bool {
 	}
 	for _, h := range append([]Version{*v}, g.Restates(id)...) {
 		tried := map[string]bool{}
-		for _, oid := range g.paths[h.Path] {
-			o := g.versions[oid]
+		for _, o := range g.paths[h.Path] {
 			if o.Kind == KindDeletion || !sameContent(*o, h) {
 				continue
 			}
@@ -128,8 +127,7 @@ func putBackReference(g *Graph, id VersionID) bool {
 				if len(at) == 0 {
 					break
 				}
-				for _, xid := range at {
-					x := g.versions[xid]
+				for _, x := range at {
 					if x.Kind != KindDeletion || x.ID.Author != h.ID.Author || x.ID.Seq > h.ID.Seq {
 						continue
 					}
