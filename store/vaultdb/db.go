@@ -449,7 +449,7 @@ func (db *DB) IndexGet(path string) (Record, bool, error) {
 func (db *DB) IndexAll(fn func(path string, r Record) error) error {
 	db.idxMu.RLock()
 	defer db.idxMu.RUnlock()
-	it := db.idx.NewIterator(prefixRange(pfxFolder), nil)
+	it := db.idx.NewIterator(prefixRange(pfxFolder), readThrough)
 	defer it.Release()
 	for it.Next() {
 		path := string(it.Key()[1:])
