@@ -157,6 +157,13 @@ func TestGraphSnapshotRestart(t *testing.T) {
 	if !v.opened.fromSnapshot || v.opened.replayed != 0 {
 		t.Fatalf("clean restart: %+v, want the snapshot and no entry replayed", v.opened)
 	}
+	// The folder index, loaded from its own file, keeps the graph's chunk
+	// list of the file, not a copy.
+	rec := v.index.Rec("big.bin")
+	body, _ := v.view.Body(rec.Version)
+	if len(rec.Chunks) < 2 || len(body.Chunks) != len(rec.Chunks) || &rec.Chunks[0] != &body.Chunks[0] {
+		t.Fatalf("big.bin: the index holds %d chunks, the graph %d, not one shared list", len(rec.Chunks), len(body.Chunks))
+	}
 	if got := derivedOf(v); !reflect.DeepEqual(got, want) {
 		t.Fatalf("state from the snapshot differs from a full replay:\n got %+v\nwant %+v", got, want)
 	}

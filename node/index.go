@@ -68,3 +68,22 @@ func recordFromInfo(id entry.VersionID, ver entry.Version, info folder.FileInfo)
 		Ctime: info.Ctime, Mode: uint32(info.Mode.Perm()), Hash: ver.Hash, Chunks: ver.Chunks, Target: ver.Target,
 	}
 }
+
+// shareChunkListsLocked makes each index record whose chunk list is its
+// version's keep the graph's copy, not one of its own (memindex
+// ShareChunks): at open the two were decoded from different files. v.mu
+// must be held (or v not yet shared).
+func (v *vault) shareChunkListsLocked() {
+	var chunked []string
+	for p, r := range v.index.All() {
+		if len(r.Chunks) > 0 {
+			chunked = append(chunked, p)
+		}
+	}
+	for _, p := range chunked {
+		rec := v.index.Rec(p)
+		if body, ok := v.view.Body(rec.Version); ok {
+			v.index.ShareChunks(p, body.Chunks)
+		}
+	}
+}

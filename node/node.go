@@ -428,6 +428,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		closeStores()
 		return nil, indexErr
 	}
+	v.shareChunkListsLocked()
 	// A restart reconciles only what the last run left undone
 	// (engine.Engine.Reopened).
 	v.eng.Reopened(guardIndex{v})

@@ -68,6 +68,21 @@ func (x *Index) Set(p string, rec vaultdb.Record) (old vaultdb.Record, had bool)
 	return old, had
 }
 
+// ShareChunks makes the record at p hold chunks when they equal its own
+// chunk list, and reports whether it did: a folder index loaded from disk
+// holds its own copy of the chunk lists the version graph holds too (about
+// 70 bytes a chunk, 2.2 MB for each GiB of files), and one copy is enough
+// (chunk lists are never changed in place).
+func (x *Index) ShareChunks(p string, chunks []entry.ChunkRef) bool {
+	r, ok := x.recs[p]
+	if !ok || len(r.Chunks) == 0 || !slices.Equal(r.Chunks, chunks) {
+		return false
+	}
+	r.Chunks = chunks
+	x.recs[p] = r
+	return true
+}
+
 // All iterates over every path and record, in no particular order. The
 // index must not change during the iteration.
 func (x *Index) All() iter.Seq2[string, vaultdb.Record] { return maps.All(x.recs) }

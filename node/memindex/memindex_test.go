@@ -149,3 +149,37 @@ func TestFirstAfterMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// TestShareChunks: a record takes a chunk list equal to its own, and only
+// that; a record without chunks, a missing path or another list is left
+// as it was.
+func TestShareChunks(t *testing.T) {
+	c1 := entry.ChunkRef{Size: 7}
+	c2 := entry.ChunkRef{Size: 9}
+	x := New()
+	own := []entry.ChunkRef{c1, c2}
+	x.Set("big", vaultdb.Record{Kind: entry.KindFile, Size: 16, Chunks: own})
+	x.Set("small", vaultdb.Record{Kind: entry.KindFile, Size: 3})
+	graphs := []entry.ChunkRef{c1, c2}
+	for _, tc := range []struct {
+		path   string
+		chunks []entry.ChunkRef
+		want   bool
+	}{
+		{"big", []entry.ChunkRef{c2, c1}, false},
+		{"big", graphs[:1], false},
+		{"small", nil, false},
+		{"missing", graphs, false},
+		{"big", graphs, true},
+	} {
+		if got := x.ShareChunks(tc.path, tc.chunks); got != tc.want {
+			t.Fatalf("ShareChunks(%q, %v) = %v, want %v", tc.path, tc.chunks, got, tc.want)
+		}
+	}
+	if got := x.Rec("big").Chunks; &got[0] != &graphs[0] {
+		t.Fatal("the record kept its own chunk list")
+	}
+	if files, _, bytes, _ := walk(x); files != 2 || bytes != 19 || x.Files() != 2 || x.Bytes() != 19 {
+		t.Fatalf("counts changed: %d files, %d bytes", x.Files(), x.Bytes())
+	}
+}
