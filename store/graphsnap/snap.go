@@ -168,7 +168,7 @@ func Decode(data []byte) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &l.Snapshot
+	s := &Snapshot{Vault: l.Vault, Reach: l.Reach, Clock: l.Clock, HLC: l.HLC} // not l's: l holds data
 	s.Versions = make([]Version, 0, l.n)
 	err = l.Each(func(v *Version) error {
 		s.Versions = append(s.Versions, *v)

@@ -40,7 +40,8 @@ const checkpointName = "log.checkpoint"
 var checkpointMagic = [8]byte{'w', 'e', 'f', 't', 'l', 'c', 'k', '1'}
 
 // maxCheckpointSegs bounds the segment count a checkpoint may claim; a
-// segment holds 64 MiB by default, so this is far beyond any vault.
+// segment holds 8 MiB by default (8 TiB of log), so this is far beyond
+// any vault.
 const maxCheckpointSegs = 1 << 20
 
 const (

@@ -357,7 +357,7 @@ func (db *DB) Range(author keys.DeviceID, from, to uint64, fn func(*entry.Entry)
 	}
 	db.idxMu.RLock()
 	defer db.idxMu.RUnlock()
-	it := db.idx.NewIterator(r, nil)
+	it := db.idx.NewIterator(r, readThrough) // a replay or a peer's range reads each key once
 	defer it.Release()
 	for it.Next() {
 		e, err := db.read(it.Value())

@@ -2,7 +2,9 @@ package vaultdb
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -232,3 +234,60 @@ func TestOpenLocked(t *testing.T) {
 }
 
 var _ = keys.DeviceID{}
+
+// TestOpenSegmentsBounded: reading a log of many segments, in order and
+// then again and concurrently, keeps at most maxOpenSegments read handles
+// open, and every read still returns its entry.
+func TestOpenSegmentsBounded(t *testing.T) {
+	f := newFixture()
+	a := identity(t, 1)
+	dir := t.TempDir()
+	ea := f.chain(t, a, entry.Head{}, 60)
+	cfg := Config{Dir: dir, Vault: f.vault, SegmentSize: int64(len(appendFrame(nil, ea[0].Bytes())))} // one entry a segment
+	db, _ := openDB(t, cfg)
+	defer db.Close()
+	for _, e := range ea {
+		if err := db.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if segs, _ := listSegments(OSFS{}, filepath.Join(dir, "log")); len(segs) < 3*maxOpenSegments {
+		t.Fatalf("%d segments, want at least %d", len(segs), 3*maxOpenSegments)
+	}
+	for range 2 {
+		n := 0
+		if err := db.Range(a.ID(), 1, 60, func(e *entry.Entry) error {
+			n++
+			if e.Seq() != uint64(n) {
+				return fmt.Errorf("entry %d where %d was due", e.Seq(), n)
+			}
+			if open := db.readers.openCount(); open > maxOpenSegments {
+				return fmt.Errorf("%d segment handles open", open)
+			}
+			return nil
+		}); err != nil || n != 60 {
+			t.Fatalf("Range: %v after %d entries", err, n)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < 60; i += 4 {
+				e, err := db.Get(a.ID(), uint64(i+1))
+				if err != nil || e.Seq() != uint64(i+1) {
+					errs <- fmt.Errorf("Get(%d): %v", i+1, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if open := db.readers.openCount(); open > maxOpenSegments {
+		t.Fatalf("%d segment handles open after the reads, want at most %d", open, maxOpenSegments)
+	}
+}

@@ -21,9 +21,10 @@ var (
 	// journal, manifest or table is an error at open or read, never a
 	// silently shortened database.
 	indexOptions = &opt.Options{Strict: opt.StrictAll, ErrorIfMissing: true}
-	// readThrough is for reads of the whole index at open (checkIndex,
-	// IndexAll): their blocks are not read again, so they stay out of the
-	// block cache, which they filled (8 MiB held at 100,000 files).
+	// readThrough is for reads through many keys at once (checkIndex and
+	// IndexAll at open, Range for a replay or a peer's request): their
+	// blocks are not read again soon, so they stay out of the block cache,
+	// which they filled (8 MiB held at 100,000 files).
 	readThrough = &opt.ReadOptions{DontFillCache: true}
 )
 

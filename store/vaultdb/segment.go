@@ -208,23 +208,38 @@ func (w *segWriter) close() error {
 	return w.f.Close()
 }
 
-// segReaders keeps read handles to segments, opened on first use.
+// maxOpenSegments bounds the read handles a log keeps open: a replay or
+// a peer reading a whole log touches every segment, and a relay holds a
+// log per vault (1 GiB of log is 128 segments of 8 MiB).
+const maxOpenSegments = 16
+
+// segReaders keeps read handles to segments, opened on first use; past
+// maxOpenSegments the least recently used one no read is using is closed.
 type segReaders struct {
 	fsys FS
 	dir  string
 
 	// mu guards the fields below.
 	mu    sync.Mutex
-	files map[uint32]File
+	files map[uint32]*openSegment
+	clock uint64 // counts acquires, for least recently used
+}
+
+// openSegment is one read handle: users reads are using it now.
+type openSegment struct {
+	f     File
+	users int
+	used  uint64
 }
 
 // read returns the payload of the record at l, checking its framing and
 // checksum; a bad record is ErrCorrupt.
 func (r *segReaders) read(l loc) ([]byte, error) {
-	f, err := r.file(l.seg)
+	f, err := r.acquire(l.seg)
 	if err != nil {
 		return nil, err
 	}
+	defer r.release(l.seg)
 	buf := make([]byte, l.n)
 	if _, err := f.ReadAt(buf, l.off); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -239,28 +254,69 @@ func (r *segReaders) read(l loc) ([]byte, error) {
 	return p, nil
 }
 
-func (r *segReaders) file(seg uint32) (File, error) {
+// acquire returns a read handle to segment seg, held for the caller until
+// release.
+func (r *segReaders) acquire(seg uint32) (File, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if f, ok := r.files[seg]; ok {
-		return f, nil
+	r.clock++
+	if s, ok := r.files[seg]; ok {
+		s.users++
+		s.used = r.clock
+		return s.f, nil
 	}
 	f, err := r.fsys.OpenFile(filepath.Join(r.dir, segName(seg)), os.O_RDONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening segment %d: %w", seg, err)
 	}
 	if r.files == nil {
-		r.files = map[uint32]File{}
+		r.files = map[uint32]*openSegment{}
 	}
-	r.files[seg] = f
+	r.files[seg] = &openSegment{f: f, users: 1, used: r.clock}
+	r.evictLocked()
 	return f, nil
+}
+
+// release ends a use of seg's handle begun by acquire.
+func (r *segReaders) release(seg uint32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.files[seg]; ok {
+		s.users--
+	}
+	r.evictLocked()
+}
+
+// evictLocked closes least recently used handles no read is using until at
+// most maxOpenSegments are open (more stay open only while in use).
+func (r *segReaders) evictLocked() {
+	for len(r.files) > maxOpenSegments {
+		victim, found := uint32(0), false
+		for seg, s := range r.files {
+			if s.users == 0 && (!found || s.used < r.files[victim].used) {
+				victim, found = seg, true
+			}
+		}
+		if !found {
+			return
+		}
+		r.files[victim].f.Close()
+		delete(r.files, victim)
+	}
+}
+
+// openCount is how many segment handles are open (for tests).
+func (r *segReaders) openCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.files)
 }
 
 func (r *segReaders) close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, f := range r.files {
-		f.Close()
+	for _, s := range r.files {
+		s.f.Close()
 	}
 	r.files = nil
 }
