@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
+	"reflect"
 	"slices"
 	"testing"
 
 	"lukechampine.com/blake3"
 
+	"github.com/ipfs/go-cid"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -57,12 +59,57 @@ func (a *author) next(clock uint64, files map[string]string) (*entry.Entry, *ent
 		body.Versions = append(body.Versions, entry.Version{Path: p, Kind: entry.KindFile, Mode: 0o644, MTime: 1e18,
 			Size: uint64(len(b)), Inline: b, Hash: blake3.Sum256(b)})
 	}
+	return a.entry(clock, body), body
+}
+
+// entry is the author's next entry, carrying body.
+func (a *author) entry(clock uint64, body *entry.Body) *entry.Entry {
+	a.t.Helper()
 	e, err := entry.New(entry.Config{Identity: a.id, Vault: a.root.Vault().ID, Prev: a.prev, Clock: clock, Keys: a.keys, Time: int64(clock) * 1000, Rand: rand.Reader}, body)
 	if err != nil {
 		a.t.Fatal(err)
 	}
 	a.prev = e.Head()
-	return e, body
+	return e
+}
+
+// TestBodyIsTheFoldedBody: a folded version's body, rebuilt from its
+// graph version and what the graph lacks, is the body its entry carried
+// (without inline bytes) for every kind, and only a chunked file and a
+// symlink keep anything beside the graph.
+func TestBodyIsTheFoldedBody(t *testing.T) {
+	w := New(slog.New(slog.DiscardHandler))
+	a := newAuthor(t, newRoot(t))
+	e1, b1 := a.next(1, map[string]string{"gone.md": "x"})
+	w.Fold(e1, b1, func(string) {})
+	sum := blake3.Sum256([]byte("chunk"))
+	c, err := cid.Cast(append([]byte{0x01, 0x55, 0x1e, 0x20}, sum[:]...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hello := []byte("hello")
+	body := &entry.Body{Versions: []entry.Version{
+		{Path: "note.md", Kind: entry.KindFile, Mode: 0o644, MTime: 5, Size: 5, Inline: hello, Hash: blake3.Sum256(hello)},
+		{Path: "big.bin", Kind: entry.KindFile, Mode: 0o755, MTime: 6, Size: 3, Hash: [32]byte{1}, Chunks: []entry.ChunkRef{{CID: c, Size: 3}}},
+		{Path: "dir", Kind: entry.KindDir, Mode: 0o755, MTime: 7},
+		{Path: "link", Kind: entry.KindSymlink, MTime: 8, Size: 3, Target: "dir"},
+		{Path: "gone.md", Kind: entry.KindDeletion, Mode: entry.DeletionConfirmed, Supersedes: []entry.VersionID{e1.VersionID(0)}},
+	}}
+	e2 := a.entry(2, body)
+	w.Fold(e2, body, func(string) {})
+	for i, want := range body.Versions {
+		want.Inline = nil
+		got, ok := w.Body(e2.VersionID(i))
+		if !ok || !reflect.DeepEqual(got, want) {
+			t.Errorf("body of %s: %v, %+v; want %+v", want.Path, ok, got, want)
+		}
+	}
+	if len(w.rest) != 2 {
+		t.Errorf("%d bodies kept beside the graph, want the chunked file's and the symlink's", len(w.rest))
+	}
+	if _, ok := w.Body(protocol.VersionID{Author: a.id.ID(), Seq: 9}); ok {
+		t.Error("a body for a version never folded in")
+	}
 }
 
 // TestFold: an entry's versions reach the graph and the bodies, their
