@@ -210,14 +210,20 @@ func TestGraphSnapshotRestart(t *testing.T) {
 	if err := os.WriteFile(path, trailing, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n, v = open()
-	if v.opened.fromSnapshot || v.opened.replayed != int(v.db.Head(me).Seq) {
-		t.Fatalf("snapshot with bytes after its versions: %+v, want a full replay", v.opened)
+	// fullReplay opens the vault and checks that it replayed every entry
+	// into what a replay without the snapshot derives.
+	fullReplay := func(what string) {
+		t.Helper()
+		n, v := open()
+		defer stop(n, false)
+		if v.opened.fromSnapshot || v.opened.replayed != int(v.db.Head(me).Seq) {
+			t.Fatalf("%s: %+v, want a full replay", what, v.opened)
+		}
+		if got := derivedOf(v); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: the full replay differs:\n got %+v\nwant %+v", what, got, want)
+		}
 	}
-	if got := derivedOf(v); !reflect.DeepEqual(got, want) {
-		t.Fatalf("full replay after a snapshot that failed part-way differs:\n got %+v\nwant %+v", got, want)
-	}
-	stop(n, false)
+	fullReplay("snapshot with bytes after its versions")
 	if err := os.WriteFile(path, good, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -234,22 +240,11 @@ func TestGraphSnapshotRestart(t *testing.T) {
 	if err := graphsnap.Write(path, s); err != nil {
 		t.Fatal(err)
 	}
-	n, v = open()
-	if v.opened.fromSnapshot || v.opened.replayed != int(v.db.Head(me).Seq) {
-		t.Fatalf("snapshot naming another entry: %+v, want a full replay", v.opened)
-	}
-	if got := derivedOf(v); !reflect.DeepEqual(got, want) {
-		t.Fatalf("full replay after a stale snapshot differs:\n got %+v\nwant %+v", got, want)
-	}
-	stop(n, false)
+	fullReplay("snapshot naming another entry")
 
 	// A damaged snapshot is ignored.
 	if err := os.WriteFile(path, []byte("weft-graphsnap damaged"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n, v = open()
-	defer stop(n, false)
-	if v.opened.fromSnapshot || v.opened.replayed != int(v.db.Head(me).Seq) {
-		t.Fatalf("damaged snapshot: %+v, want a full replay", v.opened)
-	}
+	fullReplay("damaged snapshot")
 }

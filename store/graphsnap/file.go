@@ -40,14 +40,11 @@ func ReadLazy(path string) (*Lazy, error) {
 // Read loads the snapshot at path. A missing snapshot is (nil, nil): there
 // was none to trust, which is not an error.
 func Read(path string) (*Snapshot, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	l, err := ReadLazy(path)
+	if l == nil || err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading graph snapshot: %w", err)
-	}
-	s, err := Decode(data)
+	s, err := l.whole()
 	if err != nil {
 		return nil, fmt.Errorf("reading graph snapshot %s: %w", path, err)
 	}

@@ -168,9 +168,15 @@ func Decode(data []byte) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Snapshot{Vault: l.Vault, Reach: l.Reach, Clock: l.Clock, HLC: l.HLC} // not l's: l holds data
+	return l.whole()
+}
+
+// whole decodes every version of l into a Snapshot of its own (not l's,
+// which holds the encoded bytes).
+func (l *Lazy) whole() (*Snapshot, error) {
+	s := &Snapshot{Vault: l.Vault, Reach: l.Reach, Clock: l.Clock, HLC: l.HLC}
 	s.Versions = make([]Version, 0, l.n)
-	err = l.Each(func(v *Version) error {
+	err := l.Each(func(v *Version) error {
 		s.Versions = append(s.Versions, *v)
 		return nil
 	})
