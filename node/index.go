@@ -74,16 +74,8 @@ func recordFromInfo(id entry.VersionID, ver entry.Version, info folder.FileInfo)
 // ShareChunks): at open the two were decoded from different files. v.mu
 // must be held (or v not yet shared).
 func (v *vault) shareChunkListsLocked() {
-	var chunked []string
-	for p, r := range v.index.All() {
-		if len(r.Chunks) > 0 {
-			chunked = append(chunked, p)
-		}
-	}
-	for _, p := range chunked {
-		rec := v.index.Rec(p)
-		if body, ok := v.view.Body(rec.Version); ok {
-			v.index.ShareChunks(p, body.Chunks)
-		}
-	}
+	v.index.ShareChunks(func(r vaultdb.Record) []entry.ChunkRef {
+		body, _ := v.view.Body(r.Version)
+		return body.Chunks
+	})
 }

@@ -105,13 +105,7 @@ func TestDropEndsLogStreams(t *testing.T) {
 // finishes the drop.
 func TestDroppedVaultNotReopened(t *testing.T) {
 	home := t.TempDir()
-	r1, err := New(Config{Home: home, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, NoDHT: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r1.Run(ctx) }()
+	r1, stop1 := startRelay(t, home)
 	a := newTestDevice(t)
 	x := newTestVault(t, a.id)
 	x.add(t, a.id, member.Record{Op: member.OpAddRelay, Relay: r1.Addrs()[0]})
@@ -120,19 +114,14 @@ func TestDroppedVaultNotReopened(t *testing.T) {
 	if got := open(t, a, r1, ProtoRelay, enrollFrame(t, x.id, x.encoded())); got.typ != wire.MsgRelayStatus {
 		t.Fatalf("enroll: %s %v", got.typ, got.err)
 	}
-	cancel()
-	<-done
+	if err := stop1(); err != nil {
+		t.Fatal(err)
+	}
 	if err := markDropped(home, x.id, false); err != nil {
 		t.Fatal(err)
 	}
-	r2, err := New(Config{Home: home, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, NoDHT: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx2, cancel2 := context.WithCancel(context.Background())
-	done2 := make(chan error, 1)
-	go func() { done2 <- r2.Run(ctx2) }()
-	defer func() { cancel2(); <-done2 }()
+	r2, stop2 := startRelay(t, home)
+	defer stop2()
 	if !r2.dropped[x.id] {
 		t.Fatal("not read as dropped")
 	}

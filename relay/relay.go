@@ -334,7 +334,6 @@ func (a acl) AllowConnect(src peer.ID, _ ma.Multiaddr, dst peer.ID) bool {
 	return false
 }
 
-// vaultsOf lists the served vaults d is a member of.
 // vaultsListingRelay lists the served vaults whose membership lists p as
 // another relay.
 func (r *Relay) vaultsListingRelay(p peer.ID) []*replica {
@@ -353,6 +352,7 @@ func (r *Relay) vaultsListingRelay(p peer.ID) []*replica {
 	return out
 }
 
+// vaultsOf lists the served vaults d is a member of.
 func (r *Relay) vaultsOf(d keys.DeviceID) []*replica {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -32,20 +32,30 @@ import (
 // when the test ends.
 func runRelay(t *testing.T) *Relay {
 	t.Helper()
-	r, err := New(Config{Home: t.TempDir(), ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, NoDHT: true})
+	r, stop := startRelay(t, t.TempDir())
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("relay run: %v", err)
+		}
+	})
+	return r
+}
+
+// startRelay runs a relay with its home at home on loopback; stop ends it
+// and returns what Run returned.
+func startRelay(t *testing.T, home string) (r *Relay, stop func() error) {
+	t.Helper()
+	r, err := New(Config{Home: home, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, NoDHT: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
+	return r, func() error {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("relay run: %v", err)
-		}
-	})
-	return r
+		return <-done
+	}
 }
 
 // testDevice is a libp2p host whose peer ID is a device key.

@@ -56,7 +56,12 @@ func TestRelayBackfillsFromAnotherRelay(t *testing.T) {
 	out := a.must("invite")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	c.must("join", lines[len(lines)-1], c.folder)
-	waitUntil(t, "A to enroll the vault at R2", time.Minute, func() error { _, err := r2vaults(); return err })
+	eventually(t, time.Minute, func() error {
+		if _, err := r2vaults(); err != nil {
+			return fmt.Errorf("waiting for A to enroll the vault at R2: %w", err)
+		}
+		return nil
+	})
 	a.stop()
 	want, err := tree(a.folder)
 	if err != nil {
@@ -70,13 +75,16 @@ func TestRelayBackfillsFromAnotherRelay(t *testing.T) {
 	r2.stop()
 	r2 = startRelayHome(t, "", r2home, "--listen", r2addr[:strings.Index(r2addr, "/p2p/")], "--metrics", "127.0.0.1:0")
 	var after relay.VaultInfo
-	waitUntil(t, "R2 to fill from R1", 2*time.Minute, func() error {
+	eventually(t, 2*time.Minute, func() error {
 		v, err := r2vaults()
 		if err == nil && (v.Wanted != 0 || v.BytesStored < 3<<20) {
 			err = fmt.Errorf("R2 holds %d bytes, wants %d chunks", v.BytesStored, v.Wanted)
 		}
 		after = v
-		return err
+		if err != nil {
+			return fmt.Errorf("waiting for R2 to fill from R1: %w", err)
+		}
+		return nil
 	})
 	t.Logf("R2 held %d bytes when A stopped, %d after pulling from R1", before.BytesStored, after.BytesStored)
 	if before.BytesStored >= 1<<20 {
@@ -86,20 +94,4 @@ func TestRelayBackfillsFromAnotherRelay(t *testing.T) {
 	r1.stop()
 	c.up()
 	waitTree(t, c, want, 3*time.Minute)
-}
-
-// waitUntil waits until ok returns nil.
-func waitUntil(t *testing.T, what string, limit time.Duration, ok func() error) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		err := ok()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

@@ -68,19 +68,24 @@ func (x *Index) Set(p string, rec vaultdb.Record) (old vaultdb.Record, had bool)
 	return old, had
 }
 
-// ShareChunks makes the record at p hold chunks when they equal its own
-// chunk list, and reports whether it did: a folder index loaded from disk
-// holds its own copy of the chunk lists the version graph holds too (about
-// 70 bytes a chunk, 2.2 MB for each GiB of files), and one copy is enough
-// (chunk lists are never changed in place).
-func (x *Index) ShareChunks(p string, chunks []entry.ChunkRef) bool {
-	r, ok := x.recs[p]
-	if !ok || len(r.Chunks) == 0 || !slices.Equal(r.Chunks, chunks) {
-		return false
+// ShareChunks makes every record whose chunk list equals listOf's for it
+// hold listOf's list instead of its own, and returns how many did: a folder
+// index loaded from disk holds its own copy of the chunk lists the version
+// graph holds too (about 70 bytes a chunk, 2.2 MB for each GiB of files),
+// and one copy is enough (chunk lists are never changed in place).
+func (x *Index) ShareChunks(listOf func(r vaultdb.Record) []entry.ChunkRef) int {
+	shared := 0
+	for p, r := range x.recs {
+		if len(r.Chunks) == 0 {
+			continue
+		}
+		if l := listOf(r); slices.Equal(r.Chunks, l) {
+			r.Chunks = l
+			x.recs[p] = r // an existing key: allowed while ranging
+			shared++
+		}
 	}
-	r.Chunks = chunks
-	x.recs[p] = r
-	return true
+	return shared
 }
 
 // All iterates over every path and record, in no particular order. The

@@ -151,35 +151,38 @@ func TestFirstAfterMatchesSort(t *testing.T) {
 }
 
 // TestShareChunks: a record takes a chunk list equal to its own, and only
-// that; a record without chunks, a missing path or another list is left
-// as it was.
+// that; a record without chunks, or offered a reordered or shorter list,
+// is left as it was, and the counts do not change.
 func TestShareChunks(t *testing.T) {
 	c1 := entry.ChunkRef{Size: 7}
 	c2 := entry.ChunkRef{Size: 9}
+	id := func(seq uint64) protocol.VersionID { return protocol.VersionID{Seq: seq} }
 	x := New()
-	own := []entry.ChunkRef{c1, c2}
-	x.Set("big", vaultdb.Record{Kind: entry.KindFile, Size: 16, Chunks: own})
-	x.Set("small", vaultdb.Record{Kind: entry.KindFile, Size: 3})
-	graphs := []entry.ChunkRef{c1, c2}
-	for _, tc := range []struct {
-		path   string
-		chunks []entry.ChunkRef
-		want   bool
-	}{
-		{"big", []entry.ChunkRef{c2, c1}, false},
-		{"big", graphs[:1], false},
-		{"small", nil, false},
-		{"missing", graphs, false},
-		{"big", graphs, true},
-	} {
-		if got := x.ShareChunks(tc.path, tc.chunks); got != tc.want {
-			t.Fatalf("ShareChunks(%q, %v) = %v, want %v", tc.path, tc.chunks, got, tc.want)
-		}
+	x.Set("big", vaultdb.Record{Version: id(1), Kind: entry.KindFile, Size: 16, Chunks: []entry.ChunkRef{c1, c2}})
+	x.Set("reordered", vaultdb.Record{Version: id(2), Kind: entry.KindFile, Size: 16, Chunks: []entry.ChunkRef{c1, c2}})
+	x.Set("shorter", vaultdb.Record{Version: id(3), Kind: entry.KindFile, Size: 16, Chunks: []entry.ChunkRef{c1, c2}})
+	x.Set("small", vaultdb.Record{Version: id(4), Kind: entry.KindFile, Size: 3})
+	graphs := map[protocol.VersionID][]entry.ChunkRef{
+		id(1): {c1, c2},
+		id(2): {c2, c1},
+		id(3): {c1},
+		id(4): {c1},
 	}
-	if got := x.Rec("big").Chunks; &got[0] != &graphs[0] {
+	if n := x.ShareChunks(func(r vaultdb.Record) []entry.ChunkRef { return graphs[r.Version] }); n != 1 {
+		t.Fatalf("%d records took the graph's list, want 1", n)
+	}
+	if got := x.Rec("big").Chunks; &got[0] != &graphs[id(1)][0] {
 		t.Fatal("the record kept its own chunk list")
 	}
-	if files, _, bytes, _ := walk(x); files != 2 || bytes != 19 || x.Files() != 2 || x.Bytes() != 19 {
+	for _, p := range []string{"reordered", "shorter"} {
+		if got := x.Rec(p).Chunks; &got[0] == &graphs[x.Rec(p).Version][0] || len(got) != 2 {
+			t.Errorf("%s took a list unlike its own: %v", p, got)
+		}
+	}
+	if got := x.Rec("small").Chunks; got != nil {
+		t.Errorf("small took a chunk list: %v", got)
+	}
+	if files, _, bytes, _ := walk(x); files != 4 || bytes != 51 || x.Files() != 4 || x.Bytes() != 51 {
 		t.Fatalf("counts changed: %d files, %d bytes", x.Files(), x.Bytes())
 	}
 }

@@ -206,11 +206,7 @@ func (e *Engine) HasReady() bool { return len(e.dirty) > 0 }
 // unsettled is dirty again by its Failed event.
 func (e *Engine) Ready(v View) Ready {
 	paths := slices.Sorted(maps.Keys(e.dirty)) // the pass never depends on map order
-	if len(paths) > 1024 {
-		e.dirty = map[string]struct{}{} // give the room back (shrunk)
-	} else {
-		clear(e.dirty)
-	}
+	e.dirty = map[string]struct{}{}            // not clear: a cleared map keeps its largest room
 	e.Deletes.Release(paths, v)
 	g := v.Graph()
 	arriving := Arriving(g, paths)
