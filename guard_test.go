@@ -141,7 +141,7 @@ func TestAgentVocabularyStandsAlone(t *testing.T) {
 	bans := []string{"github.com/libp2p/", "github.com/syndtr/goleveldb", module + "/store/", module + "/relay"}
 	for _, p := range listPackages(t) {
 		switch strings.TrimPrefix(p.ImportPath, module+"/") {
-		case "node/api", "node/doctor", "node/history", "node/restore", "node/scrub", "node/ownlog", "node/folderguard", "node/homefull", "node/watchfallback", "node/observe", "node/heard", "node/members", "node/resolve", "node/logview", "node/ui", "node/roster", "node/seal", "node/clock", "node/peerbook", "node/keyring", "node/content", "node/damaged":
+		case "node/api", "node/doctor", "node/history", "node/restore", "node/scrub", "node/ownlog", "node/folderguard", "node/homefull", "node/watchfallback", "node/observe", "node/heard", "node/members", "node/resolve", "node/logview", "node/ui", "node/roster", "node/seal", "node/clock", "node/peerbook", "node/keyring", "node/content", "node/damaged", "node/folderstate":
 		default:
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/folderstate"
 )
 
 // Every failed apply gets a stable code in status, chosen by its cause.
@@ -16,8 +17,8 @@ func TestApplyErrorCode(t *testing.T) {
 		"a.txt changed locally since last scan":                        api.CodeLocalEdit,
 		"something else":                                               api.CodeApplyFailed,
 	} {
-		if got := applyErrorCode(reason); got != want {
-			t.Errorf("applyErrorCode(%q) = %q, want %q", reason, got, want)
+		if got := folderstate.ErrorCode(reason); got != want {
+			t.Errorf("folderstate.ErrorCode(%q) = %q, want %q", reason, got, want)
 		}
 	}
 }

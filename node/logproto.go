@@ -12,6 +12,7 @@ import (
 	"github.com/weftsync/weft/internal/netsync"
 	"github.com/weftsync/weft/internal/refusal"
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/heard"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -298,14 +299,14 @@ func (l *logPull) Peers(ps wire.Peers) error {
 
 func (l *logPull) RelayStatus(st wire.RelayStatus) error {
 	if st.Vault == l.v.id {
-		l.v.setRelayStatus(l.dev, relayStatus{status: st, at: l.v.n.now()})
+		l.v.setRelayQuota(l.dev, heard.RelayQuota{Status: st, At: l.v.n.now()})
 	}
 	return nil
 }
 
 func (l *logPull) Holds(h wire.Holds) error {
 	if l.relay {
-		l.v.noteRelayHolds(l.dev, h) // relayholds.go
+		l.v.relayWord.NoteHolds(l.dev, l.v.n.id.ID(), h) // node/heard
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"fmt"
 	"path/filepath"
 	"sync"
 
@@ -127,37 +126,19 @@ func (v *vault) memberCheck(from keys.DeviceID) {
 	}
 }
 
-// logHealthStatus adds to a folder's status what the membership and the
-// authoring gate say: lost membership is an error (the device cannot tell
-// who its peers are, so nothing it reports is in sync); local changes
-// waiting for this device's log to be confirmed make the folder syncing,
-// never in-sync.
-func (v *vault) logHealthStatus(fs *api.FolderStatus) {
+// logFault is the most serious fault of the vault's logs for its status
+// (node/folderstate), or nil: this device revoked, its membership lost (it
+// cannot tell who its peers are, so nothing it reports is in sync), its
+// own log forked, the membership forked.
+func (v *vault) logFault() *api.PathMessage {
 	if m := members.RevokedMessage(v.roster.IsRevoked(v.n.id.ID()), v.refused.Refused()); m != nil {
-		fs.Errors = append(fs.Errors, *m)
-		fs.State, fs.Error = "error", m.Reason
-		return
+		return m
 	}
 	if m := members.LostMessage(v.membershipLost()); m != nil {
-		fs.Errors = append(fs.Errors, *m)
-		fs.State, fs.Error = "error", m.Reason
-		return
+		return m
 	}
 	if m := v.forkMessage(); m != nil { // entryrefusals.go
-		fs.Errors = append(fs.Errors, *m)
-		fs.State, fs.Error = "error", m.Reason
-		return
+		return m
 	}
-	if m := members.ForkMessage(v.roster.Fork()); m != nil {
-		fs.Errors = append(fs.Errors, *m)
-		fs.State, fs.Error = "error", m.Reason
-		return
-	}
-	if reason, owed := v.tail.Status(); owed > 0 {
-		fs.Errors = append(fs.Errors, api.PathMessage{Code: api.CodeLogUnconfirmed,
-			Reason: fmt.Sprintf("%d local changes wait to be recorded: %s", owed, reason)})
-		if fs.State == "in-sync" || fs.State == "offline" {
-			fs.State = "syncing"
-		}
-	}
+	return members.ForkMessage(v.roster.Fork())
 }

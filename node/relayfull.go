@@ -23,13 +23,11 @@ import (
 func (v *vault) relayFullErrors() ([]api.PathMessage, map[keys.DeviceID]bool) {
 	mine := v.vector()
 	refs := v.relays()
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	var out []api.PathMessage
 	full := map[keys.DeviceID]bool{}
 	for _, r := range refs {
-		st, ok := v.relayStat[r.dev]
-		if !ok || !st.status.Full {
+		st, ok := v.relayWord.Quota(r.dev)
+		if !ok || !st.Status.Full {
 			continue
 		}
 		full[r.dev] = true
@@ -43,8 +41,8 @@ func (v *vault) relayFullErrors() ([]api.PathMessage, map[keys.DeviceID]bool) {
 		if lacking == 0 {
 			continue
 		}
-		q := st.status
-		out = append(out, api.PathMessage{Code: api.CodeRelayFull, Peer: r.dev.String(), Since: sinceOf(st.fullSince),
+		q := st.Status
+		out = append(out, api.PathMessage{Code: api.CodeRelayFull, Peer: r.dev.String(), Since: sinceOf(st.FullSince),
 			Reason: fmt.Sprintf("relay %s has reached its quota for this vault (%s of %s, %d of %d entries) and takes none of the %d entries it lacks: devices that are offline now cannot get them from it",
 				r.dev.Short(), doctor.HumanSize(int64(q.Bytes)), doctor.LimitSize(q.BytesLimit), q.Entries, q.EntriesLimit, lacking)})
 	}

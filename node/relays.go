@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/weftsync/weft/node/heard"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
@@ -76,33 +77,14 @@ func (n *Node) isPeerAnywhere(d keys.DeviceID) bool {
 	return false
 }
 
-// relayStatus is what a relay last said about a vault's quota.
-type relayStatus struct {
-	status    wire.RelayStatus
-	at        time.Time
-	err       string    // why enrollment failed, if it did
-	fullSince time.Time // since when the quota has been reported full
-}
-
-// setRelayStatus records what relay d said about the vault.
-func (v *vault) setRelayStatus(d keys.DeviceID, st relayStatus) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.relayStat == nil {
-		v.relayStat = map[keys.DeviceID]relayStatus{}
-	}
-	prev, had := v.relayStat[d]
-	if st.status.Full {
-		st.fullSince = st.at
-		if had && prev.status.Full && !prev.fullSince.IsZero() {
-			st.fullSince = prev.fullSince
-		}
-	}
-	v.relayStat[d] = st
-	if st.status.Full && (!had || !prev.status.Full) {
+// setRelayQuota records what relay d said about the vault's quota, and
+// logs a quota that has just become full.
+func (v *vault) setRelayQuota(d keys.DeviceID, q heard.RelayQuota) {
+	if v.relayWord.SetQuota(d, q) {
+		st := q.Status
 		v.log.Warn("relay quota reached: the relay keeps what it has and takes nothing new for this vault",
-			"relay", d, "bytes", st.status.Bytes, "bytes_limit", st.status.BytesLimit,
-			"entries", st.status.Entries, "entries_limit", st.status.EntriesLimit)
+			"relay", d, "bytes", st.Bytes, "bytes_limit", st.BytesLimit,
+			"entries", st.Entries, "entries_limit", st.EntriesLimit)
 	}
 }
 
@@ -133,7 +115,7 @@ func (v *vault) enroll(ctx context.Context, p peer.ID, d keys.DeviceID) error {
 	if err != nil {
 		var we wire.Error
 		if errors.As(err, &we) {
-			v.setRelayStatus(d, relayStatus{at: v.n.now(), err: we.Reason})
+			v.setRelayQuota(d, heard.RelayQuota{At: v.n.now(), Err: we.Reason})
 		}
 		return fmt.Errorf("enrolling on relay %s: %w", d, err)
 	}
@@ -141,7 +123,7 @@ func (v *vault) enroll(ctx context.Context, p peer.ID, d keys.DeviceID) error {
 	if err != nil {
 		return err
 	}
-	v.setRelayStatus(d, relayStatus{status: st, at: v.n.now()})
+	v.setRelayQuota(d, heard.RelayQuota{Status: st, At: v.n.now()})
 	return nil
 }
 

@@ -17,17 +17,15 @@ func (b apiBackend) Relays() []api.RelayInfo {
 		for _, r := range v.relays() {
 			ri := api.RelayInfo{Folder: v.cfg.Folder, Vault: v.id.String(), Addr: r.addr, ID: r.info.ID.String(),
 				Connected: b.host.Network().Connectedness(r.info.ID) == network.Connected}
-			v.mu.Lock()
 			ri.Holds = v.peers.Of(r.dev)[self]
-			if st, ok := v.relayStat[r.dev]; ok {
-				ri.Error = st.err
-				if st.err == "" {
-					q := st.status
+			if st, ok := v.relayWord.Quota(r.dev); ok {
+				ri.Error = st.Err
+				if st.Err == "" {
+					q := st.Status
 					ri.Quota = &api.RelayQuota{Bytes: q.Bytes, BytesLimit: q.BytesLimit, Entries: q.Entries,
-						EntriesLimit: q.EntriesLimit, Full: q.Full, At: st.at.UTC()}
+						EntriesLimit: q.EntriesLimit, Full: q.Full, At: st.At.UTC()}
 				}
 			}
-			v.mu.Unlock()
 			out = append(out, ri)
 		}
 	}

@@ -18,14 +18,10 @@ func TestRevokedFromRefusals(t *testing.T) {
 	v := n.vaultsNow()[0]
 	x, y := keys.DeviceID{1}, keys.DeviceID{2}
 	notMember := wire.Error{Code: wire.CodeNotMember, Reason: "not a member of this vault"}
-	// What the folder's status says (logHealthStatus).
+	// What the folder's status says (logFault).
 	revoked := func() *api.PathMessage {
-		var fs api.FolderStatus
-		v.logHealthStatus(&fs)
-		for _, m := range fs.Errors {
-			if m.Code == api.CodeRevoked {
-				return &m
-			}
+		if m := v.logFault(); m != nil && m.Code == api.CodeRevoked {
+			return m
 		}
 		return nil
 	}

@@ -1,15 +1,13 @@
 package node
 
 import (
-	"fmt"
-	"maps"
 	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/weftsync/weft/node/api"
-	"github.com/weftsync/weft/node/doctor"
+	"github.com/weftsync/weft/node/folderstate"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/keys"
 )
@@ -34,11 +32,7 @@ func (n *Node) Status() api.Status {
 		if st.Name == "" {
 			st.Name = v.roster.Name(n.id.ID())
 		}
-		fs := v.status()
-		if len(n.connectedMembers(v)) == 0 && len(v.roster.Members()) > 1 && fs.State == "in-sync" {
-			fs.State = "offline"
-		}
-		st.Folders = append(st.Folders, fs)
+		st.Folders = append(st.Folders, v.status())
 		for _, d := range v.roster.Members() {
 			if d != n.id.ID() {
 				members[d] = true
@@ -99,9 +93,7 @@ func (n *Node) peerInSync(d keys.DeviceID) bool {
 			continue
 		}
 		mine := v.vector()
-		v.mu.Lock()
-		theirs := v.peerHoldsLocked(d) // directly, or through a relay (relayholds.go)
-		v.mu.Unlock()
+		theirs := v.relayWord.Holds(d, v.peers.Of(d)) // what d said, or a relay said of it (node/heard)
 		for a, s := range mine {
 			if theirs[a] < s {
 				return false
@@ -111,10 +103,12 @@ func (n *Node) peerInSync(d keys.DeviceID) bool {
 	return true
 }
 
-// status is the vault's part of the status.
+// status is the vault's part of the status: its counts, and the state and
+// errors node/folderstate judges from the facts gathered here.
 func (v *vault) status() api.FolderStatus {
+	connectedMembers := v.n.connectedMembers(v)
 	var connected []keys.DeviceID
-	for _, c := range v.n.connectedMembers(v) {
+	for _, c := range connectedMembers {
 		connected = append(connected, c.dev)
 	}
 	unsafe := v.unsafeCount()
@@ -128,75 +122,28 @@ func (v *vault) status() api.FolderStatus {
 		Path: v.cfg.Folder, Vault: v.id.String(), InitialScanDone: view.scanned,
 		Files: view.files, Bytes: view.bytes, Conflicts: len(view.conflicts),
 		PendingApply: view.toApply, PendingFetch: view.toFetch, PendingBytes: view.pendingBytes, PendingUpload: upload, Unsafe: unsafe,
-		Written: v.db.Head(v.n.id.ID()).Seq, Errors: []api.PathMessage{},
+		Written: v.db.Head(v.n.id.ID()).Seq,
 	}
 	// pending is what this device must still do itself; what peers
 	// still need from it is pending_upload (and peers[].in_sync).
 	fs.Pending = fs.PendingApply + fs.PendingFetch
-	stop, stopped := v.fguard.Stopped()
-	if stopped {
-		fs.Errors = append(fs.Errors, api.PathMessage{Code: stop.Code, Reason: stop.Message, Since: sinceOf(stop.Since)})
+	facts := folderstate.Facts{
+		Scanning: view.scanning, Scanned: view.scanned, Pending: fs.Pending,
+		Held: v.heldErrors(), Damaged: v.damaged.Errors(), ApplyErrs: view.errs,
+		Skipped: v.skipped(), RelayFull: relayFull, Unwatched: v.fallback.Errors(), // node/watchfallback
+		LogFault: v.logFault(), // memberrecover.go
+		Alone:    len(connectedMembers) == 0 && len(v.roster.Members()) > 1,
 	}
-	home, homeFull := v.home.Current()
-	if homeFull {
-		fs.Errors = append(fs.Errors, api.PathMessage{Code: api.CodeHomeDiskFull, Reason: home.Message, Since: sinceOf(home.Since)})
+	if stop, stopped := v.fguard.Stopped(); stopped {
+		facts.Stopped = &folderstate.Problem{Code: stop.Code, Message: stop.Message, Since: stop.Since}
 	}
-	held := v.heldErrors()
-	fs.Errors = append(fs.Errors, held...)
-	corrupt := v.damaged.Errors()
-	fs.Errors = append(fs.Errors, corrupt...)
-	for _, p := range slices.Sorted(maps.Keys(view.errs)) {
-		fs.Errors = append(fs.Errors, api.PathMessage{Code: applyErrorCode(view.errs[p]), Path: p, Reason: view.errs[p]})
+	if home, full := v.home.Current(); full {
+		facts.HomeFull = &folderstate.Problem{Code: api.CodeHomeDiskFull, Message: home.Message, Since: home.Since}
 	}
-	skipped := v.skippedErrors()
-	fs.Errors = append(fs.Errors, skipped...)
-	fs.Errors = append(fs.Errors, relayFull...)
-	unwatched := v.fallback.Errors() // node/watchfallback
-	fs.Errors = append(fs.Errors, unwatched...)
-	switch {
-	case stopped:
-		fs.State, fs.Error = "error", stop.Message
-	case homeFull:
-		fs.State, fs.Error = "error", home.Message
-	case view.scanning || !view.scanned:
-		fs.State = "scanning"
-	case stuck(fs.Errors) != "":
-		fs.State, fs.Error = "error", stuck(fs.Errors)
-	case len(held) > 0:
-		fs.State = "held"
-	case len(corrupt) > 0 && fs.Pending == 0:
-		// A damaged file that is not being written again (it could not
-		// be moved aside): nothing will fix it without the user.
-		fs.State, fs.Error = "error", corrupt[0].Path+": "+corrupt[0].Reason
-	case fs.Pending > 0:
-		fs.State = "syncing"
-	case len(skipped) > 0 || len(relayFull) > 0 || len(unwatched) > 0:
-		// Everything else is done, but these paths cannot sync, a relay
-		// takes none of what it lacks, or changes in part of the folder
-		// are seen only by rescans.
-		fs.State = "out-of-sync"
-	default:
-		fs.State = "in-sync"
-	}
-	v.logHealthStatus(&fs) // memberrecover.go, logtail.go
+	facts.UnconfirmedReason, facts.Unconfirmed = v.tail.Status() // logtail.go
+	verdict := folderstate.Judge(facts)
+	fs.State, fs.Error, fs.Errors = verdict.State, verdict.Error, verdict.Errors
 	return fs
-}
-
-// applyErrorCode is the code of a failed apply's reason.
-func applyErrorCode(reason string) string {
-	switch doctor.ErrorKind(reason) {
-	case "disk-full":
-		return api.CodeFolderDiskFull
-	case "read-only":
-		return api.CodeReadOnly
-	case "permission":
-		return api.CodePermission
-	case "chunk-unavailable":
-		return api.CodeChunkUnavailable
-	case "local-edit":
-		return api.CodeLocalEdit
-	}
-	return api.CodeApplyFailed
 }
 
 // sinceOf is t for PathMessage.Since, nil when unknown.
@@ -208,53 +155,15 @@ func sinceOf(t time.Time) *time.Time {
 	return &u
 }
 
-// maxSkippedShown bounds the skipped paths status lists one by one.
-const maxSkippedShown = 100
-
-// skippedErrors lists the paths the last scans skipped and will skip
-// again until the user acts (a name that cannot sync, a file over the
-// size limit, one weft may not read), each with its code. Before, status
-// said in-sync with errors [] while they never reached another device.
-func (v *vault) skippedErrors() []api.PathMessage {
+// skipped is what the last scans of the folder skipped and will skip
+// again until the user acts (node/observe), path -> why.
+func (v *vault) skipped() map[string]string {
 	m := v.n.monitor()
 	if m == nil {
 		return nil
 	}
 	skipped, _, _, _ := m.scans.Problems(v.cfg.Folder)
-	var out []api.PathMessage
-	more := 0
-	for _, p := range slices.Sorted(maps.Keys(skipped)) {
-		code := api.CodeCannotSync
-		switch doctor.ErrorKind(skipped[p]) {
-		case "local-edit":
-			continue // settles by itself
-		case "too-large":
-			code = api.CodeTooLarge
-		case "permission":
-			code = api.CodePathUnreadable
-		}
-		if len(out) == maxSkippedShown {
-			more++
-			continue
-		}
-		out = append(out, api.PathMessage{Code: code, Path: p, Reason: skipped[p]})
-	}
-	if more > 0 {
-		out = append(out, api.PathMessage{Code: api.CodeCannotSync, Reason: fmt.Sprintf("and %d more paths that cannot sync (`weft doctor` lists them)", more)})
-	}
-	return out
-}
-
-// stuck names the first error that needs the user to act (a full disk,
-// a permission, a read-only file system) rather than a retry, or "".
-func stuck(errs []api.PathMessage) string {
-	for _, e := range errs {
-		switch doctor.ErrorKind(e.Reason) {
-		case "disk-full", "permission", "read-only":
-			return e.Path + ": " + e.Reason
-		}
-	}
-	return ""
+	return skipped
 }
 
 // isConflictCopy reports whether a path is named like a conflict copy

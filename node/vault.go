@@ -65,9 +65,10 @@ type vault struct {
 	// the folder (hooks.go).
 	report folderReport
 
-	// relayStat is what each relay last said about this vault (quota);
-	// guarded by mu.
-	relayStat map[keys.DeviceID]relayStatus
+	// relayWord is what each relay last said about this vault's quota
+	// there and about what the devices it serves hold (node/heard); it
+	// has its own lock.
+	relayWord heard.RelayReports
 
 	folding folder.Folding
 	scanner *folder.Scanner
@@ -111,18 +112,17 @@ type vault struct {
 	// view is what the vault derived from its log (node/logview): the
 	// graph, the bodies, the clocks, how far each author is folded in and
 	// held, the entries held back; mu guards it.
-	view         *logview.View
-	index        *memindex.Index                                     // the folder index in memory, changed by setIndexLocked alone
-	grow         chan struct{}                                       // closed and replaced whenever the log grows
-	cleaned      chan struct{}                                       // closed after the first scan, once the temp files of earlier runs are removed
-	heldViaRelay map[keys.DeviceID]map[keys.DeviceID]protocol.Vector // relay -> device -> what the relay says it holds (relayholds.go)
-	opened       openStats                                           // how openVault rebuilt the graph (graphsnap.go)
-	scanning     bool
-	scanned      bool // the first full scan has completed
-	fullScans    int  // full scans completed since the vault opened
-	adoptPasses  int  // adoptOwnHeads passes completed since the vault opened
-	pending      pendingCounts
-	damaged      damaged.Files // damaged files being written again (rot.go, node/damaged)
+	view        *logview.View
+	index       *memindex.Index // the folder index in memory, changed by setIndexLocked alone
+	grow        chan struct{}   // closed and replaced whenever the log grows
+	cleaned     chan struct{}   // closed after the first scan, once the temp files of earlier runs are removed
+	opened      openStats       // how openVault rebuilt the graph (graphsnap.go)
+	scanning    bool
+	scanned     bool // the first full scan has completed
+	fullScans   int  // full scans completed since the vault opened
+	adoptPasses int  // adoptOwnHeads passes completed since the vault opened
+	pending     pendingCounts
+	damaged     damaged.Files // damaged files being written again (rot.go, node/damaged)
 
 	keep *keeper.Keeper // the local version store and its queue (node/keeper); set at open
 

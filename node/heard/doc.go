@@ -10,7 +10,9 @@
 //     refuse it as not a member (a revoked device is not told otherwise);
 //   - Holdings: what each member and relay last said it holds of the
 //     vault's logs, and what status and the doctor ask of that (unsafe
-//     entries, what connected peers lack, who may hold a version).
+//     entries, what connected peers lack, who may hold a version);
+//   - RelayReports: what each relay said of the vault's quota there and of
+//     what the other devices it serves hold.
 //
 // Refused entries, told to the sender. A device that pulls a peer's log
 // and refuses one of the entries it is sent ends the stream; before, it
