@@ -1,18 +1,17 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"slices"
 	"time"
 
 	"github.com/ipfs/go-cid"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/carry"
 	"github.com/weftsync/weft/node/content"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/homefull"
@@ -151,16 +150,6 @@ func (v *vault) unsettledLocked(path string, err error) (report bool) {
 	return !waiting && !errors.Is(err, folder.ErrLocalChange)
 }
 
-// conflictCopy is one conflict copy of a decision, as node/ carries it out.
-type conflictCopy struct {
-	ver entry.Version // the loser's body, with Path set to the copy's name
-	// existing is set when the name already holds this content in the
-	// graph (protocol.ConflictCopy.Exists): the ID of a head there with
-	// it. The copy is written to disk if missing, under that ID, and no
-	// new version is recorded for it.
-	existing entry.VersionID
-}
-
 // reconcilePath decides one path and carries the decision out alone.
 func (v *vault) reconcilePath(ctx context.Context, path string) error {
 	if err := v.repairPieces(ctx, path); err != nil { // pieces.go
@@ -172,129 +161,39 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 	if !ok || err != nil {
 		return err
 	}
-	return v.carryOut(ctx, d)
+	return carry.Out(ctx, carrySide{v}, d)
 }
 
-// decided is one path's decision as the vault carries it out: what the
-// engine decided, the state it was decided from (the stamp, and the index
-// record at the path), and the bodies it writes (inline contents not yet
-// read back, inline.go).
-type decided struct {
-	path   string
-	dec    protocol.Decision
-	stamp  decisionStamp
-	winner entry.Version
-	copies []conflictCopy
-	cur    vaultdb.Record
-	had    bool
-}
-
-// decideLocked decides path: the one place both apply paths (carryOut, one
+// decideLocked decides path: the one place both apply paths (carry.Out, one
 // path at a time, and the small-file batch) get their decisions from. ok
 // is false when the path has no heads (nothing to do); the error is
 // errWaitingForHistory while its heads wait for versions they supersede
 // (engine.AwaitsHistory, engine.WaitOver). v.mu must be held.
-func (v *vault) decideLocked(path string) (d decided, ok bool, err error) {
+func (v *vault) decideLocked(path string) (d carry.Decided, ok bool, err error) {
 	v.eng.Tick(v.n.now())
 	dd, err := v.eng.Decide(path, guardIndex{v})
 	switch {
 	case err != nil:
-		return decided{}, true, fmt.Errorf("resolving: %w", err)
+		return carry.Decided{}, true, fmt.Errorf("resolving: %w", err)
 	case dd.Act == engine.ActNothing:
-		return decided{}, false, nil
+		return carry.Decided{}, false, nil
 	case dd.Act == engine.ActWait:
-		return decided{}, true, errWaitingForHistory
+		return carry.Decided{}, true, errWaitingForHistory
 	}
 	dec := dd.Decision
-	d = decided{path: path, dec: dec, stamp: v.stampLocked(decisionPaths(path, dec)...)}
-	d.winner, _ = v.view.Body(dec.Winner.ID)
-	d.cur, d.had = v.index.Get(path)
-	d.copies = make([]conflictCopy, len(dec.Copies))
+	stamp := v.stampLocked(decisionPaths(path, dec)...)
+	d = carry.Decided{Path: path, Dec: dec, Still: func() bool { return v.stampStill(stamp) }}
+	d.Winner, _ = v.view.Body(dec.Winner.ID)
+	d.Cur, d.Had = v.index.Get(path)
+	d.Copies = make([]carry.Copy, len(dec.Copies))
 	for i, c := range dec.Copies {
-		d.copies[i].ver, _ = v.view.Body(c.Version.ID)
-		d.copies[i].ver.Path = c.Path
+		d.Copies[i].Ver, _ = v.view.Body(c.Version.ID)
+		d.Copies[i].Ver.Path = c.Path
 		if c.Exists {
-			d.copies[i].existing, _ = engine.SameContentHead(v.view.Graph, c.Path, c.Version)
+			d.Copies[i].Existing, _ = engine.SameContentHead(v.view.Graph, c.Path, c.Version)
 		}
 	}
 	return d, true, nil
-}
-
-// batchable reports whether d may be carried out in a batch of small files
-// (applySmallFiles): it writes its winner only (engine.WritesWinnerOnly),
-// the winner is a file whose content its entry carries, and the folder
-// does not hold that content yet (else only the index changes, which
-// carryOut does without writing).
-func (d *decided) batchable() bool {
-	id := d.dec.Winner.ID
-	return engine.WritesWinnerOnly(d.dec) && d.winner.Kind == entry.KindFile && len(d.winner.Chunks) == 0 &&
-		!(d.had && (d.cur.Version == id || d.cur.Hash == d.winner.Hash))
-}
-
-// carryOut carries one decision out on its own.
-//
-// Order matters for safety: conflict copies are written first, while the
-// file at the path still holds whatever they may need to be re-created
-// from; the winner replaces the path last; the index records and the entry
-// that records the resolution commit together after both. Scans are held
-// off while this happens, so the watcher never mistakes these writes for
-// local edits.
-func (v *vault) carryOut(ctx context.Context, d decided) error {
-	path, dec, winner, copies := d.path, d.dec, d.winner, d.copies
-	v.decidedHook(path)
-	// Inline contents are not kept in bodies (inline.go).
-	var err error
-	if winner, err = v.withInline(dec.Winner.ID, winner); err != nil {
-		return err
-	}
-	for i, c := range dec.Copies {
-		p := copies[i].ver.Path
-		if copies[i].ver, err = v.withInline(c.Version.ID, copies[i].ver); err != nil {
-			return err
-		}
-		copies[i].ver.Path = p
-	}
-
-	winnerID := dec.Winner.ID
-	var merged []byte
-	if dec.Outcome == protocol.OutcomeMerge {
-		m, clean, err := v.merge(ctx, path, dec.Merge)
-		if err != nil && !errors.Is(err, protocol.ErrNotText) && !errors.Is(err, protocol.ErrMergeTooLarge) {
-			// Typically the common ancestor's content is no longer held by
-			// any reachable device. Fall back to the decision's winner and
-			// conflict copies: nothing is lost, and a device that could
-			// merge records a resolution that the next decision settles.
-			v.log.Info("merge not possible; keeping both versions", "path", path, "err", err)
-		}
-		if err == nil && clean {
-			merged = m
-			copies = nil
-		}
-	}
-
-	v.scanMu.Lock()
-	// The decision was made without the scan lock (the merge above may
-	// fetch from peers). A scan in between may have recorded a local edit
-	// of the path: the index then describes that edit, so the applier's
-	// "unchanged since the last scan" check would pass and the edit would
-	// be overwritten by a decision that never saw it. Decide again instead.
-	if !v.stampStill(d.stamp) {
-		v.scanMu.Unlock()
-		return fmt.Errorf("%s: %w", path, errDecisionStale)
-	}
-	rec, copyRecs, err := v.writeDecision(ctx, path, winnerID, winner, merged, copies)
-	if err == nil {
-		err = v.recordDecision(path, dec, winner, merged, rec, copies, copyRecs)
-	}
-	v.scanMu.Unlock()
-	if errors.Is(err, folder.ErrLocalChange) {
-		// The local file changed since it was scanned: record that edit
-		// first; it becomes a head and the path is decided again.
-		if _, serr := v.scan(ctx, []string{path}); serr != nil {
-			return serr
-		}
-	}
-	return err
 }
 
 // errWaitingForHistory keeps a path pending while versions its heads
@@ -304,7 +203,7 @@ var errWaitingForHistory = errors.New("waiting for earlier versions of this path
 // errDecisionStale reports that the heads or the index record of a path
 // changed between deciding it and taking the scan lock to carry the
 // decision out; the path is decided again.
-var errDecisionStale = errors.New("decision outdated by a concurrent scan")
+var errDecisionStale = carry.ErrDecisionStale
 
 // staleRetries bounds how often reconcileOne decides a path again at once
 // when its decision went stale; past it the path stays dirty for the next
@@ -371,91 +270,6 @@ func (v *vault) decidedHook(path string) {
 	if f := v.onDecided.Load(); f != nil {
 		(*f)(path)
 	}
-}
-
-// writeDecision writes the conflict copies, then the winner (or the merged
-// text), and returns their index records. A copy that already exists in
-// the graph is written only if the disk lacks it (applyVersion leaves equal
-// content alone), under the existing version's ID. v.scanMu must be held.
-func (v *vault) writeDecision(ctx context.Context, path string, winnerID entry.VersionID, winner entry.Version, merged []byte, copies []conflictCopy) (vaultdb.Record, []vaultdb.Record, error) {
-	var copyRecs []vaultdb.Record
-	for _, c := range copies {
-		v.mu.Lock()
-		cur, had := v.index.Get(c.ver.Path)
-		v.mu.Unlock()
-		r, err := v.applyVersion(ctx, c.existing, c.ver, cur, had)
-		if err != nil {
-			return vaultdb.Record{}, nil, fmt.Errorf("writing conflict copy %s: %w", c.ver.Path, err)
-		}
-		copyRecs = append(copyRecs, r)
-		if c.existing == (entry.VersionID{}) {
-			v.log.Warn("conflict: both versions kept, the other one in a conflict copy (`weft conflicts`, `weft resolve`)", "path", path, "copy", c.ver.Path)
-			v.n.events.Publish(api.Event{Type: api.EventConflict, Folder: v.cfg.Folder, Path: c.ver.Path})
-		}
-	}
-	v.mu.Lock()
-	cur, had := v.index.Get(path)
-	v.mu.Unlock()
-	switch {
-	case merged != nil:
-		rec, err := v.writeBytes(ctx, path, winner, merged, cur, had)
-		return rec, copyRecs, err
-	case had && cur.Version == winnerID:
-		return cur, copyRecs, nil
-	default:
-		rec, err := v.applyVersion(ctx, winnerID, winner, cur, had)
-		return rec, copyRecs, err
-	}
-}
-
-// recordDecision commits what writeDecision wrote: the index alone for a
-// single head or identical contents, else one entry that supersedes every
-// head (and adds one version per conflict copy not already in the graph)
-// together with the index. v.scanMu must be held.
-func (v *vault) recordDecision(path string, dec protocol.Decision, winner entry.Version, merged []byte, rec vaultdb.Record, copies []conflictCopy, copyRecs []vaultdb.Record) error {
-	if !engine.RecordsResolution(dec) {
-		return v.commitIndex(indexed{path, rec})
-	}
-	written := winner
-	if merged != nil {
-		written.Size, written.Hash, written.Inline, written.Chunks = rec.Size, rec.Hash, nil, rec.Chunks
-		if len(rec.Chunks) == 0 {
-			written.Inline = merged
-		}
-		written.MTime = rec.MTime
-	}
-	paths := []string{path}
-	records := []vaultdb.Record{rec}
-	var fresh []engine.NewCopy
-	v.mu.Lock()
-	for i, cc := range copies {
-		paths = append(paths, cc.ver.Path)
-		records = append(records, copyRecs[i])
-		if cc.existing != (entry.VersionID{}) {
-			continue // already recorded, by this device or another: index only
-		}
-		// The index still holds what was at the name before the copy.
-		cur, had := v.index.Get(cc.ver.Path)
-		fresh = append(fresh, engine.NewCopy{Body: cc.ver, Disk: diskOf(cur), Had: had})
-	}
-	versions := engine.Resolution(v.view.Graph, dec, written, fresh)
-	old, had := v.index.Get(path)
-	v.mu.Unlock()
-	v.authorMu.Lock()
-	defer v.authorMu.Unlock()
-	if err := v.author(versions, paths, records); err != nil {
-		return err
-	}
-	if merged != nil {
-		v.keepMerged(records[0], merged)
-	}
-	// The winner or the merge is what is at path now (author set its
-	// version in records): an editor's save landing right after it was
-	// made from what was there before (applyrace.go).
-	v.mu.Lock()
-	v.noteAppliedLocked(path, old, had, records[0])
-	v.mu.Unlock()
-	return nil
 }
 
 // indexed is one path's new folder index record, as an apply commits it.
@@ -535,148 +349,6 @@ func (v *vault) settledLocked(path string) {
 func sameRecord(a, b vaultdb.Record) bool {
 	return a.Version == b.Version && a.Kind == b.Kind && a.Size == b.Size && a.MTime == b.MTime &&
 		a.Inode == b.Inode && a.Ctime == b.Ctime && a.Mode == b.Mode && a.Hash == b.Hash && a.Target == b.Target
-}
-
-// applyVersion makes the disk at ver.Path hold ver and returns the index
-// record for it (Kind 0 for a deletion). cur is the index record at the
-// path, if had. When the disk already holds the same content, nothing is
-// written and only the record's version changes.
-func (v *vault) applyVersion(ctx context.Context, id entry.VersionID, ver entry.Version, cur vaultdb.Record, had bool) (vaultdb.Record, error) {
-	a := v.applier
-	switch ver.Kind {
-	case entry.KindDeletion:
-		if !had {
-			return vaultdb.Record{}, nil
-		}
-		v.keep.KeepBeforeReplace(cur, had)
-		if err := a.Delete(ctx, ver.Path); err != nil {
-			return vaultdb.Record{}, err
-		}
-		v.n.events.Publish(api.Event{Type: api.EventApplied, Folder: v.cfg.Folder, Path: ver.Path, Kind: "deletion"})
-		return vaultdb.Record{}, nil
-	case entry.KindDir:
-		if had && cur.Kind == entry.KindDir {
-			cur.Version = id
-			return cur, nil
-		}
-		out, err := a.MakeDir(ctx, ver.Path, fs.FileMode(ver.Mode).Perm()|0o700)
-		if err != nil {
-			return vaultdb.Record{}, err
-		}
-		return recordFromInfo(id, ver, out.Info), nil
-	case entry.KindSymlink:
-		if had && cur.Kind == entry.KindSymlink && cur.Target == ver.Target {
-			cur.Version = id
-			return cur, nil
-		}
-		out, err := a.WriteSymlink(ctx, ver.Path, ver.Target)
-		if err != nil {
-			return vaultdb.Record{}, err
-		}
-		return recordFromInfo(id, ver, out.Info), nil
-	case entry.KindFile:
-		if had && cur.Kind == entry.KindFile && cur.Hash == ver.Hash && cur.Mode&0o111 == ver.Mode&0o111 {
-			cur.Version = id
-			cur.Chunks = ver.Chunks
-			return cur, nil
-		}
-		v.keep.KeepBeforeReplace(cur, had)
-		content, stop := v.contentReader(ctx, ver)
-		defer stop()
-		out, err := a.WriteFile(ctx, folder.FileVersion{
-			Path: ver.Path, Size: int64(ver.Size), MTime: ver.MTime, Executable: ver.Mode&0o111 != 0,
-		}, content)
-		if err != nil {
-			return vaultdb.Record{}, err
-		}
-		v.pending.written.Add(int64(ver.Size))
-		v.n.events.Publish(api.Event{Type: api.EventApplied, Folder: v.cfg.Folder, Path: ver.Path, Kind: "file", Bytes: int64(ver.Size)})
-		return recordFromInfo(id, ver, out.Info), nil
-	}
-	return vaultdb.Record{}, fmt.Errorf("version of unknown kind %s", ver.Kind)
-}
-
-// writeBytes writes merged text at path; the returned record carries the
-// merged content's hash and chunk list.
-func (v *vault) writeBytes(ctx context.Context, path string, like entry.Version, b []byte, cur vaultdb.Record, had bool) (vaultdb.Record, error) {
-	h, err := chunkHasher{keys: v.crypt.ChunkKeys()}.Hash(ctx, path, bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		return vaultdb.Record{}, err
-	}
-	ver := like
-	ver.Path, ver.Size, ver.Hash = path, uint64(len(b)), h.Hash
-	x := h.Extra.(hashExtra)
-	ver.Inline, ver.Chunks = x.inline, x.chunks
-	if had && cur.Kind == entry.KindFile && cur.Hash == ver.Hash {
-		return cur, nil
-	}
-	v.keep.KeepBeforeReplace(cur, had)
-	out, err := v.applier.WriteFile(ctx, folder.FileVersion{Path: path, Size: int64(len(b)), MTime: v.n.now().UnixNano(), Executable: ver.Mode&0o111 != 0}, bytes.NewReader(b))
-	if err != nil {
-		return vaultdb.Record{}, err
-	}
-	return recordFromInfo(entry.VersionID{}, ver, out.Info), nil
-}
-
-// keepMerged copies a merge this device just wrote and recorded (rec,
-// whose version author set) into the local version store from the merged
-// bytes themselves, before the scan lock is released. Until a peer has
-// fetched it, this disk held its only copy, and an editor's save landing
-// right after the write replaces that copy while the merge stays a head
-// (the save supersedes what was there before the write, applyrace.go):
-// the next decision then needs the merge's content. Copied later from the
-// folder, as other versions are, it was already gone, and both devices
-// retried a conflict copy of it forever (TestTokenRace, seed 2 under
-// load; TestSaveRightAfterMergeKeepsTheMerge).
-func (v *vault) keepMerged(rec vaultdb.Record, merged []byte) {
-	if len(rec.Chunks) == 0 {
-		return // inline: the entry carries the bytes
-	}
-	v.keep.KeepSole(rec.Version, func(c cid.Cid) ([]byte, error) {
-		var off int64
-		for _, ch := range rec.Chunks {
-			end := off + int64(ch.Size)
-			if ch.CID.Equals(c) && end <= int64(len(merged)) {
-				env, ok, err := v.crypt.SealLocalAppend(nil, c, merged[off:end])
-				if err != nil || ok {
-					return env, err
-				}
-			}
-			off = end
-		}
-		return nil, fmt.Errorf("chunk %s: %w", c, errNotLocal)
-	})
-}
-
-// merge fetches the contents of a merge plan for path and merges them
-// with the driver for path's type (protocol.MergeFile).
-func (v *vault) merge(ctx context.Context, path string, plan *protocol.MergePlan) ([]byte, bool, error) {
-	read := func(id protocol.VersionID) ([]byte, error) {
-		v.mu.Lock()
-		ver, _ := v.view.Body(id)
-		v.mu.Unlock()
-		if ver.Size > protocol.MaxMergeBytes {
-			return nil, protocol.ErrMergeTooLarge
-		}
-		ver, err := v.withInline(id, ver) // inline.go
-		if err != nil {
-			return nil, err
-		}
-		r, stop := v.contentReader(ctx, ver)
-		defer stop()
-		return io.ReadAll(r)
-	}
-	base, err := read(plan.Base.ID)
-	if err != nil {
-		return nil, false, err
-	}
-	sides := make([][]byte, len(plan.Sides))
-	for i, s := range plan.Sides {
-		if sides[i], err = read(s.ID); err != nil {
-			return nil, false, err
-		}
-	}
-	return protocol.MergeFile(path, base, sides)
 }
 
 // contentReader yields a file version's plaintext in order

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/carry"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/protocol"
 )
@@ -17,10 +18,10 @@ const smallBatch = 256
 // applySmallFiles carries out, in batches that share their fsyncs, every
 // decision among paths that is batchable (a file carried inline in its
 // entry, written as the winner and nothing else). Decisions come from
-// decideLocked and failures and successes are recorded as carryOut's are
+// decideLocked and failures and successes are recorded as carry.Out's are
 // (unsettledLocked, commitIndex, settledLocked): only the writing is
 // batched. It returns the paths it did not carry out, in the order of
-// paths (sorted, as engine.Order's Adds are), for carryOut one by one.
+// paths (sorted, as engine.Order's Adds are), for carry.Out one by one.
 //
 // It takes the paths in log order (inLogOrder), not in path order: the
 // inline bytes of a version not in the cache are read back with their
@@ -31,7 +32,7 @@ const smallBatch = 256
 // each entry is read at most once.
 func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 	var rest, rescan []string // rescan: locally changed, scanned after the batches
-	var batch []decided
+	var batch []carry.Decided
 	for _, p := range v.inLogOrder(paths) {
 		if ctx.Err() != nil {
 			rest = append(rest, p)
@@ -40,7 +41,7 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 		v.mu.Lock()
 		d, ok, err := v.decideLocked(p)
 		v.mu.Unlock()
-		if !ok || err != nil || !d.batchable() {
+		if !ok || err != nil || !d.Batchable() {
 			rest = append(rest, p)
 			continue
 		}
@@ -66,7 +67,7 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 // stale, or whose inline content cannot be read back, goes to rest, to be
 // decided again alone; a file changed locally since its scan goes to
 // rescan.
-func (v *vault) writeSmallFiles(ctx context.Context, batch []decided, rest, rescan []string) ([]string, []string) {
+func (v *vault) writeSmallFiles(ctx context.Context, batch []carry.Decided, rest, rescan []string) ([]string, []string) {
 	if len(batch) == 0 {
 		return rest, rescan
 	}
@@ -76,17 +77,17 @@ func (v *vault) writeSmallFiles(ctx context.Context, batch []decided, rest, resc
 	defer v.scanMu.Unlock()
 	keep := batch[:0]
 	for _, d := range batch {
-		if !v.stampStill(d.stamp) {
-			rest = append(rest, d.path)
+		if !d.Still() {
+			rest = append(rest, d.Path)
 			continue
 		}
 		// Inline contents are not kept in bodies (inline.go).
-		ver, err := v.withInline(d.dec.Winner.ID, d.winner)
+		ver, err := v.withInline(d.Dec.Winner.ID, d.Winner)
 		if err != nil {
-			rest = append(rest, d.path)
+			rest = append(rest, d.Path)
 			continue
 		}
-		d.winner = ver
+		d.Winner = ver
 		keep = append(keep, d)
 	}
 	batch = keep
@@ -95,27 +96,27 @@ func (v *vault) writeSmallFiles(ctx context.Context, batch []decided, rest, resc
 	}
 	ws := make([]folder.FileWrite, 0, len(batch))
 	for _, d := range batch {
-		// As applyVersion does: a chunked file replaced by a small one
+		// As carry.Version does: a chunked file replaced by a small one
 		// goes to the version store first (its content is in no log).
-		v.keep.KeepBeforeReplace(d.cur, d.had)
+		v.keep.KeepBeforeReplace(d.Cur, d.Had)
 		ws = append(ws, folder.FileWrite{
-			Version: folder.FileVersion{Path: d.path, Size: int64(d.winner.Size), MTime: d.winner.MTime, Executable: d.winner.Mode&0o111 != 0},
-			Content: bytes.NewReader(d.winner.Inline),
+			Version: folder.FileVersion{Path: d.Path, Size: int64(d.Winner.Size), MTime: d.Winner.MTime, Executable: d.Winner.Mode&0o111 != 0},
+			Content: bytes.NewReader(d.Winner.Inline),
 		})
 	}
 	res := v.applier.WriteFiles(ctx, ws)
 	var recs []indexed
-	var done []decided
+	var done []carry.Decided
 	for i, r := range res {
 		d := batch[i]
 		if r.Err != nil {
-			v.unsettled(ctx, d.path, r.Err)
+			v.unsettled(ctx, d.Path, r.Err)
 			if errors.Is(r.Err, folder.ErrLocalChange) {
-				rescan = append(rescan, d.path)
+				rescan = append(rescan, d.Path)
 			}
 			continue
 		}
-		recs = append(recs, indexed{d.path, recordFromInfo(d.dec.Winner.ID, d.winner, r.Outcome.Info)})
+		recs = append(recs, indexed{d.Path, carry.FromInfo(d.Dec.Winner.ID, d.Winner, r.Outcome.Info)})
 		done = append(done, d)
 	}
 	if len(recs) == 0 {
@@ -127,7 +128,7 @@ func (v *vault) writeSmallFiles(ctx context.Context, batch []decided, rest, resc
 		// error, not the paths').
 		v.mu.Lock()
 		for _, d := range done {
-			v.unsettledLocked(d.path, err)
+			v.unsettledLocked(d.Path, err)
 		}
 		v.mu.Unlock()
 		if !errors.Is(err, errHomeFull) && ctx.Err() == nil {
@@ -137,12 +138,12 @@ func (v *vault) writeSmallFiles(ctx context.Context, batch []decided, rest, resc
 	}
 	v.mu.Lock()
 	for _, d := range done {
-		v.settledLocked(d.path)
+		v.settledLocked(d.Path)
 	}
 	v.mu.Unlock()
 	for _, d := range done {
-		v.pending.written.Add(int64(d.winner.Size))
-		v.n.events.Publish(api.Event{Type: api.EventApplied, Folder: v.cfg.Folder, Path: d.path, Kind: "file", Bytes: int64(d.winner.Size)})
+		v.pending.written.Add(int64(d.Winner.Size))
+		v.n.events.Publish(api.Event{Type: api.EventApplied, Folder: v.cfg.Folder, Path: d.Path, Kind: "file", Bytes: int64(d.Winner.Size)})
 	}
 	return rest, rescan
 }

@@ -1,13 +1,13 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 
 	"github.com/ipfs/go-cid"
 
+	"github.com/weftsync/weft/node/carry"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/keyring"
 	"github.com/weftsync/weft/node/seal"
@@ -105,7 +105,8 @@ func (fc *folderChunks) envelope(c cid.Cid) ([]byte, error) {
 	return env, nil
 }
 
-var errNotLocal = errors.New("chunk not held locally")
+// errNotLocal: no file of the folder holds the chunk as the index says.
+var errNotLocal = carry.ErrNotLocal
 
 // chunkInto re-creates chunk c from a file of the folder that the index
 // says holds it, reading the plaintext into scratch (grown when short)

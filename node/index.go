@@ -60,15 +60,6 @@ func folderRecord(path string, r vaultdb.Record) folder.Record {
 	return out
 }
 
-// recordFromInfo builds the index record for a version just applied,
-// with the local metadata the applier observed.
-func recordFromInfo(id entry.VersionID, ver entry.Version, info folder.FileInfo) vaultdb.Record {
-	return vaultdb.Record{
-		Version: id, Kind: ver.Kind, Size: uint64(info.Size), MTime: info.MTime, Inode: info.Inode,
-		Ctime: info.Ctime, Mode: uint32(info.Mode.Perm()), Hash: ver.Hash, Chunks: ver.Chunks, Target: ver.Target,
-	}
-}
-
 // shareChunkListsLocked makes each index record whose chunk list is its
 // version's keep the graph's copy, not one of its own (memindex
 // ShareChunks): at open the two were decoded from different files. v.mu

@@ -1,0 +1,124 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/carry"
+	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/engine"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/store/vaultdb"
+)
+
+// carrySide is the vault as node/carry sees it while it carries a
+// decision out: its folder, index, bodies, content, scan lock and log.
+type carrySide struct{ v *vault }
+
+var _ carry.Vault = carrySide{}
+
+func (c carrySide) Folder() string           { return c.v.cfg.Folder }
+func (c carrySide) Log() *slog.Logger        { return c.v.log }
+func (c carrySide) Applier() *folder.Applier { return c.v.applier }
+func (c carrySide) Now() time.Time           { return c.v.n.now() }
+func (c carrySide) Publish(e api.Event)      { c.v.n.events.Publish(e) }
+func (c carrySide) Wrote(n int64)            { c.v.pending.written.Add(n) }
+func (c carrySide) Decided(path string)      { c.v.decidedHook(path) }
+
+func (c carrySide) KeepBeforeReplace(cur vaultdb.Record, had bool) {
+	c.v.keep.KeepBeforeReplace(cur, had)
+}
+
+func (c carrySide) KeepSole(id entry.VersionID, envelope func(cid.Cid) ([]byte, error)) {
+	c.v.keep.KeepSole(id, envelope)
+}
+
+func (c carrySide) Index(path string) (vaultdb.Record, bool) {
+	c.v.mu.Lock()
+	defer c.v.mu.Unlock()
+	return c.v.index.Get(path)
+}
+
+func (c carrySide) Body(id protocol.VersionID) entry.Version {
+	c.v.mu.Lock()
+	defer c.v.mu.Unlock()
+	ver, _ := c.v.view.Body(id)
+	return ver
+}
+
+func (c carrySide) WithInline(id protocol.VersionID, ver entry.Version) (entry.Version, error) {
+	return c.v.withInline(id, ver) // inline.go
+}
+
+func (c carrySide) Content(ctx context.Context, ver entry.Version) (io.Reader, func()) {
+	return c.v.contentReader(ctx, ver)
+}
+
+func (c carrySide) Hash(ctx context.Context, path string, b []byte) ([32]byte, []byte, []entry.ChunkRef, error) {
+	h, err := chunkHasher{keys: c.v.crypt.ChunkKeys()}.Hash(ctx, path, bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return [32]byte{}, nil, nil, err
+	}
+	x := h.Extra.(hashExtra)
+	return h.Hash, x.inline, x.chunks, nil
+}
+
+func (c carrySide) SealLocal(id cid.Cid, plain []byte) ([]byte, bool, error) {
+	return c.v.crypt.SealLocalAppend(nil, id, plain)
+}
+
+func (c carrySide) HoldScans() func() {
+	c.v.scanMu.Lock()
+	return c.v.scanMu.Unlock
+}
+
+func (c carrySide) Scan(ctx context.Context, paths []string) error {
+	_, err := c.v.scan(ctx, paths)
+	return err
+}
+
+func (c carrySide) CommitIndex(path string, rec vaultdb.Record) error {
+	return c.v.commitIndex(indexed{path, rec})
+}
+
+// RecordResolution authors the entry of a resolution (engine.Resolution:
+// the written version superseding every head, and a version for each
+// conflict copy not already in the graph) with the index records, and
+// notes the apply at path, so an editor's save landing right after it
+// supersedes what was there before (applyrace.go).
+func (c carrySide) RecordResolution(path string, dec protocol.Decision, written entry.Version, copies []carry.Copy, records []vaultdb.Record) error {
+	v := c.v
+	paths := []string{path}
+	var fresh []engine.NewCopy
+	v.mu.Lock()
+	for _, cc := range copies {
+		paths = append(paths, cc.Ver.Path)
+		if cc.Existing != (entry.VersionID{}) {
+			continue // already recorded, by this device or another: index only
+		}
+		// The index still holds what was at the name before the copy.
+		cur, had := v.index.Get(cc.Ver.Path)
+		fresh = append(fresh, engine.NewCopy{Body: cc.Ver, Disk: diskOf(cur), Had: had})
+	}
+	versions := engine.Resolution(v.view.Graph, dec, written, fresh)
+	old, had := v.index.Get(path)
+	v.mu.Unlock()
+	v.authorMu.Lock()
+	defer v.authorMu.Unlock()
+	if err := v.author(versions, paths, records); err != nil {
+		return err
+	}
+	// The winner or the merge is what is at path now (author set its
+	// version in records).
+	v.mu.Lock()
+	v.noteAppliedLocked(path, old, had, records[0])
+	v.mu.Unlock()
+	return nil
+}
