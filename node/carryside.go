@@ -12,6 +12,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/carry"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/record"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
@@ -66,8 +67,8 @@ func (c carrySide) Hash(ctx context.Context, path string, b []byte) ([32]byte, [
 	if err != nil {
 		return [32]byte{}, nil, nil, err
 	}
-	x := h.Extra.(hashExtra)
-	return h.Hash, x.inline, x.chunks, nil
+	x := h.Extra.(record.Content)
+	return h.Hash, x.Inline, x.Chunks, nil
 }
 
 func (c carrySide) SealLocal(id cid.Cid, plain []byte) ([]byte, bool, error) {

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/record"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
 )
 
-// TestEntryAtRefLimitFitsAFrame: an entry holding maxRefsPerEntry chunk
+// TestEntryAtRefLimitFitsAFrame: an entry holding record.MaxRefsPerEntry chunk
 // references (the most record puts in one entry, and the most one file
 // version may have) must fit one wire frame with room for the message
 // around it; otherwise it is written but can never be sent (a 7 GiB file
@@ -28,7 +29,7 @@ func TestEntryAtRefLimitFitsAFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refs := make([]entry.ChunkRef, maxRefsPerEntry)
+	refs := make([]entry.ChunkRef, record.MaxRefsPerEntry)
 	var b [8]byte
 	for i := range refs {
 		binary.LittleEndian.PutUint64(b[:], uint64(i))
@@ -55,12 +56,12 @@ func TestEntryAtRefLimitFitsAFrame(t *testing.T) {
 // A file over one entry's reference limit is no longer too large: its
 // version lists pieces.
 func TestRefuseOversized(t *testing.T) {
-	const limit = maxRefsPerEntry + 10
+	const limit = record.MaxRefsPerEntry + 10
 	big := make([]entry.ChunkRef, limit+1)
 	res := folder.Result{Changes: []folder.Change{
-		{Path: "a.txt", Extra: hashExtra{inline: []byte("a")}},
-		{Path: "disk.img", Extra: hashExtra{chunks: big}},
-		{Path: "z.bin", Extra: hashExtra{chunks: big[:limit]}},
+		{Path: "a.txt", Extra: record.Content{Inline: []byte("a")}},
+		{Path: "disk.img", Extra: record.Content{Chunks: big}},
+		{Path: "z.bin", Extra: record.Content{Chunks: big[:limit]}},
 	}}
 	refuseOversized(&res, limit)
 	var kept []string

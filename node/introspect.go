@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/weftsync/weft/node/doctor"
+	"github.com/weftsync/weft/node/record"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 )
@@ -89,7 +90,7 @@ func (v *vault) pathState(p string) doctor.PathState {
 		}
 	}
 	for _, q := range v.index.ConflictCopies() { // indexed files named like copies
-		if isConflictCopyOf(q, p) {
+		if record.IsConflictCopyOf(q, p) {
 			pv.Conflicts = append(pv.Conflicts, q)
 		}
 	}

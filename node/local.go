@@ -21,6 +21,7 @@ import (
 	"github.com/weftsync/weft/node/folderguard"
 	"github.com/weftsync/weft/node/homefull"
 	"github.com/weftsync/weft/node/keeper"
+	"github.com/weftsync/weft/node/record"
 	"github.com/weftsync/weft/node/seal"
 	"github.com/weftsync/weft/node/watchfallback"
 	"github.com/weftsync/weft/protocol/chunk"
@@ -45,13 +46,6 @@ type chunkHasher struct {
 	workers int
 }
 
-// hashExtra is what chunkHasher hands through the scanner: the content as
-// the entry will carry it.
-type hashExtra struct {
-	inline []byte
-	chunks []entry.ChunkRef
-}
-
 // Hash implements folder.Hasher.
 func (h chunkHasher) Hash(ctx context.Context, path string, r io.Reader, size int64) (folder.HashResult, error) {
 	var res folder.HashResult
@@ -66,7 +60,7 @@ func (h chunkHasher) Hash(ctx context.Context, path string, r io.Reader, size in
 			b = bytes.Clone(b)
 		}
 		res.Hash = blake3.Sum256(b)
-		res.Extra = hashExtra{inline: b}
+		res.Extra = record.Content{Inline: b}
 		return res, nil
 	}
 	hash, sealed, err := seal.File(ctx, h.keys, r, h.ids.ReuseFor(h.keys.Epoch, h.prev), h.workers)
@@ -78,25 +72,9 @@ func (h chunkHasher) Hash(ctx context.Context, path string, r io.Reader, size in
 	}
 	h.ids.AddSealed(h.keys.Epoch, sealed)
 	res.Hash = hash
-	res.Extra = hashExtra{chunks: seal.Refs(sealed)}
+	res.Extra = record.Content{Chunks: seal.Refs(sealed)}
 	return res, nil
 }
-
-// maxVersionsPerEntry bounds how many versions one authored entry holds,
-// well inside entry.MaxVersions, so entries stay quick to send.
-const maxVersionsPerEntry = 512
-
-// maxInlinePerEntry bounds the inline bytes of one authored entry, inside
-// entry.MaxBodySize.
-const maxInlinePerEntry = 4 << 20
-
-// maxRefsPerEntry bounds the chunk references of one authored entry: inside
-// entry.MaxRefs, and small enough that the entry (about 82 bytes a
-// reference) fits one wire frame with room to spare
-// (TestEntryAtRefLimitFitsAFrame). A version of a large file lists its
-// pieces, not its chunks (entry.SplitChunks: a reference per 68 MiB or
-// so), so this bounds how many files share an entry, not a file's size.
-const maxRefsPerEntry = 96_000
 
 // ErrFileTooLarge: a file has more chunks than one version may hold
 // (entry.MaxFileChunks, about 256 GiB). It is skipped, not recorded,
@@ -114,24 +92,14 @@ func refuseOversized(res *folder.Result, limit int) {
 	}
 	kept := res.Changes[:0]
 	for _, c := range res.Changes {
-		if x, ok := c.Extra.(hashExtra); ok && len(x.chunks) > limit {
+		if x, ok := c.Extra.(record.Content); ok && len(x.Chunks) > limit {
 			res.Skipped = append(res.Skipped, folder.Skip{Path: c.Path, Err: fmt.Errorf("%w: %d chunks, at most %d in one version (about %.1f GiB)",
-				ErrFileTooLarge, len(x.chunks), limit, float64(limit)*chunk.AvgSize/(1<<30))})
+				ErrFileTooLarge, len(x.Chunks), limit, float64(limit)*chunk.AvgSize/(1<<30))})
 			continue
 		}
 		kept = append(kept, c)
 	}
 	res.Changes = kept
-}
-
-// listedRefs is how many references a version adds to its entry: its
-// chunks, or its pieces when it has more than the pieces' Direct limit
-// (an estimate from the average piece, for batching).
-func listedRefs(ver entry.Version, p entry.PieceParams) int {
-	if len(ver.Chunks) <= p.Direct {
-		return len(ver.Chunks)
-	}
-	return len(ver.Chunks)/max(p.Min, 1) + 1
 }
 
 // scan rescans the folder (or just paths, when given) and records every
@@ -229,7 +197,7 @@ func (v *vault) scanWatching(ctx context.Context, paths []string, mode scanMode,
 // spillEvery is how many new files a full scan records at a time while it
 // still walks (folder.ScanOptions.Spill): a few entries' worth, so a first
 // scan of 100,000 small files holds a few MiB of their bytes, not all.
-const spillEvery = 4 * maxVersionsPerEntry
+const spillEvery = 4 * record.MaxVersionsPerEntry
 
 // spillable reports whether a full scan may record new files before the
 // walk ends: only while the folder index is empty (the first scan of a
@@ -248,99 +216,6 @@ func (v *vault) spillable() bool {
 	return v.index.Len() == 0
 }
 
-// withMovedCopies adds to changes the deletion of each conflict copy that
-// a user moved back onto its file: a copy of a changed file's path, in the
-// same directory, whose indexed content is the file's new content, that
-// is gone from disk and not already reported. A move is two file-system
-// events, and a scan may see the file's new content before the copy's
-// removal; recorded in that order, a device that got the first entry but
-// not the next, deciding a concurrent edit of the file, found the copy's
-// name already holding the content and reused the copy, which the removal
-// then deleted: the content was lost (docs/simulation.md, finding 10).
-// Recorded in one entry, no device sees one without the other. Holds no
-// lock while it looks at the disk.
-//
-// movedOnto holds the files a copy was moved onto. record gives each a
-// version even when its content is what the index already held (the
-// loser's own device, which had not applied the winner yet, moving its
-// copy back): recorded as only the copy's deletion, the move left nothing
-// for the winner to meet, the winner then replaced the file, and the
-// content the user had just put there was on no disk (docs/simulation.md,
-// finding 13). The version restates that content, and as the author's
-// put-back (protocol.Graph.PutBack) it meets the winner as a conflict.
-func (v *vault) withMovedCopies(changes []folder.Change) (_ []folder.Change, movedOnto map[string]bool) {
-	v.mu.Lock()
-	if v.index.NumConflictCopies() == 0 {
-		v.mu.Unlock()
-		return changes, nil // the usual case: no copy to look for
-	}
-	reported, deleted := map[string]bool{}, map[string]bool{}
-	for _, c := range changes {
-		reported[c.Path] = true
-		deleted[c.Path] = c.Type == folder.Deleted
-	}
-	moved := func(file string) {
-		if movedOnto == nil {
-			movedOnto = map[string]bool{}
-		}
-		movedOnto[file] = true
-	}
-	type candidate struct {
-		del    folder.Change
-		onto   string
-		rename bool // the file is the copy renamed there (sameFileMoved)
-	}
-	var candidates []candidate
-	copies := v.index.ConflictCopies()
-	for _, c := range changes {
-		if c.Type == folder.Deleted || c.New.Kind != folder.KindFile {
-			continue
-		}
-		for _, q := range copies {
-			if !isConflictCopyOf(q, c.Path) {
-				continue
-			}
-			r, ok := v.index.Get(q)
-			if !ok || r.Kind != entry.KindFile || r.Hash != c.New.Hash {
-				continue
-			}
-			rename := sameFileMoved(r, c.New)
-			switch {
-			case deleted[q]: // the scan saw the copy gone as well
-				if rename {
-					moved(c.Path)
-				}
-			case !reported[q]:
-				reported[q] = true
-				candidates = append(candidates, candidate{folder.Change{Type: folder.Deleted, Path: q}, c.Path, rename})
-			}
-		}
-	}
-	v.mu.Unlock()
-	for _, c := range candidates {
-		if _, err := v.fs.Lstat(c.del.Path); errors.Is(err, fs.ErrNotExist) {
-			changes = append(changes, c.del)
-			if c.rename {
-				moved(c.onto)
-			}
-		}
-	}
-	return changes, movedOnto
-}
-
-// sameFileMoved reports whether the file now at a path (now) is the copy
-// the index recorded (cp) renamed there: a rename keeps the inode (where
-// the file system has inode numbers) and the mtime. A copy the user
-// deleted while the file was merely saved again, unchanged, is no move:
-// taken for one, the restating version made the copy come back (review of
-// bb102b5).
-func sameFileMoved(cp vaultdb.Record, now folder.Record) bool {
-	if cp.Inode != 0 && now.Inode != 0 {
-		return cp.Inode == now.Inode && cp.MTime == now.MTime
-	}
-	return cp.MTime == now.MTime
-}
-
 // record turns scanned changes into versions and writes them as entries,
 // with the folder index updated in the same commit. Deletions of the
 // paths in confirmed carry entry.DeletionConfirmed (massdelete.go); the
@@ -352,114 +227,75 @@ func (v *vault) record(changes []folder.Change, confirmed, restate map[string]bo
 	if v.tail.Hold(changePaths(changes)) {
 		return nil // recorded by the rescan once authoring opens (logtail.go)
 	}
-	var (
-		batch   []entry.Version
-		records []vaultdb.Record
-		paths   []string
-		inline  int
-		refs    int
-	)
+	params := v.pieceParams()
+	var b record.Batch
 	flush := func() error {
-		if len(batch) == 0 && len(paths) == 0 {
+		if b.Empty() {
 			return nil
 		}
-		err := v.author(batch, paths, records)
-		batch, records, paths, inline, refs = nil, nil, nil, 0, 0
+		err := v.author(b.Versions, b.Paths, b.Records)
+		b = record.Batch{}
 		return err
 	}
 	for _, c := range changes {
 		v.log.Debug("local change", "path", c.Path, "change", c.Type)
 		v.report.localChange(c)
-		ver, rec, ok := v.versionFor(c, restate[c.Path])
+		ver, rec, ok := record.Version(recordSide{v}, c, restate[c.Path])
 		if ok && ver.Kind == entry.KindDeletion && confirmed[c.Path] {
 			ver.Mode = entry.DeletionConfirmed
 		}
 		if ok {
-			if len(batch) == maxVersionsPerEntry || inline+len(ver.Inline) > maxInlinePerEntry || refs+listedRefs(ver, v.pieceParams()) > maxRefsPerEntry {
+			if !b.Fits(ver, params) {
 				if err := flush(); err != nil {
 					return err
 				}
 			}
-			batch = append(batch, ver)
-			inline += len(ver.Inline)
-			refs += listedRefs(ver, v.pieceParams())
+			b.AddVersion(ver, params)
 		}
-		paths = append(paths, c.Path)
-		records = append(records, rec)
+		b.AddRecord(c.Path, rec)
 	}
 	return flush()
 }
 
-// versionFor makes the version that records change c, and the index record
-// to keep for its path (Kind 0 means: delete the index record). ok is false
-// when the change needs no version (only the mtime moved, or a deletion of
-// a path whose current head is already a deletion), unless restate asks
-// for one whatever the content (withMovedCopies).
-func (v *vault) versionFor(c folder.Change, restate bool) (entry.Version, vaultdb.Record, bool) {
+// withMovedCopies adds to changes the deletion of each conflict copy that
+// a user moved back onto its file (record.MovedCopies), and returns the
+// files a copy was renamed onto, each to be restated. It holds v.mu while
+// it reads the index and no lock while it looks at the disk.
+func (v *vault) withMovedCopies(changes []folder.Change) (_ []folder.Change, movedOnto map[string]bool) {
 	v.mu.Lock()
-	cur, hadCur := v.index.Get(c.Path)
+	var moves record.Moves
+	if v.index.NumConflictCopies() > 0 {
+		moves = record.MovedCopies(changes, v.index.ConflictCopies(), v.index.Get)
+	}
 	v.mu.Unlock()
-	// What the change supersedes, asked only once it is a real change (a
-	// rescan of weft's own apply is not one: applyrace.go).
-	supersedesNow := func(now vaultdb.Record) []entry.VersionID {
-		v.mu.Lock()
-		defer v.mu.Unlock()
-		return v.supersedesForLocalChangeLocked(c.Path, cur, hadCur, now)
-	}
-
-	if c.Type == folder.Deleted {
-		supersedes := supersedesNow(vaultdb.Record{})
-		if len(supersedes) == 0 {
-			return entry.Version{}, vaultdb.Record{}, false
-		}
-		return entry.Version{Path: c.Path, Kind: entry.KindDeletion, Supersedes: supersedes}, vaultdb.Record{}, true
-	}
-	n := c.New
-	rec := vaultdb.Record{
-		Size: uint64(n.Size), MTime: n.MTime, Inode: n.Inode, Ctime: n.Ctime,
-		Mode: uint32(n.Mode.Perm()), Hash: n.Hash, Target: n.Target,
-	}
-	ver := entry.Version{Path: c.Path, Mode: uint32(n.Mode.Perm()), MTime: n.MTime}
-	switch n.Kind {
-	case folder.KindFile:
-		rec.Kind, ver.Kind = entry.KindFile, entry.KindFile
-		ver.Size, ver.Hash = uint64(n.Size), n.Hash
-		if x, ok := c.Extra.(hashExtra); ok {
-			ver.Inline, ver.Chunks = x.inline, x.chunks
-			rec.Chunks = x.chunks
-		}
-		if ver.Size == 0 {
-			ver.Inline = nil
-		}
-	case folder.KindDir:
-		rec.Kind, ver.Kind = entry.KindDir, entry.KindDir
-	case folder.KindSymlink:
-		rec.Kind, ver.Kind = entry.KindSymlink, entry.KindSymlink
-		ver.Mode, ver.Target, ver.Size = 0, n.Target, uint64(len(n.Target))
-	default:
-		return entry.Version{}, vaultdb.Record{}, false
-	}
-	// Unchanged content and mode under a new mtime (a touch, or our own
-	// apply being rescanned): remember the new metadata, author nothing.
-	if !restate && hadCur && cur.Kind == rec.Kind && cur.Hash == rec.Hash && cur.Mode == rec.Mode && cur.Target == rec.Target {
-		rec.Version = cur.Version
-		return entry.Version{}, rec, false
-	}
-	if !hadCur && !restate {
-		if id, ok := v.headHolding(c.Path, rec); ok {
-			rec.Version = id
-			return entry.Version{}, rec, false
-		}
-	}
-	ver.Supersedes = supersedesNow(rec)
-	return ver, rec, true
+	return moves.Confirm(changes, func(p string) bool {
+		_, err := v.fs.Lstat(p)
+		return errors.Is(err, fs.ErrNotExist)
+	})
 }
 
-// headHolding is engine.HeadHolding over this vault's graph.
-func (v *vault) headHolding(path string, rec vaultdb.Record) (entry.VersionID, bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return engine.HeadHolding(v.view.Graph, path, diskOf(rec))
+// recordSide is the vault as node/record asks it about a change: the
+// index, what the change supersedes, a head already holding its content.
+type recordSide struct{ v *vault }
+
+func (r recordSide) Index(path string) (vaultdb.Record, bool) {
+	r.v.mu.Lock()
+	defer r.v.mu.Unlock()
+	return r.v.index.Get(path)
+}
+
+// Supersedes is what the change supersedes, asked only once it is a real
+// change (a rescan of weft's own apply is not one: applyrace.go).
+func (r recordSide) Supersedes(path string, cur vaultdb.Record, had bool, now vaultdb.Record) []entry.VersionID {
+	r.v.mu.Lock()
+	defer r.v.mu.Unlock()
+	return r.v.supersedesForLocalChangeLocked(path, cur, had, now)
+}
+
+func (r recordSide) HeadHolding(path string, rec vaultdb.Record) (entry.VersionID, bool) {
+	r.v.mu.Lock()
+	defer r.v.mu.Unlock()
+	return engine.HeadHolding(r.v.view.Graph, path, diskOf(rec))
 }
 
 // diskOf is the engine's view of a folder index record.

@@ -14,11 +14,11 @@ import (
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/history"
 	"github.com/weftsync/weft/node/memindex"
+	"github.com/weftsync/weft/node/record"
 	"github.com/weftsync/weft/node/restore"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
-	"github.com/weftsync/weft/store/vaultdb"
 )
 
 // Restore carries out (or, with DryRun, plans) a restore
@@ -191,18 +191,14 @@ func (v *vault) recordRestored(ctx context.Context, paths []string) error {
 	}
 	v.authorMu.Lock()
 	defer v.authorMu.Unlock()
-	var (
-		batch   []entry.Version
-		records []vaultdb.Record
-		changed []string
-		inline  int
-	)
+	params := v.pieceParams()
+	var b record.Batch
 	flush := func() error {
-		if len(batch) == 0 && len(changed) == 0 {
+		if b.Empty() {
 			return nil
 		}
-		err := v.author(batch, changed, records)
-		batch, records, changed, inline = nil, nil, nil, 0
+		err := v.author(b.Versions, b.Paths, b.Records)
+		b = record.Batch{}
 		return err
 	}
 	for _, c := range res.Changes {
@@ -210,7 +206,7 @@ func (v *vault) recordRestored(ctx context.Context, paths []string) error {
 		v.mu.Lock()
 		heads, settled := v.appliedHeadsLocked(c.Path)
 		v.mu.Unlock()
-		ver, rec, ok := v.versionFor(c, false)
+		ver, rec, ok := record.Version(recordSide{v}, c, false)
 		if !ok && settled && len(heads) > 0 && c.Type == folder.Deleted {
 			ver, ok = entry.Version{Path: c.Path, Kind: entry.KindDeletion}, true
 		}
@@ -223,16 +219,14 @@ func (v *vault) recordRestored(ctx context.Context, paths []string) error {
 			if settled && len(heads) > 0 {
 				ver.Supersedes = heads
 			}
-			if len(batch) == maxVersionsPerEntry || inline+len(ver.Inline) > maxInlinePerEntry {
+			if !b.Fits(ver, params) {
 				if err := flush(); err != nil {
 					return err
 				}
 			}
-			batch = append(batch, ver)
-			inline += len(ver.Inline)
+			b.AddVersion(ver, params)
 		}
-		changed = append(changed, c.Path)
-		records = append(records, rec)
+		b.AddRecord(c.Path, rec)
 	}
 	return flush()
 }

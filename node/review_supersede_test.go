@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftsync/weft/node/record"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 )
@@ -52,7 +53,7 @@ func reviewChunkedVersion(t *testing.T, v *vault, path string, content []byte, m
 		t.Fatal(err)
 	}
 	return entry.Version{Path: path, Kind: entry.KindFile, Mode: 0o644, MTime: mtime, Size: uint64(len(content)),
-		Hash: h.Hash, Chunks: h.Extra.(hashExtra).chunks}
+		Hash: h.Hash, Chunks: h.Extra.(record.Content).Chunks}
 }
 
 // A remote edit B of f.txt (superseding the local version A) has arrived

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -169,10 +168,3 @@ func (v *vault) skipped() map[string]string {
 // isConflictCopy reports whether a path is named like a conflict copy
 // (protocol.ConflictName).
 func isConflictCopy(p string) bool { return protocol.IsConflictCopy(p) }
-
-// isConflictCopyOf reports whether q is named like a conflict copy of p:
-// in p's directory, p's stem, then ".conflict-" (protocol.ConflictName).
-func isConflictCopyOf(q, p string) bool {
-	stem := strings.TrimSuffix(path.Base(p), path.Ext(p))
-	return path.Dir(q) == path.Dir(p) && strings.HasPrefix(path.Base(q), stem+".conflict-")
-}
