@@ -62,9 +62,9 @@ func (v *vault) mayReconcile() bool {
 	if v.home.Full() || v.tail.ReconcileHeld() {
 		return false
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.eng.HasReady()
+	var ready bool
+	v.engine.do(func(e *engine.Engine) { ready = e.HasReady() })
+	return ready
 }
 
 // reconcile brings every dirty path of the vault to what the sync core
@@ -78,31 +78,32 @@ func (v *vault) reconcile(ctx context.Context) {
 	// engine.Order (non-deletions parents first, then deletions children
 	// first, then names a deletion frees), without the deletions the
 	// mass-delete guard holds (massdelete.go).
-	v.mu.Lock()
-	v.eng.Tick(v.n.now())
-	rd := v.eng.Ready(guardIndex{v})
-	v.pending.passBytes = engine.BytesToWrite(v.view.Graph, slices.Concat(rd.Adds, rd.AfterDeletions), func(p string) (protocol.VersionID, bool) {
-		rec, ok := v.index.Get(p)
-		return rec.Version, ok
+	var rd engine.Ready
+	v.engine.do(func(e *engine.Engine) {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		e.Tick(v.n.now())
+		rd = e.Ready(guardIndex{v})
+		v.pending.passBytes = engine.BytesToWrite(v.view.Graph, slices.Concat(rd.Adds, rd.AfterDeletions), func(p string) (protocol.VersionID, bool) {
+			rec, ok := v.index.Get(p)
+			return rec.Version, ok
+		})
+		v.pending.written.Store(0)
 	})
-	v.pending.written.Store(0)
-	v.mu.Unlock()
 	v.noteIncomingHold(rd.Guard)
 	adds := v.applySmallFiles(ctx, rd.Adds)
 	for _, batch := range [][]string{adds, rd.Deletions, rd.AfterDeletions} {
 		for _, p := range batch {
 			if ctx.Err() != nil {
 				// Not carried out: dirty again, for the next run.
-				v.mu.Lock()
-				v.eng.Step(engine.Failed{Path: p, Waiting: true})
-				v.mu.Unlock()
+				v.engine.post(func(e *engine.Engine) { e.Step(engine.Failed{Path: p, Waiting: true}) })
 				continue
 			}
 			v.reconcileOne(ctx, p)
 		}
 	}
+	v.engine.post(func(e *engine.Engine) { e.Advance(rd) })
 	v.mu.Lock()
-	v.eng.Advance(rd)
 	v.pending.passBytes = 0
 	v.mu.Unlock()
 	v.n.events.Publish(api.Event{Type: api.EventReconciled, Folder: v.cfg.Folder})
@@ -146,7 +147,7 @@ func (v *vault) unsettled(ctx context.Context, path string, err error) {
 // again). Both apply paths end here when they fail. v.mu must be held.
 func (v *vault) unsettledLocked(path string, err error) (report bool) {
 	waiting := errors.Is(err, errWaitingForHistory) || errors.Is(err, errDecisionStale) || errors.Is(err, errHomeFull)
-	v.eng.Step(engine.Failed{Path: path, Err: err, Waiting: waiting})
+	v.engine.post(func(e *engine.Engine) { e.Step(engine.Failed{Path: path, Err: err, Waiting: waiting}) })
 	return !waiting && !errors.Is(err, folder.ErrLocalChange)
 }
 
@@ -155,13 +156,21 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 	if err := v.repairPieces(ctx, path); err != nil { // pieces.go
 		return err
 	}
-	v.mu.Lock()
-	d, ok, err := v.decideLocked(path)
-	v.mu.Unlock()
+	d, ok, err := v.decide(path)
 	if !ok || err != nil {
 		return err
 	}
 	return carry.Out(ctx, carrySide{v}, d)
+}
+
+// decide is decideLocked, run by the engine's loop with v.mu held.
+func (v *vault) decide(path string) (d carry.Decided, ok bool, err error) {
+	v.engine.do(func(e *engine.Engine) {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		d, ok, err = v.decideLocked(e, path)
+	})
+	return d, ok, err
 }
 
 // decideLocked decides path: the one place both apply paths (carry.Out, one
@@ -169,9 +178,9 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 // is false when the path has no heads (nothing to do); the error is
 // errWaitingForHistory while its heads wait for versions they supersede
 // (engine.AwaitsHistory, engine.WaitOver). v.mu must be held.
-func (v *vault) decideLocked(path string) (d carry.Decided, ok bool, err error) {
-	v.eng.Tick(v.n.now())
-	dd, err := v.eng.Decide(path, guardIndex{v})
+func (v *vault) decideLocked(e *engine.Engine, path string) (d carry.Decided, ok bool, err error) {
+	e.Tick(v.n.now())
+	dd, err := e.Decide(path, guardIndex{v})
 	switch {
 	case err != nil:
 		return carry.Decided{}, true, fmt.Errorf("resolving: %w", err)
@@ -342,7 +351,7 @@ func (v *vault) appliedLocked(path string, old vaultdb.Record, had bool, rec vau
 // path once forgot the wait, so a later wait at the path started from the
 // old time and ended at once. v.mu must be held.
 func (v *vault) settledLocked(path string) {
-	v.eng.Step(engine.Settled{Path: path})
+	v.engine.post(func(e *engine.Engine) { e.Step(engine.Settled{Path: path}) })
 	v.repairedLocked(path)
 }
 

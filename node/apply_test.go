@@ -14,6 +14,7 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 )
 
@@ -163,8 +164,9 @@ func folderContents(t *testing.T, dir string) (map[[32]byte]bool, []string) {
 	return held, temps
 }
 
-func pathDirty(v *vault, p string) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.eng.IsDirty(p)
+// pathDirty asks the engine's loop whether p waits for a decision. v.mu
+// must not be held.
+func pathDirty(v *vault, p string) (dirty bool) {
+	v.engine.do(func(e *engine.Engine) { dirty = e.IsDirty(p) })
+	return dirty
 }

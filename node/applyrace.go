@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/store/vaultdb"
 )
@@ -11,17 +13,30 @@ import (
 // apply, so it meets the peer's version as a concurrent edit.
 
 // noteAppliedLocked remembers that an apply replaced old (if had) at path
-// with rec (engine.RecentApplies.Applied). v.mu must be held.
+// with rec (engine.RecentApplies.Applied). What the content before the
+// apply superseded is computed now, from the graph as it is at the apply;
+// the engine's loop records it later. v.mu must be held.
 func (v *vault) noteAppliedLocked(path string, old vaultdb.Record, had bool, rec vaultdb.Record) {
-	v.eng.Applied(v.view.Graph, path, diskOf(old), had, diskOf(rec), v.n.now())
+	before, applied, now := diskOf(old), diskOf(rec), v.n.now()
+	sup := v.rules.Supersedes(v.view.Graph, path, before, had)
+	v.engine.post(func(e *engine.Engine) {
+		e.Recent.Applied(path, before, had, applied, now, func() []protocol.VersionID { return sup })
+	})
 }
 
-// supersedesForLocalChangeLocked returns what a local change of path to
-// now (Kind 0: a deletion) supersedes: what the index's record gives
-// (engine.Engine.LocalChange), unless the change races a peer's version applied
-// just before (engine.RecentApplies.ForLocalChange). v.mu must be held.
-func (v *vault) supersedesForLocalChangeLocked(path string, cur vaultdb.Record, had bool, now vaultdb.Record) []entry.VersionID {
-	sup, raced := v.eng.LocalChange(v.view.Graph, path, diskOf(cur), had, diskOf(now), v.n.now())
+// supersedesForLocalChange returns what a local change of path to now
+// (Kind 0: a deletion) supersedes: what the index's record gives
+// (engine.Engine.LocalChange), unless the change races a peer's version
+// applied just before (engine.RecentApplies.ForLocalChange). The engine's
+// loop answers it with v.mu held; v.mu must not be held.
+func (v *vault) supersedesForLocalChange(path string, cur vaultdb.Record, had bool, now vaultdb.Record) []entry.VersionID {
+	var sup []entry.VersionID
+	var raced bool
+	v.engine.do(func(e *engine.Engine) {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		sup, raced = e.LocalChange(v.view.Graph, path, diskOf(cur), had, diskOf(now), v.n.now())
+	})
 	if raced {
 		v.log.Info("a local change right after applying a peer's version: recorded as concurrent with it, not replacing it", "path", path)
 	}

@@ -125,8 +125,9 @@ func TestSaveAfterApplyAndRestatementKeepsBoth(t *testing.T) {
 			}
 			waitFor(t, "the index to take the same content under the new version", func() bool {
 				v.mu.Lock()
-				defer v.mu.Unlock()
-				return v.index.Rec("log.md").Version == rID && !pathDirtyLocked(v, "log.md")
+				rec := v.index.Rec("log.md")
+				v.mu.Unlock()
+				return rec.Version == rID && !pathDirty(v, "log.md")
 			})
 
 			// The editor read "line 0" before the apply; its save lands now.
@@ -146,10 +147,6 @@ func TestSaveAfterApplyAndRestatementKeepsBoth(t *testing.T) {
 			})
 		})
 	}
-}
-
-func pathDirtyLocked(v *vault, p string) bool {
-	return v.eng.IsDirty(p)
 }
 
 // raceSetup is a node whose folder holds log.md ("line 0"), recorded as xID.
@@ -285,8 +282,9 @@ func TestSaveAfterApplyLeavesALaterPutBack(t *testing.T) {
 	})
 	waitFor(t, "the apply to be recorded", func() bool {
 		v.mu.Lock()
-		defer v.mu.Unlock()
-		return v.index.Rec("log.md").Version == e1.VersionID(0) && !pathDirtyLocked(v, "log.md")
+		rec := v.index.Rec("log.md")
+		v.mu.Unlock()
+		return rec.Version == e1.VersionID(0) && !pathDirty(v, "log.md")
 	})
 
 	// The put-back, known but not applied: in the graph only, so nothing

@@ -38,9 +38,7 @@ func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 			rest = append(rest, p)
 			continue
 		}
-		v.mu.Lock()
-		d, ok, err := v.decideLocked(p)
-		v.mu.Unlock()
+		d, ok, err := v.decide(p)
 		if !ok || err != nil || !d.Batchable() {
 			rest = append(rest, p)
 			continue

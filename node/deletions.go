@@ -39,8 +39,11 @@ func (b apiBackend) Deletions() []api.HeldDeletions {
 }
 
 func (v *vault) heldDeletions() []api.HeldDeletions {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	var local, incoming engine.Held
+	var policy string
+	v.engine.do(func(e *engine.Engine) {
+		local, incoming, policy = e.Deletes.HeldLocal(), e.Deletes.HeldIncoming(), e.Deletes.Policy.String()
+	})
 	var out []api.HeldDeletions
 	list := func(dir string, h engine.Held) {
 		if len(h.Paths) == 0 {
@@ -48,11 +51,11 @@ func (v *vault) heldDeletions() []api.HeldDeletions {
 		}
 		out = append(out, api.HeldDeletions{
 			Folder: v.cfg.Folder, Direction: dir, Files: h.Files, Total: len(h.Paths),
-			Paths: h.Paths[:min(len(h.Paths), maxHeldListed)], Since: h.Since.UTC(), Policy: v.eng.Deletes.Policy.String(),
+			Paths: h.Paths[:min(len(h.Paths), maxHeldListed)], Since: h.Since.UTC(), Policy: policy,
 		})
 	}
-	list("local", v.eng.Deletes.HeldLocal())
-	list("incoming", v.eng.Deletes.HeldIncoming())
+	list("local", local)
+	list("incoming", incoming)
 	return out
 }
 
@@ -131,15 +134,18 @@ func (v *vault) acceptDeletions(ctx context.Context) (local, incoming int, err e
 		// spent with nothing recorded: refuse it now instead.
 		return 0, 0, fmt.Errorf("%w; try again once this device has heard from another device or the relay", errAuthoringHeld)
 	}
-	v.mu.Lock()
-	if !v.eng.Deletes.Holding() {
-		v.mu.Unlock()
+	var holding bool
+	var localPaths, inPaths []string
+	v.engine.do(func(e *engine.Engine) {
+		if holding = e.Deletes.Holding(); holding {
+			localPaths, inPaths = e.Deletes.Accept()
+			e.Step(engine.Touched{Paths: inPaths})
+		}
+	})
+	if !holding {
 		return 0, 0, errNothingHeld
 	}
-	localPaths, inPaths := v.eng.Deletes.Accept()
-	v.eng.Step(engine.Touched{Paths: inPaths})
 	local, incoming = len(localPaths), len(inPaths)
-	v.mu.Unlock()
 	v.kick()
 	if len(localPaths) > 0 {
 		if _, err := v.scan(ctx, localPaths); err != nil {
@@ -157,13 +163,16 @@ func (v *vault) acceptDeletions(ctx context.Context) (local, incoming int, err e
 func (v *vault) rejectDeletions(ctx context.Context) (local, incoming int, err error) {
 	v.scanMu.Lock()
 	defer v.scanMu.Unlock()
-	v.mu.Lock()
-	if !v.eng.Deletes.Holding() {
-		v.mu.Unlock()
+	var holding bool
+	var localPaths, inPaths []string
+	v.engine.do(func(e *engine.Engine) {
+		if holding = e.Deletes.Holding(); holding {
+			localPaths, inPaths = e.Deletes.HeldLocal().Paths, e.Deletes.HeldIncoming().Paths
+		}
+	})
+	if !holding {
 		return 0, 0, errNothingHeld
 	}
-	localPaths, inPaths := v.eng.Deletes.HeldLocal().Paths, v.eng.Deletes.HeldIncoming().Paths
-	v.mu.Unlock()
 
 	if len(localPaths) > 0 {
 		n, err := v.rewriteDeleted(localPaths)
@@ -203,9 +212,11 @@ func (v *vault) rewriteDeleted(paths []string) (int, error) {
 	v.mu.Lock()
 	for _, p := range gone {
 		v.setIndexLocked(p, vaultdb.Record{})
-		v.eng.Touch(p)
 	}
-	v.eng.Deletes.DropLocal()
+	v.engine.post(func(e *engine.Engine) {
+		e.Step(engine.Touched{Paths: gone})
+		e.Deletes.DropLocal()
+	})
 	v.mu.Unlock()
 	return len(gone), nil
 }
@@ -235,9 +246,11 @@ func (v *vault) reassert(ctx context.Context, paths []string) error {
 		v.mu.Unlock()
 		return fmt.Errorf("keeping the files: %w", err)
 	}
-	v.mu.Lock()
-	v.eng.Deletes.DropIncoming(paths, guardIndex{v})
-	v.mu.Unlock()
+	v.engine.do(func(e *engine.Engine) {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		e.Deletes.DropIncoming(paths, guardIndex{v})
+	})
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/weftsync/weft/node/enrol"
 	"github.com/weftsync/weft/protocol"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/store/graphsnap"
@@ -34,11 +35,13 @@ type derivedState struct {
 }
 
 func derivedOf(v *vault) derivedState {
+	var dirty []string
+	v.engine.do(func(e *engine.Engine) { dirty = e.DirtyPaths() })
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	s := derivedState{versions: map[protocol.VersionID]protocol.Version{}, bodies: map[protocol.VersionID]entry.Version{},
 		clock: v.view.Clock, folded: maps.Clone(v.view.Folded), dirty: map[string]struct{}{}}
-	for _, p := range v.eng.DirtyPaths() {
+	for _, p := range dirty {
 		s.dirty[p] = struct{}{}
 	}
 	for cv, body := range v.view.Bodies() {

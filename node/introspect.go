@@ -5,13 +5,15 @@ import (
 
 	"github.com/weftsync/weft/node/doctor"
 	"github.com/weftsync/weft/node/record"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 )
 
 // Read-only views of a vault's derived state for status, doctor and
-// metrics. Each takes v.mu once and copies what it returns, so callers
-// never hold the lock while they do IO or format output.
+// metrics. Each asks the engine's loop once and takes v.mu once, and
+// copies what it returns, so callers never hold a lock while they do IO
+// or format output.
 
 // vaultView is a consistent copy of a vault's counters and problem lists.
 type vaultView struct {
@@ -34,23 +36,27 @@ func (v *vault) summary() vaultView { return v.viewOf(false) }
 
 // viewOf builds the view, with the dirty list only if withDirty.
 func (v *vault) viewOf(withDirty bool) vaultView {
+	out := vaultView{errs: map[string]string{}}
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	out := vaultView{
-		scanning: v.scanning, scanned: v.scanned,
+	out.scanning, out.scanned = v.scanning, v.scanned
+	out.toFetch = v.pending.toFetch
+	out.pendingBytes = max(0, v.pending.passBytes-v.pending.written.Load())
+	// Kept as the index changes (memindex), not walked here.
+	out.files, out.dirs, out.bytes = v.index.Files(), v.index.Dirs(), v.index.Bytes()
+	out.conflicts = v.index.ConflictCopies()
+	v.mu.Unlock()
+	// Asked after: the engine then has every path touched by what the
+	// view above already held, so pending is never less than that state
+	// implies.
+	v.engine.do(func(e *engine.Engine) {
 		// The engine counts each pending path once: the dirty ones, or
 		// the current pass's unsettled ones when they are more.
-		toApply: v.eng.Pending(), toFetch: v.pending.toFetch,
-		pendingBytes: max(0, v.pending.passBytes-v.pending.written.Load()),
-		errs:         map[string]string{},
-		// Kept as the index changes (memindex), not walked here.
-		files: v.index.Files(), dirs: v.index.Dirs(), bytes: v.index.Bytes(),
-		conflicts: v.index.ConflictCopies(),
-	}
-	v.eng.Errs(func(p, e string) { out.errs[p] = e })
-	if withDirty {
-		out.dirty = v.eng.DirtyPaths()
-	}
+		out.toApply = e.Pending()
+		e.Errs(func(p, err string) { out.errs[p] = err })
+		if withDirty {
+			out.dirty = e.DirtyPaths()
+		}
+	})
 	return out
 }
 
@@ -66,18 +72,26 @@ func (v *vault) toUpload(connected []keys.DeviceID) int {
 }
 
 // pathState describes path p (slash-separated, relative to the folder).
-func (v *vault) pathState(p string) doctor.PathState {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+func (v *vault) pathState(p string) (pv doctor.PathState) {
+	v.engine.do(func(e *engine.Engine) {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		pv = v.pathStateLocked(e, p)
+	})
+	return pv
+}
+
+// pathStateLocked is pathState, run by the engine's loop with v.mu held.
+func (v *vault) pathStateLocked(e *engine.Engine, p string) doctor.PathState {
 	pv := doctor.PathState{Path: p}
 	rec, had := v.index.Get(p)
 	pv.Indexed = had
-	pv.Dirty = v.eng.IsDirty(p)
-	pv.Err, _ = v.eng.Err(p)
+	pv.Dirty = e.IsDirty(p)
+	pv.Err, _ = e.Err(p)
 	hs := v.view.Graph.Heads(p)
 	pv.Heads = len(hs)
 	if len(hs) > 0 {
-		if dec, err := v.eng.Resolve(p, guardIndex{v}); err == nil {
+		if dec, err := e.Resolve(p, guardIndex{v}); err == nil {
 			pv.Winner = dec.Winner.ID
 			ver, _ := v.view.Body(dec.Winner.ID)
 			pv.Kind, pv.Size, pv.Chunks = ver.Kind, ver.Size, len(ver.Chunks)

@@ -287,9 +287,7 @@ func (r recordSide) Index(path string) (vaultdb.Record, bool) {
 // Supersedes is what the change supersedes, asked only once it is a real
 // change (a rescan of weft's own apply is not one: applyrace.go).
 func (r recordSide) Supersedes(path string, cur vaultdb.Record, had bool, now vaultdb.Record) []entry.VersionID {
-	r.v.mu.Lock()
-	defer r.v.mu.Unlock()
-	return r.v.supersedesForLocalChangeLocked(path, cur, had, now)
+	return r.v.supersedesForLocalChange(path, cur, had, now) // applyrace.go
 }
 
 func (r recordSide) HeadHolding(path string, rec vaultdb.Record) (entry.VersionID, bool) {
@@ -393,7 +391,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 				current = append(current, ver.Path)
 			}
 		}
-		v.eng.Step(engine.Current{Paths: current})
+		v.engine.post(func(e *engine.Engine) { e.Step(engine.Current{Paths: current}) })
 		v.grewLocked()
 	}
 	v.mu.Unlock()

@@ -80,9 +80,7 @@ func (v *vault) setMassDeletePolicy(p protocol.MassDeletePolicy) error {
 	if err := v.db.Commit(u); err != nil {
 		return fmt.Errorf("storing the mass-delete policy: %w", err)
 	}
-	v.mu.Lock()
-	v.eng.Deletes.Policy = p
-	v.mu.Unlock()
+	v.engine.post(func(e *engine.Engine) { e.Deletes.Policy = p })
 	v.kick()
 	return nil
 }
@@ -114,9 +112,12 @@ func (v *vault) holdLocalDeletions(changes []folder.Change, mode scanMode, scann
 		}
 	}
 	now := v.n.now()
-	v.mu.Lock()
-	verdict := v.eng.Deletes.JudgeLocal(in, mode, scanned, guardIndex{v}, now)
-	v.mu.Unlock()
+	var verdict engine.LocalVerdict
+	v.engine.do(func(e *engine.Engine) {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		verdict = e.Deletes.JudgeLocal(in, mode, scanned, guardIndex{v}, now)
+	})
 	if verdict.Ended {
 		v.log.Info("held local deletions are gone: the files are back")
 	}
@@ -150,9 +151,9 @@ func withoutDeletions(changes []folder.Change, drop []string) []folder.Change {
 // and the guard has not judged yet (once they stopped arriving).
 func (v *vault) deferredDeletions() []string {
 	now := v.n.now()
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.eng.Deletes.Deferred(now)
+	var paths []string
+	v.engine.do(func(e *engine.Engine) { paths = e.Deletes.Deferred(now) })
+	return paths
 }
 
 // noteIncomingHold tells the user when a reconcile pass began holding
@@ -181,15 +182,15 @@ func (v *vault) deletionConfirmedLocked(path string) bool {
 
 // heldErrors are the errors[] items of held deletions, for status.
 func (v *vault) heldErrors() []api.PathMessage {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	var local, incoming engine.Held
+	v.engine.do(func(e *engine.Engine) { local, incoming = e.Deletes.HeldLocal(), e.Deletes.HeldIncoming() })
 	var out []api.PathMessage
-	if h := v.eng.Deletes.HeldLocal(); len(h.Paths) > 0 {
+	if h := local; len(h.Paths) > 0 {
 		out = append(out, api.PathMessage{Code: api.CodeMassDelete, Reason: fmt.Sprintf(
 			"%d files deleted here (%s) are held, not sent to other devices: that is more of the folder than its mass-delete guard allows; `weft deletions accept` records them, `weft deletions reject` brings the files back",
 			h.Files, listPaths(h.Paths))})
 	}
-	if h := v.eng.Deletes.HeldIncoming(); len(h.Paths) > 0 {
+	if h := incoming; len(h.Paths) > 0 {
 		out = append(out, api.PathMessage{Code: api.CodeMassDelete, Reason: fmt.Sprintf(
 			"%d files deleted by another device (%s) are held, not deleted here: that is more of the folder than its mass-delete guard allows; `weft deletions accept` deletes them here, `weft deletions reject` keeps them and sends them back",
 			h.Files, listPaths(h.Paths))})

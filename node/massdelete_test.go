@@ -378,10 +378,13 @@ func TestIncomingRenameReleasesHold(t *testing.T) {
 // judgeIncoming is what a reconcile pass's Ready asks the guard of
 // dels, with arriving the contents of the pass's other paths: it returns
 // the deletions to apply.
-func judgeIncoming(v *vault, dels []string, arriving map[[32]byte]string) []string {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.eng.Deletes.JudgeIncoming(dels, arriving, guardIndex{v}, v.n.now()).Apply
+func judgeIncoming(v *vault, dels []string, arriving map[[32]byte]string) (apply []string) {
+	v.engine.do(func(e *engine.Engine) {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		apply = e.Deletes.JudgeIncoming(dels, arriving, guardIndex{v}, v.n.now()).Apply
+	})
+	return apply
 }
 
 // An accept while this device may not author yet (it has heard from no

@@ -12,6 +12,7 @@ import (
 
 	"lukechampine.com/blake3"
 
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 )
 
@@ -59,10 +60,8 @@ func TestReviewDanglingSupersedesMakeSpuriousConflict(t *testing.T) {
 	}
 	// A pass looks at f.txt with b1 in and c1 missing: it must leave the
 	// path waiting for history, not decide it.
-	waiting := func() bool {
-		v.mu.Lock()
-		defer v.mu.Unlock()
-		_, ok := v.eng.Waiting("f.txt")
+	waiting := func() (ok bool) {
+		v.engine.do(func(e *engine.Engine) { _, ok = e.Waiting("f.txt") })
 		return ok
 	}
 	_, m := w.wait(t, "a pass that saw f.txt with c1 missing", from, func(m passMark) bool {
@@ -72,8 +71,9 @@ func TestReviewDanglingSupersedesMakeSpuriousConflict(t *testing.T) {
 		t.Fatal("f.txt was decided while c1, which links a1 to b1, was still missing")
 	}
 	v.mu.Lock()
-	heads, dirty := v.view.HeadIDs("f.txt"), pathDirtyLocked(v, "f.txt")
+	heads := v.view.HeadIDs("f.txt")
 	v.mu.Unlock()
+	dirty := pathDirty(v, "f.txt")
 	if len(heads) != 2 || !dirty {
 		t.Fatalf("while c1 is missing: heads of f.txt %v (want a1 and b1), dirty %v (want true)", heads, dirty)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
 )
 
@@ -40,10 +41,11 @@ func TestReviewPendingApplyCountsFailedPathsTwice(t *testing.T) {
 		case ev.Type == api.EventError && ev.Kind == "" && ev.Path == "big.txt":
 			failedInPass.Store(true)
 		case ev.Type == api.EventReconciled && failedInPass.CompareAndSwap(true, false):
-			v.mu.Lock()
-			s := atEnd{dirty: pathDirtyLocked(v, "big.txt"), toApply: v.eng.Pending()}
-			s.failed, _ = v.eng.Err("big.txt")
-			v.mu.Unlock()
+			var s atEnd
+			v.engine.do(func(e *engine.Engine) {
+				s.dirty, s.toApply = e.IsDirty("big.txt"), e.Pending()
+				s.failed, _ = e.Err("big.txt")
+			})
 			s.st = v.status()
 			select {
 			case ended <- s:

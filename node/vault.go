@@ -39,8 +39,10 @@ import (
 // decrypted bodies, node/logview; index: the folder index; chunks: where
 // each chunk lies locally).
 //
-// Locking: mu guards the derived state. IO on the folder and the network
-// happens without mu held; the database serialises itself.
+// Locking: mu guards the derived state but the engine, which its loop
+// goroutine owns (engineloop.go: work handed to it may take mu, so mu is
+// never held while waiting for the loop). IO on the folder and the
+// network happens without mu held; the database serialises itself.
 type vault struct {
 	n       *Node
 	cfg     home.Vault
@@ -136,12 +138,17 @@ type vault struct {
 	// probes are the fork probes asked of peers (entryrefusals.go); it
 	// has its own lock.
 	probes heard.ForkProbes
-	// eng is the vault's reconcile engine (protocol/engine): which paths
-	// need a decision, their waits for history and errors, the
-	// mass-delete guard (eng.Deletes, massdelete.go) and the peers'
-	// versions applied in the last engine.ApplyRaceWindow (eng.Recent,
-	// applyrace.go).
-	eng *engine.Engine
+	// engine owns the vault's reconcile engine (protocol/engine): which
+	// paths need a decision, their waits for history and errors, the
+	// mass-delete guard (Deletes, massdelete.go) and the peers' versions
+	// applied in the last engine.ApplyRaceWindow (Recent, applyrace.go).
+	// Its loop goroutine is the engine's one owner (engineloop.go); it
+	// has its own lock.
+	engine *engineLoop
+	// rules are the engine's rules, which are pure and never change: what
+	// a noted apply supersedes is computed from them at once, under v.mu,
+	// with the graph as it was at the apply.
+	rules engine.Rules
 }
 
 // pendingCounts are what the vault still has to do.
@@ -341,7 +348,7 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head, sr
 // addBodyLocked folds an entry's versions into the view and marks their
 // paths for reconciliation. v.mu must be held.
 func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
-	v.view.Fold(e, body, v.eng.Touch)
+	v.view.Fold(e, body, v.engine.touch)
 }
 
 // peerHolds records what a peer says it holds (its LogStatus). What a
