@@ -9,7 +9,9 @@
 # With PERF=1, `perf record -g` of A over the idle window instead of ticks
 # (report in DIR/report.txt, DIR/children.txt). With STRACE=1, `strace -f
 # -c` of A over it instead (system calls counted, not timed: the open and
-# stat counts do not depend on the load; DIR/strace.txt). SETTLE is the
+# stat counts do not depend on the load; DIR/strace.txt). With PERFSTAT=1,
+# `perf stat` of A and B over it instead: CPU time in ms and context
+# switches (wake-ups) of each. SETTLE is the
 # wait after B has the last note (default 20 s).
 # usage: bench/idle_synced_pair.sh BIN DIR IDLE_SECONDS N
 #   e.g. for i in 1 2 3; do for b in old new; do bench/idle_synced_pair.sh /tmp/weft-$b /tmp/idle-$b 120 10000; done; done
@@ -32,6 +34,16 @@ sleep "${SETTLE:-20}"
 if [ "${STRACE:-0}" = 1 ]; then
 	timeout -s INT "$IDLE" strace -f -c -p $PA -o "$W/strace.txt" > /dev/null 2>&1 || true
 	head -30 "$W/strace.txt"
+elif [ "${PERFSTAT:-0}" = 1 ]; then
+	# CPU time to the microsecond and the context switches (each a wake-up
+	# of the agent: they do not depend on the load), A and B at once.
+	perf stat -e task-clock,context-switches -p $PA -o "$W/stat-a.txt" -- sleep "$IDLE" > /dev/null 2>&1 &
+	PS=$!
+	perf stat -e task-clock,context-switches -p $PB -o "$W/stat-b.txt" -- sleep "$IDLE" > /dev/null 2>&1
+	wait $PS
+	for x in a b; do
+		echo "idle ${IDLE}s $x: $(awk '$2 == "msec" && $3 == "task-clock" {printf "task-clock %s ms", $1} $2 == "context-switches" {printf ", context-switches %s", $1}' "$W/stat-$x.txt")"
+	done
 elif [ "${PERF:-0}" = 1 ]; then
 	perf record -F 499 -g -p $PA -o "$W/perf.data" -- sleep "$IDLE" > /dev/null 2>&1
 	perf report -i "$W/perf.data" --no-children --sort symbol --stdio 2>/dev/null | head -100 > "$W/report.txt"

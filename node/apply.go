@@ -22,13 +22,21 @@ import (
 	"github.com/weftsync/weft/store/vaultdb"
 )
 
-// reconcileRetry is how often the reconcile loop runs a pass unasked:
-// paths whose apply failed are retried, and waits for history end.
+// reconcileRetry is how often the reconcile loop runs a pass unasked
+// while something is dirty: paths whose apply failed are retried, and
+// waits for history end.
 const reconcileRetry = 2 * time.Second
+
+// reconcileIdle is how often it looks unasked while nothing is dirty.
+// Every change that needs a pass kicks the vault, so this is only a net
+// under a missed kick; ticking every reconcileRetry woke an idle agent 30
+// times a minute for nothing (issue 16's idle CPU).
+const reconcileIdle = 30 * time.Second
 
 // reconcileLoop is the vault's one reconcile goroutine (Run owns it,
 // startVault): once the temp files of an earlier run are removed, it runs
-// a pass whenever the vault is kicked and every reconcileRetry. Only this
+// a pass whenever the vault is kicked, every reconcileRetry while
+// something is dirty and every reconcileIdle otherwise. Only this
 // goroutine runs passes, so one vault's slow apply (a large file
 // fetched) holds up no other vault.
 func (v *vault) reconcileLoop(ctx context.Context) {
@@ -39,32 +47,35 @@ func (v *vault) reconcileLoop(ctx context.Context) {
 		// Temp files of a previous run are removed: applying before could
 		// have one of its own removed too.
 	}
-	tick := time.NewTicker(reconcileRetry)
-	defer tick.Stop()
+	wait := time.NewTimer(reconcileRetry)
+	defer wait.Stop()
 	for {
-		if v.mayReconcile() {
+		dirty, may := v.mayReconcile()
+		if may {
 			v.reconcile(ctx)
 		}
+		next := reconcileIdle
+		if dirty {
+			next = reconcileRetry // what the pass left, or what waits for the home disk or the log
+		}
+		wait.Reset(next)
 		select {
 		case <-ctx.Done():
 			return
 		case <-v.kicked:
-		case <-tick.C:
+		case <-wait.C:
 		}
 	}
 }
 
-// mayReconcile reports whether a pass should run now: something is dirty,
-// the home disk has room (retryHome kicks once it has, homefull.go), and
-// this device's log is known whole and the folder rescanned (logtail.go:
-// an apply could otherwise meet a local edit not yet recorded).
-func (v *vault) mayReconcile() bool {
-	if v.home.Full() || v.tail.ReconcileHeld() {
-		return false
-	}
-	var ready bool
-	v.engine.do(func(e *engine.Engine) { ready = e.HasReady() })
-	return ready
+// mayReconcile reports whether something is dirty, and whether a pass
+// should run now: something is dirty, the home disk has room (retryHome
+// kicks once it has, homefull.go), and this device's log is known whole
+// and the folder rescanned (logtail.go: an apply could otherwise meet a
+// local edit not yet recorded).
+func (v *vault) mayReconcile() (dirty, may bool) {
+	v.engine.do(func(e *engine.Engine) { dirty = e.HasReady() })
+	return dirty, dirty && !v.home.Full() && !v.tail.ReconcileHeld()
 }
 
 // reconcile brings every dirty path of the vault to what the sync core

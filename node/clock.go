@@ -49,8 +49,8 @@ func (v *vault) nextEntryTime() int64 {
 	return v.view.HLC
 }
 
-// clockLoop measures every connected member's clock when it connects and
-// every clock.ProbeEvery after, until ctx ends.
+// clockLoop measures every connected member's clock when it connects
+// (onConnected wakes it) and every clock.ProbeEvery after, until ctx ends.
 func (n *Node) clockLoop(ctx context.Context) {
 	t := time.NewTicker(clock.CheckEvery)
 	defer t.Stop()
@@ -71,6 +71,7 @@ func (n *Node) clockLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-n.clockWake:
 		}
 	}
 }

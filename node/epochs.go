@@ -34,6 +34,7 @@ func (v *vault) learnEpochs() {
 // otherwise keep serving it). v.mu must not be held.
 func (v *vault) memberApplied(r member.Record) {
 	v.learnEpochs()
+	v.n.wakeDial() // a relay or member added is dialled at once
 	v.mu.Lock()
 	v.grewLocked()
 	v.mu.Unlock()

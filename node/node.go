@@ -144,9 +144,12 @@ type Node struct {
 	strangers *strangers
 	api       *apiRun
 
-	ready   chan struct{} // closed once Run accepts streams and API calls
-	opened  chan struct{} // closed once every vault the home held at the start is open (OpenInRun)
-	ownHost bool          // Run closes the host it built
+	ready chan struct{} // closed once Run accepts streams and API calls
+	// dialWake (buffer 1) wakes the dial loop (wakeDial); clockWake
+	// (buffer 1) the clock loop, when a peer connects.
+	dialWake, clockWake chan struct{}
+	opened              chan struct{} // closed once every vault the home held at the start is open (OpenInRun)
+	ownHost             bool          // Run closes the host it built
 
 	mu    sync.Mutex // guards peers
 	peers map[keys.DeviceID]*peerState
@@ -241,7 +244,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		cfg: cfg, id: id, log: cfg.Logger, now: cfg.Now, rules: cfg.Rules.OrDefault(),
-		events: api.NewBus(), peers: map[keys.DeviceID]*peerState{}, ready: make(chan struct{}),
+		events: api.NewBus(), peers: map[keys.DeviceID]*peerState{}, ready: make(chan struct{}), dialWake: make(chan struct{}, 1), clockWake: make(chan struct{}, 1),
 		opened:    make(chan struct{}),
 		strangers: newStrangers(cfg.Logger),
 	}
@@ -743,6 +746,10 @@ func (n *Node) onConnected(c network.Conn) {
 	n.mu.Unlock()
 	n.events.Publish(api.Event{Type: api.EventPeerConnected, Peer: dev.String(), Kind: kind})
 	n.goRun(func(ctx context.Context) { n.syncWith(ctx, c.RemotePeer()) })
+	select { // measure its clock now (clockLoop)
+	case n.clockWake <- struct{}{}:
+	default:
+	}
 }
 
 func (n *Node) onDisconnected(c network.Conn) {
@@ -761,6 +768,7 @@ func (n *Node) onDisconnected(c network.Conn) {
 	n.mu.Unlock()
 	if ok {
 		n.events.Publish(api.Event{Type: api.EventPeerDisconnected, Peer: dev.String()})
+		n.wakeDial()
 	}
 }
 
@@ -910,13 +918,31 @@ func (n *Node) connectedMembers(v *vault) []connected {
 	return out
 }
 
+// dialIdle is how often the dial loop looks unasked while every member
+// and relay it knows an address of is connected. A disconnection, a new
+// address and a membership change wake it at once (wakeDial), so this is
+// only a net; looking every second woke an idle agent 60 times a minute
+// for nothing (issue 16's idle CPU).
+const dialIdle = 30 * time.Second
+
+// wakeDial makes the dial loop look now: a peer went away, an address was
+// learned, the membership changed.
+func (n *Node) wakeDial() {
+	select {
+	case n.dialWake <- struct{}{}:
+	default:
+	}
+}
+
 // dialLoop keeps trying to connect to every member at the addresses this
-// device remembers for it, with a growing backoff per peer.
+// device remembers for it, with a growing backoff per peer: every second
+// while one is not connected, else when woken or every dialIdle.
 func (n *Node) dialLoop(ctx context.Context) {
 	sched := connect.NewRedial()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
+	wait := time.NewTimer(time.Second)
+	defer wait.Stop()
 	for {
+		missing := false
 		for _, v := range n.vaultsNow() {
 			known := v.book.All()
 			if known == nil {
@@ -926,11 +952,15 @@ func (n *Node) dialLoop(ctx context.Context) {
 				known[r.dev] = append(known[r.dev], multiaddrStrings(r.info)...)
 			}
 			for d, addrs := range known {
-				if d == n.id.ID() || !v.isPeer(d) && !v.fetchesMembershipFrom(d) || !sched.Due(d, n.now()) {
+				if d == n.id.ID() || !v.isPeer(d) && !v.fetchesMembershipFrom(d) {
 					continue
 				}
 				pid, err := PeerIDOf(d)
 				if err != nil || n.host.Network().Connectedness(pid) == network.Connected {
+					continue
+				}
+				missing = true
+				if !sched.Due(d, n.now()) {
 					continue
 				}
 				info := peer.AddrInfo{ID: pid}
@@ -949,10 +979,16 @@ func (n *Node) dialLoop(ctx context.Context) {
 				sched.Succeeded(d)
 			}
 		}
+		next := time.Second
+		if !missing {
+			next = dialIdle
+		}
+		wait.Reset(next)
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-wait.C:
+		case <-n.dialWake:
 		}
 	}
 }
@@ -967,4 +1003,5 @@ func (n *Node) rememberPeer(v *vault, d keys.DeviceID, addrs []ma.Multiaddr) {
 	if err := v.book.Set(d, s); err != nil {
 		v.log.Warn("remembering peer addresses", "peer", d, "err", err)
 	}
+	n.wakeDial()
 }
