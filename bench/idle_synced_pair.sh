@@ -35,8 +35,8 @@ if [ "${STRACE:-0}" = 1 ]; then
 	timeout -s INT "$IDLE" strace -f -c -p $PA -o "$W/strace.txt" > /dev/null 2>&1 || true
 	head -30 "$W/strace.txt"
 elif [ "${PERFSTAT:-0}" = 1 ]; then
-	# CPU time to the microsecond and the context switches (each a wake-up
-	# of the agent: they do not depend on the load), A and B at once.
+	# CPU time to the microsecond and the context switches (the agent's
+	# wake-ups, plus preemptions when the machine is busy), A and B at once.
 	perf stat -e task-clock,context-switches -p $PA -o "$W/stat-a.txt" -- sleep "$IDLE" > /dev/null 2>&1 &
 	PS=$!
 	perf stat -e task-clock,context-switches -p $PB -o "$W/stat-b.txt" -- sleep "$IDLE" > /dev/null 2>&1

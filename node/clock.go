@@ -50,14 +50,20 @@ func (v *vault) nextEntryTime() int64 {
 }
 
 // clockLoop measures every connected member's clock when it connects
-// (onConnected wakes it) and every clock.ProbeEvery after, until ctx ends.
+// (onConnected wakes it) and every clock.ProbeEvery after, until ctx ends:
+// it looks every clock.CheckEvery while a connected member has no current
+// measurement, else every clock.CheckIdle.
 func (n *Node) clockLoop(ctx context.Context) {
-	t := time.NewTicker(clock.CheckEvery)
+	t := time.NewTimer(clock.CheckEvery)
 	defer t.Stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
+		next := clock.CheckIdle
 		for _, d := range n.membersToClock() {
+			if !n.clocks.Measured(d, n.now()) {
+				next = clock.CheckEvery
+			}
 			if !n.clocks.Due(d, n.now()) {
 				continue
 			}
@@ -67,6 +73,7 @@ func (n *Node) clockLoop(ctx context.Context) {
 				}
 			})
 		}
+		t.Reset(next)
 		select {
 		case <-ctx.Done():
 			return

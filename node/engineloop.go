@@ -19,8 +19,10 @@ import (
 // The loop does no IO and waits for nothing but its queue: work that reads
 // the graph or the index takes v.mu for as long as it runs, nothing else.
 // A pass's carry-outs run on the reconcile goroutine (reconcileLoop),
-// which asks the loop for the pass and for each decision, so a read or a
-// scan's question never waits behind a file being written.
+// which asks the loop for the pass and for each decision, so a status read
+// never waits behind a file being written. (A scan does: a carry-out holds
+// the scan lock while it writes, so that the watcher does not take its
+// writes for local edits.)
 //
 // While no loop runs (a vault opening before Run, a node stopping), the
 // caller runs work itself: do runs the queued work and its own, and post
@@ -104,7 +106,9 @@ func (l *engineLoop) runQueuedLocked() {
 	}
 }
 
-// post hands f to the loop and returns at once. f must not call do.
+// post hands f to the loop and returns at once. f must not call do or
+// take v.mu: while no loop runs, it may run at once on the caller's
+// goroutine, which often holds v.mu.
 func (l *engineLoop) post(f func(*engine.Engine)) {
 	l.mu.Lock()
 	if l.runHere() {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/weftsync/weft/protocol/engine"
 )
@@ -15,8 +16,16 @@ import (
 // runs it: a read after a post sees it.
 func TestEngineLoopKeepsOrder(t *testing.T) {
 	l := newEngineLoop(engine.New(engine.Config{}))
-	// No loop yet (a vault opening): posts run at once.
+	// No loop yet (a vault opening): posts run at once, nothing queued.
 	l.touch("a")
+	l.post(func(e *engine.Engine) { e.Touch("b") })
+	l.mu.Lock()
+	queued := len(l.queue)
+	l.mu.Unlock()
+	if queued != 0 {
+		t.Fatalf("before the loop: %d pieces of work queued, want them run at once", queued)
+	}
+	l.post(func(e *engine.Engine) { e.Step(engine.Current{Paths: []string{"b"}}) })
 	var dirty []string
 	l.do(func(e *engine.Engine) { dirty = e.DirtyPaths() })
 	if len(dirty) != 1 || dirty[0] != "a" {
@@ -50,6 +59,12 @@ func TestEngineLoopKeepsOrder(t *testing.T) {
 					t.Errorf("%s touched, then read as not dirty", p)
 					return
 				}
+				l.post(func(e *engine.Engine) { e.Step(engine.Current{Paths: []string{p}}) })
+				l.do(func(e *engine.Engine) { ok = e.IsDirty(p) })
+				if ok {
+					t.Errorf("%s current, then read as dirty", p)
+					return
+				}
 			}
 		})
 	}
@@ -64,6 +79,39 @@ func TestEngineLoopKeepsOrder(t *testing.T) {
 	l.do(func(e *engine.Engine) { dirty = e.DirtyPaths() })
 	if slices := strings.Join(dirty, ","); strings.Contains(slices, "a") || strings.Contains(slices, "z") {
 		t.Errorf("after the loop stopped: dirty %v, want neither a nor z", dirty)
+	}
+}
+
+// A do handed over while the loop stops returns: the loop runs what is
+// queued on its way out, and a do after that runs the work itself. Without
+// the last run, a pass asking for a decision as Run ended never returned
+// and Run's wait group never finished.
+func TestEngineLoopDoAcrossStopReturns(t *testing.T) {
+	for round := range 200 {
+		l := newEngineLoop(engine.New(engine.Config{}))
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() { l.run(ctx); close(stopped) }()
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 8 {
+			wg.Go(func() {
+				<-start
+				for range 50 {
+					l.do(func(e *engine.Engine) { e.Touch("p") })
+				}
+			})
+		}
+		close(start)
+		cancel()
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second): // a bound on a hang, not a wait for an event
+			t.Fatalf("round %d: a do handed over while the loop stopped never returned", round)
+		}
+		<-stopped
 	}
 }
 

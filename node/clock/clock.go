@@ -22,12 +22,15 @@ const (
 	// RetryAfter is the wait after a failed measurement.
 	RetryAfter = time.Minute
 	// CheckEvery is how often the agent looks for members to measure
-	// unasked: a member that connects is looked at once (its connection
-	// wakes the agent's clock loop), so this only bounds how late a retry
-	// (RetryAfter) or the next measurement (ProbeEvery) comes. Looking
-	// every 2 s woke an idle agent 30 times a minute (issue 16's idle
-	// CPU).
-	CheckEvery = 30 * time.Second
+	// while a connected member has no current measurement (a member that
+	// just connected waits at most this long; its connection also wakes
+	// the agent's clock loop, which may be too early for its answer).
+	CheckEvery = 2 * time.Second
+	// CheckIdle is how often it looks while every connected member has a
+	// current measurement: it only bounds how late the next one
+	// (ProbeEvery) comes. Looking every CheckEvery regardless woke an idle
+	// agent 30 times a minute (issue 16's idle CPU).
+	CheckIdle = 30 * time.Second
 	// SampleTTL is how long a measurement counts towards the correction
 	// after it was taken (a disconnected member's last one stays in until
 	// then, so an offline edit is dated like an online one).
@@ -73,6 +76,15 @@ func (c *State) Last(d keys.DeviceID) (Sample, bool) {
 	defer c.mu.Unlock()
 	s, ok := c.samples[d]
 	return s, ok
+}
+
+// Measured reports whether d has a measurement taken less than
+// ProbeEvery before now.
+func (c *State) Measured(d keys.DeviceID, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.samples[d]
+	return ok && now.Sub(s.At) < ProbeEvery && now.Sub(s.At) >= 0
 }
 
 // Due reports whether d should be measured at now, and notes the attempt.

@@ -30,8 +30,8 @@ const ApplyRaceWindow = 2 * time.Second
 const maxRecentApplies = 4096
 
 // RecentApplies remembers, per path, the peers' versions applied there in
-// the last ApplyRaceWindow. It is not safe for concurrent use: the vault's
-// lock guards it, as it guards the index the calls describe.
+// the last ApplyRaceWindow. It is not safe for concurrent use: it is the
+// Engine's, which one goroutine of the device owns.
 type RecentApplies struct {
 	m map[string]recentApply
 }

@@ -13,8 +13,8 @@ import (
 // reconcile pass that would apply, the deletion of more of the folder than
 // its protocol.MassDeletePolicy allows records or applies none of those
 // deletions; they are held until the user accepts or rejects them. The
-// guard's state lives in a DeleteGuard, one per vault, which the device
-// keeps under its lock and feeds with scans, reconcile passes and the
+// guard's state lives in a DeleteGuard, one per vault (the Engine's), which
+// the device feeds with scans, reconcile passes and the
 // user's decisions; the state is not stored (held local deletions were
 // never recorded, so the first scan after a restart finds them again;
 // held incoming ones are deletion heads not applied, which the first
@@ -84,8 +84,8 @@ type LocalChange struct {
 func countsAsFile(k protocol.Kind) bool { return k == protocol.KindFile || k == protocol.KindSymlink }
 
 // DeleteGuard is one folder's guard state. The zero value guards with the
-// default policy and holds nothing. It is not safe for concurrent use:
-// the device keeps it under its vault's lock.
+// default policy and holds nothing. It is not safe for concurrent use: it
+// is the Engine's, which one goroutine of the device owns.
 type DeleteGuard struct {
 	Policy protocol.MassDeletePolicy
 

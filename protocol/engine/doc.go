@@ -4,7 +4,7 @@
 // paths is carried out, how long a path with missing history waits, in
 // which order a batch of versions is authored, and which deletions the
 // mass-delete guard holds for the user (DeleteGuard, the one rule here that
-// keeps state: a value the device owns under its lock, fed with scans,
+// keeps state: a value of the Engine, fed with scans,
 // reconcile passes and the user's decisions, with the time passed in), and
 // what a node may report as held (Policy.Held: one rule, which a device and
 // a relay run with their own Policy). protocol.Resolve decides one
@@ -14,7 +14,8 @@
 // Everything here is a pure function of a protocol.Graph, the engine's view
 // of the folder index (Disk) and explicit inputs such as the time: no
 // locks, no goroutines, no disk or network. node/ calls these functions
-// under its own locks (one implementation of each rule), and the
+// from the vault's engine loop or under its own locks (one implementation
+// of each rule), and the
 // deterministic simulation (simulation/detsim) runs the same functions over
 // many simulated devices with a virtual clock and a seeded scheduler, so a
 // failing seed replays exactly.

@@ -24,7 +24,7 @@ const (
 	// entry must also fit one wire frame (wire.MaxFrameSize, 8 MiB) at
 	// about 80 bytes a reference, which is the tighter bound (about
 	// 6.4 GiB), so authors cap a version's references below both
-	// (node's maxRefsPerEntry).
+	// (node/record's MaxRefsPerEntry).
 	MaxRefs = 1 << 17
 	// MaxSupersedes bounds the versions one version supersedes.
 	MaxSupersedes = 256

@@ -348,7 +348,7 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 		rec.Version = ids[path]
 	}
 	setIndex(path, rec)
-	s.noteApplied(d, path, old, had, rec) // node's recordDecision, after authoring
+	s.noteApplied(d, path, old, had, rec) // node's RecordResolution (carryside.go), after authoring
 	for _, o := range outs {
 		if o.existing == (protocol.VersionID{}) {
 			o.rec.Version = ids[o.ver.Path]
@@ -367,7 +367,7 @@ func (s *sim) carryOut(d *device, path string, dec protocol.Decision) error {
 }
 
 // writeFile writes b at path on d's disk for a decision, as node's
-// applyVersion does: a file the index already records with that content
+// carry.Version does: a file the index already records with that content
 // is left alone (node does not look at the disk then, so a file whose
 // deletion the mass-delete guard holds stays deleted); otherwise the
 // bytes are written when they differ.

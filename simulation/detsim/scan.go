@@ -88,7 +88,7 @@ func (s *sim) scanPaths(d *device, paths []string, mode engine.ScanMode) error {
 }
 
 // record records the change a scan found at path on d (the file gone, or
-// a content the index does not hold), as node's versionFor does. A
+// a content the index does not hold), as node/record's Version does. A
 // deletion the user accepted past the mass-delete guard (confirmed)
 // carries entry.DeletionConfirmed.
 func (s *sim) record(d *device, path string, confirmed bool) error {
@@ -150,7 +150,7 @@ func (s *sim) recordFile(d *device, path string, b []byte, now engine.Disk, sup 
 
 // supersedesFor is what a local change of path to changed (Kind 0: a
 // deletion) supersedes, where the index holds cur (when had), as node's
-// supersedesForLocalChangeLocked decides: what the index gives
+// supersedesForLocalChange decides: what the index gives
 // (Rules.Supersedes), unless the change races a peer's version applied
 // just before (engine.RecentApplies.ForLocalChange).
 func (s *sim) supersedesFor(d *device, path string, cur engine.Disk, had bool, changed engine.Disk) []protocol.VersionID {
