@@ -119,9 +119,14 @@ func build(cfg Config, body *Body, checkBody bool) (*Entry, error) {
 	if len(raw) > MaxEntrySize {
 		return nil, fmt.Errorf("building entry: %d bytes, limit %d: %w", len(raw), MaxEntrySize, ErrEntryTooLarge)
 	}
-	sig := cfg.Identity.Sign(signingInput(raw))
+	buf := getBuf()
+	buf.Grow(len(sigDomain) + len(raw))
+	sig := cfg.Identity.Sign(appendSigningInput(buf.AvailableBuffer(), raw))
+	putBuf(buf)
 	copy(raw[len(raw)-sigSize:], sig)
-	e, err := Decode(raw)
+	// Decoded as anything received is (its checks are New's invariant),
+	// keeping raw rather than a copy of it.
+	e, err := decodeOwned(raw, true)
 	if err != nil {
 		panic("entry: invariant: New built an entry Decode rejects: " + err.Error())
 	}

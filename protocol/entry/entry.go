@@ -25,6 +25,9 @@ type Entry struct {
 	raw     []byte
 	id      cid.Cid
 	pieces  bool // a version lists pieces (format 2, or format 3)
+	// canonical: raw passed Decode's canonical-form check (New and
+	// Decode; not DecodeStored and its kin).
+	canonical bool
 }
 
 // Head is what a device or relay remembers of an author's log to validate
@@ -140,6 +143,17 @@ func Decode(data []byte) (*Entry, error) { return decode(data, true) }
 // decode is Decode, with the canonical-form check only when canonical is
 // set (DecodeStored clears it).
 func decode(data []byte, canonical bool) (*Entry, error) {
+	e, err := decodeOwned(data, canonical)
+	if err != nil {
+		return nil, err
+	}
+	e.raw = bytes.Clone(data)
+	return e, nil
+}
+
+// decodeOwned is decode keeping data itself as the entry's bytes: the
+// caller gives data up (New, which has just encoded it).
+func decodeOwned(data []byte, canonical bool) (*Entry, error) {
 	if len(data) > MaxEntrySize {
 		return nil, fmt.Errorf("decoding entry: %d bytes, limit %d: %w", len(data), MaxEntrySize, ErrEntryTooLarge)
 	}
@@ -159,8 +173,9 @@ func decode(data []byte, canonical bool) (*Entry, error) {
 	if err := e.fill(); err != nil {
 		return nil, fmt.Errorf("decoding entry seq %d: %w", e.w.Seq, err)
 	}
-	e.raw = bytes.Clone(data)
+	e.raw = data
 	e.id = CIDOf(e.raw)
+	e.canonical = canonical
 	return e, nil
 }
 

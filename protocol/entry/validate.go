@@ -39,6 +39,24 @@ func Validate(data []byte, vault keys.VaultID, head Head) (*Entry, error) {
 	return e.check(vault, head)
 }
 
+// Authentic runs on an entry already decoded Validate's checks of the
+// entry alone: checks 1 and 2, the vault and the author's signature, with
+// Validate's errors. For an entry that New or Decode made it is
+// Validate(e.Bytes(), vault, head) without the chain checks and without
+// decoding the bytes again (an Entry is immutable, and New and Decode ran
+// every check of the encoding); any other entry (DecodeStored and its
+// kin skip the canonical-form check) is decoded again as Validate does.
+func (e *Entry) Authentic(vault keys.VaultID) error {
+	if !e.canonical {
+		d, err := Decode(e.raw)
+		if err != nil {
+			return fmt.Errorf("validating entry: %w", err)
+		}
+		e = d
+	}
+	return e.checkOwn(vault, true)
+}
+
 // check runs Validate's checks 1-7 on a decoded entry and returns e, or
 // nil for an error other than a chain error, as Validate documents.
 func (e *Entry) check(vault keys.VaultID, head Head) (*Entry, error) {

@@ -91,17 +91,19 @@ func (db *DB) AppendWith(u *Update, entries ...*entry.Entry) error {
 }
 
 // authentic checks what Validate checks apart from the chain: encoding,
-// vault, signature. It runs in the caller's goroutine, so concurrent
+// vault, signature (entry.Entry.Authentic: the encoding was checked when
+// the entry was made, so it is not decoded again; re-decoding every
+// appended entry was a fifth of the allocations of a first scan of
+// 100,000 small files). It runs in the caller's goroutine, so concurrent
 // appenders verify signatures in parallel.
 func (db *DB) authentic(e *entry.Entry) error {
 	if e == nil {
 		return errors.New("appending a nil entry")
 	}
-	_, err := entry.Validate(e.Bytes(), db.cfg.Vault, entry.Head{})
-	if err == nil || errors.Is(err, entry.ErrSeqGap) {
-		return nil
+	if err := e.Authentic(db.cfg.Vault); err != nil {
+		return fmt.Errorf("appending entry %s seq %d: %w", e.Author().Short(), e.Seq(), err)
 	}
-	return fmt.Errorf("appending entry %s seq %d: %w", e.Author().Short(), e.Seq(), err)
+	return nil
 }
 
 // commitLoop runs until Close.
