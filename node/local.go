@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -50,14 +49,9 @@ type chunkHasher struct {
 func (h chunkHasher) Hash(ctx context.Context, path string, r io.Reader, size int64) (folder.HashResult, error) {
 	var res folder.HashResult
 	if size <= entry.InlineLimit {
-		b, err := io.ReadAll(io.LimitReader(r, entry.InlineLimit+1))
+		b, err := readSmall(r, size)
 		if err != nil {
 			return res, fmt.Errorf("reading %s: %w", path, err)
-		}
-		if cap(b) > len(b)+len(b)/4 {
-			// ReadAll's buffer doubles as it goes: a scan holds every
-			// changed small file until it is recorded, so keep no slack.
-			b = bytes.Clone(b)
 		}
 		res.Hash = blake3.Sum256(b)
 		res.Extra = record.Content{Inline: b}
@@ -74,6 +68,37 @@ func (h chunkHasher) Hash(ctx context.Context, path string, r io.Reader, size in
 	res.Hash = hash
 	res.Extra = record.Content{Chunks: seal.Refs(sealed)}
 	return res, nil
+}
+
+// readSmall reads a file of at most entry.InlineLimit bytes whose size
+// was size when it was listed: into a buffer of that size, so the bytes
+// are allocated once (io.ReadAll grows its buffer from 512 bytes, and the
+// result was copied again to drop the slack: twice a first scan's bytes).
+// A file that shrank is read as far as it goes, one that grew up to
+// entry.InlineLimit+1 bytes as io.ReadAll read it; the scanner notices
+// either by the size (folder.ErrUnsettled).
+func readSmall(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, size)
+	n, err := io.ReadFull(r, b)
+	b = b[:n]
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return b, nil
+	} else if err != nil {
+		return nil, err
+	}
+	var probe [1]byte
+	k, err := r.Read(probe[:])
+	if k == 0 {
+		if err == io.EOF {
+			err = nil
+		}
+		return b, err
+	}
+	rest, err := io.ReadAll(io.LimitReader(r, entry.InlineLimit-size))
+	if err != nil {
+		return nil, err
+	}
+	return append(append(b, probe[0]), rest...), nil
 }
 
 // ErrFileTooLarge: a file has more chunks than one version may hold

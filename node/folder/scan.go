@@ -356,6 +356,11 @@ func (w *walk) change(c Change) {
 		w.mu.Unlock()
 		return
 	}
+	if w.pending == nil {
+		// Room for a whole batch at once: grown by append, each batch
+		// allocated about twice its size.
+		w.pending = make([]Change, 0, w.spillEvery)
+	}
 	w.pending = append(w.pending, c)
 	if len(w.pending) < w.spillEvery || w.err != nil {
 		w.mu.Unlock()
