@@ -71,10 +71,16 @@ func scanLogs(fsys FS, dir string, vault keys.VaultID, rep *OpenReport) (*logSca
 	// pending holds authentic entries that arrived before their
 	// predecessor (after damage, a refetched entry lands later in the log).
 	pending := map[entryKey]pendingEntry{}
+	// One buffer serves every segment: nothing keeps a segment's bytes
+	// past its turn (acceptAll drops its entries, which share them, and
+	// pending copies what it keeps), and a fresh buffer per segment was
+	// the log's size in allocations at every open.
+	var buf []byte
 	for i, n := range segs {
 		name := filepath.Join("log", segName(n))
 		path := filepath.Join(dir, segName(n))
-		data, err := readAll(fsys, path)
+		data, err := readAllInto(fsys, path, buf)
+		buf = data
 		if err != nil {
 			return nil, fmt.Errorf("reading segment %d: %w", n, err)
 		}

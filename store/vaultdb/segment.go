@@ -57,7 +57,11 @@ func listSegments(fsys FS, dir string) ([]uint32, error) {
 }
 
 // readAll reads a whole file through fsys.
-func readAll(fsys FS, path string) ([]byte, error) {
+func readAll(fsys FS, path string) ([]byte, error) { return readAllInto(fsys, path, nil) }
+
+// readAllInto is readAll reading into buf when it has room for the file
+// (the result then shares buf's array).
+func readAllInto(fsys FS, path string, buf []byte) ([]byte, error) {
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
@@ -67,11 +71,16 @@ func readAll(fsys FS, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, st.Size())
-	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+	b := buf[:0]
+	if int64(cap(b)) < st.Size() {
+		b = make([]byte, st.Size())
+	}
+	b = b[:st.Size()]
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	return b, nil
+	return b[:n], nil // short only if the file shrank since Stat: no bytes of buf's last use
 }
 
 // segWriter appends framed records to the last segment. It is owned by the
