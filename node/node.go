@@ -290,6 +290,7 @@ func (n *Node) openVaults() error {
 // state from its log (from the graph snapshot and the entries after it,
 // where the snapshot is current: graphsnap.go).
 func (n *Node) openVault(hv home.Vault) (*vault, error) {
+	defer startBusy()() // the collector's start policy (startgc.go)
 	secrets, err := n.cfg.Home.VaultSecrets(hv)
 	if err != nil {
 		return nil, err
@@ -443,6 +444,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	v.tailCheck()
 	v.tail.OpenAtStart()
 	v.log.Debug("vault opened", "from_snapshot", v.opened.fromSnapshot, "entries_replayed", v.opened.replayed, "versions", v.view.Graph.Len())
+	collectAfterOpen(v.view.Graph.Len()) // startgc.go
 	return v, nil
 }
 
@@ -652,7 +654,9 @@ func (n *Node) Run(ctx context.Context) error {
 func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 	wg.Go(func() {
 		firstScan := func(watchDir func(string)) bool {
+			done := startBusy() // the collector's start policy (startgc.go)
 			res, err := v.scanWatching(ctx, nil, scanFull, watchDir)
+			done()
 			if err != nil {
 				if ctx.Err() == nil && !errors.Is(err, errFolderStopped) {
 					v.log.Error("first scan", "err", err)
