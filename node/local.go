@@ -407,7 +407,15 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 		v.setIndexLocked(p, records[i])
 	}
 	if e != nil {
+		// Folded as a replay is: the inline cache is for received versions
+		// about to be applied, and ours are on disk already (a first scan
+		// of 100,000 notes filled it with 8 MiB of them, held for good and
+		// pushing out anything received meanwhile). A later need reads
+		// them back from the log (withInline).
+		replaying := v.view.Replaying
+		v.view.Replaying = true
 		v.addBodyLocked(e, body)
+		v.view.Replaying = replaying
 		// Our own versions are what the disk already holds: nothing to
 		// reconcile unless they raced with a remote version.
 		var current []string

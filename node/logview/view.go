@@ -30,9 +30,11 @@ type View struct {
 	// vault of small files keeps each version once (100,000 notes kept a
 	// second copy of 24 MB, docs/benchmarks.md).
 	rest map[protocol.VersionID]bodyRest
-	// Replaying is set while the stored log is folded in at open: what
-	// the log replays was applied, or is read back when needed, so its
-	// inline bytes are not cached.
+	// Replaying is set while the stored log is folded in at open, and
+	// while this device folds in what it has just authored: what the log
+	// replays was applied, and what the device wrote is on its disk, or
+	// either is read back when needed, so its inline bytes are not
+	// cached.
 	Replaying bool
 	// Clock is the highest Lamport clock seen; HLC the latest entry time
 	// seen or written (unix ms, node/clock).
