@@ -184,6 +184,27 @@ func (v *vault) decide(path string) (d carry.Decided, ok bool, err error) {
 	return d, ok, err
 }
 
+// decision is one path's outcome of decideLocked.
+type decision struct {
+	d   carry.Decided
+	ok  bool
+	err error
+}
+
+// decideAll is decide for each of paths, in one piece of the loop's work
+// (a batch of small files asks once, not once a file).
+func (v *vault) decideAll(paths []string) []decision {
+	out := make([]decision, len(paths))
+	v.engine.do(func(e *engine.Engine) {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		for i, p := range paths {
+			out[i].d, out[i].ok, out[i].err = v.decideLocked(e, p)
+		}
+	})
+	return out
+}
+
 // decideLocked decides path: the one place both apply paths (carry.Out, one
 // path at a time, and the small-file batch) get their decisions from. ok
 // is false when the path has no heads (nothing to do); the error is
@@ -334,10 +355,12 @@ func (v *vault) commitIndex(recs ...indexed) error {
 		return fmt.Errorf("recording %d applied files in the index: %w", len(todo), err)
 	}
 	v.mu.Lock()
+	notes := make([]appliedNote, 0, len(todo))
 	for _, r := range todo {
 		old, had := v.index.Get(r.path)
-		v.appliedLocked(r.path, old, had, r.rec)
+		notes = append(notes, v.appliedLocked(r.path, old, had, r.rec))
 	}
+	v.postApplied(notes...)
 	v.grewLocked() // what this device holds in full may have grown
 	v.mu.Unlock()
 	return nil
@@ -346,14 +369,16 @@ func (v *vault) commitIndex(recs ...indexed) error {
 // appliedLocked records in memory that path now holds rec (committed to
 // the index by the caller) where it held old (when had): the folder index,
 // the applied-version note that tells an editor's save from our write
-// (applyrace.go), and the keep of the new version. commitIndex, which both
-// apply paths commit through, calls it. v.mu must be held.
-func (v *vault) appliedLocked(path string, old vaultdb.Record, had bool, rec vaultdb.Record) {
-	v.noteAppliedLocked(path, old, had, rec)
+// (applyrace.go: returned, for the caller to post with the others of its
+// commit), and the keep of the new version. commitIndex, which both apply
+// paths commit through, calls it. v.mu must be held.
+func (v *vault) appliedLocked(path string, old vaultdb.Record, had bool, rec vaultdb.Record) appliedNote {
+	note := v.appliedNoteLocked(path, old, had, rec)
 	v.setIndexLocked(path, rec)
 	if j, ok := keeper.JobFor(old, had, rec); ok {
 		v.keep.Enqueue(j)
 	}
+	return note
 }
 
 // settledLocked records that path's decision was carried out: its error
@@ -361,9 +386,15 @@ func (v *vault) appliedLocked(path string, old vaultdb.Record, had bool, rec vau
 // over, and one less path is pending. Both apply paths end here; the batch
 // path once forgot the wait, so a later wait at the path started from the
 // old time and ended at once. v.mu must be held.
-func (v *vault) settledLocked(path string) {
-	v.engine.post(func(e *engine.Engine) { e.Step(engine.Settled{Path: path}) })
-	v.repairedLocked(path)
+func (v *vault) settledLocked(paths ...string) {
+	v.engine.post(func(e *engine.Engine) {
+		for _, p := range paths {
+			e.Step(engine.Settled{Path: p})
+		}
+	})
+	for _, p := range paths {
+		v.repairedLocked(p)
+	}
 }
 
 func sameRecord(a, b vaultdb.Record) bool {

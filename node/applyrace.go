@@ -1,6 +1,8 @@
 package node
 
 import (
+	"time"
+
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/engine"
 	"github.com/weftsync/weft/protocol/entry"
@@ -17,10 +19,37 @@ import (
 // apply superseded is computed now, from the graph as it is at the apply;
 // the engine's loop records it later. v.mu must be held.
 func (v *vault) noteAppliedLocked(path string, old vaultdb.Record, had bool, rec vaultdb.Record) {
-	before, applied, now := diskOf(old), diskOf(rec), v.n.now()
-	sup := v.rules.Supersedes(v.view.Graph, path, before, had)
+	v.postApplied(v.appliedNoteLocked(path, old, had, rec))
+}
+
+// appliedNote is one apply, for engine.RecentApplies.Applied, with what
+// the content before it superseded.
+type appliedNote struct {
+	path            string
+	before, applied engine.Disk
+	had             bool
+	now             time.Time
+	sup             []protocol.VersionID
+}
+
+// appliedNoteLocked is the note of an apply that replaced old (if had) at
+// path with rec, computed from the graph as it is now. v.mu must be held.
+func (v *vault) appliedNoteLocked(path string, old vaultdb.Record, had bool, rec vaultdb.Record) appliedNote {
+	n := appliedNote{path: path, before: diskOf(old), applied: diskOf(rec), had: had, now: v.n.now()}
+	n.sup = v.rules.Supersedes(v.view.Graph, path, n.before, had)
+	return n
+}
+
+// postApplied hands the engine's loop notes of applies, in one piece of
+// work (a batch of small files is one post, not one per file).
+func (v *vault) postApplied(notes ...appliedNote) {
+	if len(notes) == 0 {
+		return
+	}
 	v.engine.post(func(e *engine.Engine) {
-		e.Recent.Applied(path, before, had, applied, now, func() []protocol.VersionID { return sup })
+		for _, n := range notes {
+			e.Recent.Applied(n.path, n.before, n.had, n.applied, n.now, func() []protocol.VersionID { return n.sup })
+		}
 	})
 }
 

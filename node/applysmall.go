@@ -33,24 +33,24 @@ const smallBatch = 256
 func (v *vault) applySmallFiles(ctx context.Context, paths []string) []string {
 	var rest, rescan []string // rescan: locally changed, scanned after the batches
 	var batch []carry.Decided
-	for _, p := range v.inLogOrder(paths) {
+	ordered := v.inLogOrder(paths)
+	for i := 0; i < len(ordered); i += smallBatch {
+		chunk := ordered[i:min(i+smallBatch, len(ordered))]
 		if ctx.Err() != nil {
-			rest = append(rest, p)
+			rest = append(rest, chunk...)
 			continue
 		}
-		d, ok, err := v.decide(p)
-		if !ok || err != nil || !d.Batchable() {
-			rest = append(rest, p)
-			continue
+		for k, r := range v.decideAll(chunk) {
+			if !r.ok || r.err != nil || !r.d.Batchable() {
+				rest = append(rest, chunk[k])
+				continue
+			}
+			v.decidedHook(chunk[k])
+			batch = append(batch, r.d)
 		}
-		v.decidedHook(p)
-		batch = append(batch, d)
-		if len(batch) == smallBatch {
-			rest, rescan = v.writeSmallFiles(ctx, batch, rest, rescan)
-			batch = batch[:0]
-		}
+		rest, rescan = v.writeSmallFiles(ctx, batch, rest, rescan)
+		batch = batch[:0]
 	}
-	rest, rescan = v.writeSmallFiles(ctx, batch, rest, rescan)
 	if len(rescan) > 0 {
 		if _, err := v.scan(ctx, rescan); err != nil && ctx.Err() == nil {
 			v.log.Warn("rescanning locally changed files", "err", err)
@@ -134,10 +134,12 @@ func (v *vault) writeSmallFiles(ctx context.Context, batch []carry.Decided, rest
 		}
 		return rest, rescan
 	}
-	v.mu.Lock()
-	for _, d := range done {
-		v.settledLocked(d.Path)
+	settled := make([]string, len(done))
+	for i, d := range done {
+		settled[i] = d.Path
 	}
+	v.mu.Lock()
+	v.settledLocked(settled...)
 	v.mu.Unlock()
 	for _, d := range done {
 		v.pending.written.Add(int64(d.Winner.Size))
