@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/node/folderstate"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
@@ -75,6 +76,6 @@ func (v *vault) forkMessage() *api.PathMessage {
 	if !forked {
 		return nil
 	}
-	return &api.PathMessage{Code: api.CodeOwnLogForked, Since: sinceOf(at),
+	return &api.PathMessage{Code: api.CodeOwnLogForked, Since: folderstate.Since(at),
 		Reason: fmt.Sprintf("this device's log has forked: a member holds another history of it from entry %d (a home restored from an older copy, or this device's key used on another machine), so what this device writes from now on never reaches that member", seq)}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/doctor"
+	"github.com/weftsync/weft/node/folderstate"
 	"github.com/weftsync/weft/protocol/keys"
 )
 
@@ -42,7 +43,7 @@ func (v *vault) relayFullErrors() ([]api.PathMessage, map[keys.DeviceID]bool) {
 			continue
 		}
 		q := st.Status
-		out = append(out, api.PathMessage{Code: api.CodeRelayFull, Peer: r.dev.String(), Since: sinceOf(st.FullSince),
+		out = append(out, api.PathMessage{Code: api.CodeRelayFull, Peer: r.dev.String(), Since: folderstate.Since(st.FullSince),
 			Reason: fmt.Sprintf("relay %s has reached its quota for this vault (%s of %s, %d of %d entries) and takes none of the %d entries it lacks: devices that are offline now cannot get them from it",
 				r.dev.Short(), doctor.HumanSize(int64(q.Bytes)), doctor.LimitSize(q.BytesLimit), q.Entries, q.EntriesLimit, lacking)})
 	}

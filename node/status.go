@@ -3,7 +3,6 @@ package node
 import (
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/folderstate"
@@ -143,15 +142,6 @@ func (v *vault) status() api.FolderStatus {
 	verdict := folderstate.Judge(facts)
 	fs.State, fs.Error, fs.Errors = verdict.State, verdict.Error, verdict.Errors
 	return fs
-}
-
-// sinceOf is t for PathMessage.Since, nil when unknown.
-func sinceOf(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }
 
 // skipped is what the last scans of the folder skipped and will skip

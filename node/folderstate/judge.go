@@ -107,7 +107,7 @@ func Judge(f Facts) Verdict {
 		add(f.Stopped.message())
 	}
 	if f.HomeFull != nil {
-		add(api.PathMessage{Code: api.CodeHomeDiskFull, Reason: f.HomeFull.Message, Since: since(f.HomeFull.Since)})
+		add(api.PathMessage{Code: api.CodeHomeDiskFull, Reason: f.HomeFull.Message, Since: Since(f.HomeFull.Since)})
 	}
 	add(f.Held...)
 	add(f.Damaged...)
@@ -161,7 +161,7 @@ func Judge(f Facts) Verdict {
 }
 
 func (p *Problem) message() api.PathMessage {
-	return api.PathMessage{Code: p.Code, Reason: p.Message, Since: since(p.Since)}
+	return api.PathMessage{Code: p.Code, Reason: p.Message, Since: Since(p.Since)}
 }
 
 // ErrorCode is the code of a failed apply's reason, as status lists it.
@@ -223,8 +223,8 @@ func stuck(errs []api.PathMessage) string {
 	return ""
 }
 
-// since is t for PathMessage.Since, nil when unknown.
-func since(t time.Time) *time.Time {
+// Since is t for PathMessage.Since: in UTC, nil when unknown.
+func Since(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
