@@ -415,7 +415,7 @@ func (v *vault) contentReader(ctx context.Context, ver entry.Version) (io.Reader
 type chunkSources struct{ v *vault }
 
 func (s chunkSources) Local(buf []byte, c cid.Cid) ([]byte, error) {
-	return s.v.local.plaintextInto(buf, c)
+	return s.v.local.PlaintextInto(buf, c)
 }
 
 func (s chunkSources) Fetch(ctx context.Context, cids []cid.Cid, got func(cid.Cid, []byte) error) error {
@@ -460,22 +460,4 @@ func (v *vault) fetchFrom(ctx context.Context, cids []cid.Cid, lent bool, got fu
 		}})
 	}
 	return content.Spread(ctx, peers, cids)
-}
-
-// readAt fills buf from offset off of f, using ReadAt when the file offers
-// it and skipping forward otherwise.
-func readAt(f folder.File, buf []byte, off int64) error {
-	if ra, ok := f.(io.ReaderAt); ok {
-		_, err := ra.ReadAt(buf, off)
-		return err
-	}
-	if s, ok := f.(io.Seeker); ok {
-		if _, err := s.Seek(off, io.SeekStart); err != nil {
-			return err
-		}
-	} else if _, err := io.CopyN(io.Discard, f, off); err != nil {
-		return err
-	}
-	_, err := io.ReadFull(f, buf)
-	return err
 }

@@ -19,7 +19,7 @@ import (
 // the relay. A device serves chunks by re-creating them from its own
 // files: it reads the plaintext where its index says the chunk lies,
 // checks the file has not changed since it was scanned, seals it, and
-// sends it only if the result has the wanted CID (localChunks.appendEnvelope),
+// sends it only if the result has the wanted CID (localchunks.Source.AppendEnvelope),
 // on every core (serving re-seals: about a third of a sender's CPU in B3).
 
 // handleChunk answers a chunk stream while the opener stays a member or
@@ -37,7 +37,7 @@ func (n *Node) handleChunk(s network.Stream) {
 // chunkServer serves this vault's chunks from the folder.
 func (v *vault) chunkServer() netsync.ChunkServer {
 	return netsync.ChunkServer{
-		Make:    v.local.appendEnvelope,
+		Make:    v.local.AppendEnvelope,
 		Workers: runtime.GOMAXPROCS(0),
 		Served:  func() { v.n.stats.chunksServed.Add(1) },
 	}

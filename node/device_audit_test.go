@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -102,26 +101,15 @@ func TestAuditLogPushesNewEntries(t *testing.T) {
 	}
 }
 
-// auditChunksOf returns the CIDs of path's chunks in file order.
+// auditChunksOf returns the CIDs of path's chunks in file order, as the
+// index recorded them.
 func auditChunksOf(v *vault, path string) []cid.Cid {
-	type at struct {
-		c   cid.Cid
-		off int64
-	}
-	var all []at
-	v.chunks.mu.Lock()
-	for c, locs := range v.chunks.places {
-		for _, l := range locs {
-			if l.path == path {
-				all = append(all, at{c, l.offset})
-			}
-		}
-	}
-	v.chunks.mu.Unlock()
-	slices.SortFunc(all, func(a, b at) int { return int(a.off - b.off) })
-	out := make([]cid.Cid, len(all))
-	for i, a := range all {
-		out[i] = a.c
+	v.mu.Lock()
+	refs := v.index.Rec(path).Chunks
+	v.mu.Unlock()
+	out := make([]cid.Cid, len(refs))
+	for i, r := range refs {
+		out[i] = r.CID
 	}
 	return out
 }

@@ -99,7 +99,7 @@ type contentWhere struct {
 }
 
 func (w *contentWhere) InFolder(c cid.Cid) bool {
-	return w.v.chunks.has(c)
+	return w.v.chunks.Has(c)
 }
 
 func (w *contentWhere) Kept(c cid.Cid) bool { return w.v.keep.Has(c) }

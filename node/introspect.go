@@ -96,7 +96,7 @@ func (v *vault) pathStateLocked(e *engine.Engine, p string) doctor.PathState {
 			ver, _ := v.view.Body(dec.Winner.ID)
 			pv.Kind, pv.Size, pv.Chunks = ver.Kind, ver.Size, len(ver.Chunks)
 			for _, c := range ver.Chunks {
-				if v.chunks.has(c.CID) {
+				if v.chunks.Has(c.CID) {
 					pv.Local++
 				}
 			}

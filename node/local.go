@@ -442,7 +442,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 // A record with Kind 0 removes the path. v.mu must be held.
 func (v *vault) setIndexLocked(path string, rec vaultdb.Record) {
 	old, had := v.index.Set(path, rec)
-	v.chunks.indexed(path, old, had, rec)
+	v.chunks.Indexed(path, old, had, rec)
 }
 
 // watch runs the folder watcher and records settled changes until ctx

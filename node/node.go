@@ -23,6 +23,7 @@ import (
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/folderguard"
 	"github.com/weftsync/weft/node/keyring"
+	"github.com/weftsync/weft/node/localchunks"
 	"github.com/weftsync/weft/node/logview"
 	"github.com/weftsync/weft/node/members"
 	"github.com/weftsync/weft/node/memindex"
@@ -320,7 +321,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	cr := keyring.New()
 	v := &vault{
 		n: n, cfg: hv, id: vk.ID, secrets: secrets, ek: ek, ck: chunk.KeysFrom(ek), db: db,
-		crypt: cr, fs: fsys, chunks: newFolderChunks(fsys, cr),
+		crypt: cr, fs: fsys, chunks: localchunks.NewFiles(fsys, cr),
 		log:       n.log.With("folder", hv.Folder),
 		report:    folderReport{folder: hv.Folder, events: n.events, monitor: n.monitor},
 		roster:    roster.New(n.id, secrets, db.MemberState(), db, n.now),
@@ -337,7 +338,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	v.pieces = pieces.New(db, v.log, v.noteHomeWrite)
 	v.mh.damaged = memberDamaged(report)
 	v.openKeeper()
-	v.local = localChunks{files: v.chunks, keep: v.keep, crypt: v.crypt, db: db}
+	v.local = localchunks.Source{Files: v.chunks, Keep: v.keep, Crypt: v.crypt, DB: db}
 	// closeStores closes what the vault opened when opening it fails: the
 	// version store too, or a later open of the folder in this process
 	// would find its lock held and run without local versions.

@@ -138,7 +138,7 @@ func TestLargeFileSyncsInPieces(t *testing.T) {
 	b2, _ := startNode(t, hb)
 	vB2 := b2.vaultsNow()[0]
 	for _, c := range piecesOf(t, vB2, second) {
-		env, err := vB2.local.envelope(c)
+		env, err := vB2.local.Envelope(c)
 		if err != nil || verifyBlob(c, env) != nil {
 			t.Fatalf("B after a restart serving piece %s: %v", c, err)
 		}
@@ -155,7 +155,7 @@ func TestLargeFileSyncsInPieces(t *testing.T) {
 	}
 	var off int
 	for _, ref := range full.Chunks[:3] {
-		env, err := vB2.local.envelope(ref.CID)
+		env, err := vB2.local.Envelope(ref.CID)
 		if err != nil {
 			t.Fatalf("B after a restart re-creating chunk %s: %v", ref.CID, err)
 		}

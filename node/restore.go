@@ -100,7 +100,7 @@ func (r restoreVault) Fetch(ctx context.Context, cids []cid.Cid, got func(cid.Ci
 	})
 }
 
-func (r restoreVault) Local(c cid.Cid) ([]byte, error) { return r.v.local.plaintext(c) }
+func (r restoreVault) Local(c cid.Cid) ([]byte, error) { return r.v.local.Plaintext(c) }
 
 func (r restoreVault) Stream(ctx context.Context, ver entry.Version) (io.Reader, func()) {
 	return r.v.contentReader(ctx, ver)

@@ -38,14 +38,12 @@ func TestReviewChunkLocationLostWhenDuplicateChanges(t *testing.T) {
 		t.Fatal("a.bin has no chunks")
 	}
 	for _, r := range refs {
-		if _, err := v.local.envelope(r.CID); err != nil {
+		if _, err := v.local.Envelope(r.CID); err != nil {
 			t.Fatalf("before the edit: %v", err)
 		}
 	}
 	// Edit whichever copy the locations point at.
-	v.chunks.mu.Lock()
-	other := v.chunks.places[refs[0].CID][0].path
-	v.chunks.mu.Unlock()
+	other := v.chunks.Places(refs[0].CID)[0].Path
 	if err := os.WriteFile(filepath.Join(folderPath, other), []byte("rewritten"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +51,7 @@ func TestReviewChunkLocationLostWhenDuplicateChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range refs {
-		if _, err := v.local.envelope(r.CID); err != nil {
+		if _, err := v.local.Envelope(r.CID); err != nil {
 			t.Fatalf("after editing %s, the untouched copy's chunk %s cannot be served: %v", other, r.CID, err)
 		}
 	}

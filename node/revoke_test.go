@@ -292,7 +292,7 @@ func TestRevoke(t *testing.T) {
 		t.Fatalf("found %d entries of epoch 1 and %d chunks; want some of each", newEpoch, len(chunks))
 	}
 	for _, c := range chunks {
-		env, err := vB.local.envelope(c)
+		env, err := vB.local.Envelope(c)
 		if err != nil {
 			t.Fatalf("B re-creating chunk %s: %v", c, err)
 		}
@@ -337,7 +337,7 @@ func TestRevoke(t *testing.T) {
 		t.Fatal("no chunks of epoch 0")
 	}
 	for _, c := range oldChunks {
-		env, err := vA.local.envelope(c)
+		env, err := vA.local.Envelope(c)
 		if err != nil {
 			t.Fatalf("A re-creating epoch-0 chunk %s after the revocation: %v", c, err)
 		}

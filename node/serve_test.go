@@ -151,7 +151,7 @@ func TestServeChunksOnWorkers(t *testing.T) {
 		if _, ok := v.crypt.IDs().Get(r.CID); !ok {
 			t.Fatalf("chunk %d: identity not known after the scan", i)
 		}
-		got, err := v.local.plaintext(r.CID)
+		got, err := v.local.Plaintext(r.CID)
 		if err != nil {
 			t.Fatalf("chunk %d: %v", i, err)
 		}
@@ -177,7 +177,7 @@ func TestServeChunksOnWorkers(t *testing.T) {
 		}
 	}
 	for i, r := range refs {
-		if _, err := v.local.plaintext(r.CID); err == nil {
+		if _, err := v.local.Plaintext(r.CID); err == nil {
 			t.Fatalf("chunk %d re-created from a file whose content changed since its scan", i)
 		}
 	}

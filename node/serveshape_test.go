@@ -6,11 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/weftsync/weft/internal/testbytes"
+	"github.com/weftsync/weft/node/localchunks"
 	"github.com/weftsync/weft/protocol/chunk"
+	"github.com/weftsync/weft/protocol/entry"
+	"github.com/weftsync/weft/store/vaultdb"
 )
 
 // TestServeRecreatesBySealShape: a chunk re-created from the folder (what
@@ -53,7 +55,7 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 		if k, ok := v.crypt.IDs().Get(r.CID); !ok || !k.Shape.Known || k.Shape.Compressed != compressed {
 			t.Fatalf("chunk %s: the scan recorded no envelope shape, or not compressed %v (%+v, %v)", r.CID, compressed, k, ok)
 		}
-		env, _, err := v.chunks.chunkInto(r.CID, nil, nil, true)
+		env, _, err := v.chunks.ChunkInto(r.CID, nil, nil, true)
 		if err != nil {
 			t.Fatalf("serving %s: %v", r.CID, err)
 		}
@@ -68,20 +70,24 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 	// every fetcher) refuses. So the envelopes above came from the shape.
 	other := chunk.SumCID([]byte("another chunk"))
 	k0, _ := v.crypt.IDs().Get(refs[0].CID)
-	v.chunks.mu.Lock()
-	v.chunks.places[other] = slices.Clone(v.chunks.places[refs[0].CID])
-	v.chunks.mu.Unlock()
+	v.mu.Lock()
+	rec := v.index.Rec("big.bin")
+	v.mu.Unlock()
+	alias := rec
+	alias.Chunks = []entry.ChunkRef{{CID: other, Size: refs[0].Size}}
+	v.chunks.Indexed("big.bin", vaultdb.Record{}, false, alias)
 	v.crypt.IDs().Add(other, k0.Epoch, k0.ID, k0.Sealed, k0.Shape)
-	env, _, err := v.chunks.chunkInto(other, nil, nil, true)
+	env, _, err := v.chunks.ChunkInto(other, nil, nil, true)
 	if err != nil {
 		t.Fatalf("re-creating by shape under another CID: %v", err)
 	}
 	if chunk.VerifyCID(refs[0].CID, env) != nil {
 		t.Fatal("re-created by shape, the envelope is not chunk 0's")
 	}
-	v.chunks.mu.Lock()
-	delete(v.chunks.places, other)
-	v.chunks.mu.Unlock()
+	v.chunks.Indexed("big.bin", alias, true, vaultdb.Record{})
+	if v.chunks.Has(other) {
+		t.Fatal("the alias is still placed after it was dropped")
+	}
 
 	// A peer's envelope, though true to its CID, records no shape: only
 	// this device's own sealing stands in for the CID check.
@@ -97,11 +103,11 @@ func testServeBySealShape(t *testing.T, content []byte, compressed bool) {
 	}
 
 	overwriteKeepingStat(t, p, 10, []byte{content[10] ^ 0xff}) // in the first chunk
-	if _, _, err := v.chunks.chunkInto(refs[0].CID, nil, nil, true); !errors.Is(err, errNotLocal) {
-		t.Fatalf("serving the edited chunk: got %v, want errNotLocal", err)
+	if _, _, err := v.chunks.ChunkInto(refs[0].CID, nil, nil, true); !errors.Is(err, localchunks.ErrNotLocal) {
+		t.Fatalf("serving the edited chunk: got %v, want localchunks.ErrNotLocal", err)
 	}
 	for _, r := range refs[1:] {
-		env, _, err := v.chunks.chunkInto(r.CID, nil, nil, true)
+		env, _, err := v.chunks.ChunkInto(r.CID, nil, nil, true)
 		if err != nil {
 			t.Fatalf("serving unchanged %s after the edit: %v", r.CID, err)
 		}

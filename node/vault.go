@@ -17,6 +17,7 @@ import (
 	"github.com/weftsync/weft/node/homefull"
 	"github.com/weftsync/weft/node/keeper"
 	"github.com/weftsync/weft/node/keyring"
+	"github.com/weftsync/weft/node/localchunks"
 	"github.com/weftsync/weft/node/logview"
 	"github.com/weftsync/weft/node/memindex"
 	"github.com/weftsync/weft/node/ownlog"
@@ -53,12 +54,12 @@ type vault struct {
 	// crypt opens and seals under the key epochs this device knows
 	// (node/keyring); it has its own locks.
 	crypt *keyring.Ring
-	// chunks re-creates chunks from the folder's files (folderchunks.go);
+	// chunks re-creates chunks from the folder's files (node/localchunks);
 	// it has its own lock, a leaf, and setIndexLocked keeps it current.
-	chunks *folderChunks
-	// local re-creates the chunks this device holds (localchunks.go); set
+	chunks *localchunks.Files
+	// local re-creates the chunks this device holds (node/localchunks); set
 	// at open, once the version store is.
-	local  localChunks
+	local  localchunks.Source
 	db     *vaultdb.DB
 	pieces *pieces.Pieces // expands and repairs chunk lists from the piece store (node/pieces)
 	fs     folder.FS

@@ -96,7 +96,7 @@ func (k keptVault) Current(fn func(entry.VersionID)) {
 	}
 }
 
-func (k keptVault) Envelope(c cid.Cid) ([]byte, error) { return k.v.chunks.envelope(c) }
+func (k keptVault) Envelope(c cid.Cid) ([]byte, error) { return k.v.chunks.Envelope(c) }
 
 func (k keptVault) Fetch(ctx context.Context, cids []cid.Cid, got func(cid.Cid, []byte) error) error {
 	return k.v.fetchFromPeers(ctx, cids, got)
