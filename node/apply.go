@@ -74,7 +74,7 @@ func (v *vault) reconcileLoop(ctx context.Context) {
 // and the folder rescanned (logtail.go: an apply could otherwise meet a
 // local edit not yet recorded).
 func (v *vault) mayReconcile() (dirty, may bool) {
-	v.engine.do(func(e *engine.Engine) { dirty = e.HasReady() })
+	v.engine.Do(func(e *engine.Engine) { dirty = e.HasReady() })
 	return dirty, dirty && !v.home.Full() && !v.tail.ReconcileHeld()
 }
 
@@ -90,7 +90,7 @@ func (v *vault) reconcile(ctx context.Context) {
 	// first, then names a deletion frees), without the deletions the
 	// mass-delete guard holds (massdelete.go).
 	var rd engine.Ready
-	v.engine.do(func(e *engine.Engine) {
+	v.engine.Do(func(e *engine.Engine) {
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		e.Tick(v.n.now())
@@ -107,13 +107,13 @@ func (v *vault) reconcile(ctx context.Context) {
 		for _, p := range batch {
 			if ctx.Err() != nil {
 				// Not carried out: dirty again, for the next run.
-				v.engine.post(func(e *engine.Engine) { e.Step(engine.Failed{Path: p, Waiting: true}) })
+				v.engine.Post(func(e *engine.Engine) { e.Step(engine.Failed{Path: p, Waiting: true}) })
 				continue
 			}
 			v.reconcileOne(ctx, p)
 		}
 	}
-	v.engine.post(func(e *engine.Engine) { e.Advance(rd) })
+	v.engine.Post(func(e *engine.Engine) { e.Advance(rd) })
 	v.mu.Lock()
 	v.pending.passBytes = 0
 	v.mu.Unlock()
@@ -158,7 +158,7 @@ func (v *vault) unsettled(ctx context.Context, path string, err error) {
 // again). Both apply paths end here when they fail. v.mu must be held.
 func (v *vault) unsettledLocked(path string, err error) (report bool) {
 	waiting := errors.Is(err, errWaitingForHistory) || errors.Is(err, errDecisionStale) || errors.Is(err, errHomeFull)
-	v.engine.post(func(e *engine.Engine) { e.Step(engine.Failed{Path: path, Err: err, Waiting: waiting}) })
+	v.engine.Post(func(e *engine.Engine) { e.Step(engine.Failed{Path: path, Err: err, Waiting: waiting}) })
 	return !waiting && !errors.Is(err, folder.ErrLocalChange)
 }
 
@@ -176,7 +176,7 @@ func (v *vault) reconcilePath(ctx context.Context, path string) error {
 
 // decide is decideLocked, run by the engine's loop with v.mu held.
 func (v *vault) decide(path string) (d carry.Decided, ok bool, err error) {
-	v.engine.do(func(e *engine.Engine) {
+	v.engine.Do(func(e *engine.Engine) {
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		d, ok, err = v.decideLocked(e, path)
@@ -195,7 +195,7 @@ type decision struct {
 // (a batch of small files asks once, not once a file).
 func (v *vault) decideAll(paths []string) []decision {
 	out := make([]decision, len(paths))
-	v.engine.do(func(e *engine.Engine) {
+	v.engine.Do(func(e *engine.Engine) {
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		for i, p := range paths {
@@ -387,7 +387,7 @@ func (v *vault) appliedLocked(path string, old vaultdb.Record, had bool, rec vau
 // path once forgot the wait, so a later wait at the path started from the
 // old time and ended at once. v.mu must be held.
 func (v *vault) settledLocked(paths ...string) {
-	v.engine.post(func(e *engine.Engine) {
+	v.engine.Post(func(e *engine.Engine) {
 		for _, p := range paths {
 			e.Step(engine.Settled{Path: p})
 		}

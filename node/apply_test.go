@@ -167,6 +167,6 @@ func folderContents(t *testing.T, dir string) (map[[32]byte]bool, []string) {
 // pathDirty asks the engine's loop whether p waits for a decision. v.mu
 // must not be held.
 func pathDirty(v *vault, p string) (dirty bool) {
-	v.engine.do(func(e *engine.Engine) { dirty = e.IsDirty(p) })
+	v.engine.Do(func(e *engine.Engine) { dirty = e.IsDirty(p) })
 	return dirty
 }

@@ -46,7 +46,7 @@ func (v *vault) postApplied(notes ...appliedNote) {
 	if len(notes) == 0 {
 		return
 	}
-	v.engine.post(func(e *engine.Engine) {
+	v.engine.Post(func(e *engine.Engine) {
 		for _, n := range notes {
 			e.Recent.Applied(n.path, n.before, n.had, n.applied, n.now, func() []protocol.VersionID { return n.sup })
 		}
@@ -61,7 +61,7 @@ func (v *vault) postApplied(notes ...appliedNote) {
 func (v *vault) supersedesForLocalChange(path string, cur vaultdb.Record, had bool, now vaultdb.Record) []entry.VersionID {
 	var sup []entry.VersionID
 	var raced bool
-	v.engine.do(func(e *engine.Engine) {
+	v.engine.Do(func(e *engine.Engine) {
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		sup, raced = e.LocalChange(v.view.Graph, path, diskOf(cur), had, diskOf(now), v.n.now())

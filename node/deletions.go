@@ -41,7 +41,7 @@ func (b apiBackend) Deletions() []api.HeldDeletions {
 func (v *vault) heldDeletions() []api.HeldDeletions {
 	var local, incoming engine.Held
 	var policy string
-	v.engine.do(func(e *engine.Engine) {
+	v.engine.Do(func(e *engine.Engine) {
 		local, incoming, policy = e.Deletes.HeldLocal(), e.Deletes.HeldIncoming(), e.Deletes.Policy.String()
 	})
 	var out []api.HeldDeletions
@@ -136,7 +136,7 @@ func (v *vault) acceptDeletions(ctx context.Context) (local, incoming int, err e
 	}
 	var holding bool
 	var localPaths, inPaths []string
-	v.engine.do(func(e *engine.Engine) {
+	v.engine.Do(func(e *engine.Engine) {
 		if holding = e.Deletes.Holding(); holding {
 			localPaths, inPaths = e.Deletes.Accept()
 			e.Step(engine.Touched{Paths: inPaths})
@@ -165,7 +165,7 @@ func (v *vault) rejectDeletions(ctx context.Context) (local, incoming int, err e
 	defer v.scanMu.Unlock()
 	var holding bool
 	var localPaths, inPaths []string
-	v.engine.do(func(e *engine.Engine) {
+	v.engine.Do(func(e *engine.Engine) {
 		if holding = e.Deletes.Holding(); holding {
 			localPaths, inPaths = e.Deletes.HeldLocal().Paths, e.Deletes.HeldIncoming().Paths
 		}
@@ -213,7 +213,7 @@ func (v *vault) rewriteDeleted(paths []string) (int, error) {
 	for _, p := range gone {
 		v.setIndexLocked(p, vaultdb.Record{})
 	}
-	v.engine.post(func(e *engine.Engine) {
+	v.engine.Post(func(e *engine.Engine) {
 		e.Step(engine.Touched{Paths: gone})
 		e.Deletes.DropLocal()
 	})
@@ -246,7 +246,7 @@ func (v *vault) reassert(ctx context.Context, paths []string) error {
 		v.mu.Unlock()
 		return fmt.Errorf("keeping the files: %w", err)
 	}
-	v.engine.do(func(e *engine.Engine) {
+	v.engine.Do(func(e *engine.Engine) {
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		e.Deletes.DropIncoming(paths, guardIndex{v})

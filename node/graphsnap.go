@@ -100,7 +100,7 @@ func (v *vault) loadGraphSnapshotLocked(heads map[keys.DeviceID]entry.Head) map[
 		return nil
 	}
 	for _, p := range touched {
-		v.engine.touch(p)
+		v.engine.Touch(p)
 	}
 	v.view.SnapReach = maps.Clone(v.view.Folded)
 	return from

@@ -36,7 +36,7 @@ type derivedState struct {
 
 func derivedOf(v *vault) derivedState {
 	var dirty []string
-	v.engine.do(func(e *engine.Engine) { dirty = e.DirtyPaths() })
+	v.engine.Do(func(e *engine.Engine) { dirty = e.DirtyPaths() })
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	s := derivedState{versions: map[protocol.VersionID]protocol.Version{}, bodies: map[protocol.VersionID]entry.Version{},

@@ -48,7 +48,7 @@ func (v *vault) viewOf(withDirty bool) vaultView {
 	// Asked after: the engine then has every path touched by what the
 	// view above already held, so pending is never less than that state
 	// implies.
-	v.engine.do(func(e *engine.Engine) {
+	v.engine.Do(func(e *engine.Engine) {
 		// The engine counts each pending path once: the dirty ones, or
 		// the current pass's unsettled ones when they are more.
 		out.toApply = e.Pending()
@@ -73,7 +73,7 @@ func (v *vault) toUpload(connected []keys.DeviceID) int {
 
 // pathState describes path p (slash-separated, relative to the folder).
 func (v *vault) pathState(p string) (pv doctor.PathState) {
-	v.engine.do(func(e *engine.Engine) {
+	v.engine.Do(func(e *engine.Engine) {
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		pv = v.pathStateLocked(e, p)

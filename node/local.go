@@ -424,7 +424,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 				current = append(current, ver.Path)
 			}
 		}
-		v.engine.post(func(e *engine.Engine) { e.Step(engine.Current{Paths: current}) })
+		v.engine.Post(func(e *engine.Engine) { e.Step(engine.Current{Paths: current}) })
 		v.grewLocked()
 	}
 	v.mu.Unlock()

@@ -80,7 +80,7 @@ func (v *vault) setMassDeletePolicy(p protocol.MassDeletePolicy) error {
 	if err := v.db.Commit(u); err != nil {
 		return fmt.Errorf("storing the mass-delete policy: %w", err)
 	}
-	v.engine.post(func(e *engine.Engine) { e.Deletes.Policy = p })
+	v.engine.Post(func(e *engine.Engine) { e.Deletes.Policy = p })
 	v.kick()
 	return nil
 }
@@ -113,7 +113,7 @@ func (v *vault) holdLocalDeletions(changes []folder.Change, mode scanMode, scann
 	}
 	now := v.n.now()
 	var verdict engine.LocalVerdict
-	v.engine.do(func(e *engine.Engine) {
+	v.engine.Do(func(e *engine.Engine) {
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		verdict = e.Deletes.JudgeLocal(in, mode, scanned, guardIndex{v}, now)
@@ -152,7 +152,7 @@ func withoutDeletions(changes []folder.Change, drop []string) []folder.Change {
 func (v *vault) deferredDeletions() []string {
 	now := v.n.now()
 	var paths []string
-	v.engine.do(func(e *engine.Engine) { paths = e.Deletes.Deferred(now) })
+	v.engine.Do(func(e *engine.Engine) { paths = e.Deletes.Deferred(now) })
 	return paths
 }
 
@@ -183,7 +183,7 @@ func (v *vault) deletionConfirmedLocked(path string) bool {
 // heldErrors are the errors[] items of held deletions, for status.
 func (v *vault) heldErrors() []api.PathMessage {
 	var local, incoming engine.Held
-	v.engine.do(func(e *engine.Engine) { local, incoming = e.Deletes.HeldLocal(), e.Deletes.HeldIncoming() })
+	v.engine.Do(func(e *engine.Engine) { local, incoming = e.Deletes.HeldLocal(), e.Deletes.HeldIncoming() })
 	var out []api.PathMessage
 	if h := local; len(h.Paths) > 0 {
 		out = append(out, api.PathMessage{Code: api.CodeMassDelete, Reason: fmt.Sprintf(

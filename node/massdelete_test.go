@@ -379,7 +379,7 @@ func TestIncomingRenameReleasesHold(t *testing.T) {
 // dels, with arriving the contents of the pass's other paths: it returns
 // the deletions to apply.
 func judgeIncoming(v *vault, dels []string, arriving map[[32]byte]string) (apply []string) {
-	v.engine.do(func(e *engine.Engine) {
+	v.engine.Do(func(e *engine.Engine) {
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		apply = e.Deletes.JudgeIncoming(dels, arriving, guardIndex{v}, v.n.now()).Apply

@@ -20,6 +20,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/clock"
 	"github.com/weftsync/weft/node/connect"
+	"github.com/weftsync/weft/node/engineloop"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/folderguard"
 	"github.com/weftsync/weft/node/keyring"
@@ -357,7 +358,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		return nil, fmt.Errorf("probing the folder's file system: %w", err)
 	}
 	v.folding = folding
-	v.engine = newEngineLoop(engine.New(engine.Config{Rules: n.rules, MassDelete: policy, Fold: folding.Key}))
+	v.engine = engineloop.New(engine.Config{Rules: n.rules, MassDelete: policy, Fold: folding.Key})
 	v.rules = n.rules.OrDefault()
 	idx := indexView{v}
 	if v.scanner, err = folder.NewScanner(folder.ScannerConfig{FS: fsys, Index: idx, Hasher: epochHasher{v}, Folding: folding, Logger: v.log}); err != nil {
@@ -437,7 +438,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	v.shareChunkListsLocked()
 	// A restart reconciles only what the last run left undone
 	// (engine.Engine.Reopened). No loop runs yet: do runs it here.
-	v.engine.do(func(e *engine.Engine) { e.Reopened(guardIndex{v}) })
+	v.engine.Do(func(e *engine.Engine) { e.Reopened(guardIndex{v}) })
 	if v.membershipLost() {
 		v.mh.lost = true
 		v.log.Warn("membership log damaged; fetching it again from the members this device remembers")
@@ -679,7 +680,7 @@ func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 	})
 	wg.Go(func() { v.tailLoop(ctx) })
 	wg.Go(func() { v.keep.Run(ctx) })
-	wg.Go(func() { v.engine.run(ctx) })
+	wg.Go(func() { v.engine.Run(ctx) })
 	wg.Go(func() { v.reconcileLoop(ctx) })
 }
 

@@ -61,7 +61,7 @@ func TestReviewDanglingSupersedesMakeSpuriousConflict(t *testing.T) {
 	// A pass looks at f.txt with b1 in and c1 missing: it must leave the
 	// path waiting for history, not decide it.
 	waiting := func() (ok bool) {
-		v.engine.do(func(e *engine.Engine) { _, ok = e.Waiting("f.txt") })
+		v.engine.Do(func(e *engine.Engine) { _, ok = e.Waiting("f.txt") })
 		return ok
 	}
 	_, m := w.wait(t, "a pass that saw f.txt with c1 missing", from, func(m passMark) bool {

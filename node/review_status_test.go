@@ -42,7 +42,7 @@ func TestReviewPendingApplyCountsFailedPathsTwice(t *testing.T) {
 			failedInPass.Store(true)
 		case ev.Type == api.EventReconciled && failedInPass.CompareAndSwap(true, false):
 			var s atEnd
-			v.engine.do(func(e *engine.Engine) {
+			v.engine.Do(func(e *engine.Engine) {
 				s.dirty, s.toApply = e.IsDirty("big.txt"), e.Pending()
 				s.failed, _ = e.Err("big.txt")
 			})

@@ -48,7 +48,7 @@ func (v *vault) quarantine(found []folder.Change) []string {
 		}
 		v.mu.Lock()
 		v.setIndexLocked(c.Path, vaultdb.Record{})
-		v.engine.touch(c.Path)
+		v.engine.Touch(c.Path)
 		v.mu.Unlock()
 		v.damaged.MovedAside(c.Path, aside, v.n.now())
 		v.log.Warn("damaged file: its content changed without an edit (disk damage?); the damaged copy is kept aside and the recorded version is written again",

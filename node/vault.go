@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/damaged"
+	"github.com/weftsync/weft/node/engineloop"
 	"github.com/weftsync/weft/node/folder"
 	"github.com/weftsync/weft/node/folderguard"
 	"github.com/weftsync/weft/node/heard"
@@ -41,7 +42,7 @@ import (
 // each chunk lies locally).
 //
 // Locking: mu guards the derived state but the engine, which its loop
-// goroutine owns (engineloop.go: work handed to it may take mu, so mu is
+// goroutine owns (node/engineloop: work handed to it may take mu, so mu is
 // never held while waiting for the loop). IO on the folder and the
 // network happens without mu held; the database serialises itself.
 type vault struct {
@@ -143,9 +144,9 @@ type vault struct {
 	// paths need a decision, their waits for history and errors, the
 	// mass-delete guard (Deletes, massdelete.go) and the peers' versions
 	// applied in the last engine.ApplyRaceWindow (Recent, applyrace.go).
-	// Its loop goroutine is the engine's one owner (engineloop.go); it
+	// Its loop goroutine is the engine's one owner (node/engineloop); it
 	// has its own lock.
-	engine *engineLoop
+	engine *engineloop.Loop
 	// rules are the engine's rules, which are pure and never change: what
 	// a noted apply supersedes is computed from them at once, under v.mu,
 	// with the graph as it was at the apply.
@@ -349,7 +350,7 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head, sr
 // addBodyLocked folds an entry's versions into the view and marks their
 // paths for reconciliation. v.mu must be held.
 func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
-	v.view.Fold(e, body, v.engine.touch)
+	v.view.Fold(e, body, v.engine.Touch)
 }
 
 // peerHolds records what a peer says it holds (its LogStatus). What a

@@ -16,7 +16,7 @@ import (
 // current pass remain, the mass-delete guard and the saves racing an
 // apply. It holds no lock, starts no goroutine, reads no clock and does
 // no IO: the device (node) keeps one per vault, owned by the vault's
-// engine loop goroutine (node/engineloop.go), and the
+// engine loop goroutine (node/engineloop), and the
 // deterministic simulation (simulation/detsim) one per simulated device,
 // so both carry out one implementation of these rules.
 //

@@ -1,4 +1,4 @@
-package node
+package engineloop
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	"github.com/weftsync/weft/protocol/engine"
 )
 
-// engineLoop is the one goroutine that owns a vault's reconcile engine
-// (protocol/engine) while Run runs (startVault). Everyone else hands it
-// work: post for what needs no answer (paths touched by folded versions,
+// Loop is the one goroutine that owns a vault's reconcile engine
+// (protocol/engine) while the agent runs (node's startVault runs Run).
+// Everyone else hands it work: post for what needs no answer (paths touched by folded versions,
 // a path settled or failed, an apply noted), do for what does (a pass, a
 // decision, a scan's question, a read for status or the doctor). Work
 // runs in the order it was handed over, so a read handed over after a post
@@ -17,8 +17,9 @@ import (
 // of the changes they describe.
 //
 // The loop does no IO and waits for nothing but its queue: work that reads
-// the graph or the index takes v.mu for as long as it runs, nothing else.
-// A pass's carry-outs run on the reconcile goroutine (reconcileLoop),
+// the graph or the index takes the vault's lock (node's v.mu) for as long
+// as it runs, nothing else. A pass's carry-outs run on node's reconcile
+// goroutine,
 // which asks the loop for the pass and for each decision, so a status read
 // never waits behind a file being written. (A scan does: a carry-out holds
 // the scan lock while it writes, so that the watcher does not take its
@@ -30,10 +31,13 @@ import (
 // whoever runs it, so the engine is never touched by two goroutines at
 // once.
 //
-// Lock order: exec, then v.mu, then mu (a leaf). So do must not be called
-// with v.mu held (its work may need it), nor from work the loop runs;
-// post may be called with v.mu held.
-type engineLoop struct {
+// Lock order: exec, then the vault's lock, then mu (a leaf). So Do must
+// not be called with the vault's lock held (its work may need it), nor
+// from work the loop runs; Post and Touch may be called with it held.
+//
+// The engine is created by New and reachable only through the work handed
+// to the loop, so nothing else can touch it.
+type Loop struct {
 	eng  *engine.Engine // touched only by work, under exec
 	exec sync.Mutex
 
@@ -51,13 +55,15 @@ type engineWork struct {
 	f       func(*engine.Engine)
 }
 
-func newEngineLoop(e *engine.Engine) *engineLoop {
-	return &engineLoop{eng: e, wake: make(chan struct{}, 1)}
+// New returns a loop owning a new engine of cfg; until Run runs, callers
+// run the work they hand over themselves.
+func New(cfg engine.Config) *Loop {
+	return &Loop{eng: engine.New(cfg), wake: make(chan struct{}, 1)}
 }
 
-// run is the loop; it returns when ctx ends, after the work handed over
+// Run is the loop; it returns when ctx ends, after the work handed over
 // before it stopped.
-func (l *engineLoop) run(ctx context.Context) {
+func (l *Loop) Run(ctx context.Context) {
 	l.mu.Lock()
 	l.running = true
 	l.mu.Unlock()
@@ -78,14 +84,14 @@ func (l *engineLoop) run(ctx context.Context) {
 }
 
 // runQueued runs the work queued so far, in order, under exec.
-func (l *engineLoop) runQueued() {
+func (l *Loop) runQueued() {
 	l.exec.Lock()
 	defer l.exec.Unlock()
 	l.runQueuedLocked()
 }
 
 // runQueuedLocked is runQueued with exec held.
-func (l *engineLoop) runQueuedLocked() {
+func (l *Loop) runQueuedLocked() {
 	for {
 		l.mu.Lock()
 		q := l.queue
@@ -106,10 +112,10 @@ func (l *engineLoop) runQueuedLocked() {
 	}
 }
 
-// post hands f to the loop and returns at once. f must not call do or
-// take v.mu: while no loop runs, it may run at once on the caller's
-// goroutine, which often holds v.mu.
-func (l *engineLoop) post(f func(*engine.Engine)) {
+// Post hands f to the loop and returns at once. f must not call Do or
+// take the vault's lock: while no loop runs, it may run at once on the caller's
+// goroutine, which often holds the vault's lock.
+func (l *Loop) Post(f func(*engine.Engine)) {
 	l.mu.Lock()
 	if l.runHere() {
 		f(l.eng)
@@ -128,7 +134,7 @@ func (l *engineLoop) post(f func(*engine.Engine)) {
 // vault opening (which folds every version of its log, touching a path
 // per version) queues nothing, and the order of work is kept: whatever is
 // posted meanwhile is queued and runs after.
-func (l *engineLoop) runHere() bool {
+func (l *Loop) runHere() bool {
 	if l.running || len(l.queue) > 0 || !l.exec.TryLock() {
 		return false
 	}
@@ -136,8 +142,8 @@ func (l *engineLoop) runHere() bool {
 	return true
 }
 
-// touch posts engine.Engine.Touch(path): the heads at path changed.
-func (l *engineLoop) touch(path string) {
+// Touch posts engine.Engine.Touch(path): the heads at path changed.
+func (l *Loop) Touch(path string) {
 	l.mu.Lock()
 	if l.runHere() {
 		l.eng.Touch(path)
@@ -153,16 +159,16 @@ func (l *engineLoop) touch(path string) {
 	l.signal()
 }
 
-func (l *engineLoop) signal() {
+func (l *Loop) signal() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
 	}
 }
 
-// do runs f on the engine after everything handed over before it, and
-// returns once f has run. v.mu must not be held.
-func (l *engineLoop) do(f func(*engine.Engine)) {
+// Do runs f on the engine after everything handed over before it, and
+// returns once f has run. The vault's lock must not be held.
+func (l *Loop) Do(f func(*engine.Engine)) {
 	l.mu.Lock()
 	if !l.running {
 		l.mu.Unlock()
