@@ -29,7 +29,7 @@ import (
 func TestStaleDecisionDoesNotOverwriteLocalEdit(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		chunked bool // B chunked: reconcilePath; B inline: applySmallFiles
+		chunked bool // B chunked: carried out alone; B inline: the small-file batch (node/reconcile)
 	}{
 		{"chunked remote version", true},
 		{"inline remote version", false},

@@ -12,6 +12,7 @@ import (
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/carry"
 	"github.com/weftsync/weft/node/folder"
+	"github.com/weftsync/weft/node/reconcile"
 	"github.com/weftsync/weft/node/record"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/engine"
@@ -86,7 +87,7 @@ func (c carrySide) Scan(ctx context.Context, paths []string) error {
 }
 
 func (c carrySide) CommitIndex(path string, rec vaultdb.Record) error {
-	return c.v.commitIndex(indexed{path, rec})
+	return c.v.commitIndex(reconcile.Indexed{Path: path, Rec: rec})
 }
 
 // RecordResolution authors the entry of a resolution (engine.Resolution:
@@ -122,4 +123,73 @@ func (c carrySide) RecordResolution(path string, dec protocol.Decision, written 
 	v.noteAppliedLocked(path, old, had, records[0])
 	v.mu.Unlock()
 	return nil
+}
+
+// reconcileSide is the vault as node/reconcile sees it while it runs a
+// pass: what carrying a decision out needs, and its state, checks and
+// records around a pass.
+type reconcileSide struct{ carrySide }
+
+var _ reconcile.Vault = reconcileSide{}
+
+func (r reconcileSide) Locked(f func(reconcile.State)) {
+	r.v.mu.Lock()
+	defer r.v.mu.Unlock()
+	f(reconcileState{r.v})
+}
+
+func (r reconcileSide) Stopped() bool {
+	_, err := r.v.guard()
+	return err != nil
+}
+
+// Held: applies wait while the home disk is full (retryHome kicks once it
+// has room, homefull.go) and until this device's log is known whole and
+// the folder rescanned (logtail.go: an apply could otherwise meet a local
+// edit not yet recorded).
+func (r reconcileSide) Held() bool { return r.v.home.Full() || r.v.tail.ReconcileHeld() }
+
+func (r reconcileSide) RepairPieces(ctx context.Context, path string) error {
+	return r.v.repairPieces(ctx, path) // pieces.go
+}
+
+func (r reconcileSide) CommitIndexes(recs ...reconcile.Indexed) error {
+	return r.v.commitIndex(recs...)
+}
+
+func (r reconcileSide) IncomingHeld(verdict engine.IncomingVerdict) {
+	r.v.noteIncomingHold(verdict) // massdelete.go
+}
+
+func (r reconcileSide) Unsettled(path string, err error) {
+	r.v.log.Warn("applying", "path", path, "err", err)
+	r.v.n.events.Publish(api.Event{Type: api.EventError, Folder: r.v.cfg.Folder, Path: path, Error: err.Error()})
+}
+
+func (r reconcileSide) Took(start time.Time) { r.v.report.apply(start) }
+
+func (r reconcileSide) Reconciled() {
+	r.v.n.events.Publish(api.Event{Type: api.EventReconciled, Folder: r.v.cfg.Folder})
+}
+
+// reconcileState is the vault's state as a pass reads it, with v.mu held.
+type reconcileState struct{ v *vault }
+
+func (s reconcileState) Graph() *protocol.Graph { return s.v.view.Graph }
+
+func (s reconcileState) Body(id protocol.VersionID) (entry.Version, bool) { return s.v.view.Body(id) }
+
+func (s reconcileState) Record(path string) (vaultdb.Record, bool) { return s.v.index.Get(path) }
+
+func (s reconcileState) View() engine.View { return guardIndex(s) }
+
+func (s reconcileState) PassBytes(n int64) {
+	s.v.pending.passBytes = n
+	s.v.pending.written.Store(0)
+}
+
+func (s reconcileState) Settled(paths ...string) {
+	for _, p := range paths {
+		s.v.repairedLocked(p) // rot.go
+	}
 }

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/weftsync/weft/node/api"
@@ -13,9 +12,8 @@ import (
 // home-disk-full, logged once, retried by itself.
 
 // errHomeFull marks an apply that failed only because its index record
-// could not be written to the full home: the path stays pending, and is
-// not reported (or blamed on the folder's disk) as its own error.
-var errHomeFull = errors.New("the disk that holds weft's home is full")
+// could not be written to the full home (homefull.ErrFull).
+var errHomeFull = homefull.ErrFull
 
 // noteHomeWrite records the outcome of a write to the vault's home. A
 // full disk sets the fault (logged and published once). Only the probe
@@ -67,6 +65,6 @@ func (v *vault) retryHome() bool {
 	}
 	v.setHomeFault(f.Op, nil)
 	v.n.kickPullers(v)
-	v.kick() // applies wait while the home is full (reconcileLoop)
+	v.kick() // applies wait while the home is full (node/reconcile)
 	return true
 }

@@ -69,7 +69,7 @@ func TestSmallFilesApplyInLogOrder(t *testing.T) {
 	n = open()
 	defer func() { n.stopVaults(); n.host.Close() }()
 	v = n.vaultsNow()[0]
-	v.reconcile(ctx)
+	v.rec.Pass(ctx)
 	for k := range rounds * perRound {
 		got, err := os.ReadFile(filepath.Join(folderPath, name(k)))
 		if err != nil || !bytes.Equal(got, content(k)) {

@@ -266,7 +266,7 @@ func (l *logPull) Status(st wire.LogStatus) error {
 	// A peer that now holds more in full may now have the chunks a failed
 	// fetch lacked: a relay that fetched them from their author after it
 	// offered the entry. The next pass retries at once instead of at the
-	// next reconcile tick (up to reconcileRetry later).
+	// next reconcile tick (up to reconcile.Retry later).
 	grew := false
 	for a, seq := range vec {
 		if seq > l.told[a] {

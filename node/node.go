@@ -31,6 +31,7 @@ import (
 	"github.com/weftsync/weft/node/ownlog"
 	"github.com/weftsync/weft/node/peerbook"
 	"github.com/weftsync/weft/node/pieces"
+	"github.com/weftsync/weft/node/reconcile"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/node/scrub"
 	"github.com/weftsync/weft/protocol"
@@ -360,6 +361,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	v.folding = folding
 	v.engine = engineloop.New(engine.Config{Rules: n.rules, MassDelete: policy, Fold: folding.Key})
 	v.rules = n.rules.OrDefault()
+	v.rec = reconcile.New(reconcileSide{carrySide{v}}, v.engine, v.kicked)
 	idx := indexView{v}
 	if v.scanner, err = folder.NewScanner(folder.ScannerConfig{FS: fsys, Index: idx, Hasher: epochHasher{v}, Folding: folding, Logger: v.log}); err != nil {
 		closeStores()
@@ -681,7 +683,7 @@ func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 	wg.Go(func() { v.tailLoop(ctx) })
 	wg.Go(func() { v.keep.Run(ctx) })
 	wg.Go(func() { v.engine.Run(ctx) })
-	wg.Go(func() { v.reconcileLoop(ctx) })
+	wg.Go(func() { v.rec.Run(ctx, v.cleaned) })
 }
 
 // removeLeftTemps removes the temp files an earlier run left in the

@@ -51,7 +51,7 @@ func TestRecreateAfterAppliedDeletionSupersedesIt(t *testing.T) {
 	if len(heads) != 1 || heads[0].Kind == protocol.KindDeletion {
 		t.Fatalf("got heads %v, want the recreated file alone", heads)
 	}
-	if err := v.reconcilePath(ctx, "f.txt"); err != nil {
+	if err := v.rec.Path(ctx, "f.txt"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(f); err != nil || string(got) != string(content) {

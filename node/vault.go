@@ -24,6 +24,7 @@ import (
 	"github.com/weftsync/weft/node/ownlog"
 	"github.com/weftsync/weft/node/peerbook"
 	"github.com/weftsync/weft/node/pieces"
+	"github.com/weftsync/weft/node/reconcile"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/node/watchfallback"
 	"github.com/weftsync/weft/protocol"
@@ -83,6 +84,9 @@ type vault struct {
 	firstScan chan struct{}
 	// kicked (buffer 1) wakes the vault's reconcile loop (kick).
 	kicked chan struct{}
+	// rec runs the vault's reconcile passes (node/reconcile), on the one
+	// goroutine Run starts for it.
+	rec *reconcile.Reconciler
 	// fguard is the folder guard's stop (node/folderguard); it has its
 	// own lock.
 	fguard *folderguard.Guard

@@ -83,6 +83,11 @@ func (g *Guard) ProbeDue(now time.Time) (Fault, bool) {
 	return g.fault, true
 }
 
+// ErrFull marks an apply that failed only because its index record could
+// not be written to the full home: the path stays pending, and is not
+// reported (or blamed on the folder's disk) as its own error.
+var ErrFull = errors.New("the disk that holds weft's home is full")
+
 // IsDiskFull reports whether err says a disk (or a user's quota on it) is
 // full. The message is checked too: goleveldb and some file systems do not
 // keep the errno in the chain.
