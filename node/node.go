@@ -34,6 +34,7 @@ import (
 	"github.com/weftsync/weft/node/reconcile"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/node/scrub"
+	"github.com/weftsync/weft/node/watchloop"
 	"github.com/weftsync/weft/protocol"
 	"github.com/weftsync/weft/protocol/chunk"
 	"github.com/weftsync/weft/protocol/engine"
@@ -678,7 +679,7 @@ func (n *Node) startVault(ctx context.Context, wg *sync.WaitGroup, v *vault) {
 			}
 			return err == nil
 		}
-		v.watch(ctx, !n.cfg.NoWatcher, n.cfg.Settle, n.cfg.RescanEvery, firstScan)
+		watchloop.Run(ctx, watchSide{v}, watchloop.Config{Watcher: !n.cfg.NoWatcher, Settle: n.cfg.Settle, RescanEvery: n.cfg.RescanEvery}, firstScan)
 	})
 	wg.Go(func() { v.tailLoop(ctx) })
 	wg.Go(func() { v.keep.Run(ctx) })
