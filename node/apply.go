@@ -138,7 +138,7 @@ func (v *vault) fetchFromPeersLent(ctx context.Context, cids []cid.Cid, got func
 // connected members and relays share the want-list (content.Spread).
 func (v *vault) fetchFrom(ctx context.Context, cids []cid.Cid, lent bool, got func(cid.Cid, []byte) error) error {
 	var peers []content.Peer
-	for _, p := range v.n.connectedMembers(v) {
+	for _, p := range v.agent.connectedMembers(v) {
 		peers = append(peers, content.Peer{Name: p.dev.Short(), Fetch: func(ctx context.Context, cids []cid.Cid) ([]cid.Cid, error) {
 			return v.fetchChunks(ctx, p.id, p.dev, cids, lent, got)
 		}})

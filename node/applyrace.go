@@ -35,7 +35,7 @@ type appliedNote struct {
 // appliedNoteLocked is the note of an apply that replaced old (if had) at
 // path with rec, computed from the graph as it is now. v.mu must be held.
 func (v *vault) appliedNoteLocked(path string, old vaultdb.Record, had bool, rec vaultdb.Record) appliedNote {
-	n := appliedNote{path: path, before: diskOf(old), applied: diskOf(rec), had: had, now: v.n.now()}
+	n := appliedNote{path: path, before: diskOf(old), applied: diskOf(rec), had: had, now: v.now()}
 	n.sup = v.rules.Supersedes(v.view.Graph, path, n.before, had)
 	return n
 }
@@ -64,7 +64,7 @@ func (v *vault) supersedesForLocalChange(path string, cur vaultdb.Record, had bo
 	v.engine.Do(func(e *engine.Engine) {
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		sup, raced = e.LocalChange(v.view.Graph, path, diskOf(cur), had, diskOf(now), v.n.now())
+		sup, raced = e.LocalChange(v.view.Graph, path, diskOf(cur), had, diskOf(now), v.now())
 	})
 	if raced {
 		v.log.Info("a local change right after applying a peer's version: recorded as concurrent with it, not replacing it", "path", path)

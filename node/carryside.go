@@ -29,8 +29,8 @@ var _ carry.Vault = carrySide{}
 func (c carrySide) Folder() string           { return c.v.cfg.Folder }
 func (c carrySide) Log() *slog.Logger        { return c.v.log }
 func (c carrySide) Applier() *folder.Applier { return c.v.applier }
-func (c carrySide) Now() time.Time           { return c.v.n.now() }
-func (c carrySide) Publish(e api.Event)      { c.v.n.events.Publish(e) }
+func (c carrySide) Now() time.Time           { return c.v.now() }
+func (c carrySide) Publish(e api.Event)      { c.v.events.Publish(e) }
 func (c carrySide) Wrote(n int64)            { c.v.pending.written.Add(n) }
 func (c carrySide) Decided(path string)      { c.v.decidedHook(path) }
 
@@ -163,13 +163,13 @@ func (r reconcileSide) IncomingHeld(verdict engine.IncomingVerdict) {
 
 func (r reconcileSide) Unsettled(path string, err error) {
 	r.v.log.Warn("applying", "path", path, "err", err)
-	r.v.n.events.Publish(api.Event{Type: api.EventError, Folder: r.v.cfg.Folder, Path: path, Error: err.Error()})
+	r.v.events.Publish(api.Event{Type: api.EventError, Folder: r.v.cfg.Folder, Path: path, Error: err.Error()})
 }
 
 func (r reconcileSide) Took(start time.Time) { r.v.report.apply(start) }
 
 func (r reconcileSide) Reconciled() {
-	r.v.n.events.Publish(api.Event{Type: api.EventReconciled, Folder: r.v.cfg.Folder})
+	r.v.events.Publish(api.Event{Type: api.EventReconciled, Folder: r.v.cfg.Folder})
 }
 
 // reconcileState is the vault's state as a pass reads it, with v.mu held.

@@ -39,7 +39,7 @@ func (v *vault) chunkServer() netsync.ChunkServer {
 	return netsync.ChunkServer{
 		Make:    v.local.AppendEnvelope,
 		Workers: runtime.GOMAXPROCS(0),
-		Served:  func() { v.n.stats.chunksServed.Add(1) },
+		Served:  func() { v.stats.chunksServed.Add(1) },
 	}
 }
 
@@ -60,22 +60,22 @@ func (v *vault) fetchChunks(ctx context.Context, p peer.ID, dev keys.DeviceID, c
 	var gotBytes int64
 	done := v.report.transfer(dev, len(cids))
 	defer func() { done(len(cids)-len(missing), gotBytes, err) }()
-	s, err := v.n.host.NewStream(ctx, p, ProtoChunk)
+	s, err := v.agent.newStream(ctx, p, ProtoChunk)
 	if err != nil {
 		return cids, fmt.Errorf("opening chunk stream: %w", err)
 	}
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	f := v.n.outboundConn(s, dev)
+	f := v.agent.outboundConn(s, dev)
 	// The Hello goes with the first want-list: one round trip per fetch.
 	return netsync.OpenAndFetch(s, f, v.id, cids, chunkIdle, lent, func(c cid.Cid, env []byte) error {
 		if err := verifyBlob(c, env); err != nil {
 			return fmt.Errorf("chunk from %s: %w", dev, err)
 		}
 		gotBytes += int64(len(env))
-		v.n.stats.chunksFetched.Add(1)
-		v.n.stats.chunkBytesFetched.Add(int64(len(env)))
+		v.stats.chunksFetched.Add(1)
+		v.stats.chunkBytesFetched.Add(int64(len(env)))
 		return got(c, env)
 	})
 }

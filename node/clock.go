@@ -42,7 +42,7 @@ func (n *Node) ClockCorrection() time.Duration { return n.clocks.Correction(n.no
 // in v's entries when that is not below it (and not more than
 // clock.MaxAhead past it). v.mu must not be held.
 func (v *vault) nextEntryTime() int64 {
-	now := v.n.vaultNow().UnixMilli()
+	now := v.agent.vaultNow().UnixMilli()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.view.HLC = clock.HLCNext(v.view.HLC, now)

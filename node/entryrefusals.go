@@ -29,7 +29,7 @@ func (v *vault) tellRefusal(f *wire.Conn, dev keys.DeviceID, raw []byte, err err
 	switch {
 	case derr != nil:
 		f.SendError(wire.CodeInvalidEntry, err.Error())
-	case dec.Author() == v.n.id.ID():
+	case dec.Author() == v.device.ID():
 		// This device's own log: it is the one that forked (logtail.go).
 	case dec.Author() == dev && errors.Is(err, entry.ErrPrevMismatch):
 		f.SendError(wire.CodeLogForked, fmt.Sprintf("entry %d of your own log does not follow the entry %d of it held here: your log has forked", dec.Seq(), dec.Seq()-1))
@@ -62,7 +62,7 @@ func isInvalidEntry(err error) bool {
 func (v *vault) requestVector(dev keys.DeviceID) protocol.Vector {
 	vec := v.storedVector()
 	from, ok := v.probes.Take(dev)
-	self := v.n.id.ID()
+	self := v.device.ID()
 	if ok && vec[self] >= from {
 		vec = vec.Clone()
 		vec[self] = from - 1

@@ -34,7 +34,7 @@ func (v *vault) learnEpochs() {
 // otherwise keep serving it). v.mu must not be held.
 func (v *vault) memberApplied(r member.Record) {
 	v.learnEpochs()
-	v.n.wakeDial() // a relay or member added is dialled at once
+	v.agent.wakeDial() // a relay or member added is dialled at once
 	v.mu.Lock()
 	v.grewLocked()
 	v.mu.Unlock()
@@ -51,9 +51,9 @@ func (v *vault) memberApplied(r member.Record) {
 	if r.Op != member.OpRevoke {
 		return
 	}
-	if pid, err := PeerIDOf(r.Device); err == nil && v.n.host != nil {
+	if pid, err := PeerIDOf(r.Device); err == nil {
 		// Closing runs disconnect notifications that take v.mu.
-		v.n.goRun(func(context.Context) { _ = v.n.host.Network().ClosePeer(pid) })
+		v.agent.goRun(func(context.Context) { v.agent.closePeer(pid) })
 	}
 }
 

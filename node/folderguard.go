@@ -29,15 +29,15 @@ const metaMarked = "folder-marked"
 // a stopped folder that passes again: the caller rescans it.
 func (v *vault) guard() (resumed bool, err error) {
 	code, msg := folderguard.Check(guardedFolder{v})
-	change, was := v.fguard.Note(code, msg, v.n.now())
+	change, was := v.fguard.Note(code, msg, v.now())
 	switch change {
 	case folderguard.Resumed:
 		v.log.Info("folder is back: syncing it again", "was", was.Code)
-		v.n.events.Publish(api.Event{Type: api.EventFolderResumed, Folder: v.cfg.Folder})
+		v.events.Publish(api.Event{Type: api.EventFolderResumed, Folder: v.cfg.Folder})
 		return true, nil
 	case folderguard.Stopped:
 		v.log.Error("folder stopped: nothing is scanned or applied until it is back", "code", code, "reason", msg)
-		v.n.events.Publish(api.Event{Type: api.EventFolderStopped, Folder: v.cfg.Folder, Kind: code, Error: msg})
+		v.events.Publish(api.Event{Type: api.EventFolderStopped, Folder: v.cfg.Folder, Kind: code, Error: msg})
 	}
 	if code == "" {
 		return false, nil

@@ -78,7 +78,7 @@ func (v *vault) history(path string) (api.History, error) {
 	if err := v.entryTimes().Fill(p.Versions); err != nil {
 		return api.History{}, err
 	}
-	h, err := history.List(p, v.n.id.ID(), &contentWhere{v: v})
+	h, err := history.List(p, v.device.ID(), &contentWhere{v: v})
 	if err != nil {
 		return h, err
 	}
@@ -111,7 +111,7 @@ func (w *contentWhere) Reach() (devices, relays bool) {
 		for _, rr := range w.v.relays() {
 			rs[rr.dev] = true
 		}
-		for _, c := range w.v.n.connectedMembers(w.v) {
+		for _, c := range w.v.agent.connectedMembers(w.v) {
 			if rs[c.dev] {
 				w.relays = true
 			} else {

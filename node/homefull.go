@@ -33,7 +33,7 @@ func (v *vault) setHomeFault(op string, err error) {
 	var f homefull.Fault
 	if err != nil && !v.home.Full() {
 		free, _ := diskSpace(v.cfg.Dir)
-		f = homefull.Fault{Op: op, Since: v.n.now(), Probed: v.n.now(),
+		f = homefull.Fault{Op: op, Since: v.now(), Probed: v.now(),
 			Message: fmt.Sprintf("the disk that holds weft's home (%s) is full (%s free): %s failed, and nothing new can be recorded or received until it has room", v.cfg.Dir, doctor.HumanSize(free), op)}
 	} else if err != nil {
 		return // set already; set would keep it
@@ -42,10 +42,10 @@ func (v *vault) setHomeFault(op string, err error) {
 	switch {
 	case err == nil && was.Op != "":
 		v.log.Info("the disk that holds weft's home has room again: recording and receiving resume", "home", v.cfg.Dir, "was_full_since", was.Since)
-		v.n.events.Publish(api.Event{Type: api.EventFolderResumed, Folder: v.cfg.Folder, Kind: api.CodeHomeDiskFull})
+		v.events.Publish(api.Event{Type: api.EventFolderResumed, Folder: v.cfg.Folder, Kind: api.CodeHomeDiskFull})
 	case err != nil && was.Op == "":
 		v.log.Error("the disk that holds weft's home is full; weft retries by itself once it has room", "home", v.cfg.Dir, "op", op, "err", err)
-		v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Kind: api.CodeHomeDiskFull, Error: now.Message})
+		v.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Kind: api.CodeHomeDiskFull, Error: now.Message})
 	}
 }
 
@@ -56,7 +56,7 @@ func (v *vault) setHomeFault(op string, err error) {
 // pullers, which retry on their own, store what peers send again. A write
 // that then fails sets the fault again.
 func (v *vault) retryHome() bool {
-	f, due := v.home.ProbeDue(v.n.now())
+	f, due := v.home.ProbeDue(v.now())
 	if !due {
 		return false
 	}
@@ -64,7 +64,7 @@ func (v *vault) retryHome() bool {
 		return false
 	}
 	v.setHomeFault(f.Op, nil)
-	v.n.kickPullers(v)
+	v.agent.kickPullers(v)
 	v.kick() // applies wait while the home is full (node/reconcile)
 	return true
 }

@@ -62,7 +62,7 @@ func (v *vault) viewOf(withDirty bool) vaultView {
 
 // heldElsewhere is the highest sequence number of this device's own log
 // that some other device has said it holds.
-func (v *vault) heldElsewhere() uint64 { return v.peers.HeldElsewhere(v.n.id.ID()) }
+func (v *vault) heldElsewhere() uint64 { return v.peers.HeldElsewhere(v.device.ID()) }
 
 // toUpload counts the log entries this device holds that some connected
 // member lacks, as far as that member's last LogStatus said: for each

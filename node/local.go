@@ -181,14 +181,14 @@ func (v *vault) scanWatching(ctx context.Context, paths []string, mode scanMode,
 		opts.SpillEvery = spillEvery
 		opts.Spill = func(batch []folder.Change) error {
 			r := folder.Result{Changes: batch}
-			refuseOversized(&r, v.n.cfg.MaxFileChunks)
+			refuseOversized(&r, v.maxFileChunks)
 			oversized = append(oversized, r.Skipped...) // spills do not overlap
 			return v.record(r.Changes, nil, nil)
 		}
 	}
 	res, err = v.scanner.ScanWith(ctx, opts)
 	if err == nil {
-		refuseOversized(&res, v.n.cfg.MaxFileChunks)
+		refuseOversized(&res, v.maxFileChunks)
 		if len(oversized) > 0 {
 			res.Spilled -= len(oversized) // refused, not recorded: counted as skipped
 			res.Skipped = append(res.Skipped, oversized...)
@@ -333,7 +333,7 @@ func diskOf(r vaultdb.Record) engine.Disk {
 // are any) and commits the index records of paths in the same batch.
 // authorMu must be held.
 func (v *vault) author(versions []entry.Version, paths []string, records []vaultdb.Record) error {
-	self := v.n.id.ID()
+	self := v.device.ID()
 	var e *entry.Entry
 	var body *entry.Body
 	if len(versions) > 0 && v.tail.Hold(nil) {
@@ -350,7 +350,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 		v.mu.Unlock()
 		var err error
 		e, err = entry.New(entry.Config{
-			Identity: v.n.id, Vault: v.id, Prev: v.db.Head(self), Clock: clock,
+			Identity: v.device, Vault: v.id, Prev: v.db.Head(self), Clock: clock,
 			Keys: v.crypt.WriteKeys(), Time: v.nextEntryTime(), Rand: rand.Reader,
 		}, listed)
 		if err != nil {
@@ -428,7 +428,7 @@ func (v *vault) author(versions []entry.Version, paths []string, records []vault
 		v.keep.Enqueue(j)
 	}
 	if e != nil {
-		v.n.events.Publish(api.Event{Type: api.EventEntryWritten, Folder: v.cfg.Folder, Count: len(versions), Seq: e.Seq()})
+		v.events.Publish(api.Event{Type: api.EventEntryWritten, Folder: v.cfg.Folder, Count: len(versions), Seq: e.Seq()})
 		v.kick()
 	}
 	return nil

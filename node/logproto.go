@@ -158,8 +158,8 @@ func (n *Node) acceptHello(f *wire.Conn, dev keys.DeviceID) (*vault, error) {
 // the stream or ctx ends (internal/netsync's log session, as the relay
 // runs it). req is the opener's LogRequest.
 func (v *vault) serveLog(ctx context.Context, f *wire.Conn, dev keys.DeviceID, req wire.LogRequest) error {
-	v.tailHeard(dev, vectorFromWire(req.Vector)[v.n.id.ID()]) // what the opener holds of this device's log (logtail.go)
-	if err := f.Send(wire.MsgPeers, v.book.Exchange(v.roster.Members(), v.n.id.ID(), dev)); err != nil {
+	v.tailHeard(dev, vectorFromWire(req.Vector)[v.device.ID()]) // what the opener holds of this device's log (logtail.go)
+	if err := f.Send(wire.MsgPeers, v.book.Exchange(v.roster.Members(), v.device.ID(), dev)); err != nil {
 		return err
 	}
 	ls := netsync.LogServer{
@@ -201,14 +201,14 @@ func (v *vault) pullLog(ctx context.Context, p peer.ID, dev keys.DeviceID) error
 	defer cancel()
 	v.probes.SetRestart(dev, cancel) // a fork probe restarts the pull (node/heard)
 	defer v.probes.SetRestart(dev, nil)
-	s, err := v.n.host.NewStream(ctx, p, ProtoLog)
+	s, err := v.agent.newStream(ctx, p, ProtoLog)
 	if err != nil {
 		return fmt.Errorf("opening log stream: %w", err)
 	}
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	f := v.n.outboundConn(s, dev)
+	f := v.agent.outboundConn(s, dev)
 	err = f.OpenHello(v.id)
 	if !v.isRelay(dev) {
 		v.noteHello(dev, err) // revoked.go
@@ -253,7 +253,7 @@ func (l *logPull) Entry(payload []byte) error {
 			// (This device's own trouble, a full disk or a closing
 			// database, is not the peer's.)
 			v.log.Warn("refused an invalid entry from a peer; ending the stream", "peer", l.dev, "err", err)
-			v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Peer: l.dev.String(),
+			v.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Peer: l.dev.String(),
 				Kind: eventKindInvalidEntry, Error: err.Error()})
 		}
 		return fmt.Errorf("entry from %s: %w", l.dev, err)
@@ -291,7 +291,7 @@ func (l *logPull) Status(st wire.LogStatus) error {
 }
 
 func (l *logPull) Peers(ps wire.Peers) error {
-	if err := l.v.book.Learn(ps, l.v.n.id.ID(), l.v.roster.IsMember); err != nil {
+	if err := l.v.book.Learn(ps, l.v.device.ID(), l.v.roster.IsMember); err != nil {
 		l.v.log.Warn("remembering members' addresses", "peer", l.dev, "err", err)
 	}
 	return nil
@@ -299,14 +299,14 @@ func (l *logPull) Peers(ps wire.Peers) error {
 
 func (l *logPull) RelayStatus(st wire.RelayStatus) error {
 	if st.Vault == l.v.id {
-		l.v.setRelayQuota(l.dev, heard.RelayQuota{Status: st, At: l.v.n.now()})
+		l.v.setRelayQuota(l.dev, heard.RelayQuota{Status: st, At: l.v.now()})
 	}
 	return nil
 }
 
 func (l *logPull) Holds(h wire.Holds) error {
 	if l.relay {
-		l.v.relayWord.NoteHolds(l.dev, l.v.n.id.ID(), h) // node/heard
+		l.v.relayWord.NoteHolds(l.dev, l.v.device.ID(), h) // node/heard
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ func ownLostTo(self keys.DeviceID, rep vaultdb.OpenReport) uint64 {
 // tailHeard records what peer d said it holds of this device's log (seq)
 // and re-decides the gate when that could change it.
 func (v *vault) tailHeard(d keys.DeviceID, seq uint64) {
-	if v.tail.Heard(d, seq, v.db.Head(v.n.id.ID()).Seq) {
+	if v.tail.Heard(d, seq, v.db.Head(v.device.ID()).Seq) {
 		v.tailCheck()
 	}
 }
@@ -63,7 +63,7 @@ func (v *vault) tailHeard(d keys.DeviceID, seq uint64) {
 // tailCheck re-decides the gate after anything it depends on changed: a
 // peer's vector, this device's head, the membership.
 func (v *vault) tailCheck() {
-	self := v.n.id.ID()
+	self := v.device.ID()
 	var peers []keys.DeviceID
 	for _, d := range v.roster.Members() {
 		if d != self {
@@ -77,7 +77,7 @@ func (v *vault) tailCheck() {
 	if rec, ok := v.tail.Decide(head, peers, v.membershipLost()); ok {
 		v.log.Warn("took back this device's own log tail from peers; it had been lost here",
 			"peer", rec.Source, "from_seq", rec.From, "seq", head, "entries", rec.Took)
-		v.n.events.Publish(api.Event{Type: api.EventLogTailRecovered, Folder: v.cfg.Folder, Peer: rec.Source.String(), Seq: head, Count: int(rec.Took)})
+		v.events.Publish(api.Event{Type: api.EventLogTailRecovered, Folder: v.cfg.Folder, Peer: rec.Source.String(), Seq: head, Count: int(rec.Took)})
 	}
 }
 
@@ -163,7 +163,7 @@ func (v *vault) adoptionOwed() bool {
 	if err != nil || !ok || len(b) != 8 {
 		return true
 	}
-	return binary.BigEndian.Uint64(b) != v.db.Head(v.n.id.ID()).Seq
+	return binary.BigEndian.Uint64(b) != v.db.Head(v.device.ID()).Seq
 }
 
 // advanceOwnAdopted carries metaOwnAdopted along in u, the update that
@@ -195,7 +195,7 @@ func (v *vault) advanceOwnAdopted(u *vaultdb.Update, seq uint64) {
 //
 // It returns how many paths it adopted.
 func (v *vault) adoptOwnHeads() int {
-	self := v.n.id.ID()
+	self := v.device.ID()
 	u := &vaultdb.Update{}
 	adopt := map[string]vaultdb.Record{}
 	v.mu.Lock()
@@ -246,11 +246,11 @@ func (v *vault) adoptOwnHeads() int {
 // an old copy that authored before this gate existed, or a copied device
 // key). Nothing can mend it here; it is said loudly instead of silently.
 func (v *vault) ownForkSeen(seq uint64, err error) {
-	if !v.tail.ForkSeen(seq, v.n.now()) {
+	if !v.tail.ForkSeen(seq, v.now()) {
 		return
 	}
 	v.log.Error("a peer holds a different entry of this device's own log: the log forked", "seq", seq, "err", err)
-	v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Kind: eventKindOwnLogForked, Seq: seq, Error: err.Error()})
+	v.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Kind: eventKindOwnLogForked, Seq: seq, Error: err.Error()})
 	v.tailCheck()
 }
 
@@ -258,7 +258,7 @@ func (v *vault) ownForkSeen(seq uint64, err error) {
 // one after head (ownlog.VerifyTail). An authentic entry that does not chain
 // onto head is a fork of the own log, reported once (ownForkSeen).
 func (v *vault) verifyOwnNext(raw []byte, head entry.Head) (*entry.Entry, error) {
-	es, err := ownlog.VerifyTail(v.id, v.n.id.ID(), head, [][]byte{raw})
+	es, err := ownlog.VerifyTail(v.id, v.device.ID(), head, [][]byte{raw})
 	if err != nil {
 		if errors.Is(err, entry.ErrPrevMismatch) {
 			v.ownForkSeen(head.Seq+1, err)

@@ -111,7 +111,7 @@ func (v *vault) holdLocalDeletions(changes []folder.Change, mode scanMode, scann
 			in[i] = engine.LocalChange{Path: c.Path, Kind: guardKind(c.New.Kind), Hash: c.New.Hash}
 		}
 	}
-	now := v.n.now()
+	now := v.now()
 	var verdict engine.LocalVerdict
 	v.engine.Do(func(e *engine.Engine) {
 		v.mu.Lock()
@@ -124,7 +124,7 @@ func (v *vault) holdLocalDeletions(changes []folder.Change, mode scanMode, scann
 	if verdict.Began {
 		v.log.Warn("holding a mass deletion: nothing deleted is recorded until you decide (`weft deletions`)",
 			"files", verdict.HeldFiles, "of", verdict.IndexFiles, "paths", verdict.Sample)
-		v.n.events.Publish(api.Event{Type: api.EventDeletionsHeld, Folder: v.cfg.Folder, Kind: "local", Count: verdict.HeldFiles})
+		v.events.Publish(api.Event{Type: api.EventDeletionsHeld, Folder: v.cfg.Folder, Kind: "local", Count: verdict.HeldFiles})
 	}
 	return withoutDeletions(changes, verdict.Withheld), verdict.Confirmed
 }
@@ -150,7 +150,7 @@ func withoutDeletions(changes []folder.Change, drop []string) []folder.Change {
 // deferredDeletions returns the paths whose deletion the watcher reported
 // and the guard has not judged yet (once they stopped arriving).
 func (v *vault) deferredDeletions() []string {
-	now := v.n.now()
+	now := v.now()
 	var paths []string
 	v.engine.Do(func(e *engine.Engine) { paths = e.Deletes.Deferred(now) })
 	return paths
@@ -163,7 +163,7 @@ func (v *vault) noteIncomingHold(verdict engine.IncomingVerdict) {
 	if verdict.Began {
 		v.log.Warn("holding deletions from peers: nothing is deleted here until you decide (`weft deletions`)",
 			"files", verdict.HeldFiles, "of", verdict.IndexFiles, "paths", verdict.Sample)
-		v.n.events.Publish(api.Event{Type: api.EventDeletionsHeld, Folder: v.cfg.Folder, Kind: "incoming", Count: verdict.HeldFiles})
+		v.events.Publish(api.Event{Type: api.EventDeletionsHeld, Folder: v.cfg.Folder, Kind: "incoming", Count: verdict.HeldFiles})
 	}
 }
 

@@ -382,7 +382,7 @@ func judgeIncoming(v *vault, dels []string, arriving map[[32]byte]string) (apply
 	v.engine.Do(func(e *engine.Engine) {
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		apply = e.Deletes.JudgeIncoming(dels, arriving, guardIndex{v}, v.n.now()).Apply
+		apply = e.Deletes.JudgeIncoming(dels, arriving, guardIndex{v}, v.now()).Apply
 	})
 	return apply
 }

@@ -69,7 +69,7 @@ func (v *vault) membershipLost() bool {
 // it although d is not a known member: membership is lost and d is a
 // device it remembers as one.
 func (v *vault) fetchesMembershipFrom(d keys.DeviceID) bool {
-	if d == v.n.id.ID() || !v.membershipLost() {
+	if d == v.device.ID() || !v.membershipLost() {
 		return false
 	}
 	_, ok := v.book.All()[d]
@@ -116,12 +116,12 @@ func (v *vault) memberCheck(from keys.DeviceID) {
 		v.log.Warn("rewriting the membership log after fetching it again", "err", err)
 	}
 	v.log.Warn("membership log fetched again from a peer after damage", "peer", from, "records", v.roster.Seq())
-	v.n.events.Publish(api.Event{Type: api.EventMembershipRecovered, Folder: v.cfg.Folder, Peer: from.String(), Count: int(v.roster.Seq())})
+	v.events.Publish(api.Event{Type: api.EventMembershipRecovered, Folder: v.cfg.Folder, Peer: from.String(), Count: int(v.roster.Seq())})
 	v.tailCheck()
 	// Members it could not know before are dialled and pulled from now.
 	for _, d := range v.roster.Members() {
-		if d != v.n.id.ID() {
-			v.n.syncWithDevice(d)
+		if d != v.device.ID() {
+			v.agent.syncWithDevice(d)
 		}
 	}
 }
@@ -131,7 +131,7 @@ func (v *vault) memberCheck(from keys.DeviceID) {
 // cannot tell who its peers are, so nothing it reports is in sync), its
 // own log forked, the membership forked.
 func (v *vault) logFault() *api.PathMessage {
-	if m := members.RevokedMessage(v.roster.IsRevoked(v.n.id.ID()), v.refused.Refused()); m != nil {
+	if m := members.RevokedMessage(v.roster.IsRevoked(v.device.ID()), v.refused.Refused()); m != nil {
 		return m
 	}
 	if m := members.LostMessage(v.membershipLost()); m != nil {

@@ -323,7 +323,9 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	ek := secrets.Epoch0().Keys(0)
 	cr := keyring.New()
 	v := &vault{
-		n: n, cfg: hv, id: vk.ID, secrets: secrets, ek: ek, ck: chunk.KeysFrom(ek), db: db,
+		agent: n, device: n.id, events: n.events, now: n.now, stats: &n.stats,
+		maxFileChunks: n.cfg.MaxFileChunks, pieceCfg: n.cfg.Pieces,
+		cfg: hv, id: vk.ID, secrets: secrets, ek: ek, ck: chunk.KeysFrom(ek), db: db,
 		crypt: cr, fs: fsys, chunks: localchunks.NewFiles(fsys, cr),
 		log:       n.log.With("folder", hv.Folder),
 		report:    folderReport{folder: hv.Folder, events: n.events, monitor: n.monitor},

@@ -45,7 +45,7 @@ func watchPasses(t *testing.T, v *vault) *passWatch {
 	v.onDecided.Store(&hook)
 	t.Cleanup(func() { v.onDecided.Store(nil) })
 	// Observers cannot be removed; the node ends with the test.
-	v.n.events.Observe(func(ev api.Event) []api.Event {
+	v.events.Observe(func(ev api.Event) []api.Event {
 		if ev.Folder != v.cfg.Folder {
 			return nil
 		}

@@ -21,7 +21,7 @@ import (
 
 // pieceParams is how this device cuts chunk lists.
 func (v *vault) pieceParams() entry.PieceParams {
-	if p := v.n.cfg.Pieces; p.Direct > 0 {
+	if p := v.pieceCfg; p.Direct > 0 {
 		return p
 	}
 	return entry.DefaultPieceParams()

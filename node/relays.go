@@ -92,14 +92,14 @@ func (v *vault) setRelayQuota(d keys.DeviceID, q heard.RelayQuota) {
 func (v *vault) enroll(ctx context.Context, p peer.ID, d keys.DeviceID) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	s, err := v.n.host.NewStream(ctx, p, relay.ProtoRelay)
+	s, err := v.agent.newStream(ctx, p, relay.ProtoRelay)
 	if err != nil {
 		return fmt.Errorf("opening relay stream: %w", err)
 	}
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	c := wire.NewConn(s, v.n.counters(d))
+	c := wire.NewConn(s, v.agent.counters(d))
 	recs := v.roster.Records()
 	en := wire.Enroll{Vault: v.id, Records: make([][]byte, 0, len(recs))}
 	for _, r := range recs {
@@ -115,7 +115,7 @@ func (v *vault) enroll(ctx context.Context, p peer.ID, d keys.DeviceID) error {
 	if err != nil {
 		var we wire.Error
 		if errors.As(err, &we) {
-			v.setRelayQuota(d, heard.RelayQuota{At: v.n.now(), Err: we.Reason})
+			v.setRelayQuota(d, heard.RelayQuota{At: v.now(), Err: we.Reason})
 		}
 		return fmt.Errorf("enrolling on relay %s: %w", d, err)
 	}
@@ -123,7 +123,7 @@ func (v *vault) enroll(ctx context.Context, p peer.ID, d keys.DeviceID) error {
 	if err != nil {
 		return err
 	}
-	v.setRelayQuota(d, heard.RelayQuota{Status: st, At: v.n.now()})
+	v.setRelayQuota(d, heard.RelayQuota{Status: st, At: v.now()})
 	return nil
 }
 

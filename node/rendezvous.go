@@ -67,7 +67,7 @@ func (r rendezvousVault) Members() []keys.DeviceID      { return r.v.roster.Memb
 func (r rendezvousVault) IsMember(d keys.DeviceID) bool { return r.v.roster.IsMember(d) }
 func (r rendezvousVault) Log() *slog.Logger             { return r.v.log }
 func (r rendezvousVault) Remember(d keys.DeviceID, addrs []ma.Multiaddr) {
-	r.v.n.rememberPeer(r.v, d, addrs)
+	r.v.agent.rememberPeer(r.v, d, addrs)
 }
 
 // rendezvousKey is the vault's rendezvous key (keys.VaultKeys.Rendezvous),

@@ -129,7 +129,7 @@ func (r restoreVault) Record(ctx context.Context, paths []string) (bool, error) 
 func (r restoreVault) OwnHead(path string) (entry.VersionID, bool) {
 	r.v.mu.Lock()
 	defer r.v.mu.Unlock()
-	if hs := r.v.view.Graph.Heads(path); len(hs) == 1 && hs[0].ID.Author == r.v.n.id.ID() {
+	if hs := r.v.view.Graph.Heads(path); len(hs) == 1 && hs[0].ID.Author == r.v.device.ID() {
 		return hs[0].ID, true
 	}
 	return entry.VersionID{}, false

@@ -13,7 +13,7 @@ import (
 func (v *vault) claims() *claims.Checker {
 	return &claims.Checker{
 		Folder: v.cfg.Folder, Store: v.db, Heard: &v.peers, Log: v.log,
-		Publish: v.n.events.Publish, Now: v.n.now,
+		Publish: v.events.Publish, Now: v.now,
 		FirstAhead: func(author keys.DeviceID, after, upto uint64) uint64 {
 			v.mu.Lock()
 			defer v.mu.Unlock()

@@ -31,12 +31,12 @@ import (
 func (v *vault) quarantine(found []folder.Change) []string {
 	var done []string
 	for _, c := range found {
-		aside, err := damaged.MoveAside(v.fs, c, v.n.now())
+		aside, err := damaged.MoveAside(v.fs, c, v.now())
 		if err != nil {
 			if !errors.Is(err, damaged.ErrChangedAgain) {
 				// Not recorded, not repaired: said in status until it is.
 				v.log.Warn("moving a damaged file aside", "path", c.Path, "err", err)
-				v.damaged.NotMoved(c.Path, err, v.n.now())
+				v.damaged.NotMoved(c.Path, err, v.now())
 			}
 			continue
 		}
@@ -50,10 +50,10 @@ func (v *vault) quarantine(found []folder.Change) []string {
 		v.setIndexLocked(c.Path, vaultdb.Record{})
 		v.engine.Touch(c.Path)
 		v.mu.Unlock()
-		v.damaged.MovedAside(c.Path, aside, v.n.now())
+		v.damaged.MovedAside(c.Path, aside, v.now())
 		v.log.Warn("damaged file: its content changed without an edit (disk damage?); the damaged copy is kept aside and the recorded version is written again",
 			"path", c.Path, "aside", aside)
-		v.n.events.Publish(api.Event{Type: api.EventCorrupt, Folder: v.cfg.Folder, Path: c.Path, Kind: "file", Error: "content does not match the recorded version; kept at " + aside})
+		v.events.Publish(api.Event{Type: api.EventCorrupt, Folder: v.cfg.Folder, Path: c.Path, Kind: "file", Error: "content does not match the recorded version; kept at " + aside})
 		done = append(done, c.Path)
 	}
 	if len(done) > 0 {
@@ -113,7 +113,7 @@ func (s scrubVault) FS() folder.FS { return s.v.fs }
 // RecordedNear reads the recording entry's time from the log: a version
 // authored elsewhere was written here by the applier, never racy.
 func (s scrubVault) RecordedNear(f scrub.File) bool {
-	if f.Version.Author != s.v.n.id.ID() {
+	if f.Version.Author != s.v.device.ID() {
 		return false
 	}
 	e, err := s.v.db.Get(f.Version.Author, f.Version.Seq)
@@ -132,7 +132,7 @@ func (s scrubVault) Quarantine(found []folder.Change) []string {
 	return s.v.quarantine(found)
 }
 
-func (s scrubVault) Publish(ev api.Event)         { s.v.n.events.Publish(ev) }
+func (s scrubVault) Publish(ev api.Event)         { s.v.events.Publish(ev) }
 func (s scrubVault) Versions() scrub.VersionStore { return s.v.keep }
 func (s scrubVault) Log() *slog.Logger            { return s.v.log }
 

@@ -104,7 +104,7 @@ func (n *Node) peerInSync(d keys.DeviceID) bool {
 // status is the vault's part of the status: its counts, and the state and
 // errors node/folderstate judges from the facts gathered here.
 func (v *vault) status() api.FolderStatus {
-	connectedMembers := v.n.connectedMembers(v)
+	connectedMembers := v.agent.connectedMembers(v)
 	var connected []keys.DeviceID
 	for _, c := range connectedMembers {
 		connected = append(connected, c.dev)
@@ -120,7 +120,7 @@ func (v *vault) status() api.FolderStatus {
 		Path: v.cfg.Folder, Vault: v.id.String(), InitialScanDone: view.scanned,
 		Files: view.files, Bytes: view.bytes, Conflicts: len(view.conflicts),
 		PendingApply: view.toApply, PendingFetch: view.toFetch, PendingBytes: view.pendingBytes, PendingUpload: upload, Unsafe: unsafe,
-		Written: v.db.Head(v.n.id.ID()).Seq,
+		Written: v.db.Head(v.device.ID()).Seq,
 	}
 	// pending is what this device must still do itself; what peers
 	// still need from it is pending_upload (and peers[].in_sync).
@@ -147,7 +147,7 @@ func (v *vault) status() api.FolderStatus {
 // skipped is what the last scans of the folder skipped and will skip
 // again until the user acts (node/observe), path -> why.
 func (v *vault) skipped() map[string]string {
-	m := v.n.monitor()
+	m := v.agent.monitor()
 	if m == nil {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/damaged"
@@ -47,7 +48,18 @@ import (
 // never held while waiting for the loop). IO on the folder and the
 // network happens without mu held; the database serialises itself.
 type vault struct {
-	n       *Node
+	// agent is the Node that runs the vault (agent.go); the rest of what
+	// the vault has of it is given at open.
+	agent  agent
+	device *keys.Identity // this device
+	events *api.Bus
+	now    func() time.Time
+	stats  *nodeStats
+	// maxFileChunks and pieceCfg are Config.MaxFileChunks and
+	// Config.Pieces (test limits).
+	maxFileChunks int
+	pieceCfg      entry.PieceParams
+
 	cfg     home.Vault
 	id      keys.VaultID
 	secrets keys.VaultSecrets // what a member holds of the vault: never the root secret
@@ -220,8 +232,8 @@ func (v *vault) ingestMember(raw []byte) error {
 		// with the words both devices of the join showed (format-3 add
 		// records carry them).
 		v.log.Info("device joined", "peer", r.Device, "name", r.Name, "words", r.Words, "op", r.Op, "by", r.Signer)
-		v.n.events.Publish(api.Event{Type: api.EventPeerJoined, Peer: r.Device.String(), Name: r.Name, Folder: v.cfg.Folder, Words: r.Words})
-		v.n.goRun(func(context.Context) { v.n.syncWithDevice(r.Device) })
+		v.events.Publish(api.Event{Type: api.EventPeerJoined, Peer: r.Device.String(), Name: r.Name, Folder: v.cfg.Folder, Words: r.Words})
+		v.agent.goRun(func(context.Context) { v.agent.syncWithDevice(r.Device) })
 	}
 	return nil
 }
@@ -258,7 +270,7 @@ func (v *vault) ingestEntry(raw []byte, src *entrySource) error {
 	switch {
 	case dec.Seq() <= head.Seq:
 		v.noteFromAuthor(src, author, dec.Seq())
-		if author == v.n.id.ID() {
+		if author == v.device.ID() {
 			v.checkOwnHeld(dec) // logtail.go
 		}
 		return nil // already held; a fork would show in db.Append on a re-send
@@ -312,7 +324,7 @@ func (v *vault) noteFromAuthor(src *entrySource, author keys.DeviceID, seq uint6
 
 // ingestNext validates, stores and folds in the entry that follows head.
 func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head, src *entrySource) error {
-	own := author == v.n.id.ID()
+	own := author == v.device.ID()
 	var e *entry.Entry
 	var err error
 	if own {
@@ -342,7 +354,7 @@ func (v *vault) ingestNext(raw []byte, author keys.DeviceID, head entry.Head, sr
 	v.addBodyLocked(e, body)
 	v.grewLocked()
 	v.mu.Unlock()
-	v.n.events.Publish(api.Event{Type: api.EventEntryReceived, Folder: v.cfg.Folder, Peer: author.String(), Count: len(body.Versions)})
+	v.events.Publish(api.Event{Type: api.EventEntryReceived, Folder: v.cfg.Folder, Peer: author.String(), Count: len(body.Versions)})
 	if own {
 		v.tail.TookBack(e.Seq())
 		v.tailCheck()
@@ -363,7 +375,7 @@ func (v *vault) addBodyLocked(e *entry.Entry, body *entry.Body) {
 func (v *vault) peerHolds(d keys.DeviceID, vec protocol.Vector) {
 	// Everything the peer holds of this device's log was sent before this
 	// status on its stream, so it is taken back by now (logtail.go).
-	v.tailHeard(d, vec[v.n.id.ID()])
+	v.tailHeard(d, vec[v.device.ID()])
 	if !v.isPeer(d) {
 		return // not (or no longer) a member or relay: its word counts for nothing
 	}
@@ -377,10 +389,10 @@ func (v *vault) peerHolds(d keys.DeviceID, vec protocol.Vector) {
 	}()
 	if v.isRelay(d) {
 		v.claims().RelayHolds(d, vec)
-		v.n.events.Publish(api.Event{Type: api.EventPeerStatus, Folder: v.cfg.Folder, Peer: d.String()})
+		v.events.Publish(api.Event{Type: api.EventPeerStatus, Folder: v.cfg.Folder, Peer: d.String()})
 		return
 	}
-	self := v.n.id.ID()
+	self := v.device.ID()
 	prev, _ := v.peers.Set(d, vec)
 	before := prev[self]
 	// Remember durably how much of this device's own log the peer holds,
@@ -392,13 +404,13 @@ func (v *vault) peerHolds(d keys.DeviceID, vec protocol.Vector) {
 			v.log.Warn("recording what a peer holds", "peer", d, "err", err)
 		}
 	}
-	v.n.events.Publish(api.Event{Type: api.EventPeerStatus, Folder: v.cfg.Folder, Peer: d.String()})
+	v.events.Publish(api.Event{Type: api.EventPeerStatus, Folder: v.cfg.Folder, Peer: d.String()})
 }
 
 // unsafeCount is the number of this device's own entries that no other
 // device or relay is known to hold.
 func (v *vault) unsafeCount() uint64 {
-	self := v.n.id.ID()
+	self := v.device.ID()
 	return v.peers.Unsafe(self, v.db.Head(self).Seq)
 }
 

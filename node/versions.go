@@ -60,9 +60,9 @@ func (v *vault) openKeeper() {
 	}
 	v.keep = keeper.Open(keeper.Config{
 		Dir: filepath.Join(v.cfg.Dir, "versions"), Folder: v.cfg.Folder, Vault: keptVault{v},
-		Policy: p, Logger: v.log, Now: v.n.now,
-		OnDamaged:  func(n int) { v.n.stats.versionCorrupt.Add(uint64(n)) },
-		OnScrubbed: func(b int64) { v.n.stats.versionScrubBytes.Add(uint64(b)) },
+		Policy: p, Logger: v.log, Now: v.now,
+		OnDamaged:  func(n int) { v.stats.versionCorrupt.Add(uint64(n)) },
+		OnScrubbed: func(b int64) { v.stats.versionScrubBytes.Add(uint64(b)) },
 	})
 }
 

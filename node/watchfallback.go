@@ -18,7 +18,7 @@ import (
 // noteUnwatched records the watcher's unwatched roots (from its goroutine).
 func (v *vault) noteUnwatched(roots []string) {
 	if v.fallback.SetUnwatched(roots) {
-		v.n.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Kind: "watcher-limit",
+		v.events.Publish(api.Event{Type: api.EventError, Folder: v.cfg.Folder, Kind: "watcher-limit",
 			Error: "the system's file watch limit is reached: some directories are not watched; weft rescans them instead"})
 	}
 }
