@@ -646,7 +646,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	n.run.vaultsStarted = true
 	n.run.mu.Unlock()
-	wg.Go(func() { n.dialLoop(ctx) })
+	wg.Go(func() { connect.DialLoop(ctx, dialSide{n}, n.dialWake, connect.DefaultDialTimes) })
 	wg.Go(func() { n.keepConnectivity(ctx) })
 	wg.Go(func() { n.rendezvousLoop(ctx) })
 	wg.Go(func() { n.clockLoop(ctx) })
@@ -929,13 +929,6 @@ func (n *Node) connectedMembers(v *vault) []connected {
 	return out
 }
 
-// dialIdle is how often the dial loop looks unasked while every member
-// and relay it knows an address of is connected. A disconnection, a new
-// address and a membership change wake it at once (wakeDial), so this is
-// only a net; looking every second woke an idle agent 60 times a minute
-// for nothing (issue 16's idle CPU).
-const dialIdle = 30 * time.Second
-
 // wakeDial makes the dial loop look now: a peer went away, an address was
 // learned, the membership changed.
 func (n *Node) wakeDial() {
@@ -945,66 +938,50 @@ func (n *Node) wakeDial() {
 	}
 }
 
-// dialLoop keeps trying to connect to every member at the addresses this
-// device remembers for it, with a growing backoff per peer: every second
-// while one is not connected, else when woken or every dialIdle.
-func (n *Node) dialLoop(ctx context.Context) {
-	sched := connect.NewRedial()
-	wait := time.NewTimer(time.Second)
-	defer wait.Stop()
-	for {
-		missing := false
-		for _, v := range n.vaultsNow() {
-			known := v.book.All()
-			if known == nil {
-				known = map[keys.DeviceID][]string{}
-			}
-			for _, r := range v.relays() {
-				known[r.dev] = append(known[r.dev], multiaddrStrings(r.info)...)
-			}
-			for d, addrs := range known {
-				if d == n.id.ID() || !v.isPeer(d) && !v.fetchesMembershipFrom(d) {
-					continue
-				}
-				pid, err := PeerIDOf(d)
-				if err != nil || n.host.Network().Connectedness(pid) == network.Connected {
-					continue
-				}
-				missing = true
-				if !sched.Due(d, n.now()) {
-					continue
-				}
-				info := peer.AddrInfo{ID: pid}
-				for _, a := range addrs {
-					if m, err := ma.NewMultiaddr(a); err == nil {
-						info.Addrs = append(info.Addrs, m)
-					}
-				}
-				dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				err = n.host.Connect(dctx, info)
-				cancel()
-				if err != nil {
-					sched.Failed(d, n.now())
-					continue
-				}
-				sched.Succeeded(d)
-			}
+// dialSide is the Node as connect.DialLoop sees it: the members and
+// relays of every vault, with the addresses each vault remembers (its peer
+// book, the relays' own addresses).
+type dialSide struct{ n *Node }
+
+func (d dialSide) Targets() []connect.DialTarget {
+	var out []connect.DialTarget
+	for _, v := range d.n.vaultsNow() {
+		known := v.book.All()
+		if known == nil {
+			known = map[keys.DeviceID][]string{}
 		}
-		next := time.Second
-		if !missing {
-			next = dialIdle
+		for _, r := range v.relays() {
+			known[r.dev] = append(known[r.dev], multiaddrStrings(r.info)...)
 		}
-		wait.Reset(next)
-		select {
-		case <-ctx.Done():
-			return
-		case <-wait.C:
-		case <-n.dialWake:
+		for dev, addrs := range known {
+			if dev == d.n.id.ID() || !v.isPeer(dev) && !v.fetchesMembershipFrom(dev) {
+				continue
+			}
+			if _, err := PeerIDOf(dev); err != nil {
+				continue
+			}
+			out = append(out, connect.DialTarget{Device: dev, Addrs: addrs})
 		}
 	}
+	return out
 }
 
-// rememberPeer records addresses for a member, for dialLoop.
+func (d dialSide) Connected(dev keys.DeviceID) bool {
+	pid, err := PeerIDOf(dev)
+	return err == nil && d.n.host.Network().Connectedness(pid) == network.Connected
+}
+
+func (d dialSide) Connect(ctx context.Context, dev keys.DeviceID, addrs []ma.Multiaddr) error {
+	pid, err := PeerIDOf(dev)
+	if err != nil {
+		return err
+	}
+	return d.n.host.Connect(ctx, peer.AddrInfo{ID: pid, Addrs: addrs})
+}
+
+func (d dialSide) Now() time.Time { return d.n.now() }
+
+// rememberPeer records addresses for a member, for the dial loop.
 func (n *Node) rememberPeer(v *vault, d keys.DeviceID, addrs []ma.Multiaddr) {
 	var s []string
 	for _, a := range addrs {

@@ -45,6 +45,6 @@ func (b apiBackend) ChangeRelay(vault keys.VaultID, addr string, remove bool) er
 	if remove {
 		return v.removeRelay(addr)
 	}
-	// dialLoop picks the new relay up within a second.
+	// the dial loop (connect.DialLoop) picks the new relay up within a second.
 	return v.addRelay(addr)
 }

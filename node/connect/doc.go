@@ -4,7 +4,8 @@
 // circuit v2 reservations on relays and dials of members through them
 // (Reservations), meeting members through weft's own DHT (Rendezvous), the
 // kind of each connection as status reports it (Kind, PunchTracer), and the
-// backoff of dials to remembered addresses (Redial).
+// dials to remembered addresses, each device on its own backoff
+// (DialLoop, Redial).
 //
 // It knows vaults only through the narrow views the shell (package node)
 // hands it: who the members and relays are, a vault's rendezvous key, where

@@ -362,7 +362,7 @@ func (r *Rendezvous) missingMember(v RendezvousVault) bool {
 
 // findMembers looks up the providers of name and connects to those that
 // are members of v, at the addresses the DHT returns, remembering them for
-// dialLoop. Providers that are not members are ignored: they are never
+// the dial loop (DialLoop). Providers that are not members are ignored: they are never
 // dialled, and nothing of theirs is remembered.
 func (r *Rendezvous) findMembers(ctx context.Context, d *dht.IpfsDHT, v RendezvousVault, name cid.Cid) {
 	fctx, cancel := context.WithTimeout(ctx, rendezvousTimeout)

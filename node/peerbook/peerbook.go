@@ -29,7 +29,7 @@ type Store interface {
 // calls nothing of the vault's while holding it.
 //
 // The list is decoded from the database once and then kept in memory:
-// dialLoop reads it every second, and decoding it each time (JSON and a
+// the dial loop (connect.DialLoop) reads it every second, and decoding it each time (JSON and a
 // base58 device ID per member) was, with a few hundred members, most of
 // an idle node's CPU (a quarter of all CPU in a 300-device simulation).
 type Book struct {
