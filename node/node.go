@@ -31,6 +31,7 @@ import (
 	"github.com/weftsync/weft/node/ownlog"
 	"github.com/weftsync/weft/node/peerbook"
 	"github.com/weftsync/weft/node/pieces"
+	"github.com/weftsync/weft/node/pullset"
 	"github.com/weftsync/weft/node/reconcile"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/node/scrub"
@@ -157,6 +158,8 @@ type Node struct {
 
 	mu    sync.Mutex // guards peers
 	peers map[keys.DeviceID]*peerState
+	// pullers is the one log puller of each peer and vault (syncWith).
+	pullers pullset.Set[pullKey]
 
 	rdv connect.Rendezvous // DHT rendezvous state and test knobs (rendezvous.go)
 
@@ -181,18 +184,12 @@ type peerState struct {
 	connected bool
 	conn      string // lan, direct, relayed
 	lastSeen  time.Time
-	pulling   map[*vault]*puller
 }
 
-// puller is the one log puller running for a (peer, vault) pair.
-type puller struct {
-	// kick (buffered, 1) says a connection to the peer opened while the
-	// puller ran. The puller retries at once instead of waiting out its
-	// backoff, and one that was about to stop runs again: without this, a
-	// reconnect racing the puller's exit found it still marked running,
-	// started none, and entries stopped flowing from that peer until the
-	// next reconnect (simulation finding 7).
-	kick chan struct{}
+// pullKey names the one log puller of a peer and a vault (node/pullset).
+type pullKey struct {
+	dev keys.DeviceID
+	v   *vault
 }
 
 // peerCounters count application payload bytes and messages (framing not
@@ -530,7 +527,7 @@ func (n *Node) peerState(d keys.DeviceID) *peerState {
 	ps, ok := n.peers[d]
 	if !ok {
 		pid, _ := PeerIDOf(d)
-		ps = &peerState{dev: d, id: pid, pulling: map[*vault]*puller{}}
+		ps = &peerState{dev: d, id: pid}
 		n.peers[d] = ps
 	}
 	return ps
@@ -783,111 +780,51 @@ func (n *Node) onDisconnected(c network.Conn) {
 	}
 }
 
-// syncWith starts pulling the log of every vault shared with p, once per
-// vault, in Run's group. Each puller retries while the peer stays
+// syncWith starts pulling the log of every vault shared with p, one
+// puller per vault (node/pullset) on a goroutine of Run's group; a puller
+// already running is woken instead. Each retries while the peer stays
 // connected and ctx (Run's) lasts.
 func (n *Node) syncWith(ctx context.Context, p peer.ID) {
 	dev, err := DeviceIDOf(p)
 	if err != nil {
 		return
 	}
-	ps := n.peerState(dev)
+	n.peerState(dev) // a device that became a member after it connected is known from here on
 	for _, v := range n.vaultsNow() {
 		isRelay := v.isRelay(dev)
 		if !isRelay && !v.roster.IsMember(dev) && !v.fetchesMembershipFrom(dev) {
 			continue
 		}
-		n.mu.Lock()
-		if pl := ps.pulling[v]; pl != nil {
-			select {
-			case pl.kick <- struct{}{}:
-			default:
-			}
-			n.mu.Unlock()
-			continue
-		}
-		pl := &puller{kick: make(chan struct{}, 1)}
-		ps.pulling[v] = pl
-		n.mu.Unlock()
-		started := n.goRun(func(ctx context.Context) {
-			for {
-				if isRelay {
-					n.syncWithRelay(ctx, v, p, dev, pl.kick)
-				} else {
-					n.pullWhileConnected(ctx, v, p, dev, pl.kick)
-				}
-				// Stop only if no connection opened since the last look;
-				// syncWith kicks under n.mu, so none is missed.
-				n.mu.Lock()
-				select {
-				case <-pl.kick:
-					n.mu.Unlock()
-					if ctx.Err() != nil {
-						n.mu.Lock()
-						delete(ps.pulling, v)
-						n.mu.Unlock()
-						return
-					}
-					continue
-				default:
-				}
-				delete(ps.pulling, v)
-				n.mu.Unlock()
-				return
+		n.pullers.Start(pullKey{dev, v}, n.goRun, func(ctx context.Context, kick <-chan struct{}) {
+			if isRelay {
+				n.syncWithRelay(ctx, v, p, dev, kick)
+			} else {
+				n.pullWhileConnected(ctx, v, p, dev, kick)
 			}
 		})
-		if !started { // the node is stopping
-			n.mu.Lock()
-			delete(ps.pulling, v)
-			n.mu.Unlock()
-		}
 	}
 }
 
 // pullWhileConnected pulls v's log from device dev at p, retrying with
 // backoff while the peer stays connected; a kick retries at once.
 func (n *Node) pullWhileConnected(ctx context.Context, v *vault, p peer.ID, dev keys.DeviceID, kick <-chan struct{}) {
-	backoff := 200 * time.Millisecond
+	backoff := pullset.FirstBackoff
 	for ctx.Err() == nil && n.host.Network().Connectedness(p) == network.Connected {
 		err := v.pullLog(ctx, p, dev)
 		if ctx.Err() != nil {
 			return
 		}
 		v.log.Debug("log stream ended", "peer", dev, "err", err)
-		if !n.retryWait(ctx, kick, &backoff, 10*time.Second) {
+		if !pullset.Wait(ctx, kick, &backoff, 10*time.Second) {
 			return
 		}
 	}
 }
 
-// retryWait waits out a puller's backoff before its next attempt, doubling
-// it up to limit; a kick (a new connection to the peer) ends the wait at
-// once and resets it. It returns false when ctx (Run's) ends.
-func (n *Node) retryWait(ctx context.Context, kick <-chan struct{}, backoff *time.Duration, limit time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-kick:
-		*backoff = 200 * time.Millisecond
-	case <-time.After(*backoff):
-		*backoff = min(2*(*backoff), limit)
-	}
-	return true
-}
-
 // kickPullers ends the backoff wait of every log puller of v, so that
 // each tries its peer again now (the home has room again: homefull.go).
 func (n *Node) kickPullers(v *vault) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, ps := range n.peers {
-		if pl := ps.pulling[v]; pl != nil {
-			select {
-			case pl.kick <- struct{}{}:
-			default:
-			}
-		}
-	}
+	n.pullers.Kick(func(k pullKey) bool { return k.v == v })
 }
 
 // syncWithDevice starts pulling from d if it is connected: a device that

@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/weftsync/weft/node/heard"
+	"github.com/weftsync/weft/node/pullset"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
@@ -130,7 +131,7 @@ func (v *vault) enroll(ctx context.Context, p peer.ID, d keys.DeviceID) error {
 // syncWithRelay enrolls v on relay p and then pulls its log, retrying
 // while the relay stays connected.
 func (n *Node) syncWithRelay(ctx context.Context, v *vault, p peer.ID, d keys.DeviceID, kick <-chan struct{}) {
-	backoff := 200 * time.Millisecond
+	backoff := pullset.FirstBackoff
 	enrolled := false
 	for ctx.Err() == nil && n.host.Network().Connectedness(p) == network.Connected && v.isRelay(d) {
 		var err error
@@ -154,7 +155,7 @@ func (n *Node) syncWithRelay(ctx context.Context, v *vault, p peer.ID, d keys.De
 			return
 		}
 		v.log.Debug("relay stream ended", "relay", d, "err", err)
-		if !n.retryWait(ctx, kick, &backoff, 30*time.Second) {
+		if !pullset.Wait(ctx, kick, &backoff, 30*time.Second) {
 			return
 		}
 	}
