@@ -31,7 +31,7 @@ import (
 	"github.com/weftsync/weft/node/ownlog"
 	"github.com/weftsync/weft/node/peerbook"
 	"github.com/weftsync/weft/node/pieces"
-	"github.com/weftsync/weft/node/pullset"
+	"github.com/weftsync/weft/internal/pullset"
 	"github.com/weftsync/weft/node/reconcile"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/node/scrub"

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"slices"
@@ -159,5 +160,38 @@ func TestRelayServesRevokedLogUpToItsRevocation(t *testing.T) {
 	}
 	if asked := wire.VectorMap(p.req.Vector)[idM]; asked != 3 {
 		t.Errorf("the relay's pull after the revocation names the revoked member's log at %d, want its stored head 3", asked)
+	}
+}
+
+// TestRunWaitsForItsPullers: a log puller runs on a goroutine Run owns, so
+// when Run returns no puller is left running (its stream, held open by the
+// device, is reset), and goRun starts nothing more. (The first check is a
+// regression check: a puller ends quickly once its stream is reset, so
+// Run's other waits may cover a missing one. The second fails without the
+// stopping mark.)
+func TestRunWaitsForItsPullers(t *testing.T) {
+	r, stop := startRelay(t, t.TempDir())
+	a := newTestDevice(t)
+	x := newTestVault(t, a.id)
+	x.add(t, a.id, member.Record{Op: member.OpAddRelay, Relay: r.Addrs()[0]})
+	never := make(chan struct{}) // the device holds every pull open
+	pulls := answerPulls(t, a, x.id, func() []member.Record { return x.state.Records() }, never)
+	a.connect(t, r)
+	if got := open(t, a, r, ProtoRelay, enrollFrame(t, x.id, x.encoded())); got.typ != wire.MsgRelayStatus {
+		t.Fatalf("enrolling X: got %s %v, want RelayStatus", got.typ, got.err)
+	}
+	nextPull(t, pulls)
+	key := pullKey{x.id, a.h.ID()}
+	if !r.pullers.Running(key) {
+		t.Fatal("no puller runs while its pull is open")
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if r.pullers.Running(key) {
+		t.Fatal("a puller outlived Run")
+	}
+	if r.goRun(func(context.Context) { t.Error("work ran after Run returned") }) {
+		t.Fatal("goRun started work after Run returned")
 	}
 }

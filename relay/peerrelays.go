@@ -88,7 +88,7 @@ func (r *Relay) relayPeersLoop(ctx context.Context, rep *replica) {
 					continue
 				}
 			}
-			r.fromPeerRelay(rep, info.ID, pass%relayPeerRetryPasses == 0)
+			r.fromPeerRelay(rep, info.ID, pass%relayPeerRetryPasses == 0, false)
 		}
 		select {
 		case <-ctx.Done():
@@ -102,13 +102,14 @@ func (r *Relay) relayPeersLoop(ctx context.Context, rep *replica) {
 // chunks in the next fetch rounds. Chunks nobody had are asked for again
 // when the pull is new (p may hold them) or retry says so: what the other
 // relay lacked it may have fetched since, from a device this relay never
-// sees.
-func (r *Relay) fromPeerRelay(rep *replica, p peer.ID, retry bool) {
+// sees. A new connection wakes a pull already running (wake); the
+// periodic look leaves it in its backoff.
+func (r *Relay) fromPeerRelay(rep *replica, p peer.ID, retry, wake bool) {
 	dev, err := DeviceIDOf(p)
 	if err != nil {
 		return
 	}
-	if r.startPull(rep, p, dev) || retry {
+	if r.startPull(rep, p, dev, wake) || retry {
 		rep.retryUnavailable()
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/weftsync/weft/internal/netsync"
 	"github.com/weftsync/weft/internal/p2p"
+	"github.com/weftsync/weft/internal/pullset"
 	"github.com/weftsync/weft/protocol/entry"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
@@ -35,10 +36,10 @@ func (r *Relay) onConnected(p peer.ID) {
 	}
 	for _, rep := range r.vaultsListingRelay(p) {
 		p2p.Admit(r.host, p, peerLimits)
-		r.fromPeerRelay(rep, p, true) // a new connection: it may hold what nobody had
+		r.fromPeerRelay(rep, p, true, true) // a new connection: it may hold what nobody had
 	}
 	for _, rep := range r.vaultsOf(dev) {
-		r.startPull(rep, p, dev)
+		r.startPull(rep, p, dev, true)
 		rep.retryUnavailable()
 		rep.mu.Lock()
 		rep.grewLocked()
@@ -47,25 +48,20 @@ func (r *Relay) onConnected(p peer.ID) {
 }
 
 // startPull keeps a log stream open to device p of rep's vault while it
-// stays connected, once per (vault, device), and reports whether it
-// started one.
-func (r *Relay) startPull(rep *replica, p peer.ID, dev keys.DeviceID) bool {
-	key := pullKey{rep.id, p}
-	r.mu.Lock()
-	ctx := rep.ctx // the replica's: a drop ends the pull
-	if ctx == nil || r.pulling[key] || r.vaults[rep.id] != rep {
+// stays connected, one puller per (vault, device) (internal/pullset) on a
+// goroutine Run waits for; a puller already running is woken (a new
+// connection or enrollment: it tries again at once, and one giving up
+// runs again) when wake is set. It reports whether it started one.
+func (r *Relay) startPull(rep *replica, p peer.ID, dev keys.DeviceID, wake bool) bool {
+	spawn := func(f func(context.Context)) bool {
+		r.mu.Lock()
+		ctx := rep.ctx // the replica's: a drop ends the pull
+		ok := ctx != nil && r.vaults[rep.id] == rep
 		r.mu.Unlock()
-		return false
+		return ok && r.goRun(func(context.Context) { f(ctx) })
 	}
-	r.pulling[key] = true
-	r.mu.Unlock()
-	go func() {
-		defer func() {
-			r.mu.Lock()
-			delete(r.pulling, key)
-			r.mu.Unlock()
-		}()
-		backoff := 200 * time.Millisecond
+	run := func(ctx context.Context, kick <-chan struct{}) {
+		backoff := pullset.FirstBackoff
 		for ctx.Err() == nil && r.host.Network().Connectedness(p) == network.Connected && r.isSource(rep, p, dev) {
 			err := r.pullLog(ctx, rep, p, dev)
 			if ctx.Err() != nil {
@@ -75,15 +71,16 @@ func (r *Relay) startPull(rep *replica, p peer.ID, dev keys.DeviceID) bool {
 				backoff = time.Minute
 			}
 			r.log.Debug("log stream from device ended", "vault", rep.id, "device", dev, "err", err)
-			select {
-			case <-ctx.Done():
+			if !pullset.Wait(ctx, kick, &backoff, 30*time.Second) {
 				return
-			case <-time.After(backoff):
 			}
-			backoff = min(2*backoff, 30*time.Second)
 		}
-	}()
-	return true
+	}
+	key := pullKey{rep.id, p}
+	if wake {
+		return r.pullers.Start(key, spawn, run)
+	}
+	return r.pullers.Ensure(key, spawn, run)
 }
 
 // pullLog opens a log stream to a device and stores what it sends until

@@ -23,6 +23,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/weftsync/weft/internal/p2p"
+	"github.com/weftsync/weft/internal/pullset"
 	"github.com/weftsync/weft/internal/refusal"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/wire"
@@ -136,8 +137,16 @@ type Relay struct {
 	// all of them (ratelimit.go).
 	limiters map[keys.VaultID]*limiter
 	total    *limiter
-	pulling  map[pullKey]bool
 	closed   bool
+	// stopping is set once Run's context has ended: goRun starts nothing
+	// more, and Run waits for work.
+	stopping bool
+
+	// work is every goroutine goRun started (the log pullers, the work
+	// after a connection); Run waits for it before it returns.
+	work sync.WaitGroup
+	// pullers is the one log puller of each vault and device (startPull).
+	pullers pullset.Set[pullKey]
 }
 
 type pullKey struct {
@@ -176,7 +185,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	r := &Relay{
 		cfg: cfg, log: cfg.Logger, id: id, stats: newStats(), refused: refusal.New(refusal.Config{Logger: cfg.Logger}), attempts: refusal.NewAttempts(), bans: p2p.NewBans(),
-		vaults: map[keys.VaultID]*replica{}, pulling: map[pullKey]bool{},
+		vaults:   map[keys.VaultID]*replica{},
 		limiters: map[keys.VaultID]*limiter{}, total: newLimiter(cfg.Rates.Total),
 	}
 	r.stats.reg.MustRegister(r.refused.Collector("weft_relay_refused_streams_total"))
@@ -405,7 +414,10 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer r.host.RemoveStreamHandler(ProtoLog)
 	defer r.host.RemoveStreamHandler(ProtoChunk)
 	notifee := &network.NotifyBundle{
-		ConnectedF:    func(_ network.Network, c network.Conn) { go r.onConnected(c.RemotePeer()) },
+		ConnectedF: func(_ network.Network, c network.Conn) {
+			p := c.RemotePeer()
+			r.goRun(func(context.Context) { r.onConnected(p) })
+		},
 		DisconnectedF: func(_ network.Network, c network.Conn) { r.stats.devicesChanged(r) },
 	}
 	r.host.Network().Notify(notifee)
@@ -418,15 +430,34 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	for _, p := range r.host.Network().Peers() {
-		go r.onConnected(p)
+		r.goRun(func(context.Context) { r.onConnected(p) })
 	}
 	r.loops.Go(func() { r.idleLoop(ctx) })
 	if !r.cfg.NoScrub {
 		r.loops.Go(func() { r.scrubLoop(ctx) })
 	}
 	<-ctx.Done()
+	r.mu.Lock()
+	r.stopping = true
+	r.mu.Unlock()
+	r.work.Wait()
 	r.loops.Wait()
 	return nil
+}
+
+// goRun runs f on a goroutine Run waits for, with Run's context, and
+// reports whether it did: before Run and once it is stopping it starts
+// nothing. Work that begins outside Run's own goroutines (a connection
+// notice, an enrollment) gets an owner this way.
+func (r *Relay) goRun(f func(ctx context.Context)) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx == nil || r.stopping {
+		return false
+	}
+	ctx := r.ctx
+	r.work.Go(func() { f(ctx) })
+	return true
 }
 
 // startFetchLocked starts rep's chunk fetcher and garbage collector once

@@ -106,7 +106,7 @@ func (r *Relay) handleEnroll(s network.Stream) {
 	_ = c.Flush()
 	p2p.Admit(r.host, s.Conn().RemotePeer(), peerLimits)
 	r.log.Info("device enrolled", "vault", en.Vault, "device", dev)
-	r.startPull(rep, s.Conn().RemotePeer(), dev)
+	r.startPull(rep, s.Conn().RemotePeer(), dev, true)
 }
 
 // checkMembership decodes an Enroll's records and checks that they form a

@@ -22,13 +22,27 @@ type Set[K comparable] struct {
 // opened as it gave up), in which case it calls run again, while ctx
 // lasts. Without that, a reconnect racing the puller's exit found it
 // still marked running, started none, and entries stopped flowing from
-// that peer until the next reconnect (simulation finding 7).
-func (s *Set[K]) Start(k K, spawn func(func(ctx context.Context)) bool, run func(ctx context.Context, kick <-chan struct{})) {
+// that peer until the next reconnect (simulation finding 7). It reports
+// whether it started a puller.
+func (s *Set[K]) Start(k K, spawn func(func(ctx context.Context)) bool, run func(ctx context.Context, kick <-chan struct{})) bool {
+	return s.start(k, spawn, run, true)
+}
+
+// Ensure is Start without the wake: a caller that asks again and again (a
+// periodic look) starts a puller where none runs and leaves a running one
+// in its backoff.
+func (s *Set[K]) Ensure(k K, spawn func(func(ctx context.Context)) bool, run func(ctx context.Context, kick <-chan struct{})) bool {
+	return s.start(k, spawn, run, false)
+}
+
+func (s *Set[K]) start(k K, spawn func(func(ctx context.Context)) bool, run func(ctx context.Context, kick <-chan struct{}), wake bool) bool {
 	s.mu.Lock()
 	if kick, ok := s.running[k]; ok {
-		signal(kick)
+		if wake {
+			signal(kick)
+		}
 		s.mu.Unlock()
-		return
+		return false
 	}
 	if s.running == nil {
 		s.running = map[K]chan struct{}{}
@@ -60,6 +74,7 @@ func (s *Set[K]) Start(k K, spawn func(func(ctx context.Context)) bool, run func
 		delete(s.running, k)
 		s.mu.Unlock()
 	}
+	return started
 }
 
 // Kick ends the backoff wait of every running puller whose key match

@@ -49,9 +49,21 @@ func TestStartOnePerKeyAndRunAgainWhenWoken(t *testing.T) {
 		runs <- kick
 		<-release
 	}
-	s.Start("a", o.spawn, run)
+	if !s.Start("a", o.spawn, run) {
+		t.Fatal("the first Start says it started nothing")
+	}
 	kick := within(t, runs, "first run")
-	s.Start("a", o.spawn, run) // the peer connected again meanwhile
+	if s.Ensure("a", o.spawn, run) {
+		t.Fatal("Ensure started a second puller")
+	}
+	select {
+	case <-kick:
+		t.Fatal("Ensure woke the running puller")
+	default:
+	}
+	if s.Start("a", o.spawn, run) { // the peer connected again meanwhile
+		t.Fatal("a second Start says it started a puller")
+	}
 	within(t, kick, "wake of the running puller")
 	s.Start("a", o.spawn, run) // and again, as the run gives up
 	release <- struct{}{}
