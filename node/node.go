@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/weftsync/weft/internal/pullset"
 	"github.com/weftsync/weft/node/api"
 	"github.com/weftsync/weft/node/clock"
 	"github.com/weftsync/weft/node/connect"
@@ -31,7 +32,6 @@ import (
 	"github.com/weftsync/weft/node/ownlog"
 	"github.com/weftsync/weft/node/peerbook"
 	"github.com/weftsync/weft/node/pieces"
-	"github.com/weftsync/weft/internal/pullset"
 	"github.com/weftsync/weft/node/reconcile"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/node/scrub"

@@ -9,8 +9,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/weftsync/weft/node/heard"
 	"github.com/weftsync/weft/internal/pullset"
+	"github.com/weftsync/weft/node/heard"
 	"github.com/weftsync/weft/node/roster"
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/protocol/member"
