@@ -69,7 +69,8 @@ func (v *vault) loadGraphSnapshotLocked(heads map[keys.DeviceID]entry.Head) map[
 	v.view.HLC = max(v.view.HLC, s.HLC)
 	// The versions are decoded one at a time, each folded in as it comes
 	// (a restart at 100,000 notes held 25 MB of them decoded at once).
-	var touched []string // told to the engine once the whole snapshot is in
+	touched := make([]string, 0, l.Len()) // told to the engine once the whole snapshot is in
+	v.view.Graph.Grow(l.Len())
 	err = l.Each(func(sv *graphsnap.Version) error {
 		cv := engine.CoreVersion(sv.ID, sv.Clock, sv.Time, sv.Body)
 		cv.Text = sv.Text // computed from inline bytes the snapshot does not hold

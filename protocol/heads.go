@@ -42,6 +42,20 @@ func NewGraph() *Graph {
 	}
 }
 
+// Grow makes room for n versions in an empty graph, so that adding them
+// does not grow its maps step by step (rehashing every version added so
+// far at each step: a third of the cost of rebuilding a graph of 100,000
+// versions from a snapshot, docs/benchmarks.md). The paths get room for n
+// too, as if each version had a path of its own (the most they can need).
+// Grow does nothing to a graph that holds versions, or for n <= 0.
+func (g *Graph) Grow(n int) {
+	if n <= 0 || len(g.versions) > 0 {
+		return
+	}
+	g.versions = make(map[VersionID]*Version, n)
+	g.paths = make(map[string][]*Version, n)
+}
+
 // Add records a version. Adding a version that is already known with the
 // same fields does nothing. It returns an error wrapping ErrInvalidVersion
 // for a malformed version, or ErrDuplicateVersion when the ID is known with

@@ -56,6 +56,38 @@ func TestHeads(t *testing.T) {
 	}
 }
 
+// TestGrowKeepsAnswers: a graph given room first (Grow) answers as one
+// grown by Add alone, and Grow leaves a graph that holds versions as it
+// is.
+func TestGrowKeepsAnswers(t *testing.T) {
+	a1 := fileV(1, 1, 1, 0, "a")
+	b1 := fileV(2, 1, 2, 1, "b", a1.ID)
+	c1 := fileV(3, 1, 2, 2, "c", a1.ID)
+	grown := NewGraph()
+	grown.Grow(3)
+	for _, v := range []Version{a1, b1, c1} {
+		if err := grown.Add(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late := buildGraph(t, a1, b1)
+	late.Grow(10) // holds versions: nothing changes
+	if err := late.Add(c1); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []*Graph{grown, late} {
+		if g.Len() != 3 {
+			t.Errorf("Len: got %d, want 3", g.Len())
+		}
+		if diff := cmp.Diff([]VersionID{b1.ID, c1.ID}, ids(g.Heads("notes.md"))); diff != "" {
+			t.Errorf("Heads (-want +got):\n%s", diff)
+		}
+		if got, ok := g.Get(a1.ID); !ok || got.ID != a1.ID {
+			t.Errorf("Get(%v): got %v, %v", a1.ID, got.ID, ok)
+		}
+	}
+}
+
 func TestHeadsIgnoreEdgesAgainstLamport(t *testing.T) {
 	// a and b claim to supersede each other; only the edge that agrees
 	// with the Lamport clocks counts, so no cycle forms.

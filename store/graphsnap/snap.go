@@ -241,6 +241,11 @@ func DecodeLazy(data []byte) (*Lazy, error) {
 	return l, nil
 }
 
+// Len is how many versions Each has still to decode (as many as the
+// header says; bounded by the snapshot's size, 40 bytes a version at
+// least).
+func (l *Lazy) Len() int { return l.n }
+
 // Each decodes the versions in order and calls fn with each (v is reused:
 // fn copies what it keeps). It returns fn's first error, or one wrapping
 // ErrCorrupt for bytes that do not decode, which may come after fn has

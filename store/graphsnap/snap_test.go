@@ -82,11 +82,17 @@ func TestLazyEachStopsAtDamage(t *testing.T) {
 	if l.Vault != want.Vault || !reflect.DeepEqual(l.Reach, want.Reach) || l.Versions != nil {
 		t.Fatalf("header %+v", l.Snapshot)
 	}
+	if l.Len() != len(want.Versions) {
+		t.Fatalf("Len before Each: got %d, want %d", l.Len(), len(want.Versions))
+	}
 	var got []Version
 	err = l.Each(func(v *Version) error {
 		got = append(got, *v)
 		return nil
 	})
+	if l.Len() != 0 {
+		t.Fatalf("Len after Each: got %d, want 0", l.Len())
+	}
 	if !errors.Is(err, ErrCorrupt) || !reflect.DeepEqual(got, want.Versions) {
 		t.Fatalf("Each: %v after %d versions, want ErrCorrupt after all %d", err, len(got), len(want.Versions))
 	}
