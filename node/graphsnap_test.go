@@ -21,6 +21,7 @@ import (
 	"github.com/weftsync/weft/protocol/keys"
 	"github.com/weftsync/weft/store/graphsnap"
 	"github.com/weftsync/weft/store/home"
+	"github.com/weftsync/weft/store/vaultdb"
 )
 
 // derivedState is what openVault derives from the log, for comparing a
@@ -169,6 +170,62 @@ func TestGraphSnapshotRestart(t *testing.T) {
 	}
 	if got := derivedOf(v); !reflect.DeepEqual(got, want) {
 		t.Fatalf("state from the snapshot differs from a full replay:\n got %+v\nwant %+v", got, want)
+	}
+	// Of the paths the snapshot folded in, only the deleted one needs a
+	// decision: the index records every other path's one head.
+	if !reflect.DeepEqual(want.dirty, map[string]struct{}{"notes/b.md": {}}) {
+		t.Fatalf("dirty after a clean restart: %v, want only notes/b.md (its head is a deletion)", want.dirty)
+	}
+
+	// A path the snapshot folded in whose index record is not its head
+	// (gone here) needs a decision after a restart from the snapshot, as
+	// after a full replay.
+	aRec, ok := v.index.Get("notes/a.md")
+	if !ok {
+		t.Fatal("notes/a.md is not indexed")
+	}
+	commit := func(u *vaultdb.Update) {
+		t.Helper()
+		if err := v.db.Commit(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := &vaultdb.Update{}
+	u.DeleteIndex("notes/a.md")
+	commit(u)
+	stop(n, false)
+	want = replayAll()
+	if !reflect.DeepEqual(want.dirty, map[string]struct{}{"notes/a.md": {}, "notes/b.md": {}}) {
+		t.Fatalf("dirty after a full replay with notes/a.md unindexed: %v, want notes/a.md and notes/b.md", want.dirty)
+	}
+	n, v = open()
+	if !v.opened.fromSnapshot || v.opened.replayed != 0 {
+		t.Fatalf("restart with an index record gone: %+v, want the snapshot and no entry replayed", v.opened)
+	}
+	if got := derivedOf(v); !reflect.DeepEqual(got, want) {
+		t.Fatalf("with an index record gone, the state from the snapshot differs from a full replay:\n got %+v\nwant %+v", got, want)
+	}
+	// The check a restart runs on every core, split any way, finds the
+	// same paths, in order.
+	var all []string
+	for range 3 {
+		all = append(all, v.view.Graph.Paths()...)
+	}
+	slices.Sort(all)
+	for _, workers := range []int{0, 1, 2, 5, len(all) + 1} {
+		got := notAtHead(guardIndex{v}, all, workers)
+		want := []string{"notes/a.md", "notes/a.md", "notes/a.md", "notes/b.md", "notes/b.md", "notes/b.md"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("notAtHead on %d goroutines: %q, want %q", workers, got, want)
+		}
+	}
+	u = &vaultdb.Update{}
+	u.PutIndex("notes/a.md", aRec)
+	commit(u)
+	stop(n, false)
+	n, v = open()
+	if got := derivedOf(v); !reflect.DeepEqual(got.dirty, map[string]struct{}{"notes/b.md": {}}) {
+		t.Fatalf("dirty with the index record back: %v, want only notes/b.md", got.dirty)
 	}
 
 	// A change recorded, then a stop that writes no snapshot.

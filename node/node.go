@@ -440,6 +440,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	v.shareChunkListsLocked()
 	// A restart reconciles only what the last run left undone
 	// (engine.Engine.Reopened). No loop runs yet: do runs it here.
+	v.touchSnapshotPaths() // graphsnap.go
 	v.engine.Do(func(e *engine.Engine) { e.Reopened(guardIndex{v}) })
 	if v.membershipLost() {
 		v.mh.lost = true

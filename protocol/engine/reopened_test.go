@@ -30,8 +30,18 @@ func TestReopened(t *testing.T) {
 	for path, v := range map[string]protocol.Version{"applied": versions[0], "older": versions[1], "conflict": versions[3], "deleted": versions[5]} {
 		w.index[path] = onDisk(v)
 	}
-	w.e.Reopened(w)
 	want := []string{"conflict", "deleted", "older", "unindexed"}
+	// AtHead is Reopened's rule, path by path.
+	var notAtHead []string
+	for _, p := range w.e.DirtyPaths() {
+		if !AtHead(w, p) {
+			notAtHead = append(notAtHead, p)
+		}
+	}
+	if !slices.Equal(notAtHead, want) {
+		t.Errorf("paths not AtHead: %q, want %q", notAtHead, want)
+	}
+	w.e.Reopened(w)
 	if got := w.e.DirtyPaths(); !slices.Equal(got, want) {
 		t.Errorf("dirty after reopening: %q, want %q", got, want)
 	}
