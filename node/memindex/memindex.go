@@ -19,6 +19,7 @@ type Index struct {
 
 	files, dirs int
 	bytes       int64
+	changes     uint64              // counts Set calls (Changes)
 	conflicts   map[string]struct{} // files named like conflict copies
 }
 
@@ -42,6 +43,10 @@ func (x *Index) Has(p string) bool {
 	return ok
 }
 
+// Changes is a number that grows with every Set (a record set or
+// removed): equal numbers mean the same records at the same paths.
+func (x *Index) Changes() uint64 { return x.changes }
+
 // Len is how many paths are indexed.
 func (x *Index) Len() int { return len(x.recs) }
 
@@ -53,6 +58,7 @@ func (x *Index) Bytes() int64 { return x.bytes }
 
 // Set records rec at p (Kind 0: removes p) and returns what was there.
 func (x *Index) Set(p string, rec vaultdb.Record) (old vaultdb.Record, had bool) {
+	x.changes++
 	old, had = x.recs[p]
 	if had {
 		x.count(p, old, -1)

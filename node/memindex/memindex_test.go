@@ -186,3 +186,32 @@ func TestShareChunks(t *testing.T) {
 		t.Fatalf("counts changed: %d files, %d bytes", x.Files(), x.Bytes())
 	}
 }
+
+// TestChangesCountsEverySet: every Set, of a new path, over a record, or
+// removing one, moves Changes; reads do not.
+func TestChangesCountsEverySet(t *testing.T) {
+	x := New()
+	file := vaultdb.Record{Kind: entry.KindFile, Size: 1}
+	steps := []struct {
+		name string
+		do   func()
+	}{
+		{"add", func() { x.Set("a", file) }},
+		{"replace", func() { x.Set("a", vaultdb.Record{Kind: entry.KindFile, Size: 2}) }},
+		{"remove", func() { x.Set("a", vaultdb.Record{}) }},
+		{"remove what is not there", func() { x.Set("b", vaultdb.Record{}) }},
+	}
+	for _, s := range steps {
+		before := x.Changes()
+		s.do()
+		if x.Changes() == before {
+			t.Errorf("%s: Changes stayed %d", s.name, before)
+		}
+		n := x.Changes()
+		x.Get("a")
+		x.Subtree("", func(string, vaultdb.Record) {})
+		if x.Changes() != n {
+			t.Errorf("after reads: got %d, want %d", x.Changes(), n)
+		}
+	}
+}
