@@ -232,7 +232,7 @@ func (s *Scanner) scan(ctx context.Context, paths []string, o ScanOptions) (Resu
 	s.mu.Unlock()
 
 	w := &walk{s: s, ctx: ctx, ig: ig, watch: watch,
-		prefetched: map[string]chan listing{}, sem: make(chan struct{}, s.cfg.Workers)}
+		prefetched: map[string]chan listing{}, sem: make(chan struct{}, s.cfg.Workers), maxAhead: 2 * s.cfg.Workers}
 	roots := topPaths(paths)
 	if ci, ok := s.cfg.Index.(CountedIndex); ok && len(roots) == 1 && roots[0] == "" {
 		w.counted = true
@@ -325,6 +325,8 @@ type walk struct {
 	keys       map[string]string              // Folding.Key(path) -> path seen
 	stored     map[string]map[string]FileInfo // dir -> its entries by Folding.Key (storedNames)
 	prefetched map[string]chan listing
+	ahead      [][]string     // per directory being walked, its subdirectories not yet read ahead or entered (fill)
+	maxAhead   int            // bounds prefetched
 	sem        chan struct{}  // bounds prefetching goroutines
 	pf         sync.WaitGroup // prefetching goroutines
 
@@ -488,26 +490,63 @@ type listing struct {
 	err  error
 }
 
-// prefetch starts reading directory d in the background if a slot is
-// free: listing directories (one lstat per entry) is most of a rescan's
-// cost, and doing it on all cores while the walk stays on one goroutine
-// keeps the walk's state unshared and its order fixed.
+// prefetch starts reading directory d in the background, in a slot of
+// sem already taken: listing directories (one lstat per entry) is most of
+// a rescan's cost, and doing it on all cores while the walk stays on one
+// goroutine keeps the walk's state unshared and its order fixed. The slot
+// is free again before the listing can be taken, so the walk's next fill
+// finds it free.
 func (w *walk) prefetch(d string) {
-	select {
-	case w.sem <- struct{}{}:
-	default:
-		return
-	}
 	ch := make(chan listing, 1)
 	w.prefetched[d] = ch
 	w.pf.Go(func() {
-		defer func() { <-w.sem }()
 		if w.watch != nil {
 			w.watch(d)
 		}
 		ents, err := w.s.cfg.FS.ReadDir(d)
+		<-w.sem
 		ch <- listing{ents, err}
 	})
+}
+
+// fill starts reading ahead, while slots are free, the next directories
+// the walk will enter, in the order it will enter them: the subdirectories
+// still ahead in the deepest directory being walked first (ahead), then
+// those of its parent, and so on. Without it only the first subdirectories
+// of a directory were read ahead (as many as there are slots, when the
+// directory was listed), and the walk listed every later one itself, on
+// its own goroutine: a folder of 100 directories of 1,000 files was listed
+// on one core. Listings read ahead and not yet taken are bounded
+// (maxAhead), so the walk's memory stays what it was.
+func (w *walk) fill() {
+	for len(w.prefetched) < w.maxAhead {
+		select {
+		case w.sem <- struct{}{}:
+		default:
+			return
+		}
+		d, ok := w.nextAhead()
+		if !ok {
+			<-w.sem
+			return
+		}
+		w.prefetch(d)
+	}
+}
+
+// nextAhead takes the next directory of ahead that is neither read ahead
+// nor entered yet.
+func (w *walk) nextAhead() (string, bool) {
+	for i := len(w.ahead) - 1; i >= 0; i-- {
+		for len(w.ahead[i]) > 0 {
+			d := w.ahead[i][0]
+			w.ahead[i] = w.ahead[i][1:]
+			if _, ok := w.prefetched[d]; !ok && !w.seen[d] {
+				return d, true
+			}
+		}
+	}
+	return "", false
 }
 
 // list returns d's entries, from a prefetch if there was one.
@@ -537,14 +576,22 @@ func (w *walk) dir(d string) error {
 		w.seenBelow(d)
 		return nil
 	}
+	var subdirs []string
 	for _, e := range ents {
 		if p := joinPath(d, e.Name); e.Kind == KindDir && !w.ig.Match(p, true) {
-			w.prefetch(p)
+			subdirs = append(subdirs, p)
 		}
 	}
+	depth := len(w.ahead)
+	w.ahead = append(w.ahead, subdirs)
+	defer func() { w.ahead = w.ahead[:depth] }()
+	w.fill()
 	for _, e := range ents {
 		if err := w.entry(joinPath(d, e.Name), e); err != nil {
 			return err
+		}
+		if e.Kind == KindDir {
+			w.fill() // slots freed while the walk was below it
 		}
 	}
 	return nil
