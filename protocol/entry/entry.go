@@ -143,12 +143,11 @@ func Decode(data []byte) (*Entry, error) { return decode(data, true) }
 // decode is Decode, with the canonical-form check only when canonical is
 // set (DecodeStored clears it).
 func decode(data []byte, canonical bool) (*Entry, error) {
-	e, err := decodeOwned(data, canonical)
-	if err != nil {
-		return nil, err
+	if len(data) > MaxEntrySize { // before the copy
+		return nil, fmt.Errorf("decoding entry: %d bytes, limit %d: %w", len(data), MaxEntrySize, ErrEntryTooLarge)
 	}
-	e.raw = bytes.Clone(data)
-	return e, nil
+	// One copy, which the entry's bytes and its sealed body share.
+	return decodeOwned(bytes.Clone(data), canonical)
 }
 
 // decodeOwned is decode keeping data itself as the entry's bytes: the

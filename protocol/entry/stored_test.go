@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"unsafe"
 
 	"github.com/weftsync/weft/protocol/keys"
 )
@@ -173,6 +174,47 @@ func TestValidateStoredAsksHeadOfAuthor(t *testing.T) {
 
 // FuzzDecodeStored: DecodeStored never panics, accepts everything Decode
 // accepts with the same CID, and rejects only what Decode rejects.
+// TestPrepareStoredSharesInput: PrepareStored keeps its input as the
+// entry's bytes and its sealed body (no copy), Decode and DecodeStored a
+// copy of theirs; all three read the same entry.
+func TestPrepareStoredSharesInput(t *testing.T) {
+	f := newFixture(t)
+	e := mustNew(t, f.config(Head{}), sampleBody(f.other.ID()))
+	data := bytes.Clone(e.Bytes())
+	p, err := PrepareStored(data, f.vault, true)
+	if err != nil {
+		t.Fatalf("PrepareStored: got %v, want nil", err)
+	}
+	if !inside(p.Bytes(), data) || !inside(p.SealedBody(), data) {
+		t.Errorf("PrepareStored copied its input")
+	}
+	for name, decode := range map[string]func([]byte) (*Entry, error){"Decode": Decode, "DecodeStored": DecodeStored} {
+		d, err := decode(data)
+		if err != nil {
+			t.Fatalf("%s: got %v, want nil", name, err)
+		}
+		if inside(d.Bytes(), data) || inside(d.SealedBody(), data) {
+			t.Errorf("%s kept its input, want a copy", name)
+		}
+		if !d.CID().Equals(p.CID()) || !bytes.Equal(d.SealedBody(), p.SealedBody()) {
+			t.Errorf("%s: got CID %s, PrepareStored's %s", name, d.CID(), p.CID())
+		}
+	}
+	if !bytes.Equal(p.SealedBody(), e.SealedBody()) {
+		t.Errorf("sealed body differs from the entry's")
+	}
+}
+
+// inside reports whether b lies in buf's memory.
+func inside(b, buf []byte) bool {
+	if len(b) == 0 || len(buf) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(&buf[0]))
+	p := uintptr(unsafe.Pointer(&b[0]))
+	return p >= start && p < start+uintptr(len(buf))
+}
+
 func FuzzDecodeStored(f *testing.F) {
 	fx := newFixture(f)
 	e1 := mustNew(f, fx.config(Head{}), sampleBody(fx.other.ID()))
