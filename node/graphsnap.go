@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"path/filepath"
 	"runtime"
@@ -41,9 +42,81 @@ type openStats struct {
 
 func (v *vault) graphSnapPath() string { return filepath.Join(v.cfg.Dir, graphSnapFile) }
 
-// loadGraphSnapshotLocked folds in the vault's graph snapshot if it is
-// current, and returns the sequence number after which each author's log
-// must still be replayed (nil: no snapshot applies, replay every entry).
+// snapBuild is a graph snapshot read and folded into a view of its own
+// (buildGraphSnapshot), before the vault's log is open: the log's open and
+// the snapshot's load, each about a quarter of a restart at 100,000 files
+// (docs/benchmarks.md), run side by side. Whether it applies is judged once
+// the log is open (useGraphSnapshotLocked), as before; a snapshot that
+// does not is dropped whole.
+type snapBuild struct {
+	head   *graphsnap.Snapshot // the snapshot's header (Versions nil); nil: no snapshot
+	view   *logview.View       // its versions folded in
+	paths  []string            // the folded versions' paths (touchSnapshotPaths)
+	pieced []snapPieced        // versions whose bodies list pieces, as stored
+	err    error               // the snapshot could not be read or decoded whole
+}
+
+// snapPieced is a version whose body lists pieces, kept as the entry
+// lists it until the log is open to expand it (useGraphSnapshotLocked).
+type snapPieced struct {
+	id   protocol.VersionID
+	body entry.Version
+}
+
+// startGraphSnapshot starts buildGraphSnapshot of the snapshot in the
+// vault directory dir on a goroutine of its own; the function it returns
+// waits for the result (each call returns the same).
+func startGraphSnapshot(dir string, log *slog.Logger) func() *snapBuild {
+	c := make(chan *snapBuild, 1)
+	go func() { c <- buildGraphSnapshot(filepath.Join(dir, graphSnapFile), log) }()
+	return sync.OnceValue(func() *snapBuild { return <-c })
+}
+
+// buildGraphSnapshot reads the graph snapshot at path and folds its
+// versions into a new view. It touches nothing of the vault's: it runs
+// while the vault's log opens. A snapshot that stops decoding part-way
+// is returned as an error, with nothing folded in.
+func buildGraphSnapshot(path string, log *slog.Logger) *snapBuild {
+	l, err := graphsnap.ReadLazy(path)
+	if err != nil {
+		return &snapBuild{err: err}
+	}
+	if l == nil {
+		return &snapBuild{}
+	}
+	b := &snapBuild{head: &l.Snapshot, view: logview.New(log), paths: make([]string, 0, l.Len())}
+	// The versions are decoded one at a time, each folded in as it comes
+	// (a restart at 100,000 notes held 25 MB of them decoded at once).
+	b.view.Graph.Grow(l.Len())
+	err = l.Each(func(sv *graphsnap.Version) error {
+		cv := engine.CoreVersion(sv.ID, sv.Clock, sv.Time, sv.Body)
+		cv.Text = sv.Text // computed from inline bytes the snapshot does not hold
+		cv.AuthorName = sv.Author
+		if err := b.view.Graph.Add(cv); err != nil {
+			log.Warn("version not added to graph", "version", sv.ID, "err", err)
+			return nil
+		}
+		if sv.Body.HasPieces() {
+			// Kept as the entry lists it (see saveGraphSnapshot), to be
+			// expanded from the stored pieces, or kept waiting for them,
+			// exactly as the replay does.
+			b.view.Pieced[logview.EntryRef{Author: sv.ID.Author, Seq: sv.ID.Seq}] = struct{}{}
+			b.pieced = append(b.pieced, snapPieced{id: sv.ID, body: sv.Body})
+		}
+		b.view.SetBody(sv.ID, sv.Body)
+		b.paths = append(b.paths, sv.Body.Path)
+		return nil
+	})
+	if err != nil {
+		return &snapBuild{err: err}
+	}
+	return b
+}
+
+// useGraphSnapshotLocked makes b the vault's view if b is a snapshot
+// that is current, and returns the sequence number after which each
+// author's log must still be replayed (nil: no snapshot applies, replay
+// every entry into the view the vault has).
 //
 // Current means: of this vault, and every entry it reaches is still in the
 // log, by the CID it had when the snapshot was written (a log that lost its
@@ -51,20 +124,21 @@ func (v *vault) graphSnapPath() string { return filepath.Join(v.cfg.Dir, graphSn
 // appended after the snapshot (a run that ended without writing one) are
 // simply replayed after it. heads are the log's heads; v.mu must be held
 // (or v not yet shared).
-func (v *vault) loadGraphSnapshotLocked(heads map[keys.DeviceID]entry.Head) map[keys.DeviceID]uint64 {
-	l, err := graphsnap.ReadLazy(v.graphSnapPath())
-	if err != nil {
-		v.log.Warn("ignoring the graph snapshot; replaying the whole log", "err", err)
+func (v *vault) useGraphSnapshotLocked(b *snapBuild, heads map[keys.DeviceID]entry.Head) map[keys.DeviceID]uint64 {
+	if b.err != nil {
+		v.log.Warn("ignoring the graph snapshot; replaying the whole log", "err", b.err)
 		return nil
 	}
-	if l == nil {
+	if b.head == nil {
 		return nil
 	}
-	s := &l.Snapshot
+	s := b.head
 	if err := v.snapshotCurrent(s, heads); err != nil {
 		v.log.Info("graph snapshot out of date; replaying the whole log", "why", err)
 		return nil
 	}
+	b.view.Replaying = v.view.Replaying
+	v.view = b.view
 	from := make(map[keys.DeviceID]uint64, len(s.Reach))
 	for a, r := range s.Reach {
 		from[a] = r.Seq
@@ -72,40 +146,10 @@ func (v *vault) loadGraphSnapshotLocked(heads map[keys.DeviceID]entry.Head) map[
 	}
 	v.view.Clock = max(v.view.Clock, s.Clock)
 	v.view.HLC = max(v.view.HLC, s.HLC)
-	// The versions are decoded one at a time, each folded in as it comes
-	// (a restart at 100,000 notes held 25 MB of them decoded at once).
-	touched := make([]string, 0, l.Len()) // for touchSnapshotPaths, once the index is loaded
-	v.view.Graph.Grow(l.Len())
-	err = l.Each(func(sv *graphsnap.Version) error {
-		cv := engine.CoreVersion(sv.ID, sv.Clock, sv.Time, sv.Body)
-		cv.Text = sv.Text // computed from inline bytes the snapshot does not hold
-		cv.AuthorName = sv.Author
-		if err := v.view.Graph.Add(cv); err != nil {
-			v.log.Warn("version not added to graph", "version", sv.ID, "err", err)
-			return nil
-		}
-		body := sv.Body
-		if body.HasPieces() {
-			// Kept as the entry lists it (see saveGraphSnapshot): expanded
-			// from the stored pieces, or kept waiting for them, exactly as
-			// the replay does.
-			v.view.Pieced[logview.EntryRef{Author: sv.ID.Author, Seq: sv.ID.Seq}] = struct{}{}
-			body = v.pieces.ExpandStored(&entry.Body{Versions: []entry.Version{body}}).Versions[0]
-		}
-		v.view.SetBody(sv.ID, body)
-		touched = append(touched, body.Path)
-		return nil
-	})
-	if err != nil {
-		// Part of the snapshot is folded in: start again from nothing
-		// and replay the whole log.
-		v.log.Warn("ignoring the graph snapshot; replaying the whole log", "err", err)
-		replaying := v.view.Replaying
-		v.view = logview.New(v.log)
-		v.view.Replaying = replaying
-		return nil
+	for _, p := range b.pieced {
+		v.view.SetBody(p.id, v.pieces.ExpandStored(&entry.Body{Versions: []entry.Version{p.body}}).Versions[0])
 	}
-	v.opened.snapPaths = touched
+	v.opened.snapPaths = b.paths
 	v.view.SnapReach = maps.Clone(v.view.Folded)
 	return from
 }

@@ -297,8 +297,12 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		return nil, err
 	}
 	vk := secrets.Vault()
+	// The graph snapshot loads while the log opens (graphsnap.go); every
+	// return below waits for it.
+	snap := startGraphSnapshot(hv.Dir, n.log.With("folder", hv.Folder))
 	db, report, err := vaultdb.Open(hv.DBDir(), vk.ID)
 	if err != nil {
+		snap()
 		return nil, err
 	}
 	if err := report.Err(); err != nil {
@@ -345,6 +349,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	// version store too, or a later open of the folder in this process
 	// would find its lock held and run without local versions.
 	closeStores := func() {
+		snap()
 		_ = v.keep.Close()
 		db.Close()
 	}
@@ -397,7 +402,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 	// authentication and the rules on versions are still checked).
 	v.view.Replaying = true
 	heads := db.Heads()
-	from := v.loadGraphSnapshotLocked(heads) // graphsnap.go: nil replays every entry
+	from := v.useGraphSnapshotLocked(snap(), heads) // graphsnap.go: nil replays every entry
 	v.opened.fromSnapshot = from != nil
 	for author, head := range heads {
 		err := db.Range(author, from[author]+1, head.Seq, func(e *entry.Entry) error {
