@@ -318,6 +318,7 @@ func (n *Node) openVault(hv home.Vault) (*vault, error) {
 		fsys, err = folder.OpenOS(hv.Folder)
 	}
 	if err != nil {
+		snap()
 		db.Close()
 		return nil, err
 	}
