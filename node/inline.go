@@ -37,8 +37,11 @@ func (v *vault) withInline(id protocol.VersionID, ver entry.Version) (entry.Vers
 	for i, bv := range body.Versions {
 		v.view.Inline.Put(e.VersionID(i), bv.Inline)
 	}
+	// Only the content is compared: a caller may have renamed ver (a
+	// conflict copy is written under another name than its version's),
+	// and the ID names one version of one entry.
 	got := body.Versions[id.Index]
-	if got.Path != ver.Path || got.Hash != ver.Hash {
+	if got.Hash != ver.Hash || got.Size != ver.Size {
 		return ver, fmt.Errorf("reading the entry of %s: the log holds another version there", ver.Path)
 	}
 	ver.Inline = got.Inline

@@ -56,3 +56,40 @@ func TestInlineContentReadBack(t *testing.T) {
 		t.Errorf("%d versions cached after reading back, want the entry's 20", refilled)
 	}
 }
+
+// TestInlineReadBackForACopy: a conflict copy of a version is written
+// under another name than the version's, so reading its bytes back from
+// the log must not take the name for a sign of another version. This
+// device's own versions are never in the cache, so a conflict whose loser
+// was its own small file failed to apply ("the log holds another version
+// there") and left a copy more on each retry (TestConcurrentEdits, once
+// in a loaded run).
+func TestInlineReadBackForACopy(t *testing.T) {
+	n, folder := testNode(t)
+	content := []byte("mine, copied aside\n")
+	writeFile(t, folder, "note.md", content)
+	if err := n.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	v := n.vaultsNow()[0]
+	v.mu.Lock()
+	id := v.index.Rec("note.md").Version
+	ver, ok := v.view.Body(id)
+	v.mu.Unlock()
+	if !ok || len(ver.Inline) != 0 || v.view.Inline.Len() != 0 {
+		t.Fatalf("precondition: body %v, %d inline bytes held, %d cached; want a body without its bytes and an empty cache", ok, len(ver.Inline), v.view.Inline.Len())
+	}
+	ver.Path = "note.conflict-dev-20261208-030050-abcdef.md" // as a decision names the copy
+	got, err := v.withInline(id, ver)
+	if err != nil {
+		t.Fatalf("reading a copy's bytes back: %v", err)
+	}
+	if !bytes.Equal(got.Inline, content) || got.Path != ver.Path {
+		t.Fatalf("read back %q at %s, want %q at the copy's name", got.Inline, got.Path, content)
+	}
+	v.view.Inline.Clear() // the read above cached the entry's bytes
+	ver.Hash[0] ^= 1
+	if _, err := v.withInline(id, ver); err == nil {
+		t.Fatal("a body whose hash is not the log's version's was read back")
+	}
+}
