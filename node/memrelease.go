@@ -13,21 +13,59 @@ import (
 // minutes: 478 MB for a minute after a first scan of 100,000 small files
 // whose live heap was 120 MB (docs/benchmarks.md, "Footprint"). Once every
 // folder is settled (in sync, or offline with nothing to do) and the heap
-// holds more than releaseSlack of freed but unreturned memory, the monitor
-// returns it at once. That costs one collection per burst, not one per
-// sample: right after a release there is nothing left to return.
+// holds more than releaseSlack it could return, the monitor returns it at
+// once. That costs one collection per burst, not one per sample: right
+// after a release there is nothing left to return.
+//
+// What the heap could return is its free memory and also the garbage the
+// burst left since the last collection: an idle agent allocates little,
+// so no collection runs for minutes (until the runtime's forced one every
+// two minutes), and that garbage stays resident. After B1's 10,000 notes
+// the receiver's heap held 31 MB of objects over 19 MB live, with less
+// than releaseSlack free, so nothing was returned (docs/benchmarks.md,
+// "Where an idle agent's live heap is").
 
-// releaseSlack is how much freed, unreturned heap an idle agent may keep.
+// releaseSlack is how much returnable heap an idle agent may keep.
 const releaseSlack = 16 << 20
+
+// heapMetrics are the runtime metrics heapFree and heapReleasable read.
+var heapMetrics = []string{
+	"/memory/classes/heap/free:bytes",    // free, not yet returned
+	"/memory/classes/heap/objects:bytes", // live or dead, not yet swept
+	"/gc/heap/live:bytes",                // live as of the last collection
+}
+
+func readHeap() (free, objects, live uint64) {
+	s := make([]rtmetrics.Sample, len(heapMetrics))
+	for i, name := range heapMetrics {
+		s[i].Name = name
+	}
+	rtmetrics.Read(s)
+	v := make([]uint64, len(s))
+	for i := range s {
+		if s[i].Value.Kind() == rtmetrics.KindUint64 {
+			v[i] = s[i].Value.Uint64()
+		}
+	}
+	return v[0], v[1], v[2]
+}
 
 // heapFree is the heap memory that is free and not yet returned to the OS.
 func heapFree() uint64 {
-	s := []rtmetrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
-	rtmetrics.Read(s)
-	if s[0].Value.Kind() != rtmetrics.KindUint64 {
-		return 0
+	free, _, _ := readHeap()
+	return free
+}
+
+// heapReleasable is what a collection and a release could give back: the
+// free heap plus what the heap's objects have grown by since the last
+// collection found the live heap (garbage, unless the growth is still
+// held, which the collection then finds).
+func heapReleasable() uint64 {
+	free, objects, live := readHeap()
+	if objects > live {
+		return free + objects - live
 	}
-	return s[0].Value.Uint64()
+	return free
 }
 
 // settled reports whether no folder of st has work in hand.
@@ -40,10 +78,11 @@ func settled(st api.Status) bool {
 	return true
 }
 
-// releaseIfIdle returns freed heap to the OS when the agent is settled
-// and holds more than releaseSlack of it. It reports whether it did.
+// releaseIfIdle returns freed heap, and the garbage left since the last
+// collection, to the OS when the agent is settled and could return more
+// than releaseSlack. It reports whether it did.
 func releaseIfIdle(st api.Status) bool {
-	if !settled(st) || heapFree() <= releaseSlack {
+	if !settled(st) || heapReleasable() <= releaseSlack {
 		return false
 	}
 	debug.FreeOSMemory()
