@@ -93,3 +93,49 @@ func TestInlineReadBackForACopy(t *testing.T) {
 		t.Fatal("a body whose hash is not the log's version's was read back")
 	}
 }
+
+// TestIdleTrimDropsInlineCache: an idle node lets go of the inline bytes
+// it cached (received or read back), and a version's bytes are read back
+// from the log after that, byte for byte.
+func TestIdleTrimDropsInlineCache(t *testing.T) {
+	n, folder := testNode(t)
+	want := map[string][]byte{}
+	for i := range 20 {
+		name := fmt.Sprintf("note%02d.md", i)
+		want[name] = []byte(fmt.Sprintf("note %d\n", i))
+		writeFile(t, folder, name, want[name])
+	}
+	if err := n.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	v := n.vaultsNow()[0]
+	read := func() {
+		t.Helper()
+		for name, content := range want {
+			v.mu.Lock()
+			rec := v.index.Rec(name)
+			ver, _ := v.view.Body(rec.Version)
+			v.mu.Unlock()
+			got, err := v.withInline(rec.Version, ver)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if !bytes.Equal(got.Inline, content) {
+				t.Fatalf("%s: read %q, want %q", name, got.Inline, content)
+			}
+		}
+	}
+	read()
+	if cached := v.view.Inline.Len(); cached < 20 {
+		t.Fatalf("precondition: %d versions cached after reading back, want 20", cached)
+	}
+	n.trimIdle()
+	if cached := v.view.Inline.Len(); cached != 0 {
+		t.Fatalf("%d versions cached after the idle trim, want none", cached)
+	}
+	reads := v.view.Inline.Reads.Load()
+	read()
+	if got := v.view.Inline.Reads.Load() - reads; got != 1 {
+		t.Errorf("%d entries read back after the trim, want 1 (the notes' one entry)", got)
+	}
+}

@@ -3,6 +3,7 @@ package node
 import (
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
+	"time"
 
 	"github.com/weftsync/weft/node/api"
 )
@@ -87,4 +88,52 @@ func releaseIfIdle(st api.Status) bool {
 	}
 	debug.FreeOSMemory()
 	return true
+}
+
+// Letting go of what only work in hand needs. A vault keeps some things
+// for a while after a burst: the inline bytes of versions just received,
+// for the applier (logview's cache, up to 8 MiB; 1.8 MB after B1's 10,000
+// notes, docs/benchmarks.md "Where an idle agent's live heap is"). Once
+// every folder has been settled for trimAfter, the monitor drops them
+// (trimIdle) and returns what that freed, once per settled spell. Nothing
+// is lost: a version's inline bytes are read back from the log when
+// needed (withInline).
+
+// trimAfter is how long every folder must have been settled before the
+// node trims: longer than the engine's windows (engine.DeleteWindow,
+// engine.ApplyRaceWindow), so what they hold has expired.
+const trimAfter = 10 * time.Second
+
+// idleTrim follows the node's settled spells for the monitor (one
+// goroutine: not safe for concurrent use).
+type idleTrim struct {
+	since   time.Time // when the spell began; zero while a folder has work
+	trimmed bool      // the node trimmed in this spell
+}
+
+// step is one sample of st at now. It reports whether the node should
+// trim now: every folder has been settled for trimAfter, and the node has
+// not trimmed since they settled.
+func (s *idleTrim) step(st api.Status, now time.Time) bool {
+	if !settled(st) {
+		*s = idleTrim{}
+		return false
+	}
+	if s.since.IsZero() {
+		s.since = now
+	}
+	if s.trimmed || now.Sub(s.since) < trimAfter {
+		return false
+	}
+	s.trimmed = true
+	return true
+}
+
+// trimIdle drops what the node's vaults hold only for work in hand, then
+// returns the freed heap to the OS.
+func (n *Node) trimIdle() {
+	for _, v := range n.vaultsNow() {
+		v.view.Inline.Clear()
+	}
+	debug.FreeOSMemory()
 }

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/weftsync/weft/node/api"
 )
@@ -70,5 +71,36 @@ func TestReleaseIfIdleUncollectedGarbage(t *testing.T) {
 	}
 	if releaseIfIdle(idle) {
 		t.Fatal("released again with nothing to return")
+	}
+}
+
+// TestIdleTrimOncePerSpell: the node trims once every folder has been
+// settled for trimAfter, once per settled spell, and not while a folder
+// has work in hand.
+func TestIdleTrimOncePerSpell(t *testing.T) {
+	busy := api.Status{Folders: []api.FolderStatus{{State: "in-sync"}, {State: "syncing"}}}
+	idle := api.Status{Folders: []api.FolderStatus{{State: "in-sync"}, {State: "offline"}}}
+	t0 := time.Date(2026, 12, 8, 0, 0, 0, 0, time.UTC)
+	steps := []struct {
+		st   api.Status
+		at   time.Duration
+		want bool
+	}{
+		{busy, 0, false},
+		{idle, 5 * time.Second, false},
+		{idle, 5*time.Second + trimAfter - 1, false},
+		{idle, 5*time.Second + trimAfter, true},
+		{idle, 5*time.Second + 2*trimAfter, false}, // once per spell
+		{busy, 40 * time.Second, false},
+		{idle, 45 * time.Second, false},
+		{busy, 50 * time.Second, false}, // a spell shorter than trimAfter
+		{idle, 55 * time.Second, false},
+		{idle, 55*time.Second + trimAfter, true},
+	}
+	var s idleTrim
+	for i, tt := range steps {
+		if got := s.step(tt.st, t0.Add(tt.at)); got != tt.want {
+			t.Fatalf("step %d (at %v): got %v, want %v", i, tt.at, got, tt.want)
+		}
 	}
 }

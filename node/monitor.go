@@ -46,10 +46,15 @@ func newMonitor(n *Node) *monitor {
 func (m *monitor) run(ctx context.Context) {
 	tick := time.NewTicker(observe.SampleEvery)
 	defer tick.Stop()
+	var idle idleTrim // memrelease.go
 	for {
 		m.sample()
 		st := m.n.Status() // publishes new and cleared problems (node/api/problems.go)
-		releaseIfIdle(st)  // memrelease.go
+		if idle.step(st, time.Now()) {
+			m.n.trimIdle()
+		} else {
+			releaseIfIdle(st)
+		}
 		select {
 		case <-ctx.Done():
 			return
