@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/protocol/engine"
 )
 
 // Returning memory after a burst. Go's runtime gives freed heap back to
@@ -93,7 +94,10 @@ func releaseIfIdle(st api.Status) bool {
 // Letting go of what only work in hand needs. A vault keeps some things
 // for a while after a burst: the inline bytes of versions just received,
 // for the applier (logview's cache, up to 8 MiB; 1.8 MB after B1's 10,000
-// notes, docs/benchmarks.md "Where an idle agent's live heap is"). Once
+// notes, docs/benchmarks.md "Where an idle agent's live heap is"), and
+// the engine's applies and move hashes of the last few seconds, in maps
+// that keep the room of their largest size (2.9 MB after B1 on the
+// receiver; engine.Engine.Trim). Once
 // every folder has been settled for trimAfter, the monitor drops them
 // (trimIdle) and returns what that freed, once per settled spell. Nothing
 // is lost: a version's inline bytes are read back from the log when
@@ -130,10 +134,13 @@ func (s *idleTrim) step(st api.Status, now time.Time) bool {
 }
 
 // trimIdle drops what the node's vaults hold only for work in hand, then
-// returns the freed heap to the OS.
+// returns the freed heap to the OS. It must not be called with a vault's
+// lock held (it waits for each vault's engine loop).
 func (n *Node) trimIdle() {
+	now := n.now()
 	for _, v := range n.vaultsNow() {
 		v.view.Inline.Clear()
+		v.engine.Do(func(e *engine.Engine) { e.Trim(now) })
 	}
 	debug.FreeOSMemory()
 }

@@ -1,12 +1,16 @@
 package node
 
 import (
+	"context"
+	"fmt"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weftsync/weft/node/api"
+	"github.com/weftsync/weft/protocol/engine"
 )
 
 var sink []byte
@@ -102,5 +106,35 @@ func TestIdleTrimOncePerSpell(t *testing.T) {
 		if got := s.step(tt.st, t0.Add(tt.at)); got != tt.want {
 			t.Fatalf("step %d (at %v): got %v, want %v", i, tt.at, got, tt.want)
 		}
+	}
+}
+
+// TestIdleTrimEngine: the idle trim lets go of the engine's move hashes
+// once DeleteWindow has passed on the device's clock, and not before.
+func TestIdleTrimEngine(t *testing.T) {
+	var skew atomic.Int64
+	n, folder := testNodeWith(t, Config{Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
+	for i := range 20 {
+		writeFile(t, folder, fmt.Sprintf("note%02d.md", i), []byte(fmt.Sprintf("note %d\n", i)))
+	}
+	if err := n.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	v := n.vaultsNow()[0]
+	hashes := func() (added int) {
+		v.engine.Do(func(e *engine.Engine) { added, _ = e.Deletes.MoveHashes() })
+		return added
+	}
+	if got := hashes(); got != 20 {
+		t.Fatalf("precondition: %d move hashes after the scan, want the 20 notes'", got)
+	}
+	n.trimIdle()
+	if got := hashes(); got != 20 {
+		t.Fatalf("%d move hashes after a trim within DeleteWindow, want 20", got)
+	}
+	skew.Store(int64(engine.DeleteWindow))
+	n.trimIdle()
+	if got := hashes(); got != 0 {
+		t.Fatalf("%d move hashes after a trim past DeleteWindow, want none", got)
 	}
 }

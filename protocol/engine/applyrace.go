@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"time"
 
 	"github.com/weftsync/weft/protocol"
@@ -134,4 +135,35 @@ func (r *RecentApplies) ForLocalChange(path string, cur Disk, had bool, changed 
 		return nil, false
 	}
 	return a.supersedes, true
+}
+
+// Trim forgets the applies older than ApplyRaceWindow at now (they decide
+// nothing any more: ForLocalChange and Applied ignore them) and lets go of
+// the map when none is left, or of its room when most went: a Go map keeps
+// the room of its largest size (4,096 applies after a first sync).
+func (r *RecentApplies) Trim(now time.Time) {
+	before := len(r.m)
+	for p, a := range r.m {
+		if now.Sub(a.at) >= ApplyRaceWindow {
+			delete(r.m, p)
+		}
+	}
+	r.m = trimmed(r.m, before)
+}
+
+// Len is how many applies r remembers.
+func (r *RecentApplies) Len() int { return len(r.m) }
+
+// trimmed returns m, or a copy sized for what m holds when m held more than
+// twice that before (before entries), or nil when m is empty.
+func trimmed[K comparable, V any](m map[K]V, before int) map[K]V {
+	switch {
+	case len(m) == 0:
+		return nil
+	case before > 2*len(m):
+		c := make(map[K]V, len(m))
+		maps.Copy(c, m)
+		return c
+	}
+	return m
 }

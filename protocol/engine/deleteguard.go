@@ -152,6 +152,23 @@ func pruneHashes(m map[[32]byte]seenAt, now time.Time) {
 	}
 }
 
+// Trim forgets the move hashes older than DeleteWindow at now (JudgeLocal
+// and JudgeIncoming prune them before they read the sets, so they decide
+// nothing any more) and lets go of the sets' room: up to maxMoveHashes
+// each (about 1.3 MB after a first sync of 10,000 notes) stayed for good.
+func (g *DeleteGuard) Trim(now time.Time) {
+	before := len(g.added)
+	pruneHashes(g.added, now)
+	g.added = trimmed(g.added, before)
+	before = len(g.arrived)
+	pruneHashes(g.arrived, now)
+	g.arrived = trimmed(g.arrived, before)
+}
+
+// MoveHashes is how many content hashes the guard keeps for its move
+// checks, recorded here and arrived.
+func (g *DeleteGuard) MoveHashes() (added, arrived int) { return len(g.added), len(g.arrived) }
+
 // movedElsewhere reports whether content h was seen at a path other than
 // p within the window: p's deletion is then one half of a move.
 func movedElsewhere(m map[[32]byte]seenAt, h [32]byte, p string) bool {

@@ -211,6 +211,15 @@ type Ready struct {
 	Withheld []string
 }
 
+// Trim lets go of what the engine keeps only for a while and no longer
+// needs at now: applies past ApplyRaceWindow (RecentApplies.Trim) and move
+// hashes past DeleteWindow (DeleteGuard.Trim). No decision depends on
+// whether it ran; the shell calls it when the vault has been idle a while.
+func (e *Engine) Trim(now time.Time) {
+	e.Recent.Trim(now)
+	e.Deletes.Trim(now)
+}
+
 // HasReady reports whether a pass has anything to do.
 func (e *Engine) HasReady() bool { return len(e.dirty) > 0 }
 
