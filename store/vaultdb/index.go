@@ -20,13 +20,22 @@ var (
 	// indexOptions turn on every strict check goleveldb has, so a damaged
 	// journal, manifest or table is an error at open or read, never a
 	// silently shortened database.
-	indexOptions = &opt.Options{Strict: opt.StrictAll, ErrorIfMissing: true}
+	indexOptions = &opt.Options{Strict: opt.StrictAll, ErrorIfMissing: true, WriteBuffer: indexWriteBuffer}
 	// readThrough is for reads through many keys at once (checkIndex and
 	// IndexAll at open, Range for a replay or a peer's request): their
 	// blocks are not read again soon, so they stay out of the block cache,
 	// which they filled (8 MiB held at 100,000 files).
 	readThrough = &opt.ReadOptions{DontFillCache: true}
 )
+
+// indexWriteBuffer is the index's write buffer: goleveldb allocates it
+// whole at open (its memdb) and keeps it for as long as the index is open,
+// so with goleveldb's default (4 MiB) it was the largest single item of an
+// idle agent's live heap after B1's 10,000 notes, ahead of the version
+// graph (docs/benchmarks.md, "Where an idle agent's live heap is"). B1
+// writes about 1.2 MB to the index; a smaller buffer means more, smaller
+// tables flushed, which goleveldb compacts in the background.
+const indexWriteBuffer = 1 << 20
 
 // openLevelDB opens a goleveldb directory. goleveldb keeps its own file IO,
 // outside the FS seam; tests replace this to inject faults into it.
