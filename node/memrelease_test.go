@@ -138,3 +138,34 @@ func TestIdleTrimEngine(t *testing.T) {
 		t.Fatalf("%d move hashes after a trim past DeleteWindow, want none", got)
 	}
 }
+
+// TestIdleTrimReleasesAfterABurst: the idle trim returns the heap when a
+// burst left more than trimSlack to return, and costs no collection when
+// it did not (a spell after a small edit).
+func TestIdleTrimReleasesAfterABurst(t *testing.T) {
+	n, _ := testNode(t)
+	runtime.GC()
+	debug.FreeOSMemory()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no collection but ours
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	gcs := ms.NumGC
+	if n.trimIdle() {
+		t.Fatal("the trim released with nothing to return")
+	}
+	runtime.ReadMemStats(&ms)
+	if ms.NumGC != gcs {
+		t.Fatalf("the trim ran %d collections with nothing to return, want none", ms.NumGC-gcs)
+	}
+	// A burst: 16 MiB of small objects, dropped.
+	for range 1 << 18 {
+		smallSink = append(smallSink, make([]byte, 64))
+	}
+	smallSink = nil
+	if !n.trimIdle() {
+		t.Fatalf("the trim did not release %d returnable bytes", heapReleasable())
+	}
+	if r := heapReleasable(); r > trimSlack {
+		t.Fatalf("%d bytes returnable after the trim, want at most %d", r, trimSlack)
+	}
+}
