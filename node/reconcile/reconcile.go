@@ -46,8 +46,9 @@ type State interface {
 	Record(path string) (vaultdb.Record, bool)
 	// View is the graph and index as the engine reads them.
 	View() engine.View
-	// PassBytes sets the bytes the current pass still has to write
-	// (status's estimate); 0 when no pass runs.
+	// PassBytes sets the bytes the current pass has to write (status's
+	// estimate; 0 when no pass runs) and starts counting what it wrote
+	// (carry.Vault.Wrote) from 0 again.
 	PassBytes(n int64)
 	// Settled does the vault's own bookkeeping for paths carried out (a
 	// repair of a damaged file is over).

@@ -10,7 +10,7 @@ import (
 	"github.com/weftsync/weft/protocol/entry"
 )
 
-// devNow is the time on d's clock: what node's v.n.now() reads.
+// devNow is the time on d's clock: what node's v.now() reads.
 func (s *sim) devNow(d *device) time.Time { return s.now.Add(d.skew) }
 
 // watchedScan is a scan step: what the watcher reported. The deletions it
